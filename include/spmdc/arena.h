@@ -1,0 +1,47 @@
+/* arena.h - bump allocators with a lifetime.
+ *
+ * Ownership rule (the only one in spmdc): nothing reachable from an HloModule
+ * is freed on its own.  IR, names, shapes, shardings and attribute arrays are
+ * allocated from the module's arena and released together by arena_destroy().
+ * Per-pass temporaries come from a scratch arena that the driver resets after
+ * every pass; no pointer into scratch may be stored in a module.
+ *
+ * Every allocation is zero-filled.  Out of memory calls spmdc_oom(), which
+ * prints a message and exits (tests may replace the hook).  With
+ * SPMDC_ARENA_DEBUG every allocation is its own malloc, so ASan sees overruns.
+ */
+#ifndef SPMDC_ARENA_H
+#define SPMDC_ARENA_H
+
+#include <stddef.h>
+
+typedef struct Arena Arena;
+
+/* A new, empty arena.  Never NULL (out of memory calls spmdc_oom). */
+Arena *arena_create(void);
+/* Frees every block of the arena and the arena itself.  NULL is a no-op. */
+void arena_destroy(Arena *a);
+/* Releases everything allocated so far; the arena stays usable. */
+void arena_reset(Arena *a);
+/* size bytes aligned to align (a power of two <= 64), zero-filled. */
+void *arena_alloc(Arena *a, size_t size, size_t align);
+/* Copy of s (len bytes) with a terminating NUL. */
+char *arena_strndup(Arena *a, const char *s, size_t len);
+char *arena_strdup(Arena *a, const char *s);
+/* Copy of n bytes of p (NULL when n == 0). */
+void *arena_memdup(Arena *a, const void *p, size_t n);
+/* Bytes handed out since creation/reset (for benchmarks). */
+size_t arena_bytes_used(const Arena *a);
+
+/* Typed helpers: ARENA_NEW(a, T) and ARENA_ARRAY(a, T, n) return zeroed memory. */
+#define ARENA_NEW(a, T) ((T *)arena_alloc((a), sizeof(T), _Alignof(T)))
+#define ARENA_ARRAY(a, T, n) ((T *)arena_alloc((a), sizeof(T) * (size_t)(n), _Alignof(T)))
+
+/* Out-of-memory hook: prints "spmdc: out of memory" and exits 70. */
+_Noreturn void spmdc_oom(void);
+/* malloc/realloc that never return NULL (call spmdc_oom instead). */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+
+#endif

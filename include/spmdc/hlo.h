@@ -1,0 +1,230 @@
+/* hlo.h - the IR: modules, computations, instructions (flat arrays, handles).
+ *
+ * HloModule owns computations in definition order (callees before callers);
+ * each computation keeps its instructions in a flat array in program order
+ * (every operand precedes its users).  Instructions and computations are
+ * referred to by int32_t indices, never by pointers (arrays grow), so side
+ * tables are plain arrays indexed the same way.  Everything is allocated in
+ * m->arena (see arena.h); nothing is freed individually.
+ *
+ * Attributes that spmdc interprets live in HloAttrs (allocated on demand,
+ * hlo_attrs() returns a shared all-default value for instructions without);
+ * attributes it only carries (metadata, frontend_attributes, backend_config,
+ * unknown ones) are kept verbatim as RawAttr text and printed back.
+ *
+ * The text form (hlo_print.c) and the reader (parse.c) round-trip.
+ */
+#ifndef SPMDC_HLO_H
+#define SPMDC_HLO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "spmdc/arena.h"
+#include "spmdc/diag.h"
+#include "spmdc/mesh.h"
+#include "spmdc/shape.h"
+#include "spmdc/sharding.h"
+#include "spmdc/strbuf.h"
+
+typedef enum HloOpcode {
+#define X(e, s, a, c) HLO_##e,
+#include "spmdc/hlo_opcodes.def"
+#undef X
+    HLO_OPCODE_COUNT
+} HloOpcode;
+
+const char *hlo_opcode_name(HloOpcode op);
+/* HLO_OPCODE_COUNT if unknown. */
+HloOpcode hlo_opcode_from_name(const char *s, size_t len);
+int hlo_opcode_arity(HloOpcode op);     /* -1 = variadic */
+char hlo_opcode_category(HloOpcode op); /* 'U','B','T','L','C','F','O' (hlo_opcodes.def) */
+bool hlo_opcode_is_elementwise(HloOpcode op);
+
+typedef struct IntList {
+    int32_t n;
+    int64_t *v; /* arena */
+} IntList;
+
+typedef enum CompareDir { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE } CompareDir;
+
+/* One dimension of a `window={...}`. */
+typedef struct WindowDim {
+    int64_t size, stride, pad_lo, pad_hi, lhs_dilate, rhs_dilate;
+    bool reversal;
+} WindowDim;
+
+typedef struct Window {
+    int32_t rank;
+    WindowDim dims[SPMDC_MAX_RANK];
+} Window;
+
+/* Convolution dimension numbers, from dim_labels (e.g. b01f_01io->b01f). */
+typedef struct ConvDims {
+    int32_t n_spatial;
+    int64_t in_batch, in_feature, in_spatial[SPMDC_MAX_RANK];
+    int64_t k_in, k_out, k_spatial[SPMDC_MAX_RANK];
+    int64_t out_batch, out_feature, out_spatial[SPMDC_MAX_RANK];
+} ConvDims;
+
+/* Replica groups: n_groups rows of group_size device ids.  n_groups == 0
+ * means the attribute was absent or `{}` (all devices, one group). */
+typedef struct ReplicaGroups {
+    int64_t n_groups, group_size;
+    int64_t *ids; /* arena, row-major */
+} ReplicaGroups;
+
+/* Constant literal.  Values are stored by class: integers and pred in i
+ * (u64 as its bit pattern), floats (any width) in f as doubles already
+ * rounded to the element type, complex in f as (re, im) pairs.  elided: the
+ * text said `{...}`; values are unspecified (interp treats them as zeros). */
+typedef struct Literal {
+    int64_t n;          /* elements (array literals) */
+    bool elided;
+    int64_t *i;
+    double *f;
+    int32_t n_elems;    /* tuple literals */
+    struct Literal *elems;
+} Literal;
+
+/* Verbatim attribute: printed back as name=text. */
+typedef struct RawAttr {
+    const char *name;
+    const char *text;
+} RawAttr;
+
+typedef struct HloAttrs {
+    IntList dimensions;                 /* broadcast, transpose, reduce, reverse, concatenate,
+                                           all-gather, reduce-scatter, all-to-all, sort, map */
+    IntList lhs_contracting, rhs_contracting, lhs_batch, rhs_batch; /* dot */
+    IntList slice_start, slice_limit, slice_stride;                 /* slice */
+    IntList dynamic_slice_sizes;
+    IntList pad_lo, pad_hi, pad_interior;                           /* pad */
+    Window *window;                     /* convolution, reduce-window, select-and-scatter */
+    ConvDims *conv;                     /* convolution */
+    const char *dim_labels;             /* convolution, verbatim */
+    int64_t feature_group_count, batch_group_count; /* 0 = absent (means 1) */
+    int64_t index;                      /* get-tuple-element */
+    int64_t param_number;               /* parameter */
+    int64_t iota_dimension;             /* iota */
+    int64_t channel_id;                 /* 0 = absent */
+    bool use_global_device_ids;
+    ReplicaGroups replica_groups;
+    int32_t n_pairs;                    /* collective-permute source_target_pairs */
+    int64_t *pairs;                     /* 2*n_pairs: src0,dst0,src1,dst1,... */
+    CompareDir direction;               /* compare */
+    const char *compare_type;           /* compare type=..., or NULL */
+    int32_t to_apply;                   /* computation index or -1: reduce, all-reduce, map, sort,
+                                           reduce-scatter, scatter, call, reduce-window,
+                                           select-and-scatter's scatter= */
+    int32_t select;                     /* select-and-scatter select=, or -1 */
+    int32_t condition, body;            /* while, or -1 */
+    IntList branches;                   /* conditional: computation indices */
+    bool branches_by_pred;              /* printed as true_computation/false_computation */
+    IntList called;                     /* custom-call called_computations */
+    Literal *literal;                   /* constant */
+    const char *custom_call_target;     /* custom-call */
+    bool is_stable;                     /* sort */
+    bool indices_are_sorted, unique_indices;
+    int64_t index_vector_dim;           /* gather/scatter */
+    IntList offset_dims, collapsed_slice_dims, start_index_map, slice_sizes,
+        operand_batching_dims, start_indices_batching_dims;       /* gather */
+    IntList update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims,
+        input_batching_dims, scatter_indices_batching_dims;       /* scatter */
+    const char *rng_distribution;       /* rng */
+    int32_t n_raw;
+    RawAttr *raw;                       /* verbatim attributes, input order */
+} HloAttrs;
+
+typedef struct HloInst {
+    HloOpcode op;
+    const char *name;          /* without '%', unique in its computation */
+    Shape shape;               /* global (logical) shape */
+    int32_t n_operands;
+    int32_t *operands;         /* indices into the computation's insts */
+    HloAttrs *attrs;           /* NULL: all defaults (use hlo_attrs()) */
+    const ShardingSyntax *sharding_src; /* as written, or NULL */
+    Sharding *sharding;        /* bound/propagated sharding, or NULL */
+    bool sharding_from_user;   /* the input annotated it (never overwritten) */
+    SrcSpan span;              /* the whole instruction in the input */
+} HloInst;
+
+typedef struct HloComputation {
+    const char *name;
+    bool is_entry;
+    int32_t n_insts, cap_insts;
+    HloInst *insts;            /* program order */
+    int32_t root;              /* index into insts; -1 while empty */
+    const char *execution_thread; /* or NULL */
+    SrcSpan span;
+} HloComputation;
+
+typedef struct HloModule {
+    Arena *arena;              /* owns everything below */
+    const char *name;
+    int32_t n_comps, cap_comps;
+    HloComputation *comps;     /* definition order: callees first */
+    int32_t entry;             /* index, -1 if none */
+    int64_t num_partitions;    /* 0 = header did not say */
+    int64_t replica_count;     /* 0 = header did not say */
+    int32_t n_raw;
+    RawAttr *raw;              /* other header attributes, verbatim */
+    Mesh mesh;                 /* valid once has_mesh */
+    bool has_mesh;
+} HloModule;
+
+/* ---------------------------------------------------------------- building */
+
+/* A new empty module (own arena).  name is copied. */
+HloModule *hlo_module_new(const char *name);
+/* Frees the module and everything in its arena.  NULL is a no-op. */
+void hlo_module_free(HloModule *m);
+/* Appends a computation (name copied); returns its index. */
+int32_t hlo_add_computation(HloModule *m, const char *name, bool is_entry);
+/* Appends an instruction to computation c; name and operands are copied,
+ * attrs are left NULL.  Returns the instruction's index.  Does not check. */
+int32_t hlo_add_inst(HloModule *m, int32_t c, HloOpcode op, const char *name, const Shape *shape,
+                     const int32_t *operands, int32_t n_operands);
+/* The instruction's attributes for writing (allocated on first use, with
+ * to_apply/select/condition/body = -1). */
+HloAttrs *hlo_attrs_mut(HloModule *m, HloInst *inst);
+/* The instruction's attributes for reading (a shared default if none). */
+const HloAttrs *hlo_attrs(const HloInst *inst);
+/* An arena copy of v[0..n). */
+IntList hlo_intlist(HloModule *m, const int64_t *v, int32_t n);
+/* Appends a verbatim attribute (name and text copied). */
+void hlo_add_raw_attr(HloModule *m, HloInst *inst, const char *name, const char *text);
+/* Deep copy of a shape's tuple elements into m's arena (arrays: plain copy). */
+Shape hlo_copy_shape(HloModule *m, const Shape *s);
+
+static inline HloComputation *hlo_comp(const HloModule *m, int32_t c) { return &m->comps[c]; }
+static inline HloInst *hlo_inst(const HloModule *m, int32_t c, int32_t i) { return &m->comps[c].insts[i]; }
+/* Index of the computation called name, or -1 (linear scan: for tests and the CLI). */
+int32_t hlo_find_computation(const HloModule *m, const char *name);
+/* Index of the instruction called name in computation c, or -1 (linear). */
+int32_t hlo_find_inst(const HloModule *m, int32_t c, const char *name);
+
+/* Users of every instruction of one computation, CSR form: the users of
+ * inst i are users[start[i] .. start[i+1]) (each user once per operand slot,
+ * in program order).  Arrays come from arena. */
+typedef struct HloUsers {
+    int32_t *start; /* n_insts + 1 */
+    int32_t *users;
+} HloUsers;
+HloUsers hlo_compute_users(const HloComputation *c, Arena *arena);
+
+/* ---------------------------------------------------------------- text form */
+
+typedef struct HloPrintOptions {
+    bool print_shardings;  /* sharding={...} (needs m->has_mesh for bound ones) */
+    bool print_layouts;    /* shapes' layouts as read */
+    bool print_raw_attrs;  /* metadata, frontend_attributes, backend_config, ... */
+} HloPrintOptions;
+
+/* Appends the module as HLO text XLA's parser accepts: header, computations
+ * callee-first, `%name = shape opcode(%a, %b), attrs`, ROOT marked. */
+void hlo_print_module(StrBuf *b, const HloModule *m, const HloPrintOptions *opt);
+/* One instruction's text without a trailing newline (for diagnostics). */
+void hlo_print_inst(StrBuf *b, const HloModule *m, int32_t c, int32_t i, const HloPrintOptions *opt);
+
+#endif

@@ -1,0 +1,29 @@
+/* partition.h - the SPMD partitioner: global program -> per-device program.
+ *
+ * Input: a module whose every instruction has a sharding (propagate_shardings).
+ * Output: a new module, the program every device runs on its own shard, with
+ * the collectives (all-reduce, all-gather, reduce-scatter, all-to-all,
+ * collective-permute) and local dynamic-slices that resharding needs, and one
+ * CommRecord per collective in the report.
+ *
+ * Naming contract (the simulator's verify relies on it): an output
+ * instruction that has the same name as an input instruction holds that
+ * input value's local shard under the input instruction's (propagated)
+ * sharding; values in any other state get derived names (name.1, ...).
+ * Whatever cannot be partitioned correctly is an error naming the
+ * instruction; no silently wrong program.
+ */
+#ifndef SPMDC_PARTITION_H
+#define SPMDC_PARTITION_H
+
+#include <stdbool.h>
+
+#include "spmdc/hlo.h"
+#include "spmdc/pass.h"
+#include "spmdc/report.h"
+
+/* *out receives the new module (caller frees with hlo_module_free), or NULL
+ * on error.  rep must be report_init'ed. */
+bool partition_module(const HloModule *in, HloModule **out, CommReport *rep, PassCtx *cx);
+
+#endif

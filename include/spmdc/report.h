@@ -1,0 +1,83 @@
+/* report.h - the communication report and its cost model (docs/report.md).
+ *
+ * Bytes each device sends, ring algorithms as NCCL's performance notes model
+ * them (nccl-tests doc/PERFORMANCE.md), n = group size:
+ *   all-reduce          floor(2*(n-1)*B/n), B = per-device operand bytes
+ *   all-gather          floor((n-1)*B/n),   B = per-device RESULT bytes
+ *   reduce-scatter      floor((n-1)*B/n),   B = per-device OPERAND bytes
+ *   all-to-all          floor((n-1)*B/n),   B = per-device operand bytes
+ *   collective-permute  B for a device that sends
+ * The same function (comm_bytes_per_device) feeds the report and every cost
+ * decision of the partitioner.
+ */
+#ifndef SPMDC_REPORT_H
+#define SPMDC_REPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "spmdc/mesh.h"
+#include "spmdc/shape.h"
+#include "spmdc/strbuf.h"
+
+typedef enum CollectiveKind {
+    COLL_ALL_REDUCE,
+    COLL_ALL_GATHER,
+    COLL_REDUCE_SCATTER,
+    COLL_ALL_TO_ALL,
+    COLL_COLLECTIVE_PERMUTE,
+} CollectiveKind;
+
+const char *collective_kind_name(CollectiveKind k); /* HLO spelling: "all-reduce" ... */
+
+/* Exact per-device bytes sent; n <= 1 gives 0.  operand_bytes/result_bytes
+ * are per-device buffer sizes in bytes.  Overflow-safe for B < 2^62. */
+int64_t comm_bytes_per_device(CollectiveKind k, int64_t n, int64_t operand_bytes, int64_t result_bytes);
+
+typedef struct CommRecord {
+    CollectiveKind kind;
+    char *instruction;         /* name in the emitted program (heap) */
+    ElemType dtype;
+    int32_t operand_rank, result_rank;
+    int64_t operand_dims[SPMDC_MAX_RANK], result_dims[SPMDC_MAX_RANK]; /* per device */
+    int32_t n_atoms;
+    int8_t atoms[SPMDC_MAX_ATOMS]; /* mesh atoms the groups run over */
+    int64_t group_size, num_groups;
+    int64_t bytes_per_device;  /* comm_bytes_per_device(...) * multiplier */
+    int64_t multiplier;        /* loop trip count (1 outside loops) */
+    char *cause_instruction;   /* input instruction whose sharding forced it (heap) */
+    uint32_t cause_line;       /* its line in the input (0 if none) */
+    char *reason;              /* words (heap): "dot.7: contracting dim 1 of lhs sharded on 'model'" */
+} CommRecord;
+
+typedef struct CommWarning {
+    char *kind;                /* "full-rematerialization", "uneven-padding", ... (heap) */
+    char *instruction;
+    uint32_t line;
+    char *message;
+} CommWarning;
+
+typedef struct CommReport {
+    char *module;              /* heap */
+    Mesh mesh;
+    int32_t n_records, cap_records;
+    CommRecord *records;       /* program order */
+    int32_t n_warnings, cap_warnings;
+    CommWarning *warnings;
+    int64_t parameter_bytes_per_device;
+    int64_t parameter_bytes_unpartitioned;
+} CommReport;
+
+void report_init(CommReport *r, const char *module, const Mesh *mesh);
+void report_free(CommReport *r);
+/* Appends a record (strings copied) and returns it for the caller to fill. */
+CommRecord *report_add(CommReport *r, CollectiveKind kind, const char *instruction, const char *cause_instruction,
+                       uint32_t cause_line, const char *reason);
+void report_warn(CommReport *r, const char *kind, const char *instruction, uint32_t line, const char *message);
+int64_t report_total_bytes(const CommReport *r);
+/* The text table (docs/report.md "Text form"). */
+void report_print_text(StrBuf *b, const CommReport *r);
+/* JSON, schema spmdc.report/v1, keys in a fixed order, 2-space indent, trailing newline. */
+void report_print_json(StrBuf *b, const CommReport *r);
+
+#endif

@@ -1,0 +1,174 @@
+/* sharding.h - shardings over named mesh axes, and their text forms.
+ *
+ * Two representations:
+ *  - ShardingSyntax: what the text said (positional `{devices=[2,4]<=[8]}`,
+ *    iota with transpose, explicit device lists, last_tile_dim_replicate /
+ *    last_tile_dims, `{maximal device=N}`, `{manual}`, `{replicated}`, tuples,
+ *    or the named form `{mesh[x=2,y=4], [{x},{}]}`).  Built by the parser,
+ *    owned by the module arena, never interpreted before the mesh is known.
+ *  - Sharding: the compiler's form, bound to a Mesh.  For an array value: for
+ *    each tensor dim, the ordered run of mesh atoms (major -> minor) that split
+ *    it; atoms not used by any dim are replicated; `partial` atoms mark a
+ *    pending reduction (the value is correct only after reducing over them).
+ *
+ * Binding (sharding_bind_module) picks the module's mesh (--mesh, else the
+ * named meshes in the file, else the device count that positional shardings
+ * or num_partitions imply), rebinding named axes by name so `--mesh model=4`
+ * recompiles a file written for model=8, and factors positional tile
+ * assignments into runs of atoms; a device order that is no transposed iota
+ * over the atoms is an error naming the instruction.
+ *
+ * Shard shapes follow XLA: dim d of size N split into t tiles has local size
+ * ceil(N/t); tile i covers [i*c, min((i+1)*c, N)).
+ */
+#ifndef SPMDC_SHARDING_H
+#define SPMDC_SHARDING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "spmdc/arena.h"
+#include "spmdc/diag.h"
+#include "spmdc/mesh.h"
+#include "spmdc/shape.h"
+#include "spmdc/strbuf.h"
+
+/* ---------------------------------------------------------------- syntax */
+
+typedef enum ShardingSyntaxKind {
+    SSYN_REPLICATED,
+    SSYN_MAXIMAL,
+    SSYN_MANUAL,
+    SSYN_UNKNOWN,
+    SSYN_UNREDUCED, /* {unreduced} */
+    SSYN_TILED,     /* devices=[...] ... */
+    SSYN_NAMED,     /* mesh[...], [...] */
+    SSYN_TUPLE,
+} ShardingSyntaxKind;
+
+typedef enum SubgroupType { SUBGROUP_REPLICATED, SUBGROUP_MANUAL, SUBGROUP_UNREDUCED, SUBGROUP_MAXIMAL } SubgroupType;
+
+#define SPMDC_MAX_TILE_DIMS (SPMDC_MAX_RANK + 4)
+
+/* One axis reference of the named form: `x`, or a sub-axis `x:(pre)size`. */
+typedef struct AxisRefSyntax {
+    const char *name;
+    int64_t pre_size; /* 0 = the whole axis */
+    int64_t size;
+    SrcSpan span;
+} AxisRefSyntax;
+
+typedef struct ShardingSyntax {
+    ShardingSyntaxKind kind;
+    SrcSpan span;
+    /* SSYN_MAXIMAL */
+    int64_t device;
+    /* SSYN_TILED: tile dims = data dims + trailing subgroup dims */
+    int32_t n_tile_dims;
+    int64_t tile_dims[SPMDC_MAX_TILE_DIMS];
+    int32_t n_iota_dims;                  /* > 0: iota form `<=[iota_dims] T(perm)` */
+    int64_t iota_dims[SPMDC_MAX_TILE_DIMS];
+    bool has_perm;
+    int32_t iota_perm[SPMDC_MAX_TILE_DIMS];
+    int64_t n_devices;                    /* explicit list form: product of tile_dims ids */
+    int64_t *devices;
+    bool last_tile_dim_replicate;
+    int32_t n_subgroups;                  /* last_tile_dims={...} */
+    SubgroupType subgroups[4];
+    /* SSYN_NAMED */
+    int32_t n_mesh_axes;
+    const char *mesh_axis_names[SPMDC_MAX_MESH_AXES];
+    int64_t mesh_axis_sizes[SPMDC_MAX_MESH_AXES];
+    int32_t n_dims;                       /* one entry per tensor dim */
+    int32_t *dim_n_axes;                  /* [n_dims] */
+    AxisRefSyntax **dim_axes;             /* [n_dims][dim_n_axes[d]] */
+    uint32_t open_dims;                   /* bit d: dim d ends with '?' */
+    int32_t n_replicated_axes, n_unreduced_axes, n_manual_axes;
+    AxisRefSyntax *replicated_axes, *unreduced_axes, *manual_axes;
+    bool named_replicated, named_manual, named_unreduced; /* `mesh[...], replicated` */
+    /* SSYN_TUPLE: flat leaves */
+    int32_t n_elems;
+    struct ShardingSyntax *elems;
+} ShardingSyntax;
+
+/* ---------------------------------------------------------------- bound form */
+
+typedef enum ShardingKind {
+    SHARDING_REPLICATED, /* every device holds the whole value */
+    SHARDING_TILED,      /* some dim split over atoms, and/or a pending partial */
+    SHARDING_MAXIMAL,    /* only `device` holds it */
+    SHARDING_MANUAL,     /* already per-device: not touched */
+    SHARDING_TUPLE,      /* one leaf sharding per array leaf (flat) */
+} ShardingKind;
+
+typedef enum ReduceKind { REDUCE_NONE, REDUCE_SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD, REDUCE_AND, REDUCE_OR } ReduceKind;
+
+typedef struct Sharding {
+    ShardingKind kind;
+    int32_t rank;                     /* TILED: tensor rank */
+    uint8_t dim_n[SPMDC_MAX_RANK];    /* TILED: atoms splitting each dim */
+    int8_t atoms[SPMDC_MAX_ATOMS];    /* TILED: the dims' atoms, dim 0 first, each major->minor */
+    uint32_t partial;                 /* atoms with a pending reduction */
+    ReduceKind partial_kind;          /* REDUCE_NONE iff partial == 0 */
+    int64_t device;                   /* MAXIMAL */
+    bool named_form;                  /* print back as the named (mesh) form */
+    int32_t n_elems;                  /* TUPLE */
+    struct Sharding *elems;           /* TUPLE (arena) */
+} Sharding;
+
+Sharding sharding_replicated(void);
+Sharding sharding_maximal(int64_t device);
+/* A TILED sharding of the given rank with no atoms yet (== replicated until
+ * atoms are added with sharding_set_dim). */
+Sharding sharding_tiled(int32_t rank);
+/* Replaces dim d's atoms with atoms[0..n) (major -> minor). */
+void sharding_set_dim(Sharding *s, int32_t dim, const int8_t *atoms, int32_t n);
+/* Pointer to dim d's atoms (count in s->dim_n[d]); NULL-safe for REPLICATED. */
+const int8_t *sharding_dim_atoms(const Sharding *s, int32_t dim);
+int32_t sharding_dim_n(const Sharding *s, int32_t dim);
+/* REPLICATED when no dim uses an atom and nothing is partial; otherwise TILED. */
+void sharding_normalize(Sharding *s);
+bool sharding_is_replicated(const Sharding *s); /* no tiling, no partial (or kind REPLICATED) */
+bool sharding_is_tiled(const Sharding *s);      /* some dim split */
+bool sharding_equal(const Sharding *a, const Sharding *b); /* ignores named_form */
+/* Leaf i of a tuple sharding; a non-tuple sharding is its own every leaf. */
+const Sharding *sharding_leaf(const Sharding *s, int32_t leaf);
+
+/* Mask of the atoms that split some dim. */
+uint32_t sharding_tiled_atoms(const Sharding *s);
+/* Tiles along dim d (product of its atoms' sizes; 1 if unsplit). */
+int64_t sharding_dim_tiles(const Sharding *s, const Mesh *m, int32_t dim);
+/* Number of distinct tiles (product over dims). */
+int64_t sharding_num_tiles(const Sharding *s, const Mesh *m);
+/* Tile index of `device` along dim d: mixed radix of its atom coordinates. */
+int64_t sharding_tile_index(const Sharding *s, const Mesh *m, int32_t dim, int64_t device);
+/* Per-device shape: dim d becomes ceil(N_d / tiles_d).  Tuples leafwise
+ * (elems allocated in arena; arena may be NULL for arrays). */
+void sharding_shard_shape(const Sharding *s, const Mesh *m, const Shape *global, Shape *local, Arena *arena);
+/* True iff every split dim divides evenly. */
+bool sharding_is_even(const Sharding *s, const Mesh *m, const Shape *global);
+/* Element offset of device's tile along dim d: tile_index * ceil(N_d/tiles_d). */
+int64_t sharding_offset(const Sharding *s, const Mesh *m, const Shape *global, int32_t dim, int64_t device);
+
+/* out dim k takes in dim perm[k] (transpose semantics); rank = length of perm. */
+void sharding_transpose(const Sharding *in, const int64_t *perm, int32_t rank, Sharding *out);
+/* Copy of s with the dims in dim_mask unsplit (their atoms become replicated). */
+Sharding sharding_replicate_dims(const Sharding *s, uint32_t dim_mask);
+
+/* Binds a parsed syntax to the mesh for a value of the given shape (tuple
+ * syntax against tuple shapes, leafwise; a single sharding on a tuple shape
+ * applies to every leaf).  On failure reports through diag at syntax->span
+ * and returns false.  out->elems come from arena. */
+bool sharding_bind(const ShardingSyntax *syn, const Mesh *m, const Shape *shape, Sharding *out,
+                   Arena *arena, DiagEngine *diag);
+/* Appends the sharding in XLA's text form, without "sharding=":
+ * named_form -> "{mesh[x=2,y=4], [{x}, {}]}", else positional
+ * "{devices=[2,1,4]<=[8] last_tile_dim_replicate}", "{replicated}",
+ * "{maximal device=0}", tuples "{{...}, {...}}".  A replicated sharding in
+ * named form prints s->rank empty dims: "{mesh[x=2], [{}, {}]}". */
+void sharding_print(StrBuf *b, const Sharding *s, const Mesh *m);
+/* Appends a short human form for reports: "[{model}, {}]", "replicated",
+ * "[{x}, {y}] partial(sum) over {z}". */
+void sharding_describe(StrBuf *b, const Sharding *s, const Mesh *m);
+
+#endif

@@ -1,0 +1,144 @@
+/* arena.c - chunked bump allocator (see arena.h for the ownership rule). */
+#include "spmdc/arena.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_MIN (64u * 1024u)
+
+typedef struct Chunk {
+    struct Chunk *next;
+    size_t cap;  /* usable bytes after the header */
+    size_t used;
+    _Alignas(64) unsigned char data[];
+} Chunk;
+
+struct Arena {
+    Chunk *head;
+    size_t total;
+#ifdef SPMDC_ARENA_DEBUG
+    void **blocks;
+    size_t n_blocks, cap_blocks;
+#endif
+};
+
+_Noreturn void spmdc_oom(void)
+{
+    fputs("spmdc: fatal: out of memory\n", stderr);
+    exit(70);
+}
+
+void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) spmdc_oom();
+    return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) spmdc_oom();
+    return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q) spmdc_oom();
+    return q;
+}
+
+Arena *arena_create(void)
+{
+    return xcalloc(1, sizeof(Arena));
+}
+
+static void free_chunks(Arena *a)
+{
+    Chunk *c = a->head;
+    while (c) {
+        Chunk *n = c->next;
+        free(c);
+        c = n;
+    }
+    a->head = NULL;
+#ifdef SPMDC_ARENA_DEBUG
+    for (size_t i = 0; i < a->n_blocks; i++) free(a->blocks[i]);
+    a->n_blocks = 0;
+#endif
+}
+
+void arena_destroy(Arena *a)
+{
+    if (!a) return;
+    free_chunks(a);
+#ifdef SPMDC_ARENA_DEBUG
+    free(a->blocks);
+#endif
+    free(a);
+}
+
+void arena_reset(Arena *a)
+{
+    free_chunks(a);
+    a->total = 0;
+}
+
+size_t arena_bytes_used(const Arena *a) { return a->total; }
+
+void *arena_alloc(Arena *a, size_t size, size_t align)
+{
+    if (align == 0) align = 1;
+    a->total += size;
+#ifdef SPMDC_ARENA_DEBUG
+    (void)align;
+    if (a->n_blocks == a->cap_blocks) {
+        a->cap_blocks = a->cap_blocks ? a->cap_blocks * 2 : 64;
+        a->blocks = xrealloc(a->blocks, a->cap_blocks * sizeof(void *));
+    }
+    void *p = xcalloc(1, size);
+    a->blocks[a->n_blocks++] = p;
+    return p;
+#else
+    Chunk *c = a->head;
+    if (c) {
+        size_t off = (c->used + (align - 1)) & ~(align - 1);
+        if (off <= c->cap && size <= c->cap - off) {
+            c->used = off + size;
+            memset(c->data + off, 0, size);
+            return c->data + off;
+        }
+    }
+    size_t cap = size + align > CHUNK_MIN ? size + align : CHUNK_MIN;
+    if (c && c->cap * 2 > cap && c->cap < (64u << 20)) cap = c->cap * 2;
+    Chunk *n = xmalloc(sizeof(Chunk) + cap);
+    n->next = a->head;
+    n->cap = cap;
+    n->used = 0;
+    a->head = n;
+    n->used = size;
+    memset(n->data, 0, size);
+    return n->data;
+#endif
+}
+
+char *arena_strndup(Arena *a, const char *s, size_t len)
+{
+    char *p = arena_alloc(a, len + 1, 1);
+    if (len) memcpy(p, s, len);
+    p[len] = 0;
+    return p;
+}
+
+char *arena_strdup(Arena *a, const char *s) { return arena_strndup(a, s, strlen(s)); }
+
+void *arena_memdup(Arena *a, const void *p, size_t n)
+{
+    if (n == 0) return NULL;
+    void *q = arena_alloc(a, n, 16);
+    memcpy(q, p, n);
+    return q;
+}

@@ -1,0 +1,90 @@
+/* driver.c - file I/O and the front half of the pipeline shared by the
+ * subcommands (see driver.h). */
+#include "spmdc/driver.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "spmdc/parse.h"
+#include "spmdc/propagate.h"
+#include "spmdc/verify.h"
+
+char *driver_read_file(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f) {
+        fprintf(stderr, "spmdc: error: cannot read %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = xmalloc(cap);
+    for (;;) {
+        if (n + 1 >= cap) {
+            cap *= 2;
+            buf = xrealloc(buf, cap);
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    if (f != stdin) fclose(f);
+    if (bad) {
+        fprintf(stderr, "spmdc: error: cannot read %s\n", path);
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+bool driver_write_file(const char *path, const char *data, size_t len)
+{
+    if (strcmp(path, "-") == 0) {
+        if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0) {
+            fprintf(stderr, "spmdc: error: cannot write standard output\n");
+            return false;
+        }
+        return true;
+    }
+    size_t pl = strlen(path);
+    char *tmp = xmalloc(pl + 16);
+    snprintf(tmp, pl + 16, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        fprintf(stderr, "spmdc: error: cannot write %s: %s\n", path, strerror(errno));
+        free(tmp);
+        return false;
+    }
+    FILE *f = fdopen(fd, "wb");
+    bool ok = f && fwrite(data, 1, len, f) == len;
+    if (f) ok = (fclose(f) == 0) && ok;
+    if (ok && rename(tmp, path) != 0) ok = false;
+    if (!ok) {
+        fprintf(stderr, "spmdc: error: cannot write %s: %s\n", path, strerror(errno));
+        unlink(tmp);
+    }
+    free(tmp);
+    return ok;
+}
+
+HloModule *driver_load_module(const char *text, size_t len, uint32_t file_id, PassCtx *cx, bool propagate)
+{
+    HloModule *m = parse_hlo(text, len, file_id, cx->diag);
+    if (!m) return NULL;
+    bool ok = verify_module(m, cx->diag) && bind_shardings(m, cx);
+    arena_reset(cx->scratch);
+    if (ok && propagate) {
+        ok = propagate_shardings(m, cx);
+        arena_reset(cx->scratch);
+    }
+    if (!ok) {
+        hlo_module_free(m);
+        return NULL;
+    }
+    return m;
+}

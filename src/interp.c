@@ -1,0 +1,2 @@
+/* interp.c - stub, being written. */
+#include "spmdc/sim.h"

@@ -1,0 +1,2 @@
+/* reshard.c - stub, being written. */
+#include "spmdc/partition.h"

@@ -1,0 +1,129 @@
+/* shape.c - element type table and shape helpers (see shape.h). */
+#include "spmdc/shape.h"
+
+#include <string.h>
+
+static const struct {
+    const char *name;
+    int bits;
+    char cls;
+} ET_INFO[ET_COUNT] = {
+    [ET_INVALID] = {"?", 0, 0},
+#define X(e, s, b, c) [ET_##e] = {s, b, c},
+    SPMDC_ELEM_TYPES(X)
+#undef X
+    [ET_TUPLE] = {"?", 0, 0},
+};
+
+const char *elem_type_name(ElemType t)
+{
+    return (t > ET_INVALID && t < ET_COUNT) ? ET_INFO[t].name : "?";
+}
+
+ElemType elem_type_from_name(const char *s, size_t len)
+{
+    if (len == 11 && memcmp(s, "opaque_type", 11) == 0) return ET_OPAQUE;
+    for (int t = ET_INVALID + 1; t < ET_TUPLE; t++) {
+        const char *n = ET_INFO[t].name;
+        if (strlen(n) == len && memcmp(n, s, len) == 0) return (ElemType)t;
+    }
+    return ET_INVALID;
+}
+
+int elem_type_bits(ElemType t) { return (t > ET_INVALID && t < ET_COUNT) ? ET_INFO[t].bits : 0; }
+int64_t elem_type_bytes(ElemType t) { return (elem_type_bits(t) + 7) / 8; }
+static char cls(ElemType t) { return (t > ET_INVALID && t < ET_COUNT) ? ET_INFO[t].cls : 0; }
+bool elem_type_is_float(ElemType t) { return cls(t) == 'f'; }
+bool elem_type_is_complex(ElemType t) { return cls(t) == 'c'; }
+bool elem_type_is_signed_int(ElemType t) { return cls(t) == 's'; }
+bool elem_type_is_unsigned_int(ElemType t) { return cls(t) == 'u'; }
+bool elem_type_is_integral(ElemType t) { return cls(t) == 's' || cls(t) == 'u'; }
+
+Shape shape_array(ElemType t, int32_t rank, const int64_t *dims)
+{
+    Shape s;
+    memset(&s, 0, sizeof s);
+    s.type = t;
+    s.rank = rank;
+    for (int32_t i = 0; i < rank && i < SPMDC_MAX_RANK; i++) s.dims[i] = dims[i];
+    return s;
+}
+
+Shape shape_scalar(ElemType t) { return shape_array(t, 0, NULL); }
+bool shape_is_array(const Shape *s) { return s->type != ET_TUPLE && s->type != ET_INVALID; }
+bool shape_is_tuple(const Shape *s) { return s->type == ET_TUPLE; }
+
+int64_t shape_elem_count(const Shape *s)
+{
+    if (s->type == ET_TUPLE) return 0;
+    int64_t n = 1;
+    for (int32_t i = 0; i < s->rank; i++) n *= s->dims[i];
+    return n;
+}
+
+int64_t shape_byte_size(const Shape *s)
+{
+    if (s->type == ET_TUPLE) {
+        int64_t n = 0;
+        for (int32_t i = 0; i < s->n_elems; i++) n += shape_byte_size(&s->elems[i]);
+        return n;
+    }
+    int bits = elem_type_bits(s->type);
+    if (bits >= 8) return shape_elem_count(s) * (bits / 8);
+    return (shape_elem_count(s) * bits + 7) / 8;
+}
+
+bool shape_equal(const Shape *a, const Shape *b)
+{
+    if (a->type != b->type) return false;
+    if (a->type == ET_TUPLE) {
+        if (a->n_elems != b->n_elems) return false;
+        for (int32_t i = 0; i < a->n_elems; i++)
+            if (!shape_equal(&a->elems[i], &b->elems[i])) return false;
+        return true;
+    }
+    if (a->rank != b->rank) return false;
+    for (int32_t i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+void shape_print(StrBuf *b, const Shape *s, bool with_layout)
+{
+    if (s->type == ET_TUPLE) {
+        sb_putc(b, '(');
+        for (int32_t i = 0; i < s->n_elems; i++) {
+            if (i) sb_puts(b, ", ");
+            shape_print(b, &s->elems[i], with_layout);
+        }
+        sb_putc(b, ')');
+        return;
+    }
+    sb_puts(b, elem_type_name(s->type));
+    sb_putc(b, '[');
+    for (int32_t i = 0; i < s->rank; i++) {
+        if (i) sb_putc(b, ',');
+        sb_printf(b, "%lld", (long long)s->dims[i]);
+    }
+    sb_putc(b, ']');
+    if (with_layout && s->has_layout && (s->rank > 0 || s->layout_tail)) {
+        sb_putc(b, '{');
+        for (int32_t i = 0; i < s->rank; i++) {
+            if (i) sb_putc(b, ',');
+            sb_printf(b, "%d", s->minor_to_major[i]);
+        }
+        if (s->layout_tail) {
+            sb_putc(b, ':');
+            sb_puts(b, s->layout_tail);
+        }
+        sb_putc(b, '}');
+    }
+}
+
+int32_t shape_leaf_count(const Shape *s)
+{
+    if (s->type != ET_TUPLE) return 1;
+    int32_t n = 0;
+    for (int32_t i = 0; i < s->n_elems; i++) n += shape_leaf_count(&s->elems[i]);
+    return n;
+}

@@ -1,0 +1,2 @@
+/* sharding.c - stub, being written. */
+#include "spmdc/sharding.h"

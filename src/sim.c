@@ -1,0 +1,2 @@
+/* sim.c - stub, being written. */
+#include "spmdc/sim.h"

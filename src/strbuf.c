@@ -1,0 +1,73 @@
+/* strbuf.c - growable character buffer. */
+#include "spmdc/strbuf.h"
+#include "spmdc/arena.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void reserve(StrBuf *b, size_t extra)
+{
+    if (b->len + extra + 1 <= b->cap) return;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + extra + 1) cap *= 2;
+    b->data = xrealloc(b->data, cap);
+    b->cap = cap;
+}
+
+void sb_putn(StrBuf *b, const char *s, size_t n)
+{
+    reserve(b, n);
+    if (n) memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = 0;
+}
+
+void sb_putc(StrBuf *b, char c) { sb_putn(b, &c, 1); }
+void sb_puts(StrBuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
+
+void sb_printf(StrBuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char tmp[256];
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n < sizeof tmp) {
+        sb_putn(b, tmp, (size_t)n);
+        return;
+    }
+    reserve(b, (size_t)n);
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void sb_int_list(StrBuf *b, const int64_t *v, int32_t n, const char *open, const char *sep, const char *close)
+{
+    sb_puts(b, open);
+    for (int32_t i = 0; i < n; i++) {
+        if (i) sb_puts(b, sep);
+        sb_printf(b, "%" PRId64, v[i]);
+    }
+    sb_puts(b, close);
+}
+
+const char *sb_cstr(const StrBuf *b) { return b->data ? b->data : ""; }
+
+void sb_clear(StrBuf *b)
+{
+    b->len = 0;
+    if (b->data) b->data[0] = 0;
+}
+
+void sb_free(StrBuf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
