@@ -75,8 +75,9 @@ typedef struct ReplicaGroups {
 } ReplicaGroups;
 
 /* Constant literal.  Values are stored by class: integers and pred in i
- * (u64 as its bit pattern), floats (any width) in f as doubles already
- * rounded to the element type, complex in f as (re, im) pairs.  elided: the
+ * (u64 as its bit pattern), floats (any width) in f as the doubles written
+ * (the interpreter rounds them to the element type), complex in f as
+ * (re, im) pairs.  elided: the
  * text said `{...}`; values are unspecified (interp treats them as zeros). */
 typedef struct Literal {
     int64_t n;          /* elements (array literals) */
