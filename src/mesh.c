@@ -1,4 +1,328 @@
-/* mesh.c - stub, being written. */
+/* mesh.c - the device mesh: axes, prime atoms, replica groups, names.
+ *
+ * A Mesh is a list of named axes; each axis of size n is factored into its
+ * prime factors in ascending order ("atoms", the first one most major), and
+ * devices are numbered row-major over the atoms (which is the same as
+ * row-major over the axes).  Everything a sharding or a collective needs is
+ * expressed over runs of atoms:
+ *  - mesh_groups lists the replica groups of a collective along some atoms;
+ *  - mesh_groups_iota prints the same groups in XLA's compact iota form
+ *    `[G,S]<=[dims]T(perm)`: iota over the atom sizes, transposed so that
+ *    the atoms outside the collective come first, then merged wherever two
+ *    source dims stay adjacent after the transpose;
+ *  - mesh_atoms_name names a run of atoms the way Shardy names axes and
+ *    sub-axes ("x", "x,y", "y:(2)2").
+ * Strides are recomputed on demand (meshes are tiny: <= 16 atoms).
+ */
 #include "spmdc/mesh.h"
+
+#include <ctype.h>
 #include <stdio.h>
-bool mesh_parse_spec(const char *spec, Mesh *m, char *err, size_t errlen) { (void)spec; (void)m; snprintf(err, errlen, "not written yet"); return false; }
+#include <stdlib.h>
+#include <string.h>
+
+/* Number of devices that one step of `atom` spans (product of the atoms
+ * minor to it). */
+static int64_t atom_stride(const Mesh *m, int32_t atom)
+{
+    int64_t s = 1;
+    for (int32_t a = atom + 1; a < m->n_atoms; a++)
+        s *= m->atom_size[a];
+    return s;
+}
+
+bool mesh_init(Mesh *m, int32_t n_axes, const char *const *names, const int64_t *sizes,
+               char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    m->n_devices = 1;
+    if (n_axes < 0 || n_axes > SPMDC_MAX_MESH_AXES) {
+        snprintf(err, errlen, "a mesh has at most %d axes (got %d)", SPMDC_MAX_MESH_AXES, (int)n_axes);
+        return false;
+    }
+    m->n_axes = n_axes;
+    for (int32_t i = 0; i < n_axes; i++) {
+        MeshAxis *ax = &m->axes[i];
+        size_t len = strlen(names[i]);
+        if (len == 0 || len >= sizeof ax->name) {
+            snprintf(err, errlen, "mesh axis name '%s' must have 1 to %d characters", names[i],
+                     (int)sizeof ax->name - 1);
+            return false;
+        }
+        memcpy(ax->name, names[i], len + 1);
+        for (int32_t j = 0; j < i; j++) {
+            if (strcmp(m->axes[j].name, ax->name) == 0) {
+                snprintf(err, errlen, "mesh axis '%s' is named twice", ax->name);
+                return false;
+            }
+        }
+        if (sizes[i] < 1 || sizes[i] > SPMDC_MAX_DEVICES || m->n_devices * sizes[i] > SPMDC_MAX_DEVICES) {
+            if (sizes[i] < 1)
+                snprintf(err, errlen, "mesh axis '%s' has size %lld (must be >= 1)", ax->name,
+                         (long long)sizes[i]);
+            else
+                snprintf(err, errlen, "the mesh has more than %d devices", SPMDC_MAX_DEVICES);
+            return false;
+        }
+        ax->size = sizes[i];
+        ax->first_atom = m->n_atoms;
+        int64_t n = sizes[i];
+        for (int64_t p = 2; n > 1; p++) {
+            while (n % p == 0) {
+                if (m->n_atoms >= SPMDC_MAX_ATOMS) {
+                    snprintf(err, errlen, "the mesh has more than %d prime factors", SPMDC_MAX_ATOMS);
+                    return false;
+                }
+                m->atom_size[m->n_atoms] = p;
+                m->atom_axis[m->n_atoms] = (int8_t)i;
+                m->n_atoms++;
+                n /= p;
+            }
+        }
+        ax->n_atoms = m->n_atoms - ax->first_atom;
+        m->n_devices *= sizes[i];
+    }
+    return true;
+}
+
+/* Parses a decimal size at *p (advancing it); -1 if there are no digits,
+ * -2 if it is larger than SPMDC_MAX_DEVICES. */
+static int64_t parse_size(const char **p)
+{
+    const char *s = *p;
+    int64_t v = 0;
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    while (isdigit((unsigned char)*s)) {
+        if (v <= SPMDC_MAX_DEVICES)
+            v = v * 10 + (*s - '0');
+        s++;
+    }
+    *p = s;
+    return v > SPMDC_MAX_DEVICES ? -2 : v;
+}
+
+/* Reads one "name=size" of a named spec into names[i]/sizes[i]. */
+static bool parse_named_axis(const char **p, char name[32], int64_t *size, const char *spec, char *err,
+                             size_t errlen)
+{
+    const char *s = *p;
+    size_t len = 0;
+    if (!(isalpha((unsigned char)*s) || *s == '_')) {
+        snprintf(err, errlen, "bad --mesh '%s': expected an axis name at '%s'", spec, s);
+        return false;
+    }
+    while (isalnum((unsigned char)s[len]) || s[len] == '_')
+        len++;
+    if (len >= 32) {
+        snprintf(err, errlen, "bad --mesh '%s': axis name longer than 31 characters", spec);
+        return false;
+    }
+    memcpy(name, s, len);
+    name[len] = '\0';
+    s += len;
+    if (*s != '=') {
+        snprintf(err, errlen, "bad --mesh '%s': expected '=' after axis '%s'", spec, name);
+        return false;
+    }
+    s++;
+    *size = parse_size(&s);
+    if (*size == -1) {
+        snprintf(err, errlen, "bad --mesh '%s': expected a size after '%s='", spec, name);
+        return false;
+    }
+    *p = s;
+    return true;
+}
+
+bool mesh_parse_spec(const char *spec, Mesh *m, char *err, size_t errlen)
+{
+    char names[SPMDC_MAX_MESH_AXES][32];
+    const char *name_ptrs[SPMDC_MAX_MESH_AXES];
+    int64_t sizes[SPMDC_MAX_MESH_AXES];
+    int32_t n = 0;
+    const char *s = spec;
+    bool named = isalpha((unsigned char)*s) || *s == '_';
+    char sep = named ? ',' : 'x';
+    memset(m, 0, sizeof *m);
+    for (;;) {
+        if (n == SPMDC_MAX_MESH_AXES) {
+            snprintf(err, errlen, "bad --mesh '%s': at most %d axes", spec, SPMDC_MAX_MESH_AXES);
+            return false;
+        }
+        if (named) {
+            if (!parse_named_axis(&s, names[n], &sizes[n], spec, err, errlen))
+                return false;
+        } else {
+            snprintf(names[n], sizeof names[n], "d%d", (int)n);
+            sizes[n] = parse_size(&s);
+            if (sizes[n] == -1) {
+                snprintf(err, errlen, "bad --mesh '%s': expected a size at '%s'", spec, s);
+                return false;
+            }
+        }
+        if (sizes[n] == -2) {
+            snprintf(err, errlen, "bad --mesh '%s': more than %d devices", spec, SPMDC_MAX_DEVICES);
+            return false;
+        }
+        if (sizes[n] == 0) {
+            snprintf(err, errlen, "bad --mesh '%s': axis '%s' has size 0", spec, names[n]);
+            return false;
+        }
+        name_ptrs[n] = names[n];
+        n++;
+        if (*s == '\0')
+            break;
+        if (*s != sep) {
+            snprintf(err, errlen, "bad --mesh '%s': unexpected '%c'", spec, *s);
+            return false;
+        }
+        s++;
+    }
+    char e2[200];
+    if (!mesh_init(m, n, name_ptrs, sizes, e2, sizeof e2)) {
+        snprintf(err, errlen, "bad --mesh '%s': %s", spec, e2);
+        return false;
+    }
+    m->named = named;
+    return true;
+}
+
+int32_t mesh_axis_index(const Mesh *m, const char *name)
+{
+    for (int32_t i = 0; i < m->n_axes; i++)
+        if (strcmp(m->axes[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int64_t mesh_atom_coord(const Mesh *m, int64_t device, int32_t atom)
+{
+    return (device / atom_stride(m, atom)) % m->atom_size[atom];
+}
+
+int64_t mesh_mask_size(const Mesh *m, uint32_t mask)
+{
+    int64_t s = 1;
+    for (int32_t a = 0; a < m->n_atoms; a++)
+        if (mask & (1u << a))
+            s *= m->atom_size[a];
+    return s;
+}
+
+/* The atoms NOT in order[0..n), ascending; returns their count. */
+static int32_t other_atoms(const Mesh *m, const int8_t *order, int32_t n, int8_t *out)
+{
+    uint32_t mask = 0;
+    int32_t k = 0;
+    for (int32_t i = 0; i < n; i++)
+        mask |= 1u << order[i];
+    for (int32_t a = 0; a < m->n_atoms; a++)
+        if (!(mask & (1u << a)))
+            out[k++] = (int8_t)a;
+    return k;
+}
+
+void mesh_groups(const Mesh *m, const int8_t *order, int32_t n_order, int64_t *out, int64_t *n_groups,
+                 int64_t *group_size)
+{
+    int8_t all[SPMDC_MAX_ATOMS];
+    int64_t stride[SPMDC_MAX_ATOMS], radix[SPMDC_MAX_ATOMS], digit[SPMDC_MAX_ATOMS];
+    int32_t n_other = other_atoms(m, order, n_order, all);
+    int32_t n_all = n_other + n_order;
+    memcpy(all + n_other, order, (size_t)n_order);
+    /* Enumerate the digits of (other atoms..., order atoms...) row-major:
+     * the first n_other digits pick the group, the rest the member. */
+    for (int32_t i = 0; i < n_all; i++) {
+        stride[i] = atom_stride(m, all[i]);
+        radix[i] = m->atom_size[all[i]];
+        digit[i] = 0;
+    }
+    *group_size = 1;
+    for (int32_t i = 0; i < n_order; i++)
+        *group_size *= m->atom_size[order[i]];
+    *n_groups = m->n_devices / *group_size;
+    for (int64_t k = 0; k < m->n_devices; k++) {
+        int64_t dev = 0;
+        for (int32_t i = 0; i < n_all; i++)
+            dev += digit[i] * stride[i];
+        out[k] = dev;
+        for (int32_t i = n_all - 1; i >= 0; i--) {
+            if (++digit[i] < radix[i])
+                break;
+            digit[i] = 0;
+        }
+    }
+}
+
+bool mesh_groups_iota(StrBuf *b, const Mesh *m, const int8_t *order, int32_t n_order)
+{
+    int8_t perm[SPMDC_MAX_ATOMS];
+    int64_t group_size = 1;
+    if (m->n_devices <= 1)
+        return false;
+    int32_t n_other = other_atoms(m, order, n_order, perm);
+    memcpy(perm + n_other, order, (size_t)n_order);
+    for (int32_t i = 0; i < n_order; i++)
+        group_size *= m->atom_size[order[i]];
+    /* Merge source atoms a, a+1 that stay adjacent in perm: a source dim is
+     * a maximal run of atoms appearing consecutively (ascending) in perm. */
+    int32_t src_of_atom[SPMDC_MAX_ATOMS];
+    int64_t src_size[SPMDC_MAX_ATOMS];
+    int32_t n_src = 0;
+    int32_t pos[SPMDC_MAX_ATOMS];
+    for (int32_t i = 0; i < m->n_atoms; i++)
+        pos[perm[i]] = i;
+    for (int32_t a = 0; a < m->n_atoms; a++) {
+        if (a > 0 && pos[a] == pos[a - 1] + 1) {
+            src_size[n_src - 1] *= m->atom_size[a];
+        } else {
+            src_size[n_src++] = m->atom_size[a];
+        }
+        src_of_atom[a] = n_src - 1;
+    }
+    sb_printf(b, "[%lld,%lld]<=", (long long)(m->n_devices / group_size), (long long)group_size);
+    sb_int_list(b, src_size, n_src, "[", ",", "]");
+    if (n_src > 1) {
+        /* The merged perm: source dims in the order their first atom occurs. */
+        int64_t mp[SPMDC_MAX_ATOMS];
+        int32_t k = 0;
+        for (int32_t i = 0; i < m->n_atoms; i++)
+            if (i == 0 || src_of_atom[perm[i]] != src_of_atom[perm[i - 1]])
+                mp[k++] = src_of_atom[perm[i]];
+        sb_int_list(b, mp, k, "T(", ",", ")");
+    }
+    return true;
+}
+
+void mesh_atoms_name(StrBuf *b, const Mesh *m, const int8_t *atoms, int32_t n)
+{
+    int32_t i = 0;
+    while (i < n) {
+        int32_t a = atoms[i];
+        int32_t ax = m->atom_axis[a];
+        int32_t j = i + 1;
+        while (j < n && atoms[j] == atoms[j - 1] + 1 && m->atom_axis[atoms[j]] == ax)
+            j++;
+        const MeshAxis *axis = &m->axes[ax];
+        if (i > 0)
+            sb_putc(b, ',');
+        sb_puts(b, axis->name);
+        int32_t span = j - i;
+        if (span != axis->n_atoms) {
+            int64_t pre = 1, size = 1;
+            for (int32_t t = axis->first_atom; t < a; t++)
+                pre *= m->atom_size[t];
+            for (int32_t t = a; t < a + span; t++)
+                size *= m->atom_size[t];
+            sb_printf(b, ":(%lld)%lld", (long long)pre, (long long)size);
+        }
+        i = j;
+    }
+}
+
+void mesh_print(StrBuf *b, const Mesh *m)
+{
+    for (int32_t i = 0; i < m->n_axes; i++)
+        sb_printf(b, "%s%s=%lld", i ? "," : "", m->axes[i].name, (long long)m->axes[i].size);
+}

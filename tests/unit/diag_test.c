@@ -1,0 +1,72 @@
+/* diag_test.c - the exact diagnostic format, excerpts, limits. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "spmdc/diag.h"
+
+static void test_error_with_caret(void **state)
+{
+    (void)state;
+    DiagEngine *d = diag_create(NULL);
+    const char *src = "HloModule m\n  x = f32[] foo()\n";
+    uint32_t f = diag_add_file(d, "m.hlo", src, strlen(src));
+    SrcSpan sp = {{f, 2, 13}, {f, 2, 15}}; /* 'foo' */
+    diag_error(d, sp, "unknown opcode '%s'", "foo");
+    assert_string_equal(diag_text(d), "m.hlo:2:13: error: unknown opcode 'foo'\n"
+                                      "    x = f32[] foo()\n"
+                                      "              ^~~\n");
+    assert_int_equal(diag_error_count(d), 1);
+    diag_destroy(d);
+}
+
+static void test_no_location_and_levels(void **state)
+{
+    (void)state;
+    DiagEngine *d = diag_create(NULL);
+    diag_warning(d, SRC_SPAN_NONE, "w %d", 1);
+    diag_note(d, SRC_SPAN_NONE, "n");
+    assert_string_equal(diag_text(d), "spmdc: warning: w 1\nspmdc: note: n\n");
+    assert_int_equal(diag_error_count(d), 0);
+    assert_int_equal(diag_warning_count(d), 1);
+    diag_destroy(d);
+}
+
+static void test_error_limit(void **state)
+{
+    (void)state;
+    DiagEngine *d = diag_create(NULL);
+    diag_set_error_limit(d, 2);
+    for (int i = 0; i < 5; i++) diag_error(d, SRC_SPAN_NONE, "e%d", i);
+    assert_string_equal(diag_text(d), "spmdc: error: e0\nspmdc: error: e1\n"
+                                      "spmdc: note: too many errors; further errors are not shown\n");
+    assert_int_equal(diag_error_count(d), 5);
+    diag_destroy(d);
+}
+
+static void test_line_out_of_range_and_last_line(void **state)
+{
+    (void)state;
+    DiagEngine *d = diag_create(NULL);
+    const char *src = "abc"; /* no trailing newline */
+    uint32_t f = diag_add_file(d, "t.hlo", src, 3);
+    diag_error(d, src_span_at(f, 1, 4), "end");
+    diag_error(d, src_span_at(f, 9, 1), "far");
+    assert_string_equal(diag_text(d), "t.hlo:1:4: error: end\n  abc\n     ^\n"
+                                      "t.hlo:9:1: error: far\n");
+    diag_destroy(d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_error_with_caret),
+        cmocka_unit_test(test_no_location_and_levels),
+        cmocka_unit_test(test_error_limit),
+        cmocka_unit_test(test_line_out_of_range_and_last_line),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,79 @@
+/* shape_test.c - element type table, sizes, printing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "spmdc/shape.h"
+
+static void test_names_round_trip(void **state)
+{
+    (void)state;
+    for (int t = ET_INVALID + 1; t < ET_TUPLE; t++) {
+        const char *n = elem_type_name((ElemType)t);
+        assert_int_equal(elem_type_from_name(n, strlen(n)), t);
+    }
+    assert_int_equal(elem_type_from_name("f3", 2), ET_INVALID);
+    assert_int_equal(elem_type_from_name("opaque_type", 11), ET_OPAQUE);
+}
+
+static void test_byte_sizes(void **state)
+{
+    (void)state;
+    /* report.md: pred/s8/u8/f8 1 byte; s16/u16/f16/bf16 2; s32/u32/f32 4; s64/u64/f64/c64 8; c128 16; token 0. */
+    assert_int_equal(elem_type_bytes(ET_PRED), 1);
+    assert_int_equal(elem_type_bytes(ET_F8E4M3FN), 1);
+    assert_int_equal(elem_type_bytes(ET_BF16), 2);
+    assert_int_equal(elem_type_bytes(ET_F32), 4);
+    assert_int_equal(elem_type_bytes(ET_C64), 8);
+    assert_int_equal(elem_type_bytes(ET_C128), 16);
+    assert_int_equal(elem_type_bytes(ET_TOKEN), 0);
+    int64_t d[] = {8192, 8192};
+    Shape s = shape_array(ET_BF16, 2, d);
+    assert_int_equal(shape_byte_size(&s), 134217728); /* 8192*8192*2 */
+    int64_t d4[] = {3};
+    Shape s4 = shape_array(ET_S4, 1, d4);
+    assert_int_equal(shape_byte_size(&s4), 2); /* 3 * 4 bits = 12 bits -> 2 bytes packed */
+    Shape sc = shape_scalar(ET_F32);
+    assert_int_equal(shape_elem_count(&sc), 1);
+    assert_int_equal(shape_byte_size(&sc), 4);
+}
+
+static void test_print_and_equal(void **state)
+{
+    (void)state;
+    int64_t d[] = {8, 16};
+    Shape a = shape_array(ET_F32, 2, d);
+    a.has_layout = true;
+    a.minor_to_major[0] = 1;
+    a.minor_to_major[1] = 0;
+    Shape elems[2] = {a, shape_scalar(ET_S32)};
+    Shape t = shape_scalar(ET_TUPLE);
+    t.n_elems = 2;
+    t.elems = elems;
+    StrBuf b = {0};
+    shape_print(&b, &t, true);
+    assert_string_equal(sb_cstr(&b), "(f32[8,16]{1,0}, s32[])");
+    sb_clear(&b);
+    shape_print(&b, &t, false);
+    assert_string_equal(sb_cstr(&b), "(f32[8,16], s32[])");
+    sb_free(&b);
+    Shape a2 = shape_array(ET_F32, 2, d);
+    assert_true(shape_equal(&a, &a2)); /* layouts ignored */
+    a2.dims[1] = 15;
+    assert_false(shape_equal(&a, &a2));
+    assert_int_equal(shape_leaf_count(&t), 2);
+    assert_int_equal(shape_byte_size(&t), 8 * 16 * 4 + 4);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_names_round_trip),
+        cmocka_unit_test(test_byte_sizes),
+        cmocka_unit_test(test_print_and_equal),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
