@@ -1,9 +1,345 @@
-/* hlo.y - stub, being written. */
+/* hlo.y - bison grammar for XLA HLO text (see docs/hlo-input notes).
+ *
+ * Builds the AST of src/ast.h and nothing else: no name resolution, no
+ * attribute interpretation, no semantic checks (src/parse.c lowers the tree).
+ * Every action is one call to an ast_* constructor.  Finished pieces (the
+ * header, a computation head, each instruction, a computation end) are handed
+ * to the ParseCtx's sink as they are reduced, and their nodes are then freed,
+ * so memory stays bounded by one instruction; no AST pointer is kept on the
+ * parser stack across a hand-over.  Attribute values are
+ * generic token trees (see ast.h); the only things the grammar knows are the
+ * module / computation / instruction skeleton and shapes.
+ *
+ * Pure parser: no globals; the scanner and the ParseCtx are parameters.
+ * Syntax errors read `m.hlo:3:14: error: unexpected ')', expected identifier
+ * or '('` (parse.error custom + LAC: the expected list is exact).  After an
+ * error inside a computation body the parser skips to the next instruction
+ * (`insts: insts error`); bison stays quiet until three tokens were shifted,
+ * so one mistake gives one message.
+ *
+ * Conflicts: none (%expect 0).  Top-level attribute values may be several
+ * juxtaposed prims (`replica_groups=[2,2]<=[4]T(1,0)`), but only prims that
+ * cannot start an instruction or a computation (no bare words or %names)
+ * may follow the first one, which keeps `attr=x` `next = ...` unambiguous.
+ */
 %require "3.6"
 %define api.pure full
 %define api.prefix {hlo_yy}
-%code provides { int hlo_yylex(HLO_YYSTYPE *lval); void hlo_yyerror(const char *msg); }
-%token END 0
+%define api.token.prefix {TOK_}
+%define api.location.type {AstLoc}
+%define parse.error custom
+%define parse.lac full
+%locations
+%param {void *scanner}
+%parse-param {ParseCtx *cx}
+%expect 0
+
+%code requires {
+#include "ast.h"
+}
+
+%code {
+int hlo_yylex(HLO_YYSTYPE *lval, AstLoc *lloc, void *scanner);
+#define YYLLOC_DEFAULT(Cur, Rhs, N)                                          \
+    do {                                                                     \
+        if (N) (Cur) = ast_loc_join(&YYRHSLOC(Rhs, 1), &YYRHSLOC(Rhs, N));   \
+        else (Cur) = ast_loc_empty(&YYRHSLOC(Rhs, 0));                       \
+    } while (0)
+}
+
+%union {
+    AstTok tok;
+    AstVal *val;
+    AstList list;
+    AstShape *shape;
+    AstShapeList shapes;
+    AstLayout *layout;
+    AstInst *inst;
+    AstParamList params;
+    bool flag;
+}
+
+%token <tok> NAME_PCT "%name"
+%token <tok> LABEL "label (name:)"
+%token <tok> ATTRNAME "attribute name"
+%token <tok> PRIMTYPE "element type"
+%token <tok> IDENT "identifier"
+%token <tok> INT "integer"
+%token <tok> DECIMAL "number"
+%token <tok> NAN "'nan'"
+%token <tok> NEGINF "'-inf'"
+%token <tok> STRING "string"
+%token <tok> BLOB "'{...}' text"
+%token <tok> DXD "size (AxB)"
+%token <tok> PAD "padding (lo_hi)"
+%token <tok> DIMLABELS "dim labels"
+%token <tok> KW_HLOMODULE "'HloModule'"
+%token <tok> KW_ENTRY "'ENTRY'"
+%token <tok> KW_ROOT "'ROOT'"
+%token <tok> KW_TRUE "'true'"
+%token <tok> KW_FALSE "'false'"
+%token <tok> KW_INF "'inf'"
+%token <tok> KW_MAXIMAL "'maximal'"
+%token <tok> KW_REPLICATED "'replicated'"
+%token <tok> KW_MANUAL "'manual'"
+%token <tok> KW_UNKNOWN "'unknown'"
+%token <tok> KW_UNREDUCED "'unreduced'"
+%token <tok> KW_LAST_TILE_DIM_REPLICATE "'last_tile_dim_replicate'"
+%token <tok> KW_SHARD_AS "'shard_as'"
+%token <tok> KW_SHARD_LIKE "'shard_like'"
+%token LE "'<='"
+%token ARROW "'->'"
+%token ELLIPSIS "'...'"
+%token TPAREN "'T('"
+%token LAYOUT_LBRACE "layout '{'"
+
+%type <tok> name word
+%type <flag> opt_entry opt_root
+%type <val> prim cont group attr dim operands
+%type <list> value elem elems elems1 header_attrs inst_attrs comp_attrs dims dims1 ints ints1
+%type <shape> shape array_shape opt_shape
+%type <shapes> shapes shapes1
+%type <layout> opt_layout
+%type <inst> inst
+%type <params> params params1
+
 %%
-top: %empty ;
+
+module
+    : comps
+    | header comps
+    ;
+
+header
+    : KW_HLOMODULE name header_attrs        { ast_header(cx, $2, &@2, $3); }
+    ;
+
+header_attrs
+    : %empty                                { $$ = (AstList){0}; }
+    | header_attrs ',' attr                 { $$ = ast_list_add($1, $3); }
+    ;
+
+comps
+    : %empty
+    | comps comp
+    ;
+
+comp
+    : comp_head '{' insts '}' comp_attrs    { ast_comp_end(cx, &@4, $5); }
+    ;
+
+comp_head
+    : opt_entry name
+        { ast_comp_begin(cx, $1, &@1, $2, &@2, false, (AstParamList){0}, NULL); }
+    | opt_entry name '(' params ')' ARROW shape
+        { ast_comp_begin(cx, $1, &@1, $2, &@2, true, $4, $7); }
+    ;
+
+opt_entry
+    : %empty                                { $$ = false; }
+    | KW_ENTRY                              { $$ = true; }
+    ;
+
+name
+    : IDENT
+    | NAME_PCT
+    ;
+
+params
+    : %empty                                { $$ = (AstParamList){0}; }
+    | params1
+    ;
+
+params1
+    : LABEL shape                           { $$ = ast_param_add(cx, (AstParamList){0}, $1, $2, &@1); }
+    | params1 ',' LABEL shape               { $$ = ast_param_add(cx, $1, $3, $4, &@3); }
+    ;
+
+comp_attrs
+    : %empty                                { $$ = (AstList){0}; }
+    | comp_attrs ',' attr                   { $$ = ast_list_add($1, $3); }
+    ;
+
+insts
+    : %empty
+    | insts inst                            { ast_inst_done(cx, $2); }
+    | insts error
+    ;
+
+inst
+    : opt_root name '=' opt_shape IDENT operands inst_attrs
+        { $$ = ast_inst(cx, $1, &@1, $2, &@2, $4, $5, &@5, $6, $7, $1 ? &@1 : &@2, &@$); }
+    ;
+
+opt_root
+    : %empty                                { $$ = false; }
+    | KW_ROOT                               { $$ = true; }
+    ;
+
+opt_shape
+    : %empty                                { $$ = NULL; }
+    | shape
+    ;
+
+operands
+    : '(' elems ')'                         { $$ = ast_group(cx, AV_PAREN, $2, &@$); }
+    ;
+
+inst_attrs
+    : %empty                                { $$ = (AstList){0}; }
+    | inst_attrs ',' attr                   { $$ = ast_list_add($1, $3); }
+    ;
+
+/* ---------------------------------------------------------------- shapes */
+
+shape
+    : array_shape
+    | '(' shapes ')'                        { $$ = ast_tuple_shape(cx, $2, &@$); }
+    ;
+
+shapes
+    : %empty                                { $$ = (AstShapeList){0}; }
+    | shapes1
+    ;
+
+shapes1
+    : shape                                 { $$ = ast_shape_list_add((AstShapeList){0}, $1); }
+    | shapes1 ',' shape                     { $$ = ast_shape_list_add($1, $3); }
+    ;
+
+array_shape
+    : PRIMTYPE '[' dims ']' opt_layout      { $$ = ast_array_shape(cx, $1, $3, $5, &@$); }
+    ;
+
+dims
+    : %empty                                { $$ = (AstList){0}; }
+    | dims1
+    ;
+
+dims1
+    : dim                                   { $$ = ast_list1($1); }
+    | dims1 ',' dim                         { $$ = ast_list_add($1, $3); }
+    ;
+
+dim
+    : INT                                   { $$ = ast_dim(cx, $1, 0, &@$); }
+    | LE INT                                { $$ = ast_dim(cx, $2, AVF_BOUNDED, &@$); }
+    | '?'                                   { $$ = ast_dim(cx, (AstTok){0}, AVF_UNBOUNDED, &@$); }
+    ;
+
+opt_layout
+    : %empty                                { $$ = NULL; }
+    | LAYOUT_LBRACE ints '}'                { $$ = ast_layout(cx, $2, NULL, &@$); }
+    | LAYOUT_LBRACE ints ':' tail '}'       { AstLoc t = ast_loc_between(&@3, &@5); $$ = ast_layout(cx, $2, &t, &@$); }
+    ;
+
+ints
+    : %empty                                { $$ = (AstList){0}; }
+    | ints1
+    ;
+
+ints1
+    : INT                                   { $$ = ast_list1(ast_dim(cx, $1, 0, &@1)); }
+    | ints1 ',' INT                         { $$ = ast_list_add($1, ast_dim(cx, $3, 0, &@3)); }
+    ;
+
+/* Layout tails (tiling, memory space, ...) are kept as text: any balanced tokens. */
+tail
+    : %empty
+    | tail tail_tok
+    ;
+
+tail_tok
+    : word {} | INT {} | PRIMTYPE {} | ',' | ':' | '*' | '#' | '+' | '~' | '[' | ']' | '?'
+    | '(' tail ')'
+    | TPAREN tail ')'
+    | '{' tail '}'
+    | LAYOUT_LBRACE tail '}'
+    ;
+
+/* ---------------------------------------------------------------- attribute values */
+
+attr
+    : ATTRNAME value                        { $$ = ast_attr(cx, $1, $2.head, &@$); }
+    ;
+
+/* Top level: the first prim, then only prims that cannot start an instruction. */
+value
+    : prim                                  { $$ = ast_list1($1); }
+    | value cont                            { $$ = ast_list_add($1, $2); }
+    ;
+
+prim
+    : cont
+    | word                                  { $$ = ast_tok_val(cx, AV_WORD, $1, &@1); }
+    | NAME_PCT                              { $$ = ast_tok_val(cx, AV_NAME, $1, &@1); }
+    | LABEL                                 { $$ = ast_tok_val(cx, AV_LABEL, $1, &@1); }
+    | ATTRNAME prim                         { $$ = ast_attr(cx, $1, $2, &@$); }
+    ;
+
+cont
+    : INT                                   { $$ = ast_tok_val(cx, AV_INT, $1, &@1); }
+    | DECIMAL                               { $$ = ast_tok_val(cx, AV_DECIMAL, $1, &@1); }
+    | NAN                                   { $$ = ast_tok_val(cx, AV_NAN, $1, &@1); }
+    | NEGINF                                { $$ = ast_tok_val(cx, AV_NEGINF, $1, &@1); }
+    | STRING                                { $$ = ast_tok_val(cx, AV_STRING, $1, &@1); }
+    | BLOB                                  { $$ = ast_tok_val(cx, AV_BLOB, $1, &@1); }
+    | DXD                                   { $$ = ast_tok_val(cx, AV_DXD, $1, &@1); }
+    | PAD                                   { $$ = ast_tok_val(cx, AV_PAD, $1, &@1); }
+    | DIMLABELS                             { $$ = ast_tok_val(cx, AV_DIMLABELS, $1, &@1); }
+    | LE                                    { $$ = ast_punct(cx, AP_LE, &@1); }
+    | ARROW                                 { $$ = ast_punct(cx, AP_ARROW, &@1); }
+    | ':'                                   { $$ = ast_punct(cx, AP_COLON, &@1); }
+    | '?'                                   { $$ = ast_punct(cx, AP_QUESTION, &@1); }
+    | ELLIPSIS                              { $$ = ast_punct(cx, AP_ELLIPSIS, &@1); }
+    | '*'                                   { $$ = ast_punct(cx, AP_STAR, &@1); }
+    | '#'                                   { $$ = ast_punct(cx, AP_HASH, &@1); }
+    | '+'                                   { $$ = ast_punct(cx, AP_PLUS, &@1); }
+    | '~'                                   { $$ = ast_punct(cx, AP_TILDE, &@1); }
+    | group
+    | array_shape                           { $$ = ast_shape_val(cx, $1); }
+    ;
+
+group
+    : '{' elems '}'                         { $$ = ast_group(cx, AV_BRACE, $2, &@$); }
+    | '[' elems ']'                         { $$ = ast_group(cx, AV_BRACKET, $2, &@$); }
+    | '(' elems ')'                         { $$ = ast_group(cx, AV_PAREN, $2, &@$); }
+    | TPAREN elems ')'                      { $$ = ast_group(cx, AV_TPAREN, $2, &@$); }
+    ;
+
+elems
+    : %empty                                { $$ = (AstList){0}; }
+    | elems1
+    ;
+
+elems1
+    : elem                                  { $$ = ast_list1(ast_elem(cx, $1, &@1)); }
+    | elems1 ',' elem                       { $$ = ast_list_add($1, ast_elem(cx, $3, &@3)); }
+    ;
+
+elem
+    : prim                                  { $$ = ast_list1($1); }
+    | elem prim                             { $$ = ast_list_add($1, $2); }
+    ;
+
+word
+    : IDENT | KW_TRUE | KW_FALSE | KW_INF | KW_MAXIMAL | KW_REPLICATED | KW_MANUAL
+    | KW_UNKNOWN | KW_UNREDUCED | KW_LAST_TILE_DIM_REPLICATE | KW_SHARD_AS | KW_SHARD_LIKE
+    ;
+
 %%
+
+/* Bison's hook for parse.error custom: hands the unexpected token and the
+ * (LAC-exact) expected set to ast_syntax_error, which words the message. */
+static int yyreport_syntax_error(const yypcontext_t *ctx, void *scanner, ParseCtx *cx)
+{
+    (void)scanner;
+    yysymbol_kind_t expected[YYNTOKENS];
+    int n = yypcontext_expected_tokens(ctx, expected, YYNTOKENS);
+    const char *names[YYNTOKENS];
+    for (int i = 0; i < n; i++) names[i] = yysymbol_name(expected[i]);
+    yysymbol_kind_t tok = yypcontext_token(ctx);
+    ast_syntax_error(cx, yypcontext_location(ctx), tok == YYSYMBOL_YYEOF, yysymbol_name(tok), names,
+                     n < 0 ? 0 : n);
+    return 0;
+}

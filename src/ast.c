@@ -1,3 +1,601 @@
-/* ast.c - stub, being written. */
-#include "spmdc/arena.h"
-typedef int ast_placeholder_;
+/* ast.c - the HLO parse tree: scanner helpers, constructors, syntax errors.
+ *
+ * Three groups of functions, all used only by the front end:
+ *  - scanner helpers called from grammar/hlo.l (position tracking, word
+ *    classification, integer and string literals, the layout-brace peek);
+ *  - constructors called from the one-line actions of grammar/hlo.y (every
+ *    node comes from the parse arena; lists are appended in O(1));
+ *  - the wording of syntax errors (`unexpected X, expected A or B`) and small
+ *    read-only accessors parse.c uses while lowering.
+ * Nothing here interprets attributes or resolves names (parse.c does).
+ */
+#include "ast.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hlo.tab.h"
+#include "spmdc/strbuf.h"
+
+/* ---------------------------------------------------------------- scanner helpers */
+
+void ast_scan_advance(ScanState *st, AstLoc *loc, const char *text, size_t len)
+{
+    loc->off = st->off;
+    loc->span.begin.file_id = loc->span.end.file_id = st->cx->file_id;
+    loc->span.begin.line = st->line;
+    loc->span.begin.col = st->col;
+    uint32_t line = st->line, col = st->col;
+    for (size_t i = 0; i < len; i++) {
+        loc->span.end.line = line;
+        loc->span.end.col = col;
+        if (text[i] == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    if (len == 0) loc->span.end = loc->span.begin;
+    st->line = line;
+    st->col = col;
+    st->off += (uint32_t)len;
+    loc->end = st->off;
+}
+
+#define KW(w, t) {w, sizeof w - 1, t}
+static const struct {
+    const char *word;
+    size_t len;
+    int tok;
+} KEYWORDS[] = {
+    KW("HloModule", TOK_KW_HLOMODULE),
+    KW("ENTRY", TOK_KW_ENTRY),
+    KW("ROOT", TOK_KW_ROOT),
+    KW("true", TOK_KW_TRUE),
+    KW("false", TOK_KW_FALSE),
+    KW("inf", TOK_KW_INF),
+    KW("maximal", TOK_KW_MAXIMAL),
+    KW("replicated", TOK_KW_REPLICATED),
+    KW("manual", TOK_KW_MANUAL),
+    KW("unknown", TOK_KW_UNKNOWN),
+    KW("unreduced", TOK_KW_UNREDUCED),
+    KW("last_tile_dim_replicate", TOK_KW_LAST_TILE_DIM_REPLICATE),
+    KW("shard_as", TOK_KW_SHARD_AS),
+    KW("shard_like", TOK_KW_SHARD_LIKE),
+};
+#undef KW
+
+int ast_scan_word(const char *s, size_t n)
+{
+    for (size_t k = 0; k < sizeof KEYWORDS / sizeof KEYWORDS[0]; k++)
+        if (KEYWORDS[k].len == n && KEYWORDS[k].word[0] == s[0] && memcmp(KEYWORDS[k].word, s, n) == 0)
+            return KEYWORDS[k].tok;
+    /* Element type names start with one of these letters (pred s32 u8 f32 bf16 c64 token opaque). */
+    if (n <= 13 && strchr("psufbcto", s[0]) && elem_type_from_name(s, n) != ET_INVALID) return TOK_PRIMTYPE;
+    return TOK_IDENT;
+}
+
+AstTok ast_tok_at(const ScanState *st, const AstLoc *loc, uint32_t skip_front, uint32_t skip_back)
+{
+    AstTok t = {0};
+    t.s = st->cx->text + loc->off + skip_front;
+    t.n = loc->end - loc->off - skip_front - skip_back;
+    return t;
+}
+
+void ast_scan_error(ScanState *st, const AstLoc *loc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    diag_report(st->cx->diag, DIAG_ERROR, loc->span, fmt, ap);
+    va_end(ap);
+}
+
+bool ast_scan_int(ScanState *st, const AstLoc *loc, AstTok *tok)
+{
+    *tok = ast_tok_at(st, loc, 0, 0);
+    const char *p = tok->s, *e = tok->s + tok->n;
+    bool neg = *p == '-';
+    if (neg) p++;
+    uint64_t v = 0;
+    bool overflow = false;
+    for (; p < e; p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10) overflow = true;
+        v = v * 10 + d;
+    }
+    if (neg && v > (uint64_t)INT64_MAX + 1) overflow = true;
+    if (overflow) {
+        ast_scan_error(st, loc, "integer '%.*s%s' does not fit in 64 bits", (int)(tok->n > 40 ? 40 : tok->n),
+                       tok->s, tok->n > 40 ? "..." : "");
+        return false;
+    }
+    if (neg)
+        tok->i = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
+    else
+        tok->i = (int64_t)v; /* above INT64_MAX: the u64 bit pattern */
+    tok->is_u64 = !neg && v > (uint64_t)INT64_MAX;
+    return true;
+}
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* C escapes: \n \t \r \a \b \f \v \\ \" \' \? \ooo \xHH; others keep the char. */
+static size_t unescape_one(const char *p, const char *e, char *out)
+{
+    static const char from[] = "ntrabfv\\\"'?", to[] = "\n\t\r\a\b\f\v\\\"'?";
+    const char *hit = strchr(from, *p);
+    if (hit && *p) {
+        *out = to[hit - from];
+        return 1;
+    }
+    if (*p >= '0' && *p <= '7') {
+        unsigned v = 0;
+        size_t k = 0;
+        while (k < 3 && p + k < e && p[k] >= '0' && p[k] <= '7') v = v * 8 + (unsigned)(p[k++] - '0');
+        *out = (char)(v & 0xff);
+        return k;
+    }
+    if (*p == 'x' && p + 1 < e && hex_digit(p[1]) >= 0) {
+        unsigned v = 0;
+        size_t k = 1;
+        while (p + k < e && hex_digit(p[k]) >= 0) v = v * 16 + (unsigned)hex_digit(p[k++]);
+        *out = (char)(v & 0xff);
+        return k;
+    }
+    *out = *p;
+    return 1;
+}
+
+void ast_scan_string(ScanState *st, const AstLoc *loc, AstTok *tok)
+{
+    AstTok raw = ast_tok_at(st, loc, 1, 1);
+    char *buf = arena_alloc(st->cx->keep, (size_t)raw.n + 1, 1);
+    const char *p = raw.s, *e = raw.s + raw.n;
+    size_t n = 0;
+    while (p < e) {
+        if (*p == '\\' && p + 1 < e) {
+            p += 1 + unescape_one(p + 1, e, &buf[n++]);
+        } else {
+            buf[n++] = *p++;
+        }
+    }
+    buf[n] = 0;
+    memset(tok, 0, sizeof *tok);
+    tok->s = buf;
+    tok->n = (uint32_t)n;
+}
+
+bool ast_scan_layout_follows(const ScanState *st)
+{
+    const char *t = st->cx->text;
+    uint32_t i = st->off, n = st->cx->len;
+    if (i < n && t[i] == '}') return true; /* `f32[]{}` */
+    while (i < n) {
+        char c = t[i];
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v') {
+            i++;
+        } else if (c == '/' && i + 1 < n && t[i + 1] == '*') {
+            const char *end = NULL;
+            for (uint32_t k = i + 2; k + 1 < n; k++)
+                if (t[k] == '*' && t[k + 1] == '/') {
+                    end = t + k + 2;
+                    break;
+                }
+            if (!end) return false;
+            i = (uint32_t)(end - t);
+        } else if (c == '/' && i + 1 < n && t[i + 1] == '/') {
+            while (i < n && t[i] != '\n') i++;
+        } else {
+            return (c >= '0' && c <= '9') || c == '-' || c == ':';
+        }
+    }
+    return false;
+}
+
+/* ---------------------------------------------------------------- locations */
+
+AstLoc ast_loc_join(const AstLoc *a, const AstLoc *b)
+{
+    AstLoc l;
+    l.span.begin = a->span.begin;
+    l.span.end = b->span.end;
+    l.off = a->off;
+    l.end = b->end > a->off ? b->end : a->end;
+    return l;
+}
+
+AstLoc ast_loc_empty(const AstLoc *prev)
+{
+    AstLoc l;
+    l.span.begin = l.span.end = prev->span.end;
+    l.off = l.end = prev->end;
+    return l;
+}
+
+AstLoc ast_loc_between(const AstLoc *a, const AstLoc *b)
+{
+    AstLoc l;
+    l.span.begin = a->span.end;
+    l.span.end = b->span.begin;
+    l.off = a->end;
+    l.end = b->off >= a->end ? b->off : a->end;
+    return l;
+}
+
+/* ---------------------------------------------------------------- constructors */
+
+static AstVal *new_val(ParseCtx *cx, AstValKind kind, const AstLoc *loc)
+{
+    AstVal *v = ARENA_NEW(cx->arena, AstVal);
+    v->kind = (uint8_t)kind;
+    v->loc = *loc;
+    return v;
+}
+
+AstVal *ast_tok_val(ParseCtx *cx, AstValKind kind, AstTok t, const AstLoc *loc)
+{
+    AstVal *v = new_val(cx, kind, loc);
+    v->t = t;
+    return v;
+}
+
+AstVal *ast_punct(ParseCtx *cx, AstPunct p, const AstLoc *loc)
+{
+    AstVal *v = new_val(cx, AV_PUNCT, loc);
+    v->punct = (uint8_t)p;
+    v->t.s = cx->text + loc->off;
+    v->t.n = loc->end - loc->off;
+    return v;
+}
+
+AstVal *ast_attr(ParseCtx *cx, AstTok name, AstVal *value, const AstLoc *loc)
+{
+    AstVal *v = new_val(cx, AV_ATTR, loc);
+    v->t = name;
+    v->child = value;
+    return v;
+}
+
+AstVal *ast_group(ParseCtx *cx, AstValKind kind, AstList elems, const AstLoc *loc)
+{
+    AstVal *v = new_val(cx, kind, loc);
+    v->child = elems.head;
+    return v;
+}
+
+AstVal *ast_elem(ParseCtx *cx, AstList prims, const AstLoc *loc)
+{
+    AstVal *v = new_val(cx, AV_ELEM, loc);
+    v->child = prims.head;
+    return v;
+}
+
+AstVal *ast_shape_val(ParseCtx *cx, AstShape *s)
+{
+    AstVal *v = new_val(cx, AV_SHAPE, &s->loc);
+    v->shape = s;
+    return v;
+}
+
+AstList ast_list1(AstVal *v)
+{
+    AstList l = {v, v};
+    return l;
+}
+
+AstList ast_list_add(AstList l, AstVal *v)
+{
+    if (!v) return l;
+    if (l.tail)
+        l.tail->next = v;
+    else
+        l.head = v;
+    l.tail = v;
+    return l;
+}
+
+AstVal *ast_dim(ParseCtx *cx, AstTok t, int flags, const AstLoc *loc)
+{
+    AstVal *v = ast_tok_val(cx, AV_INT, t, loc);
+    v->flags = (uint8_t)flags;
+    return v;
+}
+
+AstShape *ast_array_shape(ParseCtx *cx, AstTok type, AstList dims, AstLayout *layout, const AstLoc *loc)
+{
+    AstShape *s = ARENA_NEW(cx->arena, AstShape);
+    s->loc = *loc;
+    s->type = type;
+    s->dims = dims.head;
+    s->layout = layout;
+    return s;
+}
+
+AstLayout *ast_layout(ParseCtx *cx, AstList ints, const AstLoc *tail, const AstLoc *loc)
+{
+    AstLayout *l = ARENA_NEW(cx->arena, AstLayout);
+    l->loc = *loc;
+    l->ints = ints.head;
+    if (tail) {
+        l->has_tail = true;
+        l->tail = *tail;
+    }
+    return l;
+}
+
+AstShape *ast_tuple_shape(ParseCtx *cx, AstShapeList elems, const AstLoc *loc)
+{
+    AstShape *s = ARENA_NEW(cx->arena, AstShape);
+    s->loc = *loc;
+    s->is_tuple = true;
+    s->elems = elems.head;
+    return s;
+}
+
+AstShapeList ast_shape_list_add(AstShapeList l, AstShape *s)
+{
+    if (l.tail)
+        l.tail->next = s;
+    else
+        l.head = s;
+    l.tail = s;
+    return l;
+}
+
+AstParamList ast_param_add(ParseCtx *cx, AstParamList l, AstTok name, AstShape *shape, const AstLoc *loc)
+{
+    AstParam *p = ARENA_NEW(cx->arena, AstParam);
+    p->name = name;
+    p->loc = *loc;
+    p->shape = shape;
+    if (l.tail)
+        l.tail->next = p;
+    else
+        l.head = p;
+    l.tail = p;
+    return l;
+}
+
+AstInst *ast_inst(ParseCtx *cx, bool is_root, const AstLoc *root_loc, AstTok name, const AstLoc *name_loc,
+                  AstShape *shape, AstTok opcode, const AstLoc *opcode_loc, AstVal *operands,
+                  AstList attrs, const AstLoc *start, const AstLoc *whole)
+{
+    AstInst *in = ARENA_NEW(cx->arena, AstInst);
+    in->loc = ast_loc_join(start, whole);
+    in->is_root = is_root;
+    in->root_loc = *root_loc;
+    in->name = name;
+    in->name_loc = *name_loc;
+    in->shape = shape;
+    in->opcode = opcode;
+    in->opcode_loc = *opcode_loc;
+    in->operands = operands;
+    in->attrs = attrs.head;
+    return in;
+}
+
+/* ---------------------------------------------------------------- hand-overs */
+
+void ast_header(ParseCtx *cx, AstTok name, const AstLoc *name_loc, AstList attrs)
+{
+    cx->sink->header(cx->sink->data, name, name_loc, attrs.head);
+    arena_reset(cx->arena);
+}
+
+void ast_comp_begin(ParseCtx *cx, bool is_entry, const AstLoc *entry_loc, AstTok name, const AstLoc *name_loc,
+                    bool has_sig, AstParamList params, AstShape *result)
+{
+    AstCompHead h = {is_entry, *entry_loc, name, *name_loc, has_sig, params.head, result};
+    cx->sink->comp_begin(cx->sink->data, &h);
+    arena_reset(cx->arena);
+}
+
+void ast_inst_done(ParseCtx *cx, AstInst *inst)
+{
+    cx->sink->inst(cx->sink->data, inst);
+    arena_reset(cx->arena);
+}
+
+void ast_comp_end(ParseCtx *cx, const AstLoc *close, AstList attrs)
+{
+    cx->sink->comp_end(cx->sink->data, close, attrs.head);
+    arena_reset(cx->arena);
+}
+
+/* ---------------------------------------------------------------- syntax errors */
+
+/* Token classes whose text is worth quoting after the class name. */
+static bool names_text_token(const char *name)
+{
+    static const char *const with_text[] = {"identifier", "%name", "label (name:)", "attribute name",
+                                            "element type", "integer", "number", "string", "size (AxB)",
+                                            "padding (lo_hi)", "dim labels", "'{...}' text"};
+    for (size_t i = 0; i < sizeof with_text / sizeof with_text[0]; i++)
+        if (strcmp(name, with_text[i]) == 0) return true;
+    return false;
+}
+
+/* Appends the source text at loc, quoted and shortened. */
+static void put_quoted_text(StrBuf *b, const ParseCtx *cx, const AstLoc *loc)
+{
+    uint32_t n = loc->end > loc->off ? loc->end - loc->off : 0;
+    const char *s = cx->text + loc->off;
+    bool cut = false;
+    for (uint32_t i = 0; i < n; i++)
+        if (s[i] == '\n' || i >= 40) {
+            n = i;
+            cut = true;
+            break;
+        }
+    sb_putc(b, '\'');
+    for (uint32_t i = 0; i < n; i++) sb_putc(b, (s[i] >= 32 && s[i] < 127) ? s[i] : '?');
+    if (cut) sb_puts(b, "...");
+    sb_putc(b, '\'');
+}
+
+static bool has_name(const char *const *names, int n, const char *want)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], want) == 0) return true;
+    return false;
+}
+
+/* Tokens that can start an attribute value (summarised as "a value"). */
+static bool starts_value(const char *name)
+{
+    static const char *const v[] = {
+        "%name", "label (name:)", "attribute name", "element type", "identifier", "integer", "number", "'nan'",
+        "'-inf'", "string", "'{...}' text", "size (AxB)", "padding (lo_hi)", "dim labels", "'true'", "'false'",
+        "'inf'", "'maximal'", "'replicated'", "'manual'", "'unknown'", "'unreduced'", "'last_tile_dim_replicate'",
+        "'shard_as'", "'shard_like'", "'<='", "'->'", "'...'", "'T('", "'{'", "'('", "'['", "'?'", "':'", "'*'",
+        "'#'", "'+'", "'~'"};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        if (strcmp(name, v[i]) == 0) return true;
+    return false;
+}
+
+static void put_list(StrBuf *b, const char *const *items, int n, const char *last)
+{
+    int total = n + (last ? 1 : 0);
+    for (int i = 0; i < total; i++) {
+        if (i) sb_puts(b, i == total - 1 ? " or " : ", ");
+        sb_puts(b, i < n ? items[i] : last);
+    }
+}
+
+static void put_expected(StrBuf *b, const char *const *expected, int n)
+{
+    if (n == 0) return;
+    bool at_inst = has_name(expected, n, "'ROOT'");
+    bool value = has_name(expected, n, "string") && has_name(expected, n, "integer") && has_name(expected, n, "'{'");
+    if (at_inst || value) {
+        /* Between instructions, or where an attribute value may start (~35
+         * token kinds): name the few other tokens and summarise the rest. */
+        const char *other[8];
+        int k = 0;
+        for (int i = 0; i < n && k < 8; i++)
+            if (!starts_value(expected[i]) && strcmp(expected[i], "'ROOT'") != 0) other[k++] = expected[i];
+        sb_puts(b, ", expected ");
+        put_list(b, other, k, at_inst ? "an instruction" : "a value");
+        return;
+    }
+    if (n > 6) return;
+    sb_puts(b, ", expected ");
+    put_list(b, expected, n, NULL);
+}
+
+void ast_syntax_error(ParseCtx *cx, const AstLoc *loc, bool at_eof, const char *unexpected_name,
+                      const char *const *expected, int n_expected)
+{
+    StrBuf b = {0};
+    sb_puts(&b, "unexpected ");
+    if (at_eof) {
+        sb_puts(&b, "end of file");
+    } else if (unexpected_name && names_text_token(unexpected_name)) {
+        sb_puts(&b, unexpected_name);
+        sb_putc(&b, ' ');
+        put_quoted_text(&b, cx, loc);
+    } else {
+        sb_puts(&b, unexpected_name ? unexpected_name : "token");
+    }
+    put_expected(&b, expected, n_expected);
+    diag_error(cx->diag, loc->span, "%s", sb_cstr(&b));
+    if (at_eof && cx->scan && cx->scan->depth > 0) {
+        const AstLoc *open = &cx->scan->open_loc[cx->scan->depth - 1];
+        diag_note(cx->diag, open->span, "'%.*s' opened here is never closed", (int)(open->end - open->off),
+                  cx->text + open->off);
+    }
+    if (!at_eof && unexpected_name && strcmp(unexpected_name, "attribute name") == 0 &&
+        (has_name(expected, n_expected, "identifier") || has_name(expected, n_expected, "'='")))
+        diag_note(cx->diag, loc->span, "'name=' reads as an attribute name; an instruction needs a space "
+                                       "before '=' ('name = ...')");
+    sb_free(&b);
+}
+
+void hlo_yyerror(AstLoc *loc, void *scanner, ParseCtx *cx, const char *msg)
+{
+    (void)scanner;
+    if (strcmp(msg, "memory exhausted") == 0)
+        diag_error(cx->diag, loc->span, "input nested too deeply (parser stack exhausted)");
+    else
+        diag_error(cx->diag, loc->span, "%s", msg);
+}
+
+/* ---------------------------------------------------------------- tree access */
+
+int32_t ast_count(const AstVal *list)
+{
+    int32_t n = 0;
+    for (; list; list = list->next) n++;
+    return n;
+}
+
+const AstVal *ast_single(const AstVal *group)
+{
+    const AstVal *e = group ? group->child : NULL;
+    if (!e || e->next || !e->child || e->child->next) return NULL;
+    return e->child;
+}
+
+bool ast_tok_eq(AstTok t, const char *s)
+{
+    size_t n = strlen(s);
+    return t.n == n && memcmp(t.s, s, n) == 0;
+}
+
+char *ast_tok_str(Arena *a, AstTok t) { return arena_strndup(a, t.s ? t.s : "", t.n); }
+
+char *ast_text(ParseCtx *cx, const AstLoc *loc)
+{
+    uint32_t n = loc->end > loc->off ? loc->end - loc->off : 0;
+    return arena_strndup(cx->arena, cx->text + loc->off, n);
+}
+
+static const char *const KIND_NAMES[] = {
+    [AV_INT] = "integer",       [AV_DECIMAL] = "number",      [AV_NAN] = "nan",
+    [AV_NEGINF] = "-inf",       [AV_STRING] = "string",       [AV_BLOB] = "'{...}' text",
+    [AV_DXD] = "size",          [AV_PAD] = "padding",         [AV_DIMLABELS] = "dim labels",
+    [AV_NAME] = "name",         [AV_WORD] = "identifier",     [AV_LABEL] = "label",
+    [AV_PUNCT] = "",            [AV_ATTR] = "attribute",      [AV_BRACE] = "",
+    [AV_BRACKET] = "",          [AV_PAREN] = "",              [AV_TPAREN] = "",
+    [AV_SHAPE] = "shape",       [AV_ELEM] = "",
+};
+
+const char *ast_describe(ParseCtx *cx, const AstVal *v)
+{
+    if (!v) return "nothing";
+    StrBuf b = {0};
+    switch ((AstValKind)v->kind) {
+    case AV_BRACE: sb_puts(&b, "'{...}'"); break;
+    case AV_BRACKET: sb_puts(&b, "'[...]'"); break;
+    case AV_PAREN: sb_puts(&b, "'(...)'"); break;
+    case AV_TPAREN: sb_puts(&b, "'T(...)'"); break;
+    case AV_PUNCT:
+    case AV_NAN:
+    case AV_NEGINF: put_quoted_text(&b, cx, &v->loc); break;
+    case AV_ELEM:
+        if (v->child) {
+            sb_puts(&b, ast_describe(cx, v->child));
+            break;
+        }
+        sb_puts(&b, "nothing");
+        break;
+    default:
+        sb_puts(&b, KIND_NAMES[v->kind]);
+        sb_putc(&b, ' ');
+        put_quoted_text(&b, cx, &v->loc);
+        break;
+    }
+    char *r = arena_strdup(cx->arena, sb_cstr(&b));
+    sb_free(&b);
+    return r;
+}

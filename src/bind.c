@@ -1,3 +1,218 @@
-/* bind.c - stub, being written. */
+/* bind.c - choose the module's mesh and bind every written sharding to it.
+ *
+ * The mesh is, in order of preference:
+ *   1. --mesh (cx->opt->mesh).  Named shardings in the file are rebound to it
+ *      by axis NAME (the file's sizes are replaced by the mesh's, so a file
+ *      written for mesh[model=8] compiles at --mesh model=2).  A numeric
+ *      --mesh ("8", "2x4") has no names of its own: when the file's named
+ *      shardings use as many axes as it has, the file's axis names are copied
+ *      onto it in order (--mesh 2x4 on a file written for mesh[x=2,y=4] is
+ *      x=2,y=4), so named shardings bind and print back with their names.
+ *      Any other axis count is an error.
+ *   2. the mesh written in the file's named shardings; every named sharding
+ *      must use the same axes, in the same order, with the same sizes.
+ *   3. num_partitions from the module header (one axis d0);
+ *   4. the device count of the first positional sharding (one axis d0);
+ *   5. enough devices for the largest {maximal device=N} (one axis d0);
+ *   6. one device.
+ * Positional shardings are then factored over that mesh's atoms
+ * (sharding_bind); a device count that differs from the mesh's is an error
+ * at the sharding.  `{unknown}` shardings (and tuples with an unknown leaf)
+ * are left unbound for propagation to fill in.
+ */
 #include "spmdc/parse.h"
-bool bind_shardings(HloModule *m, PassCtx *cx) { (void)m; diag_error(cx->diag, SRC_SPAN_NONE, "bind not written yet"); return false; }
+
+#include <stdio.h>
+#include <string.h>
+
+/* What the file's shardings say about the mesh. */
+typedef struct MeshEvidence {
+    const ShardingSyntax *named;      /* first named sharding */
+    const ShardingSyntax *positional; /* first positional (devices=...) sharding */
+    int64_t positional_devices;
+    const ShardingSyntax *maximal;    /* the maximal sharding with the largest device */
+    bool ok;
+} MeshEvidence;
+
+static void print_syntax_mesh(StrBuf *b, const ShardingSyntax *s)
+{
+    sb_puts(b, "mesh[");
+    for (int32_t i = 0; i < s->n_mesh_axes; i++)
+        sb_printf(b, "%s%s=%lld", i ? "," : "", s->mesh_axis_names[i], (long long)s->mesh_axis_sizes[i]);
+    sb_putc(b, ']');
+}
+
+static bool same_mesh(const ShardingSyntax *a, const ShardingSyntax *b)
+{
+    if (a->n_mesh_axes != b->n_mesh_axes)
+        return false;
+    for (int32_t i = 0; i < a->n_mesh_axes; i++)
+        if (strcmp(a->mesh_axis_names[i], b->mesh_axis_names[i]) != 0 ||
+            a->mesh_axis_sizes[i] != b->mesh_axis_sizes[i])
+            return false;
+    return true;
+}
+
+/* Records one sharding (recursing into tuples); reports named meshes that
+ * disagree with the first one. */
+static void gather(MeshEvidence *ev, const ShardingSyntax *s, DiagEngine *diag)
+{
+    if (s->kind == SSYN_TUPLE) {
+        for (int32_t i = 0; i < s->n_elems; i++)
+            gather(ev, &s->elems[i], diag);
+        return;
+    }
+    if (s->kind == SSYN_TILED && !ev->positional) {
+        int64_t p = 1;
+        for (int32_t t = 0; t < s->n_tile_dims && p <= SPMDC_MAX_DEVICES; t++)
+            p *= s->tile_dims[t] > 0 ? s->tile_dims[t] : 1;
+        ev->positional = s;
+        ev->positional_devices = p;
+    }
+    if (s->kind == SSYN_MAXIMAL && s->device >= 0 && s->device < SPMDC_MAX_DEVICES &&
+        (!ev->maximal || s->device > ev->maximal->device))
+        ev->maximal = s;
+    if (s->kind != SSYN_NAMED || s->n_mesh_axes == 0)
+        return;
+    if (!ev->named) {
+        ev->named = s;
+        return;
+    }
+    if (!same_mesh(ev->named, s)) {
+        StrBuf a = {0}, b = {0};
+        print_syntax_mesh(&a, s);
+        print_syntax_mesh(&b, ev->named);
+        diag_error(diag, s->span, "sharding uses %s but the sharding at line %u uses %s; all named shardings "
+                   "must use the same mesh", sb_cstr(&a), (unsigned)ev->named->span.begin.line, sb_cstr(&b));
+        sb_free(&a);
+        sb_free(&b);
+        ev->ok = false;
+    }
+}
+
+/* A mesh of one axis d0 = n. */
+static bool mesh_1d(Mesh *mesh, int64_t n, SrcSpan span, DiagEngine *diag)
+{
+    const char *name = "d0";
+    char err[200];
+    if (!mesh_init(mesh, 1, &name, &n, err, sizeof err)) {
+        diag_error(diag, span, "cannot build a mesh of %lld devices: %s", (long long)n, err);
+        return false;
+    }
+    return true;
+}
+
+/* The mesh written in a named sharding. */
+static bool mesh_from_named(Mesh *mesh, const ShardingSyntax *s, DiagEngine *diag)
+{
+    char err[200];
+    if (!mesh_init(mesh, s->n_mesh_axes, s->mesh_axis_names, s->mesh_axis_sizes, err, sizeof err)) {
+        diag_error(diag, s->span, "bad mesh in sharding: %s", err);
+        return false;
+    }
+    mesh->named = true;
+    return true;
+}
+
+/* --mesh given: copy the file's axis names onto a numeric mesh (see top). */
+static bool adopt_names(Mesh *mesh, const ShardingSyntax *named, DiagEngine *diag)
+{
+    if (mesh->named || !named)
+        return true;
+    if (named->n_mesh_axes != mesh->n_axes) {
+        StrBuf a = {0}, b = {0};
+        print_syntax_mesh(&a, named);
+        mesh_print(&b, mesh);
+        diag_error(diag, named->span, "the shardings use %s (%d axes) but --mesh %s has %d; name the axes, "
+                   "e.g. --mesh %s=%lld", sb_cstr(&a), (int)named->n_mesh_axes, sb_cstr(&b), (int)mesh->n_axes,
+                   named->mesh_axis_names[0], (long long)mesh->n_devices);
+        sb_free(&a);
+        sb_free(&b);
+        return false;
+    }
+    for (int32_t i = 0; i < mesh->n_axes; i++) {
+        const char *n = named->mesh_axis_names[i];
+        for (int32_t j = 0; j < i; j++)
+            if (strcmp(named->mesh_axis_names[j], n) == 0)
+                return true; /* duplicate names: sharding_bind reports it */
+        snprintf(mesh->axes[i].name, sizeof mesh->axes[i].name, "%s", n);
+    }
+    mesh->named = true;
+    return true;
+}
+
+static bool choose_mesh(HloModule *m, PassCtx *cx, const MeshEvidence *ev, Mesh *mesh)
+{
+    if (cx->opt && cx->opt->has_mesh) {
+        *mesh = cx->opt->mesh;
+        return adopt_names(mesh, ev->named, cx->diag);
+    }
+    if (ev->named) {
+        if (!mesh_from_named(mesh, ev->named, cx->diag))
+            return false;
+        if (m->num_partitions > 0 && m->num_partitions != mesh->n_devices) {
+            StrBuf a = {0};
+            print_syntax_mesh(&a, ev->named);
+            diag_error(cx->diag, ev->named->span, "the module says num_partitions=%lld but the sharding's %s has "
+                       "%lld devices", (long long)m->num_partitions, sb_cstr(&a), (long long)mesh->n_devices);
+            sb_free(&a);
+            return false;
+        }
+        return true;
+    }
+    if (m->num_partitions > 0)
+        return mesh_1d(mesh, m->num_partitions, SRC_SPAN_NONE, cx->diag);
+    if (ev->positional)
+        return mesh_1d(mesh, ev->positional_devices, ev->positional->span, cx->diag);
+    if (ev->maximal)
+        return mesh_1d(mesh, ev->maximal->device + 1, ev->maximal->span, cx->diag);
+    return mesh_1d(mesh, 1, SRC_SPAN_NONE, cx->diag);
+}
+
+static bool has_unknown(const ShardingSyntax *s)
+{
+    if (s->kind == SSYN_UNKNOWN)
+        return true;
+    if (s->kind == SSYN_TUPLE)
+        for (int32_t i = 0; i < s->n_elems; i++)
+            if (has_unknown(&s->elems[i]))
+                return true;
+    return false;
+}
+
+/* Binds every instruction's written sharding; reports every failure. */
+static bool bind_all(HloModule *m, DiagEngine *diag)
+{
+    bool ok = true;
+    for (int32_t c = 0; c < m->n_comps; c++) {
+        HloComputation *comp = &m->comps[c];
+        for (int32_t i = 0; i < comp->n_insts; i++) {
+            HloInst *inst = &comp->insts[i];
+            if (!inst->sharding_src || has_unknown(inst->sharding_src))
+                continue;
+            Sharding *s = ARENA_NEW(m->arena, Sharding);
+            if (!sharding_bind(inst->sharding_src, &m->mesh, &inst->shape, s, m->arena, diag)) {
+                ok = false;
+                continue;
+            }
+            inst->sharding = s;
+            inst->sharding_from_user = true;
+        }
+    }
+    return ok;
+}
+
+bool bind_shardings(HloModule *m, PassCtx *cx)
+{
+    MeshEvidence ev = {NULL, NULL, 0, NULL, true};
+    for (int32_t c = 0; c < m->n_comps; c++)
+        for (int32_t i = 0; i < m->comps[c].n_insts; i++)
+            if (m->comps[c].insts[i].sharding_src)
+                gather(&ev, m->comps[c].insts[i].sharding_src, cx->diag);
+    Mesh mesh;
+    if (!ev.ok || !choose_mesh(m, cx, &ev, &mesh))
+        return false;
+    m->mesh = mesh;
+    m->has_mesh = true;
+    return bind_all(m, cx->diag);
+}

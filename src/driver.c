@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "spmdc/canonicalize.h"
 #include "spmdc/parse.h"
 #include "spmdc/propagate.h"
 #include "spmdc/verify.h"
@@ -51,6 +53,15 @@ bool driver_write_file(const char *path, const char *data, size_t len)
         }
         return true;
     }
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* A device or pipe (-o /dev/null, a FIFO): write in place, never rename over it. */
+        FILE *f = fopen(path, "wb");
+        bool ok = f && fwrite(data, 1, len, f) == len;
+        if (f) ok = (fclose(f) == 0) && ok;
+        if (!ok) fprintf(stderr, "spmdc: error: cannot write %s: %s\n", path, strerror(errno));
+        return ok;
+    }
     size_t pl = strlen(path);
     char *tmp = xmalloc(pl + 16);
     snprintf(tmp, pl + 16, "%s.tmpXXXXXX", path);
@@ -76,7 +87,7 @@ HloModule *driver_load_module(const char *text, size_t len, uint32_t file_id, Pa
 {
     HloModule *m = parse_hlo(text, len, file_id, cx->diag);
     if (!m) return NULL;
-    bool ok = verify_module(m, cx->diag) && bind_shardings(m, cx);
+    bool ok = verify_module(m, cx->diag) && bind_shardings(m, cx) && canonicalize_module(m, cx);
     arena_reset(cx->scratch);
     if (ok && propagate) {
         ok = propagate_shardings(m, cx);

@@ -1,2 +1,902 @@
-/* interp.c - stub, being written. */
-#include "spmdc/sim.h"
+/* interp.c - the reference interpreter: values, the per-device evaluation
+ * loop, leaves, elementwise ops, data movement and control flow.
+ *
+ * A computation runs over an env array (one SimValue per instruction, in
+ * program order); a value is released right after its last user (the
+ * per-computation last_use table, computed once), so peak memory is the
+ * live set.  Buffers are shared by reshape, bitcast, copy, get-tuple-element,
+ * tuple and opt-barrier and never written once shared: every op that writes
+ * allocates its result.  Ops with their own index math (dot, convolution,
+ * reduce, gather, scatter, sort, ...) live in interp_ops.c; collectives in
+ * sim.c (the interpreter alone runs them only for a single device).
+ * Errors name the instruction ("NAME: ...") at its span and return false.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+#define MAX_CALL_DEPTH 64
+#define MAX_WHILE_TRIPS 10000000
+
+struct SimBuffer {
+    int64_t refs;
+    size_t bytes;
+    uint64_t data[]; /* 8-byte aligned elements */
+};
+
+/* ---------------------------------------------------------------- values */
+
+static int64_t elem_count(const Shape *s)
+{
+    int64_t n = 1;
+    for (int32_t d = 0; d < s->rank; d++) n *= s->dims[d];
+    return n;
+}
+
+SimValue sim_value_new(const Shape *s)
+{
+    SimValue v;
+    memset(&v, 0, sizeof v);
+    v.shape.type = s->type;
+    v.shape.rank = s->rank;
+    for (int32_t d = 0; d < s->rank && d < SPMDC_MAX_RANK; d++) v.shape.dims[d] = s->dims[d];
+    int es = num_elem_bytes(s->type);
+    size_t bytes = es > 0 ? (size_t)(elem_count(s) * es) : 0;
+    if (bytes) {
+        v.buf = xcalloc(1, sizeof(SimBuffer) + bytes);
+        v.buf->refs = 1;
+        v.buf->bytes = bytes;
+    }
+    return v;
+}
+
+SimValue interp_new_like(const Shape *s) { return sim_value_new(s); }
+
+SimValue sim_value_tuple(int32_t n)
+{
+    SimValue v;
+    memset(&v, 0, sizeof v);
+    v.shape.type = ET_TUPLE;
+    v.shape.n_elems = n;
+    if (n) v.elems = xcalloc((size_t)n, sizeof(SimValue));
+    return v;
+}
+
+void sim_value_release(SimValue *v)
+{
+    if (v->shape.type == ET_TUPLE) {
+        for (int32_t k = 0; k < v->shape.n_elems; k++) sim_value_release(&v->elems[k]);
+        free(v->elems);
+    } else if (v->buf && --v->buf->refs == 0) {
+        free(v->buf);
+    }
+    memset(v, 0, sizeof *v);
+}
+
+SimValue sim_value_share(const SimValue *v)
+{
+    SimValue r = *v;
+    if (v->shape.type == ET_TUPLE) {
+        r.elems = v->shape.n_elems ? xcalloc((size_t)v->shape.n_elems, sizeof(SimValue)) : NULL;
+        for (int32_t k = 0; k < v->shape.n_elems; k++) r.elems[k] = sim_value_share(&v->elems[k]);
+    } else if (v->buf) {
+        v->buf->refs++;
+    }
+    return r;
+}
+
+SimValue sim_value_clone(const SimValue *v)
+{
+    if (v->shape.type == ET_TUPLE) {
+        SimValue r = sim_value_tuple(v->shape.n_elems);
+        for (int32_t k = 0; k < v->shape.n_elems; k++) r.elems[k] = sim_value_clone(&v->elems[k]);
+        return r;
+    }
+    SimValue r = sim_value_new(&v->shape);
+    if (v->buf && r.buf) memcpy(r.buf->data, v->buf->data, r.buf->bytes);
+    return r;
+}
+
+void *sim_value_data(const SimValue *v) { return v->buf ? (void *)v->buf->data : NULL; }
+int sim_elem_bytes(ElemType t) { return num_elem_bytes(t); }
+double sim_value_get_f64(const SimValue *v, int64_t i) { return num_get_f(v->shape.type, sim_value_data(v), i); }
+int64_t sim_value_get_i64(const SimValue *v, int64_t i) { return num_get_i(v->shape.type, sim_value_data(v), i); }
+void sim_value_set_f64(SimValue *v, int64_t i, double x) { num_set_f(v->shape.type, sim_value_data(v), i, x); }
+void sim_value_set_i64(SimValue *v, int64_t i, int64_t x) { num_set_i(v->shape.type, sim_value_data(v), i, x); }
+
+static int32_t value_leaves(const SimValue *v)
+{
+    if (v->shape.type != ET_TUPLE) return 1;
+    int32_t n = 0;
+    for (int32_t k = 0; k < v->shape.n_elems; k++) n += value_leaves(&v->elems[k]);
+    return n;
+}
+
+const SimValue *sim_value_leaf(const SimValue *v, int32_t k)
+{
+    if (v->shape.type != ET_TUPLE) return k == 0 ? v : NULL;
+    for (int32_t e = 0; e < v->shape.n_elems; e++) {
+        int32_t n = value_leaves(&v->elems[e]);
+        if (k < n) return sim_value_leaf(&v->elems[e], k);
+        k -= n;
+    }
+    return NULL;
+}
+
+static void print_elem(StrBuf *b, const SimValue *v, int64_t i)
+{
+    ElemType t = v->shape.type;
+    if (t == ET_PRED)
+        sb_puts(b, sim_value_get_i64(v, i) ? "true" : "false");
+    else if (num_is_float(t))
+        sb_printf(b, t == ET_F64 ? "%.17g" : "%.9g", sim_value_get_f64(v, i));
+    else if (t == ET_U64)
+        sb_printf(b, "%llu", (unsigned long long)sim_value_get_i64(v, i));
+    else
+        sb_printf(b, "%lld", (long long)sim_value_get_i64(v, i));
+}
+
+static void print_dims(StrBuf *b, const SimValue *v, int32_t d, int64_t *pos)
+{
+    if (d == v->shape.rank) {
+        print_elem(b, v, (*pos)++);
+        return;
+    }
+    sb_putc(b, '{');
+    for (int64_t k = 0; k < v->shape.dims[d]; k++) {
+        if (k) sb_puts(b, ", ");
+        print_dims(b, v, d + 1, pos);
+    }
+    sb_putc(b, '}');
+}
+
+void sim_value_print(StrBuf *b, const SimValue *v)
+{
+    if (v->shape.type == ET_TUPLE) {
+        sb_putc(b, '(');
+        for (int32_t k = 0; k < v->shape.n_elems; k++) {
+            if (k) sb_puts(b, ", ");
+            sim_value_print(b, &v->elems[k]);
+        }
+        sb_putc(b, ')');
+        return;
+    }
+    if (v->shape.type == ET_TOKEN) {
+        sb_puts(b, "token");
+        return;
+    }
+    int64_t pos = 0;
+    print_dims(b, v, 0, &pos);
+}
+
+SimValue interp_scalar_from(const SimValue *v, int64_t k)
+{
+    Shape s = shape_scalar(v->shape.type);
+    SimValue r = sim_value_new(&s);
+    int es = num_elem_bytes(v->shape.type);
+    if (es > 0) memcpy(sim_value_data(&r), (const char *)sim_value_data(v) + k * es, (size_t)es);
+    return r;
+}
+
+bool interp_shape_matches(const SimValue *v, const Shape *s)
+{
+    if (s->type == ET_TUPLE) {
+        if (v->shape.type != ET_TUPLE || v->shape.n_elems != s->n_elems) return false;
+        for (int32_t k = 0; k < s->n_elems; k++)
+            if (!interp_shape_matches(&v->elems[k], &s->elems[k])) return false;
+        return true;
+    }
+    if (v->shape.type != s->type || v->shape.rank != s->rank) return false;
+    for (int32_t d = 0; d < s->rank; d++)
+        if (v->shape.dims[d] != s->dims[d]) return false;
+    return true;
+}
+
+/* ---------------------------------------------------------------- module facts */
+
+void interp_shared_init(InterpShared *sh, const HloModule *m, DiagEngine *diag, int64_t n_partitions,
+                        int64_t n_replicas)
+{
+    memset(sh, 0, sizeof *sh);
+    sh->m = m;
+    sh->diag = diag;
+    sh->comps = xcalloc((size_t)(m->n_comps ? m->n_comps : 1), sizeof(InterpCompInfo));
+    sh->n_partitions = n_partitions;
+    sh->n_replicas = n_replicas;
+}
+
+void interp_shared_free(InterpShared *sh)
+{
+    if (!sh->comps) return;
+    for (int32_t c = 0; c < sh->m->n_comps; c++) free(sh->comps[c].last_use);
+    free(sh->comps);
+    sh->comps = NULL;
+}
+
+/* Calls fn for every computation inst calls. */
+static void called_comps(const HloInst *inst, int32_t *out, int32_t *n)
+{
+    const HloAttrs *a = hlo_attrs(inst);
+    *n = 0;
+    if (a->to_apply >= 0) out[(*n)++] = a->to_apply;
+    if (a->select >= 0) out[(*n)++] = a->select;
+    if (a->condition >= 0) out[(*n)++] = a->condition;
+    if (a->body >= 0) out[(*n)++] = a->body;
+}
+
+static bool compute_has_collective(InterpShared *sh, int32_t c, uint8_t *state)
+{
+    if (state[c]) return state[c] == 2;
+    state[c] = 1; /* visiting: a cycle counts as no collective (the call depth guard stops it) */
+    const HloComputation *comp = hlo_comp(sh->m, c);
+    bool has = false;
+    for (int32_t i = 0; i < comp->n_insts && !has; i++) {
+        const HloInst *inst = &comp->insts[i];
+        if (hlo_opcode_category(inst->op) == 'C') has = true;
+        int32_t cs[4], n;
+        called_comps(inst, cs, &n);
+        for (int32_t k = 0; k < n && !has; k++)
+            if (cs[k] < sh->m->n_comps && compute_has_collective(sh, cs[k], state)) has = true;
+        const HloAttrs *a = hlo_attrs(inst);
+        for (int32_t k = 0; k < a->branches.n && !has; k++)
+            if (a->branches.v[k] >= 0 && a->branches.v[k] < sh->m->n_comps &&
+                compute_has_collective(sh, (int32_t)a->branches.v[k], state))
+                has = true;
+    }
+    state[c] = has ? 2 : 3;
+    return has;
+}
+
+/* root = op(param 0, param 1) on two scalar parameters of one type. */
+static HloOpcode detect_binop(const HloComputation *comp)
+{
+    if (comp->root < 0) return HLO_OPCODE_COUNT;
+    const HloInst *r = &comp->insts[comp->root];
+    if (hlo_opcode_category(r->op) != 'B' || r->op == HLO_COMPLEX || r->n_operands != 2) return HLO_OPCODE_COUNT;
+    const HloInst *a = &comp->insts[r->operands[0]], *b = &comp->insts[r->operands[1]];
+    if (a->op != HLO_PARAMETER || b->op != HLO_PARAMETER) return HLO_OPCODE_COUNT;
+    if (hlo_attrs(a)->param_number != 0 || hlo_attrs(b)->param_number != 1) return HLO_OPCODE_COUNT;
+    if (a->shape.rank != 0 || b->shape.rank != 0 || a->shape.type != b->shape.type) return HLO_OPCODE_COUNT;
+    if (r->op != HLO_COMPARE && r->shape.type != a->shape.type) return HLO_OPCODE_COUNT;
+    return r->op;
+}
+
+const InterpCompInfo *interp_comp_info(InterpShared *sh, int32_t c)
+{
+    InterpCompInfo *ci = &sh->comps[c];
+    if (ci->ready) return ci;
+    const HloComputation *comp = hlo_comp(sh->m, c);
+    ci->last_use = xmalloc(sizeof(int32_t) * (size_t)(comp->n_insts ? comp->n_insts : 1));
+    for (int32_t i = 0; i < comp->n_insts; i++) {
+        ci->last_use[i] = i;
+        for (int32_t k = 0; k < comp->insts[i].n_operands; k++) {
+            int32_t o = comp->insts[i].operands[k];
+            if (o >= 0 && o < i) ci->last_use[o] = i;
+        }
+    }
+    if (comp->root >= 0) ci->last_use[comp->root] = comp->n_insts;
+    uint8_t *state = xcalloc((size_t)sh->m->n_comps, 1);
+    ci->has_collective = compute_has_collective(sh, c, state);
+    free(state);
+    ci->binop = detect_binop(comp);
+    ci->ready = true;
+    return ci;
+}
+
+bool interp_error(const Interp *ip, const HloInst *inst, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diag_error(ip->sh->diag, inst->span, "%s: %s", inst->name, msg);
+    return false;
+}
+
+/* ---------------------------------------------------------------- leaves */
+
+static bool literal_to_value(const Interp *ip, const HloInst *inst, const Literal *lit, const Shape *s, SimValue *out)
+{
+    if (s->type == ET_TUPLE) {
+        if (lit->n_elems != s->n_elems) return interp_error(ip, inst, "tuple literal has %d elements, shape %d", lit->n_elems, s->n_elems);
+        *out = sim_value_tuple(s->n_elems);
+        for (int32_t k = 0; k < s->n_elems; k++)
+            if (!literal_to_value(ip, inst, &lit->elems[k], &s->elems[k], &out->elems[k])) return false;
+        return true;
+    }
+    *out = sim_value_new(s);
+    int64_t n = elem_count(s);
+    if (lit->elided || s->type == ET_TOKEN) return true;
+    if (lit->n != n) return interp_error(ip, inst, "literal has %lld values, shape needs %lld", (long long)lit->n, (long long)n);
+    void *d = sim_value_data(out);
+    for (int64_t k = 0; k < n; k++) {
+        if (num_is_float(s->type))
+            num_set_f(s->type, d, k, lit->f ? lit->f[k] : lit->i ? (double)lit->i[k] : 0);
+        else
+            num_set_i(s->type, d, k, lit->i ? lit->i[k] : lit->f ? num_f2i(s->type, lit->f[k]) : 0);
+    }
+    return true;
+}
+
+static bool eval_iota(const Interp *ip, const HloInst *inst, SimValue *out)
+{
+    int64_t dim = hlo_attrs(inst)->iota_dimension;
+    const Shape *s = &inst->shape;
+    if (dim < 0 || dim >= s->rank) return interp_error(ip, inst, "iota_dimension %lld out of range", (long long)dim);
+    *out = sim_value_new(s);
+    int64_t st[SPMDC_MAX_RANK];
+    num_strides(s->dims, s->rank, st);
+    int64_t n = elem_count(s);
+    void *d = sim_value_data(out);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t v = (k / st[dim]) % s->dims[dim];
+        if (num_is_float(s->type))
+            num_set_f(s->type, d, k, (double)v);
+        else
+            num_set_i(s->type, d, k, v);
+    }
+    return true;
+}
+
+static SimValue scalar_u32(int64_t v)
+{
+    Shape s = shape_scalar(ET_U32);
+    SimValue r = sim_value_new(&s);
+    num_set_i(ET_U32, sim_value_data(&r), 0, v);
+    return r;
+}
+
+/* ---------------------------------------------------------------- elementwise */
+
+static bool same_count(const Interp *ip, const HloInst *inst, const SimValue *v)
+{
+    if (v->shape.type == ET_TUPLE || elem_count(&v->shape) != elem_count(&inst->shape))
+        return interp_error(ip, inst, "operand has %lld elements, result %lld", (long long)elem_count(&v->shape),
+                            (long long)elem_count(&inst->shape));
+    return true;
+}
+
+/* A full-size copy of v (a scalar is broadcast) for select/clamp. */
+static SimValue expand_scalar(const SimValue *v, const Shape *s)
+{
+    if (v->shape.rank != 0 || s->rank == 0) return sim_value_share(v);
+    Shape t = *s;
+    t.type = v->shape.type;
+    SimValue r = sim_value_new(&t);
+    num_fill(sim_value_data(&r), elem_count(&t), sim_value_data(v), num_elem_bytes(t.type));
+    return r;
+}
+
+static bool eval_unary(const Interp *ip, const HloInst *inst, const SimValue *a, SimValue *out)
+{
+    if (!same_count(ip, inst, a)) return false;
+    ElemType t = a->shape.type, rt = inst->shape.type;
+    if (inst->op == HLO_CONVERT || inst->op == HLO_BITCAST_CONVERT) {
+        *out = sim_value_new(&inst->shape);
+        if (inst->op == HLO_CONVERT) {
+            num_convert(t, sim_value_data(a), rt, sim_value_data(out), elem_count(&inst->shape));
+            return true;
+        }
+        if (elem_type_bits(t) != elem_type_bits(rt) || elem_type_bits(t) < 8)
+            return interp_error(ip, inst, "bitcast-convert from %s to %s changes the element size", elem_type_name(t),
+                                elem_type_name(rt));
+        if (out->buf) memcpy(sim_value_data(out), sim_value_data(a), out->buf->bytes);
+        return true;
+    }
+    if (inst->op == HLO_COPY) {
+        *out = sim_value_share(a);
+        return true;
+    }
+    *out = sim_value_new(&inst->shape);
+    if (!num_unary(inst->op, t, sim_value_data(a), rt, sim_value_data(out), elem_count(&inst->shape)))
+        return interp_error(ip, inst, "%s is not defined on %s", hlo_opcode_name(inst->op), elem_type_name(t));
+    return true;
+}
+
+static bool eval_binary(const Interp *ip, const HloInst *inst, const SimValue *a, const SimValue *b, SimValue *out)
+{
+    if (!same_count(ip, inst, a) || !same_count(ip, inst, b)) return false;
+    ElemType t = a->shape.type;
+    if (b->shape.type != t)
+        return interp_error(ip, inst, "operand types %s and %s differ", elem_type_name(t), elem_type_name(b->shape.type));
+    *out = sim_value_new(&inst->shape);
+    int64_t n = elem_count(&inst->shape);
+    if (inst->op == HLO_COMPARE) {
+        const char *ct = hlo_attrs(inst)->compare_type;
+        bool total = ct && strcmp(ct, "TOTALORDER") == 0;
+        num_compare(hlo_attrs(inst)->direction, total, t, sim_value_data(a), sim_value_data(b), sim_value_data(out), n);
+        return true;
+    }
+    if (inst->op == HLO_COMPLEX || !num_binary(inst->op, t, sim_value_data(a), sim_value_data(b), sim_value_data(out), n))
+        return interp_error(ip, inst, "%s is not defined on %s", hlo_opcode_name(inst->op), elem_type_name(t));
+    return true;
+}
+
+static bool eval_select(const Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
+{
+    for (int k = 1; k < 3; k++)
+        if (!same_count(ip, inst, &ops[k])) return false;
+    if (ops[0].shape.rank != 0 && !same_count(ip, inst, &ops[0])) return false;
+    int64_t n = elem_count(&inst->shape);
+    int es = num_elem_bytes(inst->shape.type);
+    *out = sim_value_new(&inst->shape);
+    const uint8_t *p = sim_value_data(&ops[0]);
+    const char *t = sim_value_data(&ops[1]), *f = sim_value_data(&ops[2]);
+    char *r = sim_value_data(out);
+    bool scalar = ops[0].shape.rank == 0;
+    for (int64_t k = 0; k < n; k++) memcpy(r + k * es, (p[scalar ? 0 : k] ? t : f) + k * es, (size_t)es);
+    return true;
+}
+
+static bool eval_clamp(const Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
+{
+    if (!same_count(ip, inst, &ops[1])) return false;
+    for (int k = 0; k < 3; k += 2)
+        if (ops[k].shape.rank != 0 && !same_count(ip, inst, &ops[k])) return false;
+    SimValue lo = expand_scalar(&ops[0], &inst->shape), hi = expand_scalar(&ops[2], &inst->shape);
+    ElemType t = inst->shape.type;
+    int64_t n = elem_count(&inst->shape);
+    *out = sim_value_new(&inst->shape);
+    bool ok = num_binary(HLO_MAXIMUM, t, sim_value_data(&ops[1]), sim_value_data(&lo), sim_value_data(out), n) &&
+              num_binary(HLO_MINIMUM, t, sim_value_data(out), sim_value_data(&hi), sim_value_data(out), n);
+    sim_value_release(&lo);
+    sim_value_release(&hi);
+    return ok || interp_error(ip, inst, "clamp is not defined on %s", elem_type_name(t));
+}
+
+/* ---------------------------------------------------------------- data movement */
+
+static bool eval_broadcast(const Interp *ip, const HloInst *inst, const SimValue *a, SimValue *out)
+{
+    const IntList *dims = &hlo_attrs(inst)->dimensions;
+    const Shape *s = &inst->shape;
+    if (dims->n != a->shape.rank) return interp_error(ip, inst, "dimensions has %d entries, operand rank %d", dims->n, a->shape.rank);
+    int64_t in_st[SPMDC_MAX_RANK], src[SPMDC_MAX_RANK] = {0}, dst[SPMDC_MAX_RANK];
+    num_strides(a->shape.dims, a->shape.rank, in_st);
+    num_strides(s->dims, s->rank, dst);
+    for (int32_t k = 0; k < dims->n; k++) {
+        int64_t d = dims->v[k];
+        if (d < 0 || d >= s->rank || s->dims[d] != a->shape.dims[k])
+            return interp_error(ip, inst, "broadcast dimension %d does not fit", k);
+        src[d] = in_st[k];
+    }
+    *out = sim_value_new(s);
+    num_copy_box(sim_value_data(out), 0, dst, sim_value_data(a), 0, src, s->dims, s->rank, num_elem_bytes(s->type));
+    return true;
+}
+
+static bool eval_reshape(const Interp *ip, const HloInst *inst, const SimValue *a, SimValue *out)
+{
+    if (!same_count(ip, inst, a)) return false;
+    if (a->shape.type != inst->shape.type) {
+        if (inst->op != HLO_BITCAST) return interp_error(ip, inst, "reshape changes the element type");
+        if (num_elem_bytes(a->shape.type) != num_elem_bytes(inst->shape.type))
+            return interp_error(ip, inst, "bitcast changes the element size");
+    }
+    *out = sim_value_share(a);
+    memset(&out->shape, 0, sizeof out->shape);
+    out->shape.type = inst->shape.type;
+    out->shape.rank = inst->shape.rank;
+    for (int32_t d = 0; d < inst->shape.rank; d++) out->shape.dims[d] = inst->shape.dims[d];
+    return true;
+}
+
+static bool eval_transpose(const Interp *ip, const HloInst *inst, const SimValue *a, SimValue *out)
+{
+    const IntList *perm = &hlo_attrs(inst)->dimensions;
+    const Shape *s = &inst->shape;
+    if (perm->n != s->rank || a->shape.rank != s->rank) return interp_error(ip, inst, "bad transpose permutation");
+    int64_t in_st[SPMDC_MAX_RANK], src[SPMDC_MAX_RANK], dst[SPMDC_MAX_RANK];
+    num_strides(a->shape.dims, a->shape.rank, in_st);
+    num_strides(s->dims, s->rank, dst);
+    for (int32_t k = 0; k < s->rank; k++) {
+        int64_t p = perm->v[k];
+        if (p < 0 || p >= s->rank || a->shape.dims[p] != s->dims[k]) return interp_error(ip, inst, "bad transpose permutation");
+        src[k] = in_st[p];
+    }
+    *out = sim_value_new(s);
+    num_copy_box(sim_value_data(out), 0, dst, sim_value_data(a), 0, src, s->dims, s->rank, num_elem_bytes(s->type));
+    return true;
+}
+
+static bool eval_slice(const Interp *ip, const HloInst *inst, const SimValue *a, SimValue *out)
+{
+    const HloAttrs *at = hlo_attrs(inst);
+    const Shape *s = &inst->shape;
+    int32_t r = a->shape.rank;
+    if (at->slice_start.n != r || at->slice_limit.n != r || s->rank != r) return interp_error(ip, inst, "bad slice attribute");
+    int64_t in_st[SPMDC_MAX_RANK], src[SPMDC_MAX_RANK], dst[SPMDC_MAX_RANK], off = 0;
+    num_strides(a->shape.dims, r, in_st);
+    num_strides(s->dims, r, dst);
+    for (int32_t d = 0; d < r; d++) {
+        int64_t lo = at->slice_start.v[d], hi = at->slice_limit.v[d];
+        int64_t st = at->slice_stride.n == r ? at->slice_stride.v[d] : 1;
+        if (st < 1 || lo < 0 || hi > a->shape.dims[d] || (hi > lo ? (hi - lo + st - 1) / st : 0) != s->dims[d])
+            return interp_error(ip, inst, "slice of dimension %d does not fit the operand", d);
+        off += lo * in_st[d];
+        src[d] = in_st[d] * st;
+    }
+    *out = sim_value_new(s);
+    num_copy_box(sim_value_data(out), 0, dst, sim_value_data(a), off, src, s->dims, r, num_elem_bytes(s->type));
+    return true;
+}
+
+/* Start indices of dynamic-(update-)slice: scalars ops[first..first+rank), or
+ * one rank-1 vector (legacy form); each clamped to [0, dim - size]. */
+static bool dyn_starts(const Interp *ip, const HloInst *inst, const SimValue *ops, int32_t n_ops, int32_t first,
+                       const Shape *base, const int64_t *sizes, int64_t *starts)
+{
+    int32_t r = base->rank;
+    bool vec = n_ops == first + 1 && ops[first].shape.rank == 1 && ops[first].shape.dims[0] == r && r != 1;
+    if (!vec && n_ops != first + r) return interp_error(ip, inst, "expected %d start indices, got %d", r, n_ops - first);
+    for (int32_t d = 0; d < r; d++) {
+        const SimValue *iv = vec ? &ops[first] : &ops[first + d];
+        if (!elem_type_is_integral(iv->shape.type) || (!vec && iv->shape.rank != 0))
+            return interp_error(ip, inst, "start index %d is not an integer scalar", d);
+        int64_t v = num_get_i(iv->shape.type, sim_value_data(iv), vec ? d : 0);
+        if (iv->shape.type == ET_U64 && v < 0) v = INT64_MAX;
+        int64_t hi = base->dims[d] - sizes[d];
+        if (hi < 0) return interp_error(ip, inst, "slice size %lld exceeds dimension %d", (long long)sizes[d], d);
+        starts[d] = v < 0 ? 0 : v > hi ? hi : v;
+    }
+    return true;
+}
+
+static bool eval_dynamic_slice(const Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
+{
+    const Shape *s = &inst->shape, *in = &ops[0].shape;
+    if (s->rank != in->rank || s->type != in->type) return interp_error(ip, inst, "result does not fit the operand");
+    int64_t starts[SPMDC_MAX_RANK], in_st[SPMDC_MAX_RANK], dst[SPMDC_MAX_RANK], off = 0;
+    if (!dyn_starts(ip, inst, ops, inst->n_operands, 1, in, s->dims, starts)) return false;
+    num_strides(in->dims, in->rank, in_st);
+    num_strides(s->dims, s->rank, dst);
+    for (int32_t d = 0; d < s->rank; d++) off += starts[d] * in_st[d];
+    *out = sim_value_new(s);
+    num_copy_box(sim_value_data(out), 0, dst, sim_value_data(&ops[0]), off, in_st, s->dims, s->rank,
+                 num_elem_bytes(s->type));
+    return true;
+}
+
+static bool eval_dynamic_update_slice(const Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
+{
+    const Shape *in = &ops[0].shape, *up = &ops[1].shape;
+    if (up->rank != in->rank || up->type != in->type || !interp_shape_matches(&ops[0], &inst->shape))
+        return interp_error(ip, inst, "update does not fit the operand");
+    int64_t starts[SPMDC_MAX_RANK], in_st[SPMDC_MAX_RANK], up_st[SPMDC_MAX_RANK], off = 0;
+    if (!dyn_starts(ip, inst, ops, inst->n_operands, 2, in, up->dims, starts)) return false;
+    num_strides(in->dims, in->rank, in_st);
+    num_strides(up->dims, up->rank, up_st);
+    for (int32_t d = 0; d < in->rank; d++) off += starts[d] * in_st[d];
+    *out = sim_value_clone(&ops[0]);
+    num_copy_box(sim_value_data(out), off, in_st, sim_value_data(&ops[1]), 0, up_st, up->dims, up->rank,
+                 num_elem_bytes(in->type));
+    return true;
+}
+
+static bool eval_pad(const Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
+{
+    const HloAttrs *at = hlo_attrs(inst);
+    const Shape *s = &inst->shape, *in = &ops[0].shape;
+    int32_t r = in->rank;
+    if (at->pad_lo.n != r || at->pad_hi.n != r || s->rank != r || ops[1].shape.rank != 0 || ops[1].shape.type != in->type)
+        return interp_error(ip, inst, "bad padding attribute");
+    int es = num_elem_bytes(s->type);
+    *out = sim_value_new(s);
+    num_fill(sim_value_data(out), elem_count(s), sim_value_data(&ops[1]), es);
+    int64_t in_st[SPMDC_MAX_RANK], out_st[SPMDC_MAX_RANK], src[SPMDC_MAX_RANK], dst[SPMDC_MAX_RANK], box[SPMDC_MAX_RANK];
+    int64_t soff = 0, doff = 0;
+    num_strides(in->dims, r, in_st);
+    num_strides(s->dims, r, out_st);
+    for (int32_t d = 0; d < r; d++) {
+        int64_t lo = at->pad_lo.v[d], hi = at->pad_hi.v[d], n = in->dims[d];
+        int64_t step = 1 + (at->pad_interior.n == r ? at->pad_interior.v[d] : 0);
+        if (step < 1 || (n ? lo + hi + n + (n - 1) * (step - 1) : lo + hi) != s->dims[d])
+            return interp_error(ip, inst, "padding of dimension %d does not give the result size", d);
+        int64_t i0 = lo >= 0 ? 0 : (-lo + step - 1) / step; /* first source index landing at >= 0 */
+        int64_t i1 = n;                                      /* one past the last landing < size */
+        if (n && lo + (n - 1) * step >= s->dims[d]) i1 = (s->dims[d] - 1 - lo) / step + 1;
+        box[d] = i1 > i0 ? i1 - i0 : 0;
+        soff += i0 * in_st[d];
+        doff += (lo + i0 * step) * out_st[d];
+        src[d] = in_st[d];
+        dst[d] = out_st[d] * step;
+    }
+    num_copy_box(sim_value_data(out), doff, dst, sim_value_data(&ops[0]), soff, src, box, r, es);
+    return true;
+}
+
+static bool eval_concatenate(const Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
+{
+    const Shape *s = &inst->shape;
+    const IntList *dl = &hlo_attrs(inst)->dimensions;
+    if (dl->n != 1 || dl->v[0] < 0 || dl->v[0] >= s->rank) return interp_error(ip, inst, "bad concatenate dimension");
+    int32_t cd = (int32_t)dl->v[0];
+    int64_t out_st[SPMDC_MAX_RANK], in_st[SPMDC_MAX_RANK], at = 0;
+    num_strides(s->dims, s->rank, out_st);
+    *out = sim_value_new(s);
+    for (int32_t k = 0; k < inst->n_operands; k++) {
+        const Shape *in = &ops[k].shape;
+        bool fits = in->rank == s->rank && in->type == s->type;
+        for (int32_t d = 0; d < s->rank && fits; d++)
+            if (d != cd && in->dims[d] != s->dims[d]) fits = false;
+        if (!fits || at + in->dims[cd] > s->dims[cd]) return interp_error(ip, inst, "operand %d does not fit the result", k);
+        num_strides(in->dims, in->rank, in_st);
+        num_copy_box(sim_value_data(out), at * out_st[cd], out_st, sim_value_data(&ops[k]), 0, in_st, in->dims, in->rank,
+                     num_elem_bytes(s->type));
+        at += in->dims[cd];
+    }
+    return at == s->dims[cd] || interp_error(ip, inst, "operands do not fill the result");
+}
+
+static bool eval_reverse(const Interp *ip, const HloInst *inst, const SimValue *a, SimValue *out)
+{
+    const Shape *s = &inst->shape;
+    const IntList *dl = &hlo_attrs(inst)->dimensions;
+    if (!interp_shape_matches(a, s)) return interp_error(ip, inst, "operand shape differs from the result");
+    int64_t st[SPMDC_MAX_RANK], src[SPMDC_MAX_RANK], off = 0;
+    num_strides(s->dims, s->rank, st);
+    memcpy(src, st, sizeof st);
+    for (int32_t k = 0; k < dl->n; k++) {
+        int64_t d = dl->v[k];
+        if (d < 0 || d >= s->rank) return interp_error(ip, inst, "reverse dimension out of range");
+        if (src[d] > 0 && s->dims[d] > 0) {
+            off += (s->dims[d] - 1) * st[d];
+            src[d] = -st[d];
+        }
+    }
+    *out = sim_value_new(s);
+    num_copy_box(sim_value_data(out), 0, st, sim_value_data(a), off, src, s->dims, s->rank, num_elem_bytes(s->type));
+    return true;
+}
+
+/* ---------------------------------------------------------------- control flow */
+
+static bool pred_value(const SimValue *v, bool *out)
+{
+    if (v->shape.type != ET_PRED || v->shape.rank != 0) return false;
+    *out = num_get_i(ET_PRED, sim_value_data(v), 0) != 0;
+    return true;
+}
+
+static bool comp_ok(const Interp *ip, const HloInst *inst, int32_t c, const char *what)
+{
+    if (c < 0 || c >= ip->sh->m->n_comps) return interp_error(ip, inst, "missing %s computation", what);
+    return true;
+}
+
+static bool eval_while(Interp *ip, const HloInst *inst, const SimValue *init, SimValue *out)
+{
+    const HloAttrs *a = hlo_attrs(inst);
+    if (!comp_ok(ip, inst, a->condition, "condition") || !comp_ok(ip, inst, a->body, "body")) return false;
+    SimValue state = sim_value_share(init);
+    for (int64_t trip = 0;; trip++) {
+        SimValue c;
+        bool go;
+        if (!interp_call(ip, a->condition, &state, 1, &c)) goto fail;
+        bool ok = pred_value(&c, &go);
+        sim_value_release(&c);
+        if (!ok) {
+            interp_error(ip, inst, "condition does not return pred[]");
+            goto fail;
+        }
+        if (!go) break;
+        if (trip >= MAX_WHILE_TRIPS) {
+            interp_error(ip, inst, "loop did not finish after %d iterations", MAX_WHILE_TRIPS);
+            goto fail;
+        }
+        SimValue next;
+        if (!interp_call(ip, a->body, &state, 1, &next)) goto fail;
+        sim_value_release(&state);
+        state = next;
+    }
+    *out = state;
+    return true;
+fail:
+    sim_value_release(&state);
+    return false;
+}
+
+static bool eval_conditional(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
+{
+    const HloAttrs *a = hlo_attrs(inst);
+    int32_t nb = a->branches.n;
+    if (nb < 1 || inst->n_operands != nb + 1) return interp_error(ip, inst, "branch count does not match the operands");
+    const SimValue *sel = &ops[0];
+    int64_t b;
+    if (sel->shape.type == ET_PRED && sel->shape.rank == 0) {
+        b = num_get_i(ET_PRED, sim_value_data(sel), 0) ? 0 : 1;
+    } else if (sel->shape.type == ET_S32 && sel->shape.rank == 0) {
+        b = num_get_i(ET_S32, sim_value_data(sel), 0);
+        if (b < 0 || b >= nb) b = nb - 1;
+    } else {
+        return interp_error(ip, inst, "selector must be pred[] or s32[]");
+    }
+    if (b >= nb || !comp_ok(ip, inst, (int32_t)a->branches.v[b], "branch")) return interp_error(ip, inst, "missing branch");
+    return interp_call(ip, (int32_t)a->branches.v[b], &ops[b + 1], 1, out);
+}
+
+static bool eval_custom_call(const Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
+{
+    const char *t = hlo_attrs(inst)->custom_call_target;
+    if (t && strcmp(t, "Sharding") == 0 && inst->n_operands == 1) {
+        *out = sim_value_share(&ops[0]);
+        return true;
+    }
+    return interp_error(ip, inst, "the interpreter does not support custom-call target \"%s\"", t ? t : "");
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+static bool check_types(const Interp *ip, const HloInst *inst, const Shape *s)
+{
+    if (s->type == ET_TUPLE) {
+        for (int32_t k = 0; k < s->n_elems; k++)
+            if (!check_types(ip, inst, &s->elems[k])) return false;
+        return true;
+    }
+    if (!num_type_supported(s->type))
+        return interp_error(ip, inst, "the interpreter does not support element type %s", elem_type_name(s->type));
+    return true;
+}
+
+static bool eval_op(Interp *ip, int32_t c, const HloInst *inst, const SimValue *ops, const SimValue *params,
+                    int32_t n_params, SimValue *out)
+{
+    const HloAttrs *a = hlo_attrs(inst);
+    char cat = hlo_opcode_category(inst->op);
+    switch (inst->op) {
+    case HLO_PARAMETER:
+        if (a->param_number < 0 || a->param_number >= n_params) return interp_error(ip, inst, "no argument for parameter %lld", (long long)a->param_number);
+        if (!interp_shape_matches(&params[a->param_number], &inst->shape)) {
+            StrBuf b = {0};
+            shape_print(&b, &inst->shape, false);
+            interp_error(ip, inst, "argument does not have the parameter's shape %s", sb_cstr(&b));
+            sb_free(&b);
+            return false;
+        }
+        *out = sim_value_share(&params[a->param_number]);
+        return true;
+    case HLO_CONSTANT:
+        if (!a->literal) return interp_error(ip, inst, "constant without a literal");
+        return literal_to_value(ip, inst, a->literal, &inst->shape, out);
+    case HLO_IOTA: return eval_iota(ip, inst, out);
+    case HLO_PARTITION_ID: *out = scalar_u32(ip->partition_id); return true;
+    case HLO_REPLICA_ID: *out = scalar_u32(ip->replica_id); return true;
+    case HLO_AFTER_ALL: *out = sim_value_new(&inst->shape); return true;
+    case HLO_TUPLE:
+        *out = sim_value_tuple(inst->n_operands);
+        for (int32_t k = 0; k < inst->n_operands; k++) out->elems[k] = sim_value_share(&ops[k]);
+        return true;
+    case HLO_GET_TUPLE_ELEMENT:
+        if (ops[0].shape.type != ET_TUPLE || a->index < 0 || a->index >= ops[0].shape.n_elems)
+            return interp_error(ip, inst, "tuple index %lld out of range", (long long)a->index);
+        *out = sim_value_share(&ops[0].elems[a->index]);
+        return true;
+    case HLO_OPTIMIZATION_BARRIER: *out = sim_value_share(&ops[0]); return true;
+    case HLO_SELECT: return eval_select(ip, inst, ops, out);
+    case HLO_CLAMP: return eval_clamp(ip, inst, ops, out);
+    case HLO_BROADCAST: return eval_broadcast(ip, inst, &ops[0], out);
+    case HLO_RESHAPE: case HLO_BITCAST: return eval_reshape(ip, inst, &ops[0], out);
+    case HLO_TRANSPOSE: return eval_transpose(ip, inst, &ops[0], out);
+    case HLO_SLICE: return eval_slice(ip, inst, &ops[0], out);
+    case HLO_DYNAMIC_SLICE: return eval_dynamic_slice(ip, inst, ops, out);
+    case HLO_DYNAMIC_UPDATE_SLICE: return eval_dynamic_update_slice(ip, inst, ops, out);
+    case HLO_PAD: return eval_pad(ip, inst, ops, out);
+    case HLO_CONCATENATE: return eval_concatenate(ip, inst, ops, out);
+    case HLO_REVERSE: return eval_reverse(ip, inst, &ops[0], out);
+    case HLO_GATHER: return interp_gather(ip, inst, ops, out);
+    case HLO_SCATTER: return interp_scatter(ip, inst, ops, out);
+    case HLO_SORT: return interp_sort(ip, inst, ops, out);
+    case HLO_DOT: return interp_dot(ip, inst, &ops[0], &ops[1], out);
+    case HLO_CONVOLUTION: return interp_convolution(ip, inst, &ops[0], &ops[1], out);
+    case HLO_REDUCE: return interp_reduce(ip, inst, ops, out);
+    case HLO_REDUCE_WINDOW: return interp_reduce_window(ip, inst, ops, out);
+    case HLO_SELECT_AND_SCATTER: return interp_select_and_scatter(ip, inst, ops, out);
+    case HLO_MAP: return interp_map(ip, inst, ops, out);
+    case HLO_WHILE: return eval_while(ip, inst, &ops[0], out);
+    case HLO_CONDITIONAL: return eval_conditional(ip, inst, ops, out);
+    case HLO_CALL:
+        if (!comp_ok(ip, inst, a->to_apply, "to_apply")) return false;
+        return interp_call(ip, a->to_apply, ops, inst->n_operands, out);
+    case HLO_CUSTOM_CALL: return eval_custom_call(ip, inst, ops, out);
+    default: break;
+    }
+    if (cat == 'U') return eval_unary(ip, inst, &ops[0], out);
+    if (cat == 'B') return eval_binary(ip, inst, &ops[0], &ops[1], out);
+    if (cat == 'C') {
+        if (ip->sh->n_partitions * ip->sh->n_replicas != 1)
+            return interp_error(ip, inst, "the simulator runs collectives only in lockstep code (not inside this computation)");
+        int32_t idx = (int32_t)(inst - hlo_comp(ip->sh->m, c)->insts);
+        const SimValue *p = ops;
+        return sim_collective(ip, c, idx, &p, out, 1);
+    }
+    return interp_error(ip, inst, "the interpreter does not support opcode '%s'", hlo_opcode_name(inst->op));
+}
+
+bool interp_eval(Interp *ip, int32_t c, int32_t i, const SimValue *env, const SimValue *params, int32_t n_params,
+                 SimValue *out)
+{
+    const HloInst *inst = hlo_inst(ip->sh->m, c, i);
+    memset(out, 0, sizeof *out);
+    int arity = hlo_opcode_arity(inst->op);
+    if (arity >= 0 && inst->n_operands != arity)
+        return interp_error(ip, inst, "expected %d operands, got %d", arity, inst->n_operands);
+    if (!check_types(ip, inst, &inst->shape)) return false;
+    SimValue stack_ops[4], *ops = inst->n_operands <= 4 ? stack_ops : xmalloc(sizeof(SimValue) * (size_t)inst->n_operands);
+    bool ok = true;
+    for (int32_t k = 0; k < inst->n_operands && ok; k++) {
+        int32_t o = inst->operands[k];
+        if (o < 0 || o >= i) {
+            ok = interp_error(ip, inst, "operand %d is not an earlier instruction", k);
+            break;
+        }
+        ops[k] = env[o]; /* borrowed */
+        if (ops[k].shape.type == ET_INVALID) ok = interp_error(ip, inst, "operand %d has no value", k);
+        else if (ops[k].shape.type != ET_TUPLE) ok = check_types(ip, inst, &ops[k].shape);
+    }
+    if (ok) ok = eval_op(ip, c, inst, ops, params, n_params, out);
+    if (ops != stack_ops) free(ops);
+    if (ok && !interp_shape_matches(out, &inst->shape)) {
+        StrBuf b = {0};
+        shape_print(&b, &inst->shape, false);
+        ok = interp_error(ip, inst, "computed value does not have the declared shape %s", sb_cstr(&b));
+        sb_free(&b);
+    }
+    if (!ok) sim_value_release(out);
+    return ok;
+}
+
+bool interp_call(Interp *ip, int32_t c, const SimValue *args, int32_t n_args, SimValue *out)
+{
+    const HloComputation *comp = hlo_comp(ip->sh->m, c);
+    memset(out, 0, sizeof *out);
+    if (comp->root < 0 || comp->n_insts == 0) {
+        diag_error(ip->sh->diag, comp->span, "computation %s has no root", comp->name);
+        return false;
+    }
+    if (ip->depth >= MAX_CALL_DEPTH) {
+        diag_error(ip->sh->diag, comp->span, "calls nested deeper than %d at computation %s", MAX_CALL_DEPTH, comp->name);
+        return false;
+    }
+    const InterpCompInfo *ci = interp_comp_info(ip->sh, c);
+    SimValue *env = xcalloc((size_t)comp->n_insts, sizeof(SimValue));
+    bool ok = true;
+    ip->depth++;
+    for (int32_t i = 0; i < comp->n_insts && ok; i++) {
+        ok = interp_eval(ip, c, i, env, args, n_args, &env[i]);
+        const HloInst *inst = &comp->insts[i];
+        for (int32_t k = 0; k < inst->n_operands; k++) {
+            int32_t o = inst->operands[k];
+            if (o >= 0 && o < i && ci->last_use[o] == i) sim_value_release(&env[o]);
+        }
+        if (ci->last_use[i] == i) sim_value_release(&env[i]);
+    }
+    ip->depth--;
+    if (ok) {
+        *out = env[comp->root];
+        memset(&env[comp->root], 0, sizeof(SimValue));
+    }
+    for (int32_t i = 0; i < comp->n_insts; i++) sim_value_release(&env[i]);
+    free(env);
+    return ok;
+}
+
+bool sim_interp_run(const HloModule *m, const SimValue *args, int32_t n_args, int64_t partition_id, SimValue *out,
+                    DiagEngine *diag)
+{
+    memset(out, 0, sizeof *out);
+    if (m->entry < 0) {
+        diag_error(diag, SRC_SPAN_NONE, "module %s has no entry computation", m->name);
+        return false;
+    }
+    InterpShared sh;
+    interp_shared_init(&sh, m, diag, 1, 1);
+    Interp ip = {&sh, partition_id, 0, 0};
+    bool ok = interp_call(&ip, m->entry, args, n_args, out);
+    interp_shared_free(&sh);
+    return ok;
+}

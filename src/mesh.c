@@ -230,7 +230,8 @@ void mesh_groups(const Mesh *m, const int8_t *order, int32_t n_order, int64_t *o
     int64_t stride[SPMDC_MAX_ATOMS], radix[SPMDC_MAX_ATOMS], digit[SPMDC_MAX_ATOMS];
     int32_t n_other = other_atoms(m, order, n_order, all);
     int32_t n_all = n_other + n_order;
-    memcpy(all + n_other, order, (size_t)n_order);
+    if (n_order)
+        memcpy(all + n_other, order, (size_t)n_order);
     /* Enumerate the digits of (other atoms..., order atoms...) row-major:
      * the first n_other digits pick the group, the rest the member. */
     for (int32_t i = 0; i < n_all; i++) {
@@ -255,6 +256,33 @@ void mesh_groups(const Mesh *m, const int8_t *order, int32_t n_order, int64_t *o
     }
 }
 
+void mesh_iota_src(StrBuf *b, const Mesh *m, const int8_t *pos)
+{
+    int32_t at[SPMDC_MAX_ATOMS], src_of[SPMDC_MAX_ATOMS];
+    int64_t src[SPMDC_MAX_ATOMS], perm[SPMDC_MAX_ATOMS];
+    int32_t n_src = 0, n_perm = 0;
+    for (int32_t i = 0; i < m->n_atoms; i++)
+        at[pos[i]] = i;
+    /* A source dim is a maximal run of atoms a, a+1, ... that also appear
+     * consecutively in pos. */
+    for (int32_t a = 0; a < m->n_atoms; a++) {
+        if (a > 0 && at[a] == at[a - 1] + 1)
+            src[n_src - 1] *= m->atom_size[a];
+        else
+            src[n_src++] = m->atom_size[a];
+        src_of[a] = n_src - 1;
+    }
+    for (int32_t i = 0; i < m->n_atoms; i++)
+        if (i == 0 || src_of[pos[i]] != src_of[pos[i - 1]])
+            perm[n_perm++] = src_of[pos[i]];
+    if (n_src == 0)
+        src[n_src++] = 1;
+    sb_puts(b, "<=");
+    sb_int_list(b, src, n_src, "[", ",", "]");
+    if (n_src > 1)
+        sb_int_list(b, perm, n_perm, "T(", ",", ")");
+}
+
 bool mesh_groups_iota(StrBuf *b, const Mesh *m, const int8_t *order, int32_t n_order)
 {
     int8_t perm[SPMDC_MAX_ATOMS];
@@ -262,35 +290,48 @@ bool mesh_groups_iota(StrBuf *b, const Mesh *m, const int8_t *order, int32_t n_o
     if (m->n_devices <= 1)
         return false;
     int32_t n_other = other_atoms(m, order, n_order, perm);
-    memcpy(perm + n_other, order, (size_t)n_order);
+    if (n_order)
+        memcpy(perm + n_other, order, (size_t)n_order);
     for (int32_t i = 0; i < n_order; i++)
         group_size *= m->atom_size[order[i]];
-    /* Merge source atoms a, a+1 that stay adjacent in perm: a source dim is
-     * a maximal run of atoms appearing consecutively (ascending) in perm. */
-    int32_t src_of_atom[SPMDC_MAX_ATOMS];
-    int64_t src_size[SPMDC_MAX_ATOMS];
-    int32_t n_src = 0;
-    int32_t pos[SPMDC_MAX_ATOMS];
-    for (int32_t i = 0; i < m->n_atoms; i++)
-        pos[perm[i]] = i;
-    for (int32_t a = 0; a < m->n_atoms; a++) {
-        if (a > 0 && pos[a] == pos[a - 1] + 1) {
-            src_size[n_src - 1] *= m->atom_size[a];
-        } else {
-            src_size[n_src++] = m->atom_size[a];
-        }
-        src_of_atom[a] = n_src - 1;
+    sb_printf(b, "[%lld,%lld]", (long long)(m->n_devices / group_size), (long long)group_size);
+    mesh_iota_src(b, m, perm);
+    return true;
+}
+
+bool mesh_factor_order(const Mesh *m, const int64_t *ids, int8_t *order)
+{
+    int64_t B = 1;
+    uint32_t used = 0;
+    if (ids[0] != 0)
+        return false;
+    /* The minor-most atom's stride is ids[1], the next one's ids[its size]... */
+    for (int32_t q = m->n_atoms - 1; q >= 0; q--) {
+        int32_t found = -1;
+        for (int32_t a = 0; a < m->n_atoms && found < 0; a++)
+            if (!(used & (1u << a)) && atom_stride(m, a) == ids[B])
+                found = a;
+        if (found < 0)
+            return false;
+        order[q] = (int8_t)found;
+        used |= 1u << found;
+        B *= m->atom_size[found];
     }
-    sb_printf(b, "[%lld,%lld]<=", (long long)(m->n_devices / group_size), (long long)group_size);
-    sb_int_list(b, src_size, n_src, "[", ",", "]");
-    if (n_src > 1) {
-        /* The merged perm: source dims in the order their first atom occurs. */
-        int64_t mp[SPMDC_MAX_ATOMS];
-        int32_t k = 0;
-        for (int32_t i = 0; i < m->n_atoms; i++)
-            if (i == 0 || src_of_atom[perm[i]] != src_of_atom[perm[i - 1]])
-                mp[k++] = src_of_atom[perm[i]];
-        sb_int_list(b, mp, k, "T(", ",", ")");
+    /* ... then every id is checked. */
+    int64_t stride[SPMDC_MAX_ATOMS], digit[SPMDC_MAX_ATOMS] = {0};
+    for (int32_t q = 0; q < m->n_atoms; q++)
+        stride[q] = atom_stride(m, order[q]);
+    int64_t dev = 0;
+    for (int64_t L = 0; L < m->n_devices; L++) {
+        if (ids[L] != dev)
+            return false;
+        for (int32_t q = m->n_atoms - 1; q >= 0; q--) {
+            dev += stride[q];
+            if (++digit[q] < m->atom_size[order[q]])
+                break;
+            dev -= stride[q] * digit[q];
+            digit[q] = 0;
+        }
     }
     return true;
 }

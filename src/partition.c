@@ -1,3 +1,829 @@
-/* partition.c - stub, being written. */
-#include "spmdc/partition.h"
-bool partition_module(const HloModule *in, HloModule **out, CommReport *rep, PassCtx *cx) { (void)in; (void)rep; *out = NULL; diag_error(cx->diag, SRC_SPAN_NONE, "partitioner not written yet"); return false; }
+/* partition.c - the SPMD partitioner's driver: global program -> the program
+ * every device runs (docs/partitioning.md).
+ *
+ * partition_module builds a NEW module: the non-entry computations are
+ * copied as they are (they run on scalars or on replicated values), then the
+ * entry is walked in program order.  Every input value keeps a list of
+ * VStates (partition_internal.h): output instructions that hold it in some
+ * sharding state, the first one being what its handler (partition_ops.c)
+ * produced, which may be a pending partial sum.  A consumer asks for the
+ * state it needs (part_get); the cheapest available state is resharded by
+ * the one transition catalogue of reshard.c (decide = reshard_plan, lower =
+ * reshard_lower) and every intermediate state is remembered for reuse.
+ * Finally the entry root is resharded to its declared sharding, and the
+ * computations are ordered callee-first (reducers the collectives need are
+ * added on the way).
+ *
+ * Names: an output instruction called like an input instruction holds that
+ * value under the input's (propagated) sharding; anything else gets
+ * "<input name>.<role>" (partition.h's naming contract).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uthash.h>
+
+#include "partition_internal.h"
+
+struct NameEnt {
+    const char *name;
+    UT_hash_handle hh;
+};
+
+typedef struct OffsetKey {
+    int8_t atoms[SPMDC_MAX_ATOMS];
+    int32_t n;
+    int64_t chunk;
+} OffsetKey;
+
+struct OffsetEnt {
+    OffsetKey key;
+    int32_t local;
+    UT_hash_handle hh;
+};
+
+/* ================================================================ text helpers */
+
+const char *part_fmt(Part *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *buf = arena_alloc(p->scratch, (size_t)n + 1, 1);
+    va_start(ap, fmt);
+    vsnprintf(buf, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
+const char *part_spec_text(Part *p, const Spec *s)
+{
+    StrBuf b = {0};
+    spec_describe(&b, s, p->mesh);
+    const char *r = arena_strdup(p->scratch, sb_cstr(&b));
+    sb_free(&b);
+    return r;
+}
+
+const char *part_axes_text(Part *p, const int8_t *atoms, int32_t n)
+{
+    StrBuf b = {0};
+    mesh_atoms_name(&b, p->mesh, atoms, n);
+    const char *r = arena_strdup(p->scratch, sb_cstr(&b));
+    sb_free(&b);
+    return r;
+}
+
+/* ================================================================ names */
+
+static bool name_taken(Part *p, const char *name)
+{
+    NameEnt *e = NULL;
+    HASH_FIND_STR(p->names, name, e);
+    return e != NULL;
+}
+
+static void name_add(Part *p, const char *name)
+{
+    NameEnt *e = ARENA_NEW(p->scratch, NameEnt);
+    e->name = name;
+    HASH_ADD_KEYPTR(hh, p->names, e->name, strlen(e->name), e);
+}
+
+static const char *unique_name(Part *p, const char *cand)
+{
+    if (!name_taken(p, cand)) {
+        const char *r = arena_strdup(p->scratch, cand);
+        name_add(p, r);
+        return r;
+    }
+    for (int k = 1;; k++) {
+        const char *r = part_fmt(p, "%s.%d", cand, k);
+        if (!name_taken(p, r)) {
+            name_add(p, r);
+            return r;
+        }
+    }
+}
+
+const char *part_name(Part *p, const char *base, const char *role)
+{
+    return unique_name(p, part_fmt(p, "%s.%s", base, role));
+}
+
+/* ================================================================ emission */
+
+int32_t part_emit(Part *p, HloOpcode op, const char *name, const Shape *shape, const int32_t *ops, int32_t n)
+{
+    return hlo_add_inst(p->out, p->oc, op, name, shape, ops, n);
+}
+
+static int32_t part_pid(Part *p)
+{
+    if (p->pid < 0) {
+        Shape s = shape_scalar(ET_U32);
+        p->pid = part_emit(p, HLO_PARTITION_ID, unique_name(p, "partition-id"), &s, NULL, 0);
+    }
+    return p->pid;
+}
+
+static int32_t emit_s32_constant(Part *p, const char *name, const int64_t *v, int64_t n, bool scalar)
+{
+    Shape s = scalar ? shape_scalar(ET_S32) : shape_array(ET_S32, 1, &n);
+    int32_t c = part_emit(p, HLO_CONSTANT, name, &s, NULL, 0);
+    Literal *lit = ARENA_NEW(p->out->arena, Literal);
+    lit->n = n;
+    lit->i = arena_memdup(p->out->arena, v, sizeof(int64_t) * (size_t)n);
+    hlo_attrs_mut(p->out, part_out(p, c))->literal = lit;
+    return c;
+}
+
+int32_t part_zero(Part *p)
+{
+    if (p->zero < 0) {
+        int64_t z = 0;
+        p->zero = emit_s32_constant(p, unique_name(p, "zero"), &z, 1, true);
+    }
+    return p->zero;
+}
+
+int32_t part_offset(Part *p, const int8_t *atoms, int32_t n, int64_t chunk, const char *base)
+{
+    OffsetKey key;
+    memset(&key, 0, sizeof key);
+    memcpy(key.atoms, atoms, (size_t)n);
+    key.n = n;
+    key.chunk = chunk;
+    OffsetEnt *e = NULL;
+    HASH_FIND(hh, p->offsets, &key, sizeof key, e);
+    if (e)
+        return e->local;
+    int64_t nd = p->mesh->n_devices;
+    int64_t *tab = ARENA_ARRAY(p->scratch, int64_t, nd);
+    for (int64_t dev = 0; dev < nd; dev++) {
+        int64_t idx = 0;
+        for (int32_t k = 0; k < n; k++)
+            idx = idx * p->mesh->atom_size[atoms[k]] + mesh_atom_coord(p->mesh, dev, atoms[k]);
+        tab[dev] = idx * chunk;
+    }
+    int32_t t = emit_s32_constant(p, part_name(p, base, "offset-table"), tab, nd, false);
+    int32_t ops[2] = {t, part_pid(p)};
+    int64_t one = 1;
+    Shape s1 = shape_array(ET_S32, 1, &one), s0 = shape_scalar(ET_S32);
+    int32_t ds = part_emit(p, HLO_DYNAMIC_SLICE, part_name(p, base, "offset-index"), &s1, ops, 2);
+    hlo_attrs_mut(p->out, part_out(p, ds))->dynamic_slice_sizes = hlo_intlist(p->out, &one, 1);
+    int32_t r = part_emit(p, HLO_RESHAPE, part_name(p, base, "offset"), &s0, &ds, 1);
+    e = ARENA_NEW(p->scratch, OffsetEnt);
+    e->key = key;
+    e->local = r;
+    HASH_ADD(hh, p->offsets, key, sizeof(OffsetKey), e);
+    return r;
+}
+
+static const char *reducer_op_name(ReduceKind k, ElemType t, HloOpcode *op)
+{
+    bool pred = t == ET_PRED;
+    switch (k) {
+    case REDUCE_MAX: *op = HLO_MAXIMUM; return "maximum";
+    case REDUCE_MIN: *op = HLO_MINIMUM; return "minimum";
+    case REDUCE_PROD:
+    case REDUCE_AND:
+        *op = pred || k == REDUCE_AND ? HLO_AND : HLO_MULTIPLY;
+        return pred || k == REDUCE_AND ? "and" : "multiply";
+    case REDUCE_OR: *op = HLO_OR; return "or";
+    default: *op = pred ? HLO_OR : HLO_ADD; return pred ? "or" : "add";
+    }
+}
+
+int32_t part_reducer(Part *p, ReduceKind kind, ElemType t)
+{
+    if (p->reducers[kind][t] >= 0)
+        return p->reducers[kind][t];
+    HloOpcode op;
+    const char *opn = reducer_op_name(kind, t, &op);
+    const char *name = part_fmt(p, "%s.%s", opn, elem_type_name(t));
+    for (int k = 1; hlo_find_computation(p->out, name) >= 0; k++)
+        name = part_fmt(p, "%s.%s.%d", opn, elem_type_name(t), k);
+    int32_t c = hlo_add_computation(p->out, name, false);
+    Shape s = shape_scalar(t);
+    int32_t x = hlo_add_inst(p->out, c, HLO_PARAMETER, "x", &s, NULL, 0);
+    hlo_attrs_mut(p->out, hlo_inst(p->out, c, x))->param_number = 0;
+    int32_t y = hlo_add_inst(p->out, c, HLO_PARAMETER, "y", &s, NULL, 0);
+    hlo_attrs_mut(p->out, hlo_inst(p->out, c, y))->param_number = 1;
+    int32_t xy[2] = {x, y};
+    hlo_comp(p->out, c)->root = hlo_add_inst(p->out, c, op, opn, &s, xy, 2);
+    p->reducers[kind][t] = c;
+    return c;
+}
+
+ReplicaGroups part_groups(Part *p, const int8_t *atoms, int32_t n)
+{
+    ReplicaGroups g;
+    g.ids = ARENA_ARRAY(p->out->arena, int64_t, p->mesh->n_devices);
+    mesh_groups(p->mesh, atoms, n, g.ids, &g.n_groups, &g.group_size);
+    return g;
+}
+
+void part_record(Part *p, CollectiveKind kind, int32_t local, const int8_t *atoms, int32_t n, int64_t bytes,
+                 int32_t cause_inst, const char *reason)
+{
+    if (!p->rep)
+        return;
+    const HloInst *ci = part_out(p, local);
+    const Shape *os = &part_out(p, ci->operands[0])->shape;
+    const HloInst *cause = cause_inst >= 0 ? part_in(p, cause_inst) : NULL;
+    CommRecord *r = report_add(p->rep, kind, ci->name, cause ? cause->name : "", cause ? cause->span.begin.line : 0,
+                               reason ? reason : "");
+    r->dtype = ci->shape.type;
+    r->operand_rank = os->rank;
+    r->result_rank = ci->shape.rank;
+    memcpy(r->operand_dims, os->dims, sizeof r->operand_dims);
+    memcpy(r->result_dims, ci->shape.dims, sizeof r->result_dims);
+    r->n_atoms = n;
+    memcpy(r->atoms, atoms, (size_t)n);
+    r->group_size = 1;
+    for (int32_t k = 0; k < n; k++)
+        r->group_size *= p->mesh->atom_size[atoms[k]];
+    r->num_groups = p->mesh->n_devices / r->group_size;
+    r->bytes_per_device = bytes;
+    r->multiplier = 1;
+}
+
+/* ================================================================ copying */
+
+static Literal *copy_literal(HloModule *out, const Literal *l, const Shape *s)
+{
+    if (!l)
+        return NULL;
+    Literal *r = ARENA_NEW(out->arena, Literal);
+    *r = *l;
+    int64_t nf = s && shape_is_array(s) && elem_type_is_complex(s->type) ? 2 * l->n : l->n;
+    if (l->i)
+        r->i = arena_memdup(out->arena, l->i, sizeof(int64_t) * (size_t)l->n);
+    if (l->f)
+        r->f = arena_memdup(out->arena, l->f, sizeof(double) * (size_t)nf);
+    if (l->n_elems) {
+        r->elems = ARENA_ARRAY(out->arena, Literal, l->n_elems);
+        for (int32_t k = 0; k < l->n_elems; k++) {
+            const Shape *es = s && shape_is_tuple(s) && k < s->n_elems ? &s->elems[k] : NULL;
+            Literal *e = copy_literal(out, &l->elems[k], es);
+            r->elems[k] = *e;
+        }
+    }
+    return r;
+}
+
+static IntList copy_list(HloModule *out, IntList l) { return hlo_intlist(out, l.v, l.n); }
+
+static int32_t map_comp(const int32_t *map, int32_t c) { return c >= 0 ? map[c] : c; }
+
+/* Deep copy of an instruction's attributes into out, computations remapped. */
+static HloAttrs *copy_attrs(HloModule *out, const HloAttrs *a, const Shape *s, const int32_t *map)
+{
+    HloAttrs *r = ARENA_NEW(out->arena, HloAttrs);
+    *r = *a;
+    IntList *lists[] = {&r->dimensions, &r->lhs_contracting, &r->rhs_contracting, &r->lhs_batch, &r->rhs_batch,
+                        &r->slice_start, &r->slice_limit, &r->slice_stride, &r->dynamic_slice_sizes, &r->pad_lo,
+                        &r->pad_hi, &r->pad_interior, &r->branches, &r->called, &r->offset_dims,
+                        &r->collapsed_slice_dims, &r->start_index_map, &r->slice_sizes, &r->operand_batching_dims,
+                        &r->start_indices_batching_dims, &r->update_window_dims, &r->inserted_window_dims,
+                        &r->scatter_dims_to_operand_dims, &r->input_batching_dims,
+                        &r->scatter_indices_batching_dims};
+    for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++)
+        *lists[k] = copy_list(out, *lists[k]);
+    if (a->window)
+        r->window = arena_memdup(out->arena, a->window, sizeof *a->window);
+    if (a->conv)
+        r->conv = arena_memdup(out->arena, a->conv, sizeof *a->conv);
+    r->dim_labels = a->dim_labels ? arena_strdup(out->arena, a->dim_labels) : NULL;
+    r->compare_type = a->compare_type ? arena_strdup(out->arena, a->compare_type) : NULL;
+    r->custom_call_target = a->custom_call_target ? arena_strdup(out->arena, a->custom_call_target) : NULL;
+    r->rng_distribution = a->rng_distribution ? arena_strdup(out->arena, a->rng_distribution) : NULL;
+    if (a->replica_groups.ids)
+        r->replica_groups.ids = arena_memdup(out->arena, a->replica_groups.ids,
+                                             sizeof(int64_t) * (size_t)(a->replica_groups.n_groups *
+                                                                        a->replica_groups.group_size));
+    if (a->pairs)
+        r->pairs = arena_memdup(out->arena, a->pairs, sizeof(int64_t) * 2 * (size_t)a->n_pairs);
+    r->literal = copy_literal(out, a->literal, s);
+    r->to_apply = map_comp(map, a->to_apply);
+    r->select = map_comp(map, a->select);
+    r->condition = map_comp(map, a->condition);
+    r->body = map_comp(map, a->body);
+    for (int32_t k = 0; k < r->branches.n; k++)
+        r->branches.v[k] = map_comp(map, (int32_t)r->branches.v[k]);
+    for (int32_t k = 0; k < r->called.n; k++)
+        r->called.v[k] = map_comp(map, (int32_t)r->called.v[k]);
+    if (a->n_raw) {
+        r->raw = ARENA_ARRAY(out->arena, RawAttr, a->n_raw);
+        for (int32_t k = 0; k < a->n_raw; k++) {
+            r->raw[k].name = arena_strdup(out->arena, a->raw[k].name);
+            r->raw[k].text = arena_strdup(out->arena, a->raw[k].text);
+        }
+    }
+    return r;
+}
+
+/* Copies every non-entry computation as it is (callee-first order kept). */
+static void copy_callees(Part *p)
+{
+    const HloModule *in = p->in;
+    for (int32_t c = 0; c < in->n_comps; c++)
+        p->comp_map[c] = c == in->entry ? -1 : hlo_add_computation(p->out, in->comps[c].name, false);
+    for (int32_t c = 0; c < in->n_comps; c++) {
+        if (c == in->entry)
+            continue;
+        const HloComputation *src = &in->comps[c];
+        int32_t oc = p->comp_map[c];
+        for (int32_t i = 0; i < src->n_insts; i++) {
+            const HloInst *si = &src->insts[i];
+            int32_t k = hlo_add_inst(p->out, oc, si->op, si->name, &si->shape, si->operands, si->n_operands);
+            HloInst *di = hlo_inst(p->out, oc, k);
+            di->span = si->span;
+            if (si->attrs)
+                di->attrs = copy_attrs(p->out, si->attrs, &si->shape, p->comp_map);
+        }
+        HloComputation *dc = hlo_comp(p->out, oc);
+        dc->root = src->root;
+        dc->span = src->span;
+        dc->execution_thread = src->execution_thread ? arena_strdup(p->out->arena, src->execution_thread) : NULL;
+    }
+}
+
+int32_t part_clone(Part *p, int32_t i, const char *name, const Shape *shape, const int32_t *ops, int32_t n)
+{
+    const HloInst *si = part_in(p, i);
+    int32_t k = part_emit(p, si->op, name, shape, ops, n);
+    HloInst *di = part_out(p, k);
+    di->span = si->span;
+    if (si->attrs)
+        di->attrs = copy_attrs(p->out, si->attrs, &si->shape, p->comp_map);
+    return k;
+}
+
+/* Moves the entry behind the reducers added after it, so computations stay
+ * callee-first, and remaps the entry's references to them. */
+static void move_entry_last(Part *p)
+{
+    HloModule *out = p->out;
+    int32_t e = p->oc, last = out->n_comps - 1;
+    if (e == last)
+        return;
+    HloComputation *ec = hlo_comp(out, e);
+    for (int32_t i = 0; i < ec->n_insts; i++) {
+        HloAttrs *a = ec->insts[i].attrs;
+        if (!a)
+            continue;
+        int32_t *refs[] = {&a->to_apply, &a->select, &a->condition, &a->body};
+        for (size_t k = 0; k < sizeof refs / sizeof refs[0]; k++)
+            if (*refs[k] > e)
+                (*refs[k])--;
+        for (int32_t k = 0; k < a->branches.n; k++)
+            if (a->branches.v[k] > e)
+                a->branches.v[k]--;
+        for (int32_t k = 0; k < a->called.n; k++)
+            if (a->called.v[k] > e)
+                a->called.v[k]--;
+    }
+    HloComputation saved = *ec;
+    memmove(&out->comps[e], &out->comps[e + 1], sizeof(HloComputation) * (size_t)(last - e));
+    out->comps[last] = saved;
+    out->entry = last;
+    p->oc = last;
+}
+
+/* ================================================================ values */
+
+/* Leaf k of a (nested) tuple shape in flat order; *k is consumed. */
+static const Shape *leaf_walk(const Shape *s, int32_t *k)
+{
+    if (!shape_is_tuple(s)) {
+        if ((*k)-- == 0)
+            return s;
+        return NULL;
+    }
+    for (int32_t e = 0; e < s->n_elems; e++) {
+        const Shape *r = leaf_walk(&s->elems[e], k);
+        if (r)
+            return r;
+    }
+    return NULL;
+}
+
+static const Shape *leaf_shape(const Shape *s, int32_t leaf)
+{
+    int32_t k = leaf;
+    return leaf_walk(s, &k);
+}
+
+static const Sharding *leaf_sharding(const Sharding *sh, int32_t leaf)
+{
+    if (sh && sh->kind == SHARDING_TUPLE)
+        return leaf < sh->n_elems ? &sh->elems[leaf] : NULL;
+    return sh;
+}
+
+void part_decl(const Part *p, int32_t i, int32_t leaf, Spec *out)
+{
+    const HloInst *in = part_in(p, i);
+    const Shape *ls = leaf_shape(&in->shape, leaf);
+    int32_t rank = ls ? ls->rank : 0;
+    if (!spec_from_sharding(leaf_sharding(in->sharding, leaf), rank, out))
+        spec_replicated(out, rank);
+}
+
+Spec *part_decl_leaves(Part *p, int32_t i)
+{
+    int32_t n = p->vals[i].n_leaves;
+    Spec *s = ARENA_ARRAY(p->scratch, Spec, n ? n : 1);
+    for (int32_t k = 0; k < n; k++)
+        part_decl(p, i, k, &s[k]);
+    return s;
+}
+
+const VState *part_primary(const Part *p, int32_t i) { return p->vals[i].states; }
+
+static bool leaves_equal(const Spec *a, const Spec *b, int32_t n)
+{
+    for (int32_t k = 0; k < n; k++)
+        if (!spec_equal(&a[k], &b[k]))
+            return false;
+    return true;
+}
+
+static VState *find_state(Part *p, int32_t v, const Spec *want)
+{
+    for (VState *s = p->vals[v].states; s; s = s->next)
+        if (leaves_equal(s->leaves, want, p->vals[v].n_leaves))
+            return s;
+    return NULL;
+}
+
+/* Remembers that `local` holds value v in state `leaves` (after the primary). */
+static void add_state(Part *p, int32_t v, int32_t local, const Spec *leaves, int32_t origin, const char *why)
+{
+    PVal *pv = &p->vals[v];
+    VState *s = ARENA_NEW(p->scratch, VState);
+    s->local = local;
+    s->leaves = arena_memdup(p->scratch, leaves, sizeof(Spec) * (size_t)(pv->n_leaves ? pv->n_leaves : 1));
+    s->origin = origin;
+    s->origin_reason = why;
+    if (!pv->states) {
+        pv->states = s;
+    } else {
+        s->next = pv->states->next;
+        pv->states->next = s;
+    }
+}
+
+void part_set_result(Part *p, int32_t i, int32_t local, const Spec *leaves, int32_t origin, const char *why)
+{
+    add_state(p, i, local, leaves, origin, why);
+}
+
+const char *part_result_name(Part *p, int32_t i, const Spec *leaves, const char *role)
+{
+    const Spec *decl = part_decl_leaves(p, i);
+    if (leaves_equal(leaves, decl, p->vals[i].n_leaves) && !find_state(p, i, decl))
+        return part_in(p, i)->name;
+    return part_name(p, part_in(p, i)->name, role);
+}
+
+int64_t part_cost(Part *p, int32_t v, const Spec *want)
+{
+    const Shape *s = &part_in(p, v)->shape;
+    int64_t best = PART_INF_COST;
+    for (VState *st = p->vals[v].states; st; st = st->next) {
+        int64_t c = reshard_cost(p->mesh, s, &st->leaves[0], want);
+        if (c < best)
+            best = c;
+    }
+    return best;
+}
+
+typedef struct StepCtx {
+    int32_t v;
+    int32_t origin;
+    const char *why;
+} StepCtx;
+
+static void on_step(Part *p, void *user, int32_t local, const Spec *state)
+{
+    StepCtx *sc = user;
+    if (!find_state(p, sc->v, state))
+        add_state(p, sc->v, local, state, state->partial ? sc->origin : -1, state->partial ? sc->why : NULL);
+}
+
+static const char *default_reason(Part *p, int32_t v, const Spec *from, const Spec *to, const Cause *cause)
+{
+    if (cause->reason)
+        return cause->reason;
+    const char *who = cause->inst >= 0 ? part_in(p, cause->inst)->name : "result";
+    return part_fmt(p, "%s: %s resharded from %s to %s", who, part_in(p, v)->name, part_spec_text(p, from),
+                    part_spec_text(p, to));
+}
+
+/* Reshards array value v from its cheapest state to want. */
+static int32_t get_array(Part *p, int32_t v, const Spec *want, const Cause *cause)
+{
+    const Shape *gs = &part_in(p, v)->shape;
+    VState *best = NULL;
+    ReshardPlan plans[2];
+    ReshardPlan *plan = &plans[0], *tmp = &plans[1];
+    for (VState *st = p->vals[v].states; st; st = st->next) {
+        if (reshard_plan(p->mesh, gs, &st->leaves[0], want, tmp) && (!best || tmp->bytes < plan->bytes)) {
+            best = st;
+            ReshardPlan *x = plan;
+            plan = tmp;
+            tmp = x;
+        }
+    }
+    const HloInst *ci = cause->inst >= 0 ? part_in(p, cause->inst) : part_in(p, v);
+    if (!best) {
+        diag_error(p->cx->diag, ci->span, "%s: cannot bring %s from %s to %s", ci->name, part_in(p, v)->name,
+                   part_spec_text(p, &p->vals[v].states->leaves[0]), part_spec_text(p, want));
+        return -1;
+    }
+    Cause c = {cause->inst, default_reason(p, v, &best->leaves[0], want, cause)};
+    if (plan->full_remat)
+        report_warn(p->rep, "full-rematerialization", ci->name, ci->span.begin.line,
+                    part_fmt(p, "%s: %s is gathered to full size to go from %s to %s", ci->name, part_in(p, v)->name,
+                             part_spec_text(p, &best->leaves[0]), part_spec_text(p, want)));
+    Spec decl;
+    part_decl(p, v, 0, &decl);
+    LowerNames nm = {part_in(p, v)->name, &decl, find_state(p, v, &decl) != NULL};
+    StepCtx sc = {v, best->origin, best->origin_reason};
+    return reshard_lower(p, best->local, gs, &best->leaves[0], plan, &nm, &c, best->origin, best->origin_reason,
+                         on_step, &sc);
+}
+
+/* Per-device shape of a value of global shape s in state leaves[*k...]. */
+static Shape local_tree_shape(Part *p, const Shape *s, const Spec *leaves, int32_t *k)
+{
+    if (!shape_is_tuple(s))
+        return spec_local_shape(&leaves[(*k)++], p->mesh, s);
+    Shape r = *s;
+    r.has_layout = false;
+    r.elems = ARENA_ARRAY(p->scratch, Shape, s->n_elems ? s->n_elems : 1);
+    for (int32_t e = 0; e < s->n_elems; e++)
+        r.elems[e] = local_tree_shape(p, &s->elems[e], leaves, k);
+    return r;
+}
+
+Shape part_local_shape(Part *p, const Shape *global, const Spec *leaves)
+{
+    int32_t k = 0;
+    return local_tree_shape(p, global, leaves, &k);
+}
+
+/* Reshards a (possibly tuple) local value element-wise; *k walks the leaves. */
+static int32_t reshard_tree(Part *p, int32_t v, int32_t local, const Shape *s, const Spec *from, const Spec *to,
+                            int32_t *k, const Cause *cause, const char *name)
+{
+    if (!shape_is_tuple(s)) {
+        int32_t leaf = (*k)++;
+        if (spec_equal(&from[leaf], &to[leaf]))
+            return local;
+        ReshardPlan planv, *plan = &planv;
+        if (!reshard_plan(p->mesh, s, &from[leaf], &to[leaf], plan)) {
+            diag_error(p->cx->diag, part_in(p, v)->span, "%s: cannot reshard leaf %d from %s to %s",
+                       part_in(p, v)->name, (int)leaf, part_spec_text(p, &from[leaf]), part_spec_text(p, &to[leaf]));
+            return -1;
+        }
+        LowerNames nm = {part_in(p, v)->name, NULL, true};
+        Cause c = {cause->inst, default_reason(p, v, &from[leaf], &to[leaf], cause)};
+        return reshard_lower(p, local, s, &from[leaf], plan, &nm, &c, -1, NULL, NULL, NULL);
+    }
+    int32_t *elems = ARENA_ARRAY(p->scratch, int32_t, s->n_elems ? s->n_elems : 1);
+    for (int32_t e = 0; e < s->n_elems; e++) {
+        int32_t k0 = *k;
+        Shape es = local_tree_shape(p, &s->elems[e], from, &k0);
+        int32_t g = part_emit(p, HLO_GET_TUPLE_ELEMENT, part_name(p, part_in(p, v)->name, "element"), &es, &local, 1);
+        hlo_attrs_mut(p->out, part_out(p, g))->index = e;
+        elems[e] = reshard_tree(p, v, g, &s->elems[e], from, to, k, cause, NULL);
+        if (elems[e] < 0)
+            return -1;
+    }
+    int32_t k0 = 0;
+    Shape ts = local_tree_shape(p, &part_in(p, v)->shape, to, &k0);
+    if (!name)
+        name = part_name(p, part_in(p, v)->name, "tuple");
+    return part_emit(p, HLO_TUPLE, name, &ts, elems, s->n_elems);
+}
+
+int32_t part_get(Part *p, int32_t v, const Spec *want, const Cause *cause)
+{
+    VState *have = find_state(p, v, want);
+    if (have)
+        return have->local;
+    const Shape *gs = &part_in(p, v)->shape;
+    if (!shape_is_tuple(gs))
+        return get_array(p, v, want, cause);
+    const VState *src = p->vals[v].states;
+    const Spec *decl = part_decl_leaves(p, v);
+    bool is_decl = leaves_equal(want, decl, p->vals[v].n_leaves) && !find_state(p, v, decl);
+    int32_t k = 0;
+    int32_t r = reshard_tree(p, v, src->local, gs, src->leaves, want, &k, cause, is_decl ? part_in(p, v)->name : NULL);
+    if (r >= 0)
+        add_state(p, v, r, want, -1, NULL);
+    return r;
+}
+
+int32_t part_operand(Part *p, int32_t i, int32_t k, const Spec *want)
+{
+    Cause c = {i, NULL};
+    return part_get(p, part_in(p, i)->operands[k], want, &c);
+}
+
+/* ================================================================ checks */
+
+/* Whether computation c (or anything it calls) holds a split or partial value. */
+static bool comp_has_sharded(const Part *p, int32_t c)
+{
+    const HloComputation *comp = &p->in->comps[c];
+    for (int32_t i = 0; i < comp->n_insts; i++) {
+        const HloInst *in = &comp->insts[i];
+        const HloAttrs *a = hlo_attrs(in);
+        int32_t n_leaves = shape_leaf_count(&in->shape);
+        for (int32_t k = 0; k < n_leaves; k++) {
+            const Sharding *sh = leaf_sharding(in->sharding, k);
+            if (sh && (sh->kind == SHARDING_MANUAL || (sh->kind == SHARDING_TILED && !sharding_is_replicated(sh))))
+                return true;
+        }
+        int32_t refs[] = {a->to_apply, a->select, a->condition, a->body};
+        for (size_t r = 0; r < sizeof refs / sizeof refs[0]; r++)
+            if (refs[r] >= 0 && refs[r] < c && p->comp_sharded[refs[r]])
+                return true;
+        for (int32_t r = 0; r < a->branches.n; r++)
+            if (a->branches.v[r] >= 0 && a->branches.v[r] < c && p->comp_sharded[a->branches.v[r]])
+                return true;
+        for (int32_t r = 0; r < a->called.n; r++)
+            if (a->called.v[r] >= 0 && a->called.v[r] < c && p->comp_sharded[a->called.v[r]])
+                return true;
+    }
+    return false;
+}
+
+/* Errors for shardings this version cannot partition (manual, uneven, ...). */
+static bool check_leaf(Part *p, const HloInst *in, const Sharding *sh, const Shape *ls)
+{
+    DiagEngine *d = p->cx->diag;
+    if (sh && sh->kind == SHARDING_MANUAL) {
+        diag_error(d, in->span, "%s: manual sharding is not supported yet", in->name);
+        return false;
+    }
+    Spec s;
+    if (!ls || !spec_from_sharding(sh, ls->rank, &s)) {
+        diag_error(d, in->span, "%s: its sharding does not fit its shape", in->name);
+        return false;
+    }
+    int32_t bad = -1;
+    if (!spec_is_even(&s, p->mesh, ls, &bad)) {
+        diag_error(d, in->span,
+                   "%s: dimension %d of size %lld is not divisible into %lld shards; uneven sharding is not "
+                   "supported yet",
+                   in->name, (int)bad, (long long)ls->dims[bad], (long long)spec_dim_tiles(&s, p->mesh, bad));
+        return false;
+    }
+    for (int32_t dd = 0; dd < ls->rank; dd++) {
+        if (ls->dims[dd] > INT32_MAX && spec_dim_n(&s, dd) > 0) {
+            diag_error(d, in->span, "%s: dimension %d is too large to split (more than 2^31-1 elements)", in->name,
+                       (int)dd);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool check_entry(Part *p)
+{
+    const HloComputation *e = &p->in->comps[p->ic];
+    bool ok = true;
+    for (int32_t i = 0; i < e->n_insts; i++) {
+        const HloInst *in = &e->insts[i];
+        int32_t n = shape_leaf_count(&in->shape);
+        p->vals[i].n_leaves = n;
+        if (in->sharding && in->sharding->kind == SHARDING_TUPLE && in->sharding->n_elems != n) {
+            diag_error(p->cx->diag, in->span, "%s: its tuple sharding has %d elements for %d leaves", in->name,
+                       (int)in->sharding->n_elems, (int)n);
+            ok = false;
+            continue;
+        }
+        for (int32_t k = 0; k < n; k++) {
+            if (!check_leaf(p, in, leaf_sharding(in->sharding, k), leaf_shape(&in->shape, k))) {
+                ok = false;
+                break;
+            }
+        }
+    }
+    return ok;
+}
+
+/* ================================================================ driver */
+
+static bool partition_entry(Part *p)
+{
+    const HloComputation *e = &p->in->comps[p->ic];
+    for (int32_t i = 0; i < e->n_insts; i++)
+        if (!part_handle(p, i))
+            return false;
+    if (e->root < 0)
+        return true;
+    Spec *decl = part_decl_leaves(p, e->root);
+    const HloInst *root = part_in(p, e->root);
+    Cause c = {e->root, NULL};
+    if (!find_state(p, e->root, decl)) {
+        const VState *st = part_primary(p, e->root);
+        if (p->vals[e->root].n_leaves == 1)
+            c.reason = part_fmt(p, "%s: the entry result is %s, declared %s", root->name,
+                                part_spec_text(p, &st->leaves[0]), part_spec_text(p, &decl[0]));
+    }
+    int32_t r = part_get(p, e->root, decl, &c);
+    if (r < 0)
+        return false;
+    hlo_comp(p->out, p->oc)->root = r;
+    return true;
+}
+
+static void parameter_memory(Part *p)
+{
+    if (!p->rep)
+        return;
+    const HloComputation *e = &p->in->comps[p->ic];
+    for (int32_t i = 0; i < e->n_insts; i++) {
+        if (e->insts[i].op != HLO_PARAMETER)
+            continue;
+        p->rep->parameter_bytes_unpartitioned += shape_byte_size(&e->insts[i].shape);
+        Shape l = part_local_shape(p, &e->insts[i].shape, part_decl_leaves(p, i));
+        p->rep->parameter_bytes_per_device += shape_byte_size(&l);
+    }
+}
+
+static void part_init(Part *p, const HloModule *in, CommReport *rep, PassCtx *cx)
+{
+    memset(p, 0, sizeof *p);
+    p->in = in;
+    p->mesh = &in->mesh;
+    p->rep = rep;
+    p->cx = cx;
+    p->scratch = arena_create();
+    p->ic = in->entry;
+    p->pid = -1;
+    p->zero = -1;
+    p->next_channel = 1;
+    memset(p->reducers, 0xff, sizeof p->reducers);
+    p->out = hlo_module_new(in->name);
+    p->out->mesh = in->mesh;
+    p->out->has_mesh = true;
+    p->out->num_partitions = in->mesh.n_devices;
+    p->out->replica_count = in->replica_count;
+    p->comp_map = ARENA_ARRAY(p->scratch, int32_t, in->n_comps ? in->n_comps : 1);
+    p->comp_sharded = ARENA_ARRAY(p->scratch, bool, in->n_comps ? in->n_comps : 1);
+    p->vals = ARENA_ARRAY(p->scratch, PVal, in->comps[in->entry].n_insts + 1);
+}
+
+static void part_fini(Part *p)
+{
+    NameEnt *n, *nt;
+    HASH_ITER(hh, p->names, n, nt) { HASH_DEL(p->names, n); }
+    OffsetEnt *o, *ot;
+    HASH_ITER(hh, p->offsets, o, ot) { HASH_DEL(p->offsets, o); }
+    arena_destroy(p->scratch);
+}
+
+bool partition_module(const HloModule *in, HloModule **out, CommReport *rep, PassCtx *cx)
+{
+    *out = NULL;
+    if (in->entry < 0 || !in->has_mesh) {
+        diag_error(cx->diag, SRC_SPAN_NONE, "%s", in->entry < 0 ? "the module has no entry computation"
+                                                                 : "the module has no mesh (bind shardings first)");
+        return false;
+    }
+    Part p;
+    part_init(&p, in, rep, cx);
+    for (int32_t c = 0; c < in->n_comps; c++)
+        p.comp_sharded[c] = c != in->entry && comp_has_sharded(&p, c);
+    bool ok = check_entry(&p);
+    if (ok) {
+        copy_callees(&p);
+        const HloComputation *ie = &in->comps[in->entry];
+        p.oc = hlo_add_computation(p.out, ie->name, true);
+        hlo_comp(p.out, p.oc)->span = ie->span;
+        for (int32_t i = 0; i < ie->n_insts; i++)
+            if (!name_taken(&p, ie->insts[i].name))
+                name_add(&p, ie->insts[i].name);
+        ok = partition_entry(&p);
+    }
+    if (ok) {
+        parameter_memory(&p);
+        move_entry_last(&p);
+        *out = p.out;
+    } else {
+        hlo_module_free(p.out);
+    }
+    part_fini(&p);
+    return ok;
+}

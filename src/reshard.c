@@ -1,2 +1,679 @@
-/* reshard.c - stub, being written. */
-#include "spmdc/partition.h"
+/* reshard.c - sharding states (Spec), the reshard planner and its lowering.
+ *
+ * One transition catalogue serves every edge of the partitioner: a value in
+ * state `from` (per dim a run of mesh atoms, maybe a pending reduction over
+ * some atoms) must reach state `to`.  reshard_plan decides the steps, each
+ * with its cost from comm_bytes_per_device (docs/report.md), greedily in
+ * this order until the states agree:
+ *   1. local dynamic-slice: a dim whose run is a prefix of the target's gets
+ *      the next target atoms that are replicated (free) appended;
+ *   2. reduce-scatter: ... or the next target atoms that are pending partial
+ *      atoms (the scattered pieces are the minor tiles of that dim);
+ *   3. all-reduce of partial atoms the target never splits on;
+ *   4. all-to-all: a suffix of one dim's run that is not in place moves to
+ *      the end of another dim's run where the target wants it;
+ *   5. all-reduce of the remaining partial atoms;
+ *   6. all-gather of a dim's out-of-place suffix (only as much as needed to
+ *      expose an all-to-all, else all of it).
+ * After a gather the freed atoms are sliced in again (the general path); if
+ * that means gathering the whole tensor the plan says so (full_remat).
+ * reshard_lower emits the steps as HLO (partition-id offset tables,
+ * collectives with replica groups from mesh_groups, reducer computations).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "partition_internal.h"
+
+/* ================================================================ Spec */
+
+void spec_replicated(Spec *s, int32_t rank)
+{
+    memset(s, 0, sizeof *s);
+    s->rank = (int8_t)rank;
+}
+
+static int32_t dim_start(const Spec *s, int32_t d)
+{
+    int32_t k = 0;
+    for (int32_t i = 0; i < d; i++)
+        k += s->n[i];
+    return k;
+}
+
+const int8_t *spec_dim(const Spec *s, int32_t d) { return s->atoms + dim_start(s, d); }
+
+void spec_set_dim(Spec *s, int32_t d, const int8_t *atoms, int32_t n)
+{
+    int32_t st = dim_start(s, d), old = s->n[d], total = dim_start(s, s->rank);
+    SPMDC_ASSERT(total - old + n <= SPMDC_MAX_ATOMS);
+    memmove(s->atoms + st + n, s->atoms + st + old, (size_t)(total - st - old));
+    if (n)
+        memcpy(s->atoms + st, atoms, (size_t)n);
+    int32_t nt = total - old + n;
+    memset(s->atoms + nt, 0, (size_t)(SPMDC_MAX_ATOMS - nt));
+    s->n[d] = (uint8_t)n;
+}
+
+bool spec_from_sharding(const Sharding *sh, int32_t rank, Spec *out)
+{
+    spec_replicated(out, rank);
+    if (!sh || sh->kind == SHARDING_REPLICATED || sh->kind == SHARDING_MAXIMAL)
+        return true;
+    if (sh->kind != SHARDING_TILED)
+        return false;
+    int32_t total = 0;
+    for (int32_t d = 0; d < sh->rank && d < SPMDC_MAX_RANK; d++)
+        total += sh->dim_n[d];
+    if (sh->rank != rank && total > 0)
+        return false;
+    for (int32_t d = 0; d < rank && total > 0; d++)
+        out->n[d] = sh->dim_n[d];
+    if (total > SPMDC_MAX_ATOMS)
+        return false;
+    memcpy(out->atoms, sh->atoms, (size_t)total);
+    out->partial = sh->partial;
+    out->kind = (uint8_t)(sh->partial ? sh->partial_kind : REDUCE_NONE);
+    return spec_valid(out);
+}
+
+Sharding spec_to_sharding(const Spec *s)
+{
+    Sharding r;
+    memset(&r, 0, sizeof r);
+    r.kind = SHARDING_TILED;
+    r.rank = s->rank;
+    memcpy(r.dim_n, s->n, sizeof r.dim_n);
+    memcpy(r.atoms, s->atoms, sizeof r.atoms);
+    r.partial = s->partial;
+    r.partial_kind = (ReduceKind)s->kind;
+    r.named_form = true;
+    if (!s->partial && dim_start(s, s->rank) == 0) {
+        r.kind = SHARDING_REPLICATED;
+        r.rank = 0;
+    }
+    return r;
+}
+
+bool spec_equal(const Spec *a, const Spec *b)
+{
+    if (a->rank != b->rank || a->partial != b->partial || a->kind != b->kind)
+        return false;
+    if (memcmp(a->n, b->n, (size_t)a->rank) != 0)
+        return false;
+    return memcmp(a->atoms, b->atoms, (size_t)dim_start(a, a->rank)) == 0;
+}
+
+uint32_t spec_used(const Spec *s)
+{
+    uint32_t m = 0;
+    int32_t total = dim_start(s, s->rank);
+    for (int32_t i = 0; i < total; i++)
+        m |= 1u << s->atoms[i];
+    return m;
+}
+
+bool spec_valid(const Spec *s)
+{
+    uint32_t m = 0;
+    int32_t total = dim_start(s, s->rank);
+    for (int32_t i = 0; i < total; i++) {
+        if (s->atoms[i] < 0 || s->atoms[i] >= SPMDC_MAX_ATOMS || (m & (1u << s->atoms[i])))
+            return false;
+        m |= 1u << s->atoms[i];
+    }
+    if ((m & s->partial) != 0)
+        return false;
+    return (s->partial == 0) == (s->kind == REDUCE_NONE);
+}
+
+bool spec_is_replicated(const Spec *s) { return s->partial == 0 && dim_start(s, s->rank) == 0; }
+
+int64_t spec_dim_tiles(const Spec *s, const Mesh *m, int32_t d)
+{
+    int64_t t = 1;
+    const int8_t *a = spec_dim(s, d);
+    for (int32_t i = 0; i < s->n[d]; i++)
+        t *= m->atom_size[a[i]];
+    return t;
+}
+
+Shape spec_local_shape(const Spec *s, const Mesh *m, const Shape *global)
+{
+    Shape l = shape_array(global->type, global->rank, global->dims);
+    for (int32_t d = 0; d < global->rank && d < s->rank; d++)
+        l.dims[d] = global->dims[d] / spec_dim_tiles(s, m, d);
+    return l;
+}
+
+bool spec_is_even(const Spec *s, const Mesh *m, const Shape *global, int32_t *bad_dim)
+{
+    for (int32_t d = 0; d < s->rank && d < global->rank; d++) {
+        if (global->dims[d] % spec_dim_tiles(s, m, d) != 0) {
+            if (bad_dim)
+                *bad_dim = d;
+            return false;
+        }
+    }
+    return true;
+}
+
+void spec_describe(StrBuf *b, const Spec *s, const Mesh *m)
+{
+    Sharding sh = spec_to_sharding(s);
+    sharding_describe(b, &sh, m);
+}
+
+/* ================================================================ planning */
+
+/* A Spec with one fixed-size run per dim (easy to edit while planning). */
+typedef struct Wide {
+    int32_t rank;
+    int32_t n[SPMDC_MAX_RANK];
+    int8_t a[SPMDC_MAX_RANK][SPMDC_MAX_ATOMS];
+    uint32_t partial;
+    ReduceKind kind;
+} Wide;
+
+static void widen(const Spec *s, Wide *w)
+{
+    memset(w, 0, sizeof *w);
+    w->rank = s->rank;
+    int32_t k = 0;
+    for (int32_t d = 0; d < s->rank; d++) {
+        w->n[d] = s->n[d];
+        memcpy(w->a[d], s->atoms + k, s->n[d]);
+        k += s->n[d];
+    }
+    w->partial = s->partial;
+    w->kind = (ReduceKind)s->kind;
+}
+
+static void narrow(const Wide *w, Spec *s)
+{
+    spec_replicated(s, w->rank);
+    int32_t k = 0;
+    for (int32_t d = 0; d < w->rank; d++) {
+        s->n[d] = (uint8_t)w->n[d];
+        memcpy(s->atoms + k, w->a[d], (size_t)w->n[d]);
+        k += w->n[d];
+    }
+    s->partial = w->partial;
+    s->kind = (uint8_t)(w->partial ? w->kind : REDUCE_NONE);
+}
+
+static uint32_t wide_used(const Wide *w)
+{
+    uint32_t m = 0;
+    for (int32_t d = 0; d < w->rank; d++)
+        for (int32_t i = 0; i < w->n[d]; i++)
+            m |= 1u << w->a[d][i];
+    return m;
+}
+
+static int32_t common_prefix(const Wide *c, const Wide *t, int32_t d)
+{
+    int32_t k = 0;
+    while (k < c->n[d] && k < t->n[d] && c->a[d][k] == t->a[d][k])
+        k++;
+    return k;
+}
+
+static bool is_prefix(const Wide *c, const Wide *t, int32_t d) { return common_prefix(c, t, d) == c->n[d]; }
+
+static int64_t group_size(const Mesh *m, const int8_t *atoms, int32_t n)
+{
+    int64_t g = 1;
+    for (int32_t i = 0; i < n; i++)
+        g *= m->atom_size[atoms[i]];
+    return g;
+}
+
+/* Per-device bytes and local size of dim d of an array in state w. */
+static int64_t wide_bytes(const Mesh *m, const Shape *global, const Wide *w)
+{
+    Spec s;
+    narrow(w, &s);
+    Shape l = spec_local_shape(&s, m, global);
+    return shape_byte_size(&l);
+}
+
+static int64_t wide_local_dim(const Mesh *m, const Shape *global, const Wide *w, int32_t d)
+{
+    return global->dims[d] / group_size(m, w->a[d], w->n[d]);
+}
+
+typedef struct Planner {
+    const Mesh *m;
+    const Shape *global;
+    const Wide *t;
+    Wide c;
+    ReshardPlan *plan;
+} Planner;
+
+static void push(Planner *pl, StepKind k, int32_t dim, int32_t dim2, const int8_t *atoms, int32_t n, const Wide *after)
+{
+    ReshardPlan *plan = pl->plan;
+    SPMDC_ASSERT(plan->n_steps < RESHARD_MAX_STEPS);
+    ReshardStep *st = &plan->steps[plan->n_steps++];
+    st->kind = k;
+    st->dim = dim;
+    st->dim2 = dim2;
+    st->n_atoms = n;
+    memset(st->atoms, 0, sizeof st->atoms);
+    if (n)
+        memcpy(st->atoms, atoms, (size_t)n);
+    narrow(after, &st->after);
+    int64_t g = group_size(pl->m, atoms, n);
+    int64_t before_b = wide_bytes(pl->m, pl->global, &pl->c), after_b = wide_bytes(pl->m, pl->global, after);
+    switch (k) {
+    case STEP_SLICE: st->bytes = 0; break;
+    case STEP_ALL_REDUCE: st->bytes = comm_bytes_per_device(COLL_ALL_REDUCE, g, before_b, after_b); break;
+    case STEP_REDUCE_SCATTER: st->bytes = comm_bytes_per_device(COLL_REDUCE_SCATTER, g, before_b, after_b); break;
+    case STEP_ALL_TO_ALL: st->bytes = comm_bytes_per_device(COLL_ALL_TO_ALL, g, before_b, after_b); break;
+    case STEP_ALL_GATHER: st->bytes = comm_bytes_per_device(COLL_ALL_GATHER, g, before_b, after_b); break;
+    }
+    plan->bytes += st->bytes;
+    pl->c = *after;
+}
+
+/* 1. Append free (replicated) target atoms to every dim that is a prefix of
+ * its target run: one dynamic-slice for all dims. */
+static bool try_slice(Planner *pl)
+{
+    Wide nx = pl->c;
+    uint32_t busy = wide_used(&pl->c) | pl->c.partial;
+    bool any = false;
+    for (int32_t d = 0; d < nx.rank; d++) {
+        if (!is_prefix(&pl->c, pl->t, d))
+            continue;
+        while (nx.n[d] < pl->t->n[d]) {
+            int8_t a = pl->t->a[d][nx.n[d]];
+            if (busy & (1u << a))
+                break;
+            nx.a[d][nx.n[d]++] = a;
+            busy |= 1u << a;
+            any = true;
+        }
+    }
+    if (any)
+        push(pl, STEP_SLICE, -1, -1, NULL, 0, &nx);
+    return any;
+}
+
+/* 2. Reduce-scatter pending atoms into a dim that wants them next. */
+static bool try_reduce_scatter(Planner *pl)
+{
+    uint32_t red = pl->c.partial & ~pl->t->partial;
+    for (int32_t d = 0; d < pl->c.rank && red; d++) {
+        if (!is_prefix(&pl->c, pl->t, d))
+            continue;
+        int8_t run[SPMDC_MAX_ATOMS];
+        int32_t n = 0;
+        uint32_t mask = 0;
+        for (int32_t k = pl->c.n[d]; k < pl->t->n[d] && (red & (1u << pl->t->a[d][k])); k++) {
+            run[n++] = pl->t->a[d][k];
+            mask |= 1u << pl->t->a[d][k];
+        }
+        if (n == 0 || wide_local_dim(pl->m, pl->global, &pl->c, d) % group_size(pl->m, run, n) != 0)
+            continue;
+        Wide nx = pl->c;
+        memcpy(&nx.a[d][nx.n[d]], run, (size_t)n);
+        nx.n[d] += n;
+        nx.partial &= ~mask;
+        push(pl, STEP_REDUCE_SCATTER, d, -1, run, n, &nx);
+        return true;
+    }
+    return false;
+}
+
+/* 3./5. All-reduce the pending atoms to drop (only those no target dim wants
+ * when only_unwanted). */
+static bool try_all_reduce(Planner *pl, bool only_unwanted)
+{
+    uint32_t red = pl->c.partial & ~pl->t->partial;
+    if (only_unwanted)
+        red &= ~wide_used(pl->t);
+    if (!red)
+        return false;
+    int8_t atoms[SPMDC_MAX_ATOMS];
+    int32_t n = 0;
+    for (int32_t a = 0; a < SPMDC_MAX_ATOMS; a++)
+        if (red & (1u << a))
+            atoms[n++] = (int8_t)a;
+    Wide nx = pl->c;
+    nx.partial &= ~red;
+    if (!nx.partial)
+        nx.kind = REDUCE_NONE;
+    push(pl, STEP_ALL_REDUCE, -1, -1, atoms, n, &nx);
+    return true;
+}
+
+/* Largest k <= max_k such that the last k atoms of dim i's run are the next k
+ * target atoms of dim j (j a prefix of its target); 0 if none. */
+static int32_t a2a_match(const Planner *pl, int32_t i, int32_t j, int32_t max_k, int32_t end_i)
+{
+    const Wide *c = &pl->c, *t = pl->t;
+    if (j == i || !is_prefix(c, t, j))
+        return 0;
+    int32_t room = t->n[j] - c->n[j];
+    for (int32_t k = max_k < room ? max_k : room; k >= 1; k--) {
+        if (memcmp(&c->a[i][end_i - k], &t->a[j][c->n[j]], (size_t)k) != 0)
+            continue;
+        if (wide_local_dim(pl->m, pl->global, c, j) % group_size(pl->m, &c->a[i][end_i - k], k) != 0)
+            continue;
+        return k;
+    }
+    return 0;
+}
+
+/* 4. Move an out-of-place suffix of one dim to where the target wants it. */
+static bool try_all_to_all(Planner *pl)
+{
+    for (int32_t i = 0; i < pl->c.rank; i++) {
+        int32_t excess = pl->c.n[i] - common_prefix(&pl->c, pl->t, i);
+        for (int32_t j = 0; j < pl->c.rank && excess > 0; j++) {
+            int32_t k = a2a_match(pl, i, j, excess, pl->c.n[i]);
+            if (k == 0)
+                continue;
+            Wide nx = pl->c;
+            int8_t run[SPMDC_MAX_ATOMS];
+            memcpy(run, &pl->c.a[i][pl->c.n[i] - k], (size_t)k);
+            nx.n[i] -= k;
+            memcpy(&nx.a[j][nx.n[j]], run, (size_t)k);
+            nx.n[j] += k;
+            push(pl, STEP_ALL_TO_ALL, i, j, run, k, &nx);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether dropping dim j's out-of-place suffix would let another dim's
+ * out-of-place suffix move into j by all-to-all. */
+static bool gather_unblocks(const Planner *pl, int32_t j)
+{
+    Planner tmp = *pl;
+    tmp.c.n[j] = common_prefix(&pl->c, pl->t, j);
+    for (int32_t i = 0; i < tmp.c.rank; i++) {
+        int32_t excess = tmp.c.n[i] - common_prefix(&tmp.c, tmp.t, i);
+        if (i != j && excess > 0 && a2a_match(&tmp, i, j, excess, tmp.c.n[i]) > 0)
+            return true;
+    }
+    return false;
+}
+
+/* How many atoms to gather off the end of dim d's out-of-place suffix
+ * (length excess) so that an all-to-all can move the next one; excess if
+ * none. */
+static int32_t gather_to_expose(const Planner *pl, int32_t d, int32_t excess)
+{
+    for (int32_t k = 1; k < excess; k++)
+        for (int32_t j = 0; j < pl->c.rank; j++)
+            if (a2a_match(pl, d, j, 1, pl->c.n[d] - k) > 0)
+                return k;
+    return excess;
+}
+
+/* 6. Gather out-of-place atoms, preferring (a) a dim whose suffix blocks an
+ * all-to-all into it, (b) just enough of a dim's suffix to expose an
+ * all-to-all out of it, (c) the whole suffix of the first dim that has one. */
+static bool try_all_gather(Planner *pl)
+{
+    int32_t dim = -1, s = 0;
+    for (int32_t d = 0; d < pl->c.rank && dim < 0; d++) {
+        int32_t excess = pl->c.n[d] - common_prefix(&pl->c, pl->t, d);
+        if (excess > 0 && gather_unblocks(pl, d)) {
+            dim = d;
+            s = excess;
+        }
+    }
+    for (int32_t d = 0; d < pl->c.rank && dim < 0; d++) {
+        int32_t excess = pl->c.n[d] - common_prefix(&pl->c, pl->t, d);
+        int32_t k = excess > 0 ? gather_to_expose(pl, d, excess) : 0;
+        if (k > 0 && k < excess) {
+            dim = d;
+            s = k;
+        }
+    }
+    for (int32_t d = 0; d < pl->c.rank && dim < 0; d++) {
+        int32_t excess = pl->c.n[d] - common_prefix(&pl->c, pl->t, d);
+        if (excess > 0) {
+            dim = d;
+            s = excess;
+        }
+    }
+    if (dim < 0)
+        return false;
+    Wide nx = pl->c;
+    int8_t run[SPMDC_MAX_ATOMS];
+    memcpy(run, &pl->c.a[dim][pl->c.n[dim] - s], (size_t)s);
+    nx.n[dim] -= s;
+    push(pl, STEP_ALL_GATHER, dim, -1, run, s, &nx);
+    if (wide_used(&nx) == 0 && wide_used(pl->t) != 0)
+        pl->plan->full_remat = true;
+    return true;
+}
+
+static bool wide_equal(const Wide *a, const Wide *b)
+{
+    if (a->rank != b->rank || a->partial != b->partial || (a->partial && a->kind != b->kind))
+        return false;
+    for (int32_t d = 0; d < a->rank; d++)
+        if (a->n[d] != b->n[d] || memcmp(a->a[d], b->a[d], (size_t)a->n[d]) != 0)
+            return false;
+    return true;
+}
+
+bool reshard_plan(const Mesh *m, const Shape *global, const Spec *from, const Spec *to, ReshardPlan *plan)
+{
+    plan->n_steps = 0;
+    plan->bytes = 0;
+    plan->full_remat = false;
+    if (from->rank != to->rank || !spec_valid(to) || !spec_valid(from))
+        return false;
+    if ((to->partial & ~from->partial) || (to->partial && to->kind != from->kind))
+        return false;
+    Wide t;
+    widen(to, &t);
+    Planner pl = {m, global, &t, {0}, plan};
+    widen(from, &pl.c);
+    for (int32_t it = 0; it < RESHARD_MAX_STEPS; it++) {
+        if (wide_equal(&pl.c, &t))
+            return true;
+        if (try_slice(&pl) || try_reduce_scatter(&pl) || try_all_reduce(&pl, true) || try_all_to_all(&pl) ||
+            try_all_reduce(&pl, false) || try_all_gather(&pl))
+            continue;
+        return false; /* unreachable for valid states */
+    }
+    return false;
+}
+
+int64_t reshard_cost(const Mesh *m, const Shape *global, const Spec *from, const Spec *to)
+{
+    if (spec_equal(from, to))
+        return 0;
+    ReshardPlan plan;
+    if (!reshard_plan(m, global, from, to, &plan))
+        return PART_INF_COST;
+    return plan.bytes;
+}
+
+/* ================================================================ lowering */
+
+static const char *step_role(StepKind k)
+{
+    switch (k) {
+    case STEP_SLICE: return "slice";
+    case STEP_ALL_REDUCE: return "all-reduce";
+    case STEP_REDUCE_SCATTER: return "reduce-scatter";
+    case STEP_ALL_TO_ALL: return "all-to-all";
+    case STEP_ALL_GATHER: return "all-gather";
+    }
+    return "reshard";
+}
+
+static const char *step_name(Part *p, LowerNames *nm, const ReshardStep *st, const char *role)
+{
+    if (nm->decl && !nm->decl_named && spec_equal(&st->after, nm->decl)) {
+        nm->decl_named = true;
+        return nm->base;
+    }
+    return part_name(p, nm->base, role);
+}
+
+/* Collective attributes: a fresh channel and the groups along atoms. */
+static void set_collective(Part *p, int32_t v, const int8_t *atoms, int32_t n, bool global_ids)
+{
+    ReplicaGroups g = part_groups(p, atoms, n);
+    HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, v));
+    a->channel_id = p->next_channel++;
+    a->replica_groups = g;
+    a->use_global_device_ids = global_ids;
+}
+
+static void set_dims(Part *p, int32_t v, int64_t dim)
+{
+    HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, v));
+    a->dimensions = hlo_intlist(p->out, &dim, 1);
+}
+
+static int32_t lower_slice(Part *p, int32_t v, const Shape *global, const Spec *before, const ReshardStep *st,
+                           const char *name, const char *base)
+{
+    Shape lout = spec_local_shape(&st->after, p->mesh, global);
+    int32_t ops[1 + SPMDC_MAX_RANK];
+    ops[0] = v;
+    for (int32_t d = 0; d < lout.rank; d++) {
+        int32_t nb = before->n[d], na = st->after.n[d];
+        ops[1 + d] = na > nb ? part_offset(p, spec_dim(&st->after, d) + nb, na - nb, lout.dims[d], base)
+                             : part_zero(p);
+    }
+    int32_t r = part_emit(p, HLO_DYNAMIC_SLICE, name, &lout, ops, 1 + lout.rank);
+    HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, r));
+    a->dynamic_slice_sizes = hlo_intlist(p->out, lout.dims, lout.rank);
+    return r;
+}
+
+/* dim i loses the run A (its minor tiles), dim j gains it: split dim j into
+ * [|A|, Lj/|A|], all-to-all along the new axis (chunk k goes to member k;
+ * received chunks are stacked in sender order = A's tile index along i),
+ * move that axis in front of dim i, merge. */
+static int32_t lower_all_to_all(Part *p, int32_t v, const Shape *global, const Spec *before, const ReshardStep *st,
+                                const char *name, const char *base)
+{
+    int32_t i = st->dim, j = st->dim2;
+    int64_t n = group_size(p->mesh, st->atoms, st->n_atoms);
+    Shape lin = spec_local_shape(before, p->mesh, global), lout = spec_local_shape(&st->after, p->mesh, global);
+    int32_t r = lin.rank;
+    int64_t sd[SPMDC_MAX_RANK + 1];
+    for (int32_t d = 0, k = 0; d < r; d++) {
+        if (d == j) {
+            sd[k++] = n;
+            sd[k++] = lin.dims[d] / n;
+        } else {
+            sd[k++] = lin.dims[d];
+        }
+    }
+    if (r + 1 > SPMDC_MAX_RANK) {
+        diag_error(p->cx->diag, SRC_SPAN_NONE, "%s: an all-to-all reshard of a rank-%d array needs rank %d, "
+                   "more than %d", base, (int)r, (int)r + 1, SPMDC_MAX_RANK);
+        return -1;
+    }
+    Shape split = shape_array(lin.type, r + 1, sd);
+    int32_t v1 = part_emit(p, HLO_RESHAPE, part_name(p, base, "a2a-split"), &split, &v, 1);
+    int32_t v2 = part_emit(p, HLO_ALL_TO_ALL, part_name(p, base, "all-to-all"), &split, &v1, 1);
+    set_collective(p, v2, st->atoms, st->n_atoms, false);
+    set_dims(p, v2, j);
+    /* Axis order: all but j, with j inserted just before dim i. */
+    int64_t perm[SPMDC_MAX_RANK + 1], td[SPMDC_MAX_RANK + 1];
+    int32_t k = 0;
+    for (int32_t ax = 0; ax <= r; ax++) {
+        if (ax == j)
+            continue;
+        int32_t dim_of_ax = ax < j ? ax : ax - 1; /* ax > j: original dim ax-1 (j+1: rest of dim j) */
+        if (dim_of_ax == i)
+            perm[k++] = j;
+        perm[k++] = ax;
+    }
+    for (int32_t a = 0; a <= r; a++)
+        td[a] = split.dims[perm[a]];
+    Shape tsh = shape_array(lin.type, r + 1, td);
+    int32_t v3 = part_emit(p, HLO_TRANSPOSE, part_name(p, base, "a2a-transpose"), &tsh, &v2, 1);
+    HloAttrs *ta = hlo_attrs_mut(p->out, part_out(p, v3));
+    ta->dimensions = hlo_intlist(p->out, perm, r + 1);
+    int32_t v4 = part_emit(p, HLO_RESHAPE, name, &lout, &v3, 1);
+    return v2 >= 0 ? v4 : -1;
+}
+
+static int32_t lower_step(Part *p, int32_t v, const Shape *global, const Spec *before, const ReshardStep *st,
+                          LowerNames *nm)
+{
+    const char *role = st->kind == STEP_ALL_TO_ALL ? "a2a-merge" : step_role(st->kind);
+    const char *name = step_name(p, nm, st, role);
+    Shape lout = spec_local_shape(&st->after, p->mesh, global);
+    int32_t r;
+    switch (st->kind) {
+    case STEP_SLICE: return lower_slice(p, v, global, before, st, name, nm->base);
+    case STEP_ALL_TO_ALL: return lower_all_to_all(p, v, global, before, st, name, nm->base);
+    case STEP_ALL_REDUCE:
+    case STEP_REDUCE_SCATTER: {
+        int32_t red = part_reducer(p, (ReduceKind)before->kind, global->type);
+        HloOpcode op = st->kind == STEP_ALL_REDUCE ? HLO_ALL_REDUCE : HLO_REDUCE_SCATTER;
+        r = part_emit(p, op, name, &lout, &v, 1);
+        set_collective(p, r, st->atoms, st->n_atoms, true);
+        if (st->kind == STEP_REDUCE_SCATTER)
+            set_dims(p, r, st->dim);
+        hlo_attrs_mut(p->out, part_out(p, r))->to_apply = red;
+        return r;
+    }
+    case STEP_ALL_GATHER:
+        r = part_emit(p, HLO_ALL_GATHER, name, &lout, &v, 1);
+        set_collective(p, r, st->atoms, st->n_atoms, true);
+        set_dims(p, r, st->dim);
+        return r;
+    }
+    return -1;
+}
+
+static CollectiveKind step_collective(StepKind k)
+{
+    switch (k) {
+    case STEP_ALL_REDUCE: return COLL_ALL_REDUCE;
+    case STEP_REDUCE_SCATTER: return COLL_REDUCE_SCATTER;
+    case STEP_ALL_TO_ALL: return COLL_ALL_TO_ALL;
+    default: return COLL_ALL_GATHER;
+    }
+}
+
+/* The collective instruction a lowered step ends in (all-to-all: the
+ * all-to-all itself, two instructions before the final reshape). */
+static int32_t step_collective_inst(const ReshardStep *st, int32_t result)
+{
+    return st->kind == STEP_ALL_TO_ALL ? result - 2 : result;
+}
+
+int32_t reshard_lower(Part *p, int32_t local, const Shape *global, const Spec *from, const ReshardPlan *plan,
+                      LowerNames *names, const Cause *cause, int32_t origin_inst, const char *origin_reason,
+                      StepFn on_step, void *user)
+{
+    Spec cur = *from;
+    int32_t v = local;
+    for (int32_t s = 0; s < plan->n_steps; s++) {
+        const ReshardStep *st = &plan->steps[s];
+        v = lower_step(p, v, global, &cur, st, names);
+        if (v < 0)
+            return -1;
+        if (st->kind != STEP_SLICE) {
+            bool reduce = st->kind == STEP_ALL_REDUCE || st->kind == STEP_REDUCE_SCATTER;
+            int32_t ci = reduce && origin_inst >= 0 ? origin_inst : cause->inst;
+            const char *why = reduce && origin_reason ? origin_reason : cause->reason;
+            part_record(p, step_collective(st->kind), step_collective_inst(st, v), st->atoms, st->n_atoms,
+                        st->bytes, ci, why);
+        }
+        if (on_step)
+            on_step(p, user, v, &st->after);
+        cur = st->after;
+    }
+    return v;
+}

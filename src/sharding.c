@@ -1,2 +1,970 @@
-/* sharding.c - stub, being written. */
+/* sharding.c - shardings over mesh atoms: constructors, tile geometry,
+ * binding of the parsed text forms, and printing.
+ *
+ * A TILED Sharding lists, for each tensor dim, a run of mesh atoms (major ->
+ * minor) in one flat array (dim 0's atoms first); atoms that split no dim
+ * are replicated, and `partial` atoms carry a pending reduction.  The tile
+ * of a device along a dim is the mixed-radix value of its coordinates on that
+ * dim's atoms, so a sharding is always a transposed iota over the atoms.
+ *
+ * Binding (sharding_bind) turns the syntax into that form: positional tile
+ * assignments are expanded (iota with transpose, or an explicit list) and
+ * factored back into runs of atoms by reading the device strides off the
+ * array; named shardings are bound axis by name.  Printing gives back the
+ * form the input used: XLA's positional text (canonical iota, subgroups in
+ * the order unreduced < replicated) or the named `{mesh[...], [...]}` form.
+ */
 #include "spmdc/sharding.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ================================================================ core */
+
+Sharding sharding_replicated(void)
+{
+    Sharding s;
+    memset(&s, 0, sizeof s);
+    s.kind = SHARDING_REPLICATED;
+    return s;
+}
+
+Sharding sharding_maximal(int64_t device)
+{
+    Sharding s = sharding_replicated();
+    s.kind = SHARDING_MAXIMAL;
+    s.device = device;
+    return s;
+}
+
+Sharding sharding_tiled(int32_t rank)
+{
+    SPMDC_ASSERT(rank >= 0 && rank <= SPMDC_MAX_RANK);
+    Sharding s = sharding_replicated();
+    s.kind = SHARDING_TILED;
+    s.rank = rank;
+    return s;
+}
+
+/* Index in s->atoms of dim d's first atom. */
+static int32_t dim_start(const Sharding *s, int32_t d)
+{
+    int32_t k = 0;
+    for (int32_t i = 0; i < d; i++)
+        k += s->dim_n[i];
+    return k;
+}
+
+void sharding_set_dim(Sharding *s, int32_t dim, const int8_t *atoms, int32_t n)
+{
+    SPMDC_ASSERT(s->kind == SHARDING_TILED || s->kind == SHARDING_REPLICATED);
+    SPMDC_ASSERT(dim >= 0 && dim < s->rank && n >= 0);
+    if (s->kind == SHARDING_REPLICATED) {
+        s->kind = SHARDING_TILED;
+        memset(s->dim_n, 0, sizeof s->dim_n);
+    }
+    int32_t start = dim_start(s, dim), old = s->dim_n[dim];
+    int32_t total = dim_start(s, s->rank);
+    SPMDC_ASSERT(total - old + n <= SPMDC_MAX_ATOMS);
+    memmove(s->atoms + start + n, s->atoms + start + old, (size_t)(total - start - old));
+    if (n)
+        memcpy(s->atoms + start, atoms, (size_t)n);
+    s->dim_n[dim] = (uint8_t)n;
+}
+
+const int8_t *sharding_dim_atoms(const Sharding *s, int32_t dim)
+{
+    if (!s || s->kind != SHARDING_TILED || dim < 0 || dim >= s->rank)
+        return NULL;
+    return s->atoms + dim_start(s, dim);
+}
+
+int32_t sharding_dim_n(const Sharding *s, int32_t dim)
+{
+    if (!s || s->kind != SHARDING_TILED || dim < 0 || dim >= s->rank)
+        return 0;
+    return s->dim_n[dim];
+}
+
+void sharding_normalize(Sharding *s)
+{
+    if (s->kind == SHARDING_TUPLE) {
+        for (int32_t i = 0; i < s->n_elems; i++)
+            sharding_normalize(&s->elems[i]);
+        return;
+    }
+    if (s->partial == 0)
+        s->partial_kind = REDUCE_NONE;
+    if (s->kind == SHARDING_TILED && s->partial == 0 && dim_start(s, s->rank) == 0) {
+        s->kind = SHARDING_REPLICATED;
+        memset(s->dim_n, 0, sizeof s->dim_n);
+    }
+}
+
+bool sharding_is_replicated(const Sharding *s)
+{
+    if (s->kind == SHARDING_REPLICATED)
+        return true;
+    if (s->kind == SHARDING_TUPLE) {
+        for (int32_t i = 0; i < s->n_elems; i++)
+            if (!sharding_is_replicated(&s->elems[i]))
+                return false;
+        return true;
+    }
+    return s->kind == SHARDING_TILED && s->partial == 0 && dim_start(s, s->rank) == 0;
+}
+
+bool sharding_is_tiled(const Sharding *s)
+{
+    if (s->kind == SHARDING_TUPLE) {
+        for (int32_t i = 0; i < s->n_elems; i++)
+            if (sharding_is_tiled(&s->elems[i]))
+                return true;
+        return false;
+    }
+    return s->kind == SHARDING_TILED && dim_start(s, s->rank) > 0;
+}
+
+bool sharding_equal(const Sharding *a, const Sharding *b)
+{
+    bool ra = a->kind != SHARDING_TUPLE && sharding_is_replicated(a);
+    bool rb = b->kind != SHARDING_TUPLE && sharding_is_replicated(b);
+    if (ra || rb)
+        return ra == rb;
+    if (a->kind != b->kind)
+        return false;
+    switch (a->kind) {
+    case SHARDING_MAXIMAL:
+        return a->device == b->device;
+    case SHARDING_MANUAL:
+    case SHARDING_REPLICATED:
+        return true;
+    case SHARDING_TUPLE:
+        if (a->n_elems != b->n_elems)
+            return false;
+        for (int32_t i = 0; i < a->n_elems; i++)
+            if (!sharding_equal(&a->elems[i], &b->elems[i]))
+                return false;
+        return true;
+    case SHARDING_TILED:
+        break;
+    }
+    if (a->rank != b->rank || a->partial != b->partial || a->partial_kind != b->partial_kind)
+        return false;
+    if (memcmp(a->dim_n, b->dim_n, (size_t)a->rank) != 0)
+        return false;
+    return memcmp(a->atoms, b->atoms, (size_t)dim_start(a, a->rank)) == 0;
+}
+
+const Sharding *sharding_leaf(const Sharding *s, int32_t leaf)
+{
+    if (s->kind != SHARDING_TUPLE)
+        return s;
+    SPMDC_ASSERT(leaf >= 0 && leaf < s->n_elems);
+    return &s->elems[leaf];
+}
+
+uint32_t sharding_tiled_atoms(const Sharding *s)
+{
+    uint32_t mask = 0;
+    if (s->kind != SHARDING_TILED)
+        return 0;
+    for (int32_t k = 0, n = dim_start(s, s->rank); k < n; k++)
+        mask |= 1u << s->atoms[k];
+    return mask;
+}
+
+int64_t sharding_dim_tiles(const Sharding *s, const Mesh *m, int32_t dim)
+{
+    const int8_t *a = sharding_dim_atoms(s, dim);
+    int64_t t = 1;
+    for (int32_t k = 0, n = sharding_dim_n(s, dim); k < n; k++)
+        t *= m->atom_size[a[k]];
+    return t;
+}
+
+int64_t sharding_num_tiles(const Sharding *s, const Mesh *m)
+{
+    int64_t t = 1;
+    if (s->kind != SHARDING_TILED)
+        return 1;
+    for (int32_t d = 0; d < s->rank; d++)
+        t *= sharding_dim_tiles(s, m, d);
+    return t;
+}
+
+int64_t sharding_tile_index(const Sharding *s, const Mesh *m, int32_t dim, int64_t device)
+{
+    const int8_t *a = sharding_dim_atoms(s, dim);
+    int64_t idx = 0;
+    for (int32_t k = 0, n = sharding_dim_n(s, dim); k < n; k++)
+        idx = idx * m->atom_size[a[k]] + mesh_atom_coord(m, device, a[k]);
+    return idx;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+void sharding_shard_shape(const Sharding *s, const Mesh *m, const Shape *global, Shape *local, Arena *arena)
+{
+    *local = *global;
+    if (shape_is_tuple(global)) {
+        SPMDC_ASSERT(arena != NULL || global->n_elems == 0);
+        local->elems = global->n_elems ? ARENA_ARRAY(arena, Shape, global->n_elems) : NULL;
+        int32_t leaf = 0;
+        for (int32_t i = 0; i < global->n_elems; i++) {
+            const Shape *g = &global->elems[i];
+            if (s->kind == SHARDING_TUPLE && shape_is_tuple(g)) {
+                /* Nested tuple: its leaves are a slice of the flat list. */
+                Sharding sub = *s;
+                sub.n_elems = shape_leaf_count(g);
+                sub.elems = s->elems + leaf;
+                sharding_shard_shape(&sub, m, g, &local->elems[i], arena);
+            } else {
+                sharding_shard_shape(sharding_leaf(s, leaf), m, g, &local->elems[i], arena);
+            }
+            leaf += shape_leaf_count(g);
+        }
+        return;
+    }
+    if (s->kind != SHARDING_TILED)
+        return;
+    for (int32_t d = 0; d < global->rank && d < s->rank; d++)
+        local->dims[d] = ceil_div(global->dims[d], sharding_dim_tiles(s, m, d));
+}
+
+bool sharding_is_even(const Sharding *s, const Mesh *m, const Shape *global)
+{
+    if (s->kind != SHARDING_TILED || !shape_is_array(global))
+        return true;
+    for (int32_t d = 0; d < global->rank && d < s->rank; d++)
+        if (global->dims[d] % sharding_dim_tiles(s, m, d) != 0)
+            return false;
+    return true;
+}
+
+int64_t sharding_offset(const Sharding *s, const Mesh *m, const Shape *global, int32_t dim, int64_t device)
+{
+    int64_t c = ceil_div(global->dims[dim], sharding_dim_tiles(s, m, dim));
+    return sharding_tile_index(s, m, dim, device) * c;
+}
+
+void sharding_transpose(const Sharding *in, const int64_t *perm, int32_t rank, Sharding *out)
+{
+    Sharding r = *in;
+    if (in->kind == SHARDING_TILED) {
+        r = sharding_tiled(rank);
+        r.partial = in->partial;
+        r.partial_kind = in->partial_kind;
+        r.named_form = in->named_form;
+        for (int32_t k = 0; k < rank; k++)
+            sharding_set_dim(&r, k, sharding_dim_atoms(in, (int32_t)perm[k]), sharding_dim_n(in, (int32_t)perm[k]));
+    } else if (in->kind == SHARDING_REPLICATED) {
+        r.rank = rank;
+    }
+    *out = r;
+}
+
+Sharding sharding_replicate_dims(const Sharding *s, uint32_t dim_mask)
+{
+    Sharding r = *s;
+    if (r.kind != SHARDING_TILED)
+        return r;
+    for (int32_t d = 0; d < r.rank; d++)
+        if (dim_mask & (1u << d))
+            sharding_set_dim(&r, d, NULL, 0);
+    sharding_normalize(&r);
+    return r;
+}
+
+/* ================================================================ iota */
+
+void sharding_iota_expand(int32_t n_dims, const int64_t *dims, const int32_t *perm, int64_t *out)
+{
+    int64_t stride[SPMDC_MAX_TILE_DIMS], radix[SPMDC_MAX_TILE_DIMS], digit[SPMDC_MAX_TILE_DIMS];
+    int64_t total = 1, s = 1;
+    for (int32_t i = n_dims - 1; i >= 0; i--) {
+        stride[i] = s;
+        s *= dims[i];
+    }
+    /* Walk the transposed array row-major: digit i runs over source dim perm[i]. */
+    for (int32_t i = 0; i < n_dims; i++) {
+        int32_t p = perm ? perm[i] : i;
+        radix[i] = dims[p];
+        digit[i] = 0;
+        total *= dims[p];
+    }
+    for (int64_t k = 0; k < total; k++) {
+        int64_t v = 0;
+        for (int32_t i = 0; i < n_dims; i++)
+            v += digit[i] * stride[perm ? perm[i] : i];
+        out[k] = v;
+        for (int32_t i = n_dims - 1; i >= 0; i--) {
+            if (++digit[i] < radix[i])
+                break;
+            digit[i] = 0;
+        }
+    }
+}
+
+/* ================================================================ printing */
+
+/* Appends the atoms a[0..n) as Shardy axis refs separated by sep. */
+static void atoms_names(StrBuf *b, const Mesh *m, const int8_t *a, int32_t n, const char *sep)
+{
+    StrBuf tmp = {0};
+    mesh_atoms_name(&tmp, m, a, n);
+    for (const char *p = sb_cstr(&tmp); *p; p++) {
+        if (*p == ',')
+            sb_puts(b, sep);
+        else
+            sb_putc(b, *p);
+    }
+    sb_free(&tmp);
+}
+
+/* The atoms of mask in ascending order; returns the count. */
+static int32_t mask_atoms(const Mesh *m, uint32_t mask, int8_t *out)
+{
+    int32_t k = 0;
+    for (int32_t a = 0; a < m->n_atoms; a++)
+        if (mask & (1u << a))
+            out[k++] = (int8_t)a;
+    return k;
+}
+
+static void print_positional_tiled(StrBuf *b, const Sharding *s, const Mesh *m)
+{
+    uint32_t all = m->n_atoms >= 32 ? 0xffffffffu : (1u << m->n_atoms) - 1;
+    uint32_t tiled = sharding_tiled_atoms(s), part = s->partial & ~tiled;
+    uint32_t repl = all & ~tiled & ~part;
+    if (tiled == 0 && part == 0) {
+        sb_puts(b, "{replicated}");
+        return;
+    }
+    if (tiled == 0 && repl == 0) {
+        sb_puts(b, "{unreduced}");
+        return;
+    }
+    int8_t pos[SPMDC_MAX_ATOMS];
+    int64_t dims[SPMDC_MAX_TILE_DIMS];
+    int32_t n = dim_start(s, s->rank), nd = 0;
+    memcpy(pos, s->atoms, (size_t)n);
+    for (int32_t d = 0; d < s->rank; d++)
+        dims[nd++] = sharding_dim_tiles(s, m, d);
+    if (part) {
+        dims[nd++] = mesh_mask_size(m, part);
+        n += mask_atoms(m, part, pos + n);
+    }
+    if (repl) {
+        dims[nd++] = mesh_mask_size(m, repl);
+        n += mask_atoms(m, repl, pos + n);
+    }
+    sb_int_list(b, dims, nd, "{devices=[", ",", "]");
+    SPMDC_ASSERT(n == m->n_atoms);
+    mesh_iota_src(b, m, pos);
+    if (part)
+        sb_puts(b, repl ? " last_tile_dims={unreduced, replicated}" : " last_tile_dims={unreduced}");
+    else if (repl)
+        sb_puts(b, " last_tile_dim_replicate");
+    sb_putc(b, '}');
+}
+
+/* `[{x}, {y:(2)2, z}]` */
+static void print_named_dims(StrBuf *b, const Sharding *s, const Mesh *m)
+{
+    sb_putc(b, '[');
+    for (int32_t d = 0; d < s->rank; d++) {
+        sb_puts(b, d ? ", {" : "{");
+        atoms_names(b, m, sharding_dim_atoms(s, d), sharding_dim_n(s, d), ", ");
+        sb_putc(b, '}');
+    }
+    sb_putc(b, ']');
+}
+
+static void print_named(StrBuf *b, const Sharding *s, const Mesh *m)
+{
+    if (s->kind == SHARDING_MAXIMAL) {
+        sb_printf(b, "{maximal_mesh[device_id=%lld]}", (long long)s->device);
+        return;
+    }
+    sb_puts(b, "{mesh[");
+    mesh_print(b, m);
+    sb_puts(b, "], ");
+    uint32_t all = m->n_atoms >= 32 ? 0xffffffffu : (1u << m->n_atoms) - 1;
+    if (s->kind == SHARDING_MANUAL) {
+        sb_puts(b, "manual}");
+        return;
+    }
+    bool repl = sharding_is_replicated(s);
+    if (s->rank == 0 && (repl || (s->partial == all && all != 0))) {
+        sb_puts(b, repl ? "replicated}" : "unreduced}");
+        return;
+    }
+    print_named_dims(b, s, m);
+    if (s->kind == SHARDING_TILED && s->partial) {
+        int8_t a[SPMDC_MAX_ATOMS];
+        sb_puts(b, ", unreduced={");
+        atoms_names(b, m, a, mask_atoms(m, s->partial, a), ", ");
+        sb_putc(b, '}');
+    }
+    sb_putc(b, '}');
+}
+
+static void print_single(StrBuf *b, const Sharding *s, const Mesh *m)
+{
+    if (s->named_form && m) {
+        print_named(b, s, m);
+        return;
+    }
+    switch (s->kind) {
+    case SHARDING_REPLICATED:
+        sb_puts(b, "{replicated}");
+        break;
+    case SHARDING_MAXIMAL:
+        sb_printf(b, "{maximal device=%lld}", (long long)s->device);
+        break;
+    case SHARDING_MANUAL:
+        sb_puts(b, "{manual}");
+        break;
+    case SHARDING_TILED:
+        print_positional_tiled(b, s, m);
+        break;
+    case SHARDING_TUPLE:
+        SPMDC_UNREACHABLE();
+    }
+}
+
+void sharding_print(StrBuf *b, const Sharding *s, const Mesh *m)
+{
+    if (s->kind != SHARDING_TUPLE) {
+        print_single(b, s, m);
+        return;
+    }
+    /* XLA: elements separated by ", ", a comment before every 5th. */
+    sb_putc(b, '{');
+    for (int32_t i = 0; i < s->n_elems; i++) {
+        if (i) {
+            sb_puts(b, ", ");
+            if (i % 5 == 0)
+                sb_printf(b, "/*index=%d*/", (int)i);
+        }
+        print_single(b, &s->elems[i], m);
+    }
+    sb_putc(b, '}');
+}
+
+static const char *reduce_name(ReduceKind k)
+{
+    static const char *const names[] = {"none", "sum", "max", "min", "prod", "and", "or"};
+    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
+}
+
+void sharding_describe(StrBuf *b, const Sharding *s, const Mesh *m)
+{
+    switch (s->kind) {
+    case SHARDING_REPLICATED:
+        sb_puts(b, "replicated");
+        return;
+    case SHARDING_MAXIMAL:
+        sb_printf(b, "maximal(device %lld)", (long long)s->device);
+        return;
+    case SHARDING_MANUAL:
+        sb_puts(b, "manual");
+        return;
+    case SHARDING_TUPLE:
+        sb_putc(b, '(');
+        for (int32_t i = 0; i < s->n_elems; i++) {
+            if (i)
+                sb_puts(b, ", ");
+            sharding_describe(b, &s->elems[i], m);
+        }
+        sb_putc(b, ')');
+        return;
+    case SHARDING_TILED:
+        break;
+    }
+    if (sharding_is_replicated(s)) {
+        sb_puts(b, "replicated");
+        return;
+    }
+    print_named_dims(b, s, m);
+    if (s->partial) {
+        int8_t a[SPMDC_MAX_ATOMS];
+        sb_printf(b, " partial(%s) over {", reduce_name(s->partial_kind));
+        atoms_names(b, m, a, mask_atoms(m, s->partial, a), ", ");
+        sb_putc(b, '}');
+    }
+}
+
+/* ================================================================ syntax text */
+
+static void print_axis_refs(StrBuf *b, const AxisRefSyntax *r, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++) {
+        sb_puts(b, i ? ", " : "");
+        sb_puts(b, r[i].name ? r[i].name : "?");
+        if (r[i].pre_size)
+            sb_printf(b, ":(%lld)%lld", (long long)r[i].pre_size, (long long)r[i].size);
+    }
+}
+
+static void syntax_print_named(StrBuf *b, const ShardingSyntax *s)
+{
+    sb_puts(b, "{mesh[");
+    for (int32_t i = 0; i < s->n_mesh_axes; i++)
+        sb_printf(b, "%s%s=%lld", i ? "," : "", s->mesh_axis_names[i] ? s->mesh_axis_names[i] : "?",
+                  (long long)s->mesh_axis_sizes[i]);
+    sb_puts(b, "]");
+    if (s->named_replicated || s->named_manual || s->named_unreduced) {
+        sb_puts(b, s->named_replicated ? ", replicated}" : s->named_manual ? ", manual}" : ", unreduced}");
+        return;
+    }
+    sb_puts(b, ", [");
+    for (int32_t d = 0; d < s->n_dims; d++) {
+        sb_puts(b, d ? ", {" : "{");
+        print_axis_refs(b, s->dim_axes[d], s->dim_n_axes[d]);
+        if (s->open_dims & (1u << d))
+            sb_puts(b, s->dim_n_axes[d] ? ", ?" : "?");
+        sb_putc(b, '}');
+    }
+    sb_putc(b, ']');
+    const char *what[3] = {"replicated", "unreduced", "manual"};
+    const AxisRefSyntax *refs[3] = {s->replicated_axes, s->unreduced_axes, s->manual_axes};
+    int32_t ns[3] = {s->n_replicated_axes, s->n_unreduced_axes, s->n_manual_axes};
+    for (int k = 0; k < 3; k++) {
+        if (!ns[k])
+            continue;
+        sb_printf(b, ", %s={", what[k]);
+        print_axis_refs(b, refs[k], ns[k]);
+        sb_putc(b, '}');
+    }
+    sb_putc(b, '}');
+}
+
+static void syntax_print_tiled(StrBuf *b, const ShardingSyntax *s)
+{
+    static const char *const sub[] = {"replicated", "manual", "unreduced", "maximal"};
+    sb_int_list(b, s->tile_dims, s->n_tile_dims, "{devices=[", ",", "]");
+    if (s->n_iota_dims > 0) {
+        sb_int_list(b, s->iota_dims, s->n_iota_dims, "<=[", ",", "]");
+        if (s->has_perm) {
+            sb_puts(b, "T(");
+            for (int32_t i = 0; i < s->n_iota_dims; i++)
+                sb_printf(b, "%s%d", i ? "," : "", (int)s->iota_perm[i]);
+            sb_putc(b, ')');
+        }
+    } else {
+        sb_int_list(b, s->devices, (int32_t)s->n_devices, "", ",", "");
+    }
+    if (s->last_tile_dim_replicate)
+        sb_puts(b, " last_tile_dim_replicate");
+    if (s->n_subgroups > 0) {
+        sb_puts(b, " last_tile_dims={");
+        for (int32_t i = 0; i < s->n_subgroups; i++)
+            sb_printf(b, "%s%s", i ? ", " : "", sub[s->subgroups[i] & 3]);
+        sb_putc(b, '}');
+    }
+    sb_putc(b, '}');
+}
+
+void sharding_syntax_print(StrBuf *b, const ShardingSyntax *s)
+{
+    switch (s->kind) {
+    case SSYN_REPLICATED: sb_puts(b, "{replicated}"); break;
+    case SSYN_MAXIMAL: sb_printf(b, "{maximal device=%lld}", (long long)s->device); break;
+    case SSYN_MANUAL: sb_puts(b, "{manual}"); break;
+    case SSYN_UNKNOWN: sb_puts(b, "{unknown}"); break;
+    case SSYN_UNREDUCED: sb_puts(b, "{unreduced}"); break;
+    case SSYN_TILED: syntax_print_tiled(b, s); break;
+    case SSYN_NAMED: syntax_print_named(b, s); break;
+    case SSYN_TUPLE:
+        sb_putc(b, '{');
+        for (int32_t i = 0; i < s->n_elems; i++) {
+            sb_puts(b, i ? ", " : "");
+            sharding_syntax_print(b, &s->elems[i]);
+        }
+        sb_putc(b, '}');
+        break;
+    }
+}
+
+/* ================================================================ binding */
+
+/* The syntax's text in tmp (for messages). */
+static const char *syn_text(StrBuf *tmp, const ShardingSyntax *s)
+{
+    sb_clear(tmp);
+    sharding_syntax_print(tmp, s);
+    return sb_cstr(tmp);
+}
+
+static const char *mesh_text(StrBuf *tmp, const Mesh *m)
+{
+    sb_clear(tmp);
+    mesh_print(tmp, m);
+    if (m->n_axes == 0)
+        sb_puts(tmp, "(1 device)");
+    return sb_cstr(tmp);
+}
+
+/* The tile assignment of a positional syntax (P == m->n_devices ids), in a
+ * malloc'd array, or NULL after an error. */
+static int64_t *tile_assignment(const ShardingSyntax *syn, const Mesh *m, DiagEngine *diag, StrBuf *tmp)
+{
+    int64_t P = m->n_devices;
+    if (syn->n_iota_dims > 0) {
+        int64_t q = 1;
+        uint32_t seen = 0;
+        bool ok = syn->n_iota_dims <= SPMDC_MAX_TILE_DIMS;
+        for (int32_t i = 0; ok && i < syn->n_iota_dims; i++) {
+            int32_t p = syn->has_perm ? syn->iota_perm[i] : i;
+            ok = syn->iota_dims[i] >= 1 && syn->iota_dims[i] <= P && (q *= syn->iota_dims[i]) <= P &&
+                 p >= 0 && p < syn->n_iota_dims && !(seen & (1u << p));
+            if (ok)
+                seen |= 1u << p;
+        }
+        if (!ok || q != P) {
+            diag_error(diag, syn->span, "the iota source of sharding %s does not match its %lld tiles",
+                       syn_text(tmp, syn), (long long)P);
+            return NULL;
+        }
+        int64_t *ta = xmalloc(sizeof(int64_t) * (size_t)P);
+        sharding_iota_expand(syn->n_iota_dims, syn->iota_dims, syn->has_perm ? syn->iota_perm : NULL, ta);
+        return ta;
+    }
+    if (syn->n_devices != P || !syn->devices) {
+        diag_error(diag, syn->span, "sharding %s lists %lld device ids for %lld tiles", syn_text(tmp, syn),
+                   (long long)syn->n_devices, (long long)P);
+        return NULL;
+    }
+    for (int64_t i = 0; i < P; i++) {
+        if (syn->devices[i] < 0 || syn->devices[i] >= P) {
+            diag_error(diag, syn->span, "sharding %s names device %lld but the mesh has %lld devices",
+                       syn_text(tmp, syn), (long long)syn->devices[i], (long long)P);
+            return NULL;
+        }
+    }
+    int64_t *ta = xmalloc(sizeof(int64_t) * (size_t)P);
+    memcpy(ta, syn->devices, sizeof(int64_t) * (size_t)P);
+    return ta;
+}
+
+/* Gives the subgroup dims' atoms their meaning: replicated (nothing),
+ * unreduced (partial sum); manual is refused unless it is everything. */
+static bool apply_subgroup(Sharding *out, SubgroupType t, const int8_t *atoms, int32_t n,
+                           const ShardingSyntax *syn, DiagEngine *diag, StrBuf *tmp)
+{
+    if (n == 0 || t == SUBGROUP_REPLICATED)
+        return true;
+    if (t == SUBGROUP_UNREDUCED) {
+        for (int32_t i = 0; i < n; i++)
+            out->partial |= 1u << atoms[i];
+        out->partial_kind = REDUCE_SUM;
+        return true;
+    }
+    diag_error(diag, syn->span, "%s in sharding %s: partially manual shardings are not supported yet",
+               t == SUBGROUP_MANUAL ? "manual subgroup" : "maximal subgroup", syn_text(tmp, syn));
+    return false;
+}
+
+/* Splits the atom order into the tile dims (each a run whose sizes multiply
+ * to the dim) and fills out; false (no message) if a dim falls between
+ * atoms (*split_ok = false), or after reporting a refused subgroup.  A
+ * manual subgroup over every device makes the whole sharding MANUAL. */
+static bool assign_tile_dims(const ShardingSyntax *syn, const Mesh *m, const int8_t *order, int32_t rank,
+                             Sharding *out, DiagEngine *diag, StrBuf *tmp, bool *split_ok)
+{
+    int32_t k = 0;
+    *split_ok = true;
+    for (int32_t t = 0; t < syn->n_tile_dims; t++) {
+        int32_t first = k;
+        int64_t p = 1;
+        while (p < syn->tile_dims[t] && k < m->n_atoms)
+            p *= m->atom_size[order[k++]];
+        if (p != syn->tile_dims[t]) {
+            *split_ok = false;
+            return false;
+        }
+        if (t < rank) {
+            sharding_set_dim(out, t, order + first, k - first);
+            continue;
+        }
+        SubgroupType st = syn->last_tile_dim_replicate ? SUBGROUP_REPLICATED : syn->subgroups[t - rank];
+        if (st == SUBGROUP_MANUAL && k - first == m->n_atoms) {
+            *out = sharding_replicated();
+            out->kind = SHARDING_MANUAL;
+            return true;
+        }
+        if (!apply_subgroup(out, st, order + first, k - first, syn, diag, tmp))
+            return false;
+    }
+    return true;
+}
+
+static bool bind_tiled(const ShardingSyntax *syn, const Mesh *m, int32_t rank, Sharding *out, DiagEngine *diag,
+                       StrBuf *tmp, StrBuf *tmp2)
+{
+    int32_t n_sub = syn->last_tile_dim_replicate ? 1 : syn->n_subgroups;
+    if (syn->n_tile_dims - n_sub != rank) {
+        diag_error(diag, syn->span, "sharding %s has %d data dims but the value has rank %d",
+                   syn_text(tmp, syn), (int)(syn->n_tile_dims - n_sub), (int)rank);
+        return false;
+    }
+    int64_t P = 1;
+    for (int32_t t = 0; t < syn->n_tile_dims; t++) {
+        if (syn->tile_dims[t] < 1 || syn->tile_dims[t] > SPMDC_MAX_DEVICES) {
+            P = -1;
+            break;
+        }
+        P *= syn->tile_dims[t];
+        if (P > SPMDC_MAX_DEVICES)
+            break;
+    }
+    if (P != m->n_devices) {
+        diag_error(diag, syn->span, "sharding %s uses %lld devices but the mesh has %lld", syn_text(tmp, syn),
+                   (long long)P, (long long)m->n_devices);
+        return false;
+    }
+    int64_t *ta = tile_assignment(syn, m, diag, tmp);
+    if (!ta)
+        return false;
+    int8_t order[SPMDC_MAX_ATOMS];
+    bool ok = mesh_factor_order(m, ta, order), split_ok = true;
+    free(ta);
+    *out = sharding_tiled(rank);
+    if (ok) {
+        ok = assign_tile_dims(syn, m, order, rank, out, diag, tmp, &split_ok);
+        if (!ok && split_ok)
+            return false; /* reported by apply_subgroup */
+    }
+    if (!ok) {
+        diag_error(diag, syn->span,
+                   "the device order of sharding %s is not a transposed iota over the mesh %s "
+                   "(every tile dim must be a run of the mesh's prime factors); such device orders are not "
+                   "supported",
+                   syn_text(tmp, syn), mesh_text(tmp2, m));
+        return false;
+    }
+    sharding_normalize(out);
+    return true;
+}
+
+/* The run of atoms an axis ref names (whole axis, or sub-axis (pre)size
+ * falling on the axis's prime factors); false after reporting. */
+static bool ref_atoms(const AxisRefSyntax *r, const ShardingSyntax *syn, const Mesh *m, int8_t *out, int32_t *n,
+                      DiagEngine *diag, StrBuf *tmp, StrBuf *tmp2)
+{
+    int32_t ax = r->name ? mesh_axis_index(m, r->name) : -1;
+    SrcSpan sp = r->span.begin.line ? r->span : syn->span;
+    if (ax < 0) {
+        diag_error(diag, sp, "axis '%s' of sharding %s is not in the mesh %s", r->name ? r->name : "?",
+                   syn_text(tmp, syn), mesh_text(tmp2, m));
+        return false;
+    }
+    const MeshAxis *a = &m->axes[ax];
+    int32_t first = a->first_atom, k = first, end = first + a->n_atoms;
+    if (r->pre_size != 0) {
+        int64_t p = 1;
+        while (p < r->pre_size && k < end)
+            p *= m->atom_size[k++];
+        first = k;
+        int64_t q = 1;
+        while (p == r->pre_size && q < r->size && k < end)
+            q *= m->atom_size[k++];
+        if (p != r->pre_size || q != r->size || r->size < 1) {
+            diag_error(diag, sp, "sub-axis %s:(%lld)%lld of sharding %s does not fit axis %s=%lld of the mesh",
+                       a->name, (long long)r->pre_size, (long long)r->size, syn_text(tmp, syn), a->name,
+                       (long long)a->size);
+            return false;
+        }
+        end = k;
+    }
+    *n = end - first;
+    for (int32_t i = 0; i < *n; i++)
+        out[i] = (int8_t)(first + i);
+    return true;
+}
+
+/* Binds a list of axis refs, appending their atoms to out[*n..]; checks that
+ * no atom is used twice (mask *used). */
+static bool bind_refs(const AxisRefSyntax *refs, int32_t n_refs, const ShardingSyntax *syn, const Mesh *m,
+                      int8_t *out, int32_t *n, uint32_t *used, DiagEngine *diag, StrBuf *tmp, StrBuf *tmp2)
+{
+    for (int32_t i = 0; i < n_refs; i++) {
+        int8_t atoms[SPMDC_MAX_ATOMS];
+        int32_t k = 0;
+        if (!ref_atoms(&refs[i], syn, m, atoms, &k, diag, tmp, tmp2))
+            return false;
+        for (int32_t j = 0; j < k; j++) {
+            if (*used & (1u << atoms[j])) {
+                diag_error(diag, refs[i].span.begin.line ? refs[i].span : syn->span,
+                           "axis '%s' is used twice in sharding %s", refs[i].name, syn_text(tmp, syn));
+                return false;
+            }
+            *used |= 1u << atoms[j];
+            out[(*n)++] = atoms[j];
+        }
+    }
+    return true;
+}
+
+static bool bind_named(const ShardingSyntax *syn, const Mesh *m, int32_t rank, Sharding *out, DiagEngine *diag,
+                       StrBuf *tmp, StrBuf *tmp2)
+{
+    for (int32_t i = 0; i < syn->n_mesh_axes; i++) {
+        if (mesh_axis_index(m, syn->mesh_axis_names[i]) < 0) {
+            diag_error(diag, syn->span, "axis '%s' of sharding %s is not in the mesh %s", syn->mesh_axis_names[i],
+                       syn_text(tmp, syn), mesh_text(tmp2, m));
+            return false;
+        }
+    }
+    uint32_t all = m->n_atoms >= 32 ? 0xffffffffu : (1u << m->n_atoms) - 1, used = 0;
+    *out = sharding_tiled(rank);
+    if (syn->named_manual) {
+        out->kind = SHARDING_MANUAL;
+        out->rank = 0;
+        return true;
+    }
+    if (syn->named_replicated || syn->named_unreduced) {
+        out->partial = syn->named_unreduced ? all : 0;
+        out->partial_kind = out->partial ? REDUCE_SUM : REDUCE_NONE;
+        sharding_normalize(out);
+        return true;
+    }
+    if (syn->n_dims != rank) {
+        diag_error(diag, syn->span, "sharding %s has %d dims but the value has rank %d", syn_text(tmp, syn),
+                   (int)syn->n_dims, (int)rank);
+        return false;
+    }
+    for (int32_t d = 0; d < rank; d++) {
+        int8_t atoms[SPMDC_MAX_ATOMS];
+        int32_t n = 0;
+        if (!bind_refs(syn->dim_axes[d], syn->dim_n_axes[d], syn, m, atoms, &n, &used, diag, tmp, tmp2))
+            return false;
+        sharding_set_dim(out, d, atoms, n);
+    }
+    int8_t rest[SPMDC_MAX_ATOMS];
+    int32_t nr = 0, nu, nm;
+    if (!bind_refs(syn->replicated_axes, syn->n_replicated_axes, syn, m, rest, &nr, &used, diag, tmp, tmp2))
+        return false;
+    nu = nr;
+    if (!bind_refs(syn->unreduced_axes, syn->n_unreduced_axes, syn, m, rest, &nu, &used, diag, tmp, tmp2))
+        return false;
+    for (int32_t i = nr; i < nu; i++)
+        out->partial |= 1u << rest[i];
+    out->partial_kind = out->partial ? REDUCE_SUM : REDUCE_NONE;
+    nm = nu;
+    if (!bind_refs(syn->manual_axes, syn->n_manual_axes, syn, m, rest, &nm, &used, diag, tmp, tmp2))
+        return false;
+    if (nm > nu) {
+        if (nm - nu == m->n_atoms) {
+            *out = sharding_replicated();
+            out->kind = SHARDING_MANUAL;
+            return true;
+        }
+        diag_error(diag, syn->span, "manual axes in sharding %s: partially manual shardings are not supported yet",
+                   syn_text(tmp, syn));
+        return false;
+    }
+    sharding_normalize(out);
+    return true;
+}
+
+/* One array (or a whole tuple given a kind with no dims) against rank. */
+static bool bind_single(const ShardingSyntax *syn, const Mesh *m, int32_t rank, Sharding *out, DiagEngine *diag,
+                        StrBuf *tmp, StrBuf *tmp2)
+{
+    *out = sharding_replicated();
+    out->rank = rank;
+    switch (syn->kind) {
+    case SSYN_REPLICATED:
+    case SSYN_UNKNOWN: /* callers leave {unknown} unbound; replicated if they do not */
+        return true;
+    case SSYN_MAXIMAL:
+        if (syn->device < 0 || syn->device >= m->n_devices) {
+            diag_error(diag, syn->span, "sharding %s names device %lld but the mesh has %lld devices",
+                       syn_text(tmp, syn), (long long)syn->device, (long long)m->n_devices);
+            return false;
+        }
+        *out = sharding_maximal(syn->device);
+        return true;
+    case SSYN_MANUAL:
+        out->kind = SHARDING_MANUAL;
+        out->rank = 0;
+        return true;
+    case SSYN_UNREDUCED:
+        *out = sharding_tiled(rank);
+        out->partial = m->n_atoms >= 32 ? 0xffffffffu : (1u << m->n_atoms) - 1;
+        out->partial_kind = out->partial ? REDUCE_SUM : REDUCE_NONE;
+        sharding_normalize(out);
+        return true;
+    case SSYN_TILED:
+        return bind_tiled(syn, m, rank, out, diag, tmp, tmp2);
+    case SSYN_NAMED:
+        if (!bind_named(syn, m, rank, out, diag, tmp, tmp2))
+            return false;
+        out->named_form = true;
+        return true;
+    case SSYN_TUPLE:
+        break;
+    }
+    SPMDC_UNREACHABLE();
+}
+
+/* The array leaves of a (nested) tuple shape, depth first. */
+static void collect_leaves(const Shape *s, const Shape **out, int32_t *n)
+{
+    if (!shape_is_tuple(s)) {
+        out[(*n)++] = s;
+        return;
+    }
+    for (int32_t i = 0; i < s->n_elems; i++)
+        collect_leaves(&s->elems[i], out, n);
+}
+
+static bool bind_leaves(const ShardingSyntax *syn, const Mesh *m, const Shape *shape, Sharding *out, Arena *arena,
+                        DiagEngine *diag, StrBuf *tmp, StrBuf *tmp2)
+{
+    int32_t n = shape_leaf_count(shape), k = 0;
+    const Shape **leaves = xmalloc(sizeof(Shape *) * (size_t)(n ? n : 1));
+    collect_leaves(shape, leaves, &k);
+    *out = sharding_replicated();
+    out->kind = SHARDING_TUPLE;
+    out->n_elems = n;
+    out->elems = n ? ARENA_ARRAY(arena, Sharding, n) : NULL;
+    bool ok = true;
+    for (int32_t i = 0; i < n && ok; i++) {
+        const ShardingSyntax *e = syn->kind == SSYN_TUPLE ? &syn->elems[i] : syn;
+        ok = bind_single(e, m, leaves[i]->rank, &out->elems[i], diag, tmp, tmp2);
+    }
+    free(leaves);
+    return ok;
+}
+
+bool sharding_bind(const ShardingSyntax *syn, const Mesh *m, const Shape *shape, Sharding *out, Arena *arena,
+                   DiagEngine *diag)
+{
+    StrBuf tmp = {0}, tmp2 = {0};
+    bool ok = false;
+    bool tuple_shape = shape_is_tuple(shape);
+    if (syn->kind == SSYN_TUPLE) {
+        int32_t leaves = tuple_shape ? shape_leaf_count(shape) : -1;
+        if (leaves != syn->n_elems) {
+            StrBuf sh = {0};
+            shape_print(&sh, shape, false);
+            diag_error(diag, syn->span, "tuple sharding %s has %d elements but the shape %s has %d %s",
+                       syn_text(&tmp, syn), (int)syn->n_elems, sb_cstr(&sh), (int)(leaves < 0 ? 1 : leaves),
+                       tuple_shape ? "leaves" : "array (not a tuple)");
+            sb_free(&sh);
+        } else {
+            ok = bind_leaves(syn, m, shape, out, arena, diag, &tmp, &tmp2);
+        }
+    } else if (tuple_shape && (syn->kind == SSYN_TILED || syn->kind == SSYN_NAMED || syn->kind == SSYN_UNREDUCED)) {
+        ok = bind_leaves(syn, m, shape, out, arena, diag, &tmp, &tmp2);
+    } else {
+        ok = bind_single(syn, m, tuple_shape ? 0 : shape->rank, out, diag, &tmp, &tmp2);
+    }
+    sb_free(&tmp);
+    sb_free(&tmp2);
+    return ok;
+}

@@ -1,4 +1,893 @@
-/* verify_run.c - stub, being written. */
-#include "spmdc/sim.h"
+/* verify_run.c - `spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo]`.
+ *
+ * Generates the entry parameters from the seed (splitmix64: floats uniform
+ * in [-1, 1) rounded to their type, integers in [-4, 4] ([0, 8] unsigned),
+ * pred random), runs IN on one device (the reference), partitions IN (or
+ * reads OUT.hlo), runs the per-device program on every device of the mesh
+ * with each device's shards of the inputs, and compares every output, shard
+ * by shard, with the reference: integers and pred exactly, floats within a
+ * tolerance relative to the output's largest magnitude that grows with the
+ * reductions on the way (docs/verify.md).  On a mismatch both programs run
+ * again and the first instruction of the partitioned program whose value
+ * (an output instruction named like an input instruction holds that value's
+ * shard under the input's propagated sharding, see partition.h) differs
+ * from the reference is named.  Exit 0: all outputs match; 1: a mismatch or
+ * an error in the input; 2: a usage error.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
-int sim_verify_main(int argc, char **argv) { (void)argc; (void)argv; fputs("spmdc: error: verify not written yet\n", stderr); return 2; }
+#include <stdlib.h>
+#include <string.h>
+/* FNV: Jenkins' switch trips clang's -Wimplicit-fallthrough inside uthash. */
+#define HASH_FUNCTION(keyptr, keylen, hashv) HASH_FNV(keyptr, keylen, hashv)
+#include <uthash.h>
+
+#include "sim_internal.h"
+#include "spmdc/driver.h"
+#include "spmdc/parse.h"
+#include "spmdc/partition.h"
+#include "spmdc/report.h"
+#include "spmdc/verify.h"
+
+typedef struct NameEntry {
+    const char *name;
+    int32_t inst;
+    UT_hash_handle hh;
+} NameEntry;
+
+typedef struct VerifyRun {
+    const char *in_path, *prog_path;
+    uint64_t seed;
+    DiagEngine *diag;
+    PassCtx cx;
+    HloModule *m;            /* the input, shardings propagated */
+    HloModule *p;            /* the per-device program */
+    Mesh mesh;
+    int64_t n_dev;
+    int32_t n_params;
+    int32_t *param_inst;     /* m's entry parameter k -> instruction */
+    SimValue *inputs;        /* global inputs, by parameter number */
+    double *noise;           /* per instruction of m's entry (docs/verify.md) */
+    StrBuf printed;          /* the partitioned program as printed (line numbers) */
+} VerifyRun;
+
+/* Result of comparing one array value (all its shards) with the reference. */
+typedef struct Cmp {
+    bool exact, bad, shape_bad, skipped;
+    double tol, scale, max_abs;
+    int64_t n_bad, n_total;
+    int32_t rank;
+    int64_t worst[SPMDC_MAX_RANK];
+    double worst_got, worst_want;
+    int64_t worst_dev;
+    char why[200];
+} Cmp;
+
+/* ---------------------------------------------------------------- inputs */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static SimValue random_value(const Shape *s, uint64_t *state)
+{
+    if (s->type == ET_TUPLE) {
+        SimValue t = sim_value_tuple(s->n_elems);
+        for (int32_t k = 0; k < s->n_elems; k++) t.elems[k] = random_value(&s->elems[k], state);
+        return t;
+    }
+    SimValue v = sim_value_new(s);
+    int64_t n = shape_elem_count(s);
+    if (s->type == ET_TOKEN) return v;
+    for (int64_t k = 0; k < n; k++) {
+        uint64_t r = splitmix64(state);
+        if (num_is_float(s->type))
+            sim_value_set_f64(&v, k, (double)(r >> 11) * 0x1p-52 - 1.0);
+        else if (s->type == ET_PRED)
+            sim_value_set_i64(&v, k, (int64_t)(r & 1));
+        else if (elem_type_is_unsigned_int(s->type))
+            sim_value_set_i64(&v, k, (int64_t)(r % 9));
+        else
+            sim_value_set_i64(&v, k, (int64_t)(r % 9) - 4);
+    }
+    return v;
+}
+
+static int64_t atom_stride(const Mesh *mesh, int32_t atom)
+{
+    int64_t s = 1;
+    for (int32_t a = atom + 1; a < mesh->n_atoms; a++) s *= mesh->atom_size[a];
+    return s;
+}
+
+static bool partial_rep(const Mesh *mesh, const Sharding *s, int64_t d)
+{
+    for (int32_t a = 0; a < mesh->n_atoms; a++)
+        if ((s->partial >> a) & 1 && mesh_atom_coord(mesh, d, a) != 0) return false;
+    return true;
+}
+
+static HloOpcode reduce_op(ReduceKind k)
+{
+    switch (k) {
+    case REDUCE_MAX: return HLO_MAXIMUM;
+    case REDUCE_MIN: return HLO_MINIMUM;
+    case REDUCE_PROD: return HLO_MULTIPLY;
+    case REDUCE_AND: return HLO_AND;
+    case REDUCE_OR: return HLO_OR;
+    default: return HLO_ADD;
+    }
+}
+
+/* The reduction's identity for the non-representative devices of a partial input. */
+static void fill_identity(SimValue *v, ReduceKind k)
+{
+    ElemType t = v->shape.type;
+    int64_t n = shape_elem_count(&v->shape);
+    bool fl = num_is_float(t);
+    for (int64_t i = 0; i < n; i++) {
+        if (k == REDUCE_PROD || k == REDUCE_AND) sim_value_set_i64(v, i, 1);
+        else if (k == REDUCE_MAX && fl) sim_value_set_f64(v, i, -INFINITY);
+        else if (k == REDUCE_MIN && fl) sim_value_set_f64(v, i, INFINITY);
+        else if (k == REDUCE_MAX) sim_value_set_i64(v, i, elem_type_is_signed_int(t) ? num_wrap(t, INT64_MIN) : 0);
+        else if (k == REDUCE_MIN) sim_value_set_i64(v, i, elem_type_is_signed_int(t) ? num_wrap(t, INT64_MAX) : -1);
+    }
+}
+
+/* Offsets and valid lengths of device d's tile of a value of shape g. */
+static void tile_region(const VerifyRun *vr, const Sharding *s, const Shape *g, const Shape *local, int64_t d,
+                        int64_t *off, int64_t *len)
+{
+    for (int32_t k = 0; k < g->rank; k++) {
+        off[k] = s && s->kind == SHARDING_TILED ? sharding_offset(s, &vr->mesh, g, k, d) : 0;
+        int64_t n = g->dims[k] - off[k];
+        len[k] = n < 0 ? 0 : n < local->dims[k] ? n : local->dims[k];
+    }
+}
+
+/* Device d's shard of the global array value v under s (padding zeros). */
+static SimValue shard_of(const VerifyRun *vr, const SimValue *v, const Sharding *s, int64_t d)
+{
+    if (!s || s->kind != SHARDING_TILED) return sim_value_share(v);
+    Shape local;
+    sharding_shard_shape(s, &vr->mesh, &v->shape, &local, NULL);
+    SimValue r = sim_value_new(&local);
+    if (!partial_rep(&vr->mesh, s, d)) {
+        fill_identity(&r, s->partial_kind);
+        return r;
+    }
+    int64_t off[SPMDC_MAX_RANK], len[SPMDC_MAX_RANK], gst[SPMDC_MAX_RANK], lst[SPMDC_MAX_RANK], start = 0;
+    tile_region(vr, s, &v->shape, &local, d, off, len);
+    num_strides(v->shape.dims, v->shape.rank, gst);
+    num_strides(local.dims, local.rank, lst);
+    for (int32_t k = 0; k < local.rank; k++) start += off[k] * gst[k];
+    num_copy_box(sim_value_data(&r), 0, lst, sim_value_data(v), start, gst, len, local.rank, num_elem_bytes(local.type));
+    return r;
+}
+
+static SimValue shard_tree(const VerifyRun *vr, const SimValue *v, const Sharding *s, int32_t *leaf, int64_t d)
+{
+    if (v->shape.type == ET_TUPLE) {
+        SimValue t = sim_value_tuple(v->shape.n_elems);
+        for (int32_t k = 0; k < v->shape.n_elems; k++) t.elems[k] = shard_tree(vr, &v->elems[k], s, leaf, d);
+        return t;
+    }
+    const Sharding *ls = s ? sharding_leaf(s, (*leaf)++) : NULL;
+    return shard_of(vr, v, ls, d);
+}
+
+/* ---------------------------------------------------------------- tolerances */
+
+static double type_eps(ElemType t)
+{
+    switch (t) {
+    case ET_F64: return 0x1p-52;
+    case ET_F32: return 0x1p-23;
+    case ET_BF16: return 0x1p-7;
+    case ET_F16: return 0x1p-10;
+    default: return 0;
+    }
+}
+
+static double shape_eps(const Shape *s)
+{
+    if (s->type != ET_TUPLE) return type_eps(s->type);
+    double e = 0;
+    for (int32_t k = 0; k < s->n_elems; k++) e = fmax(e, shape_eps(&s->elems[k]));
+    return e;
+}
+
+/* Terms combined per result element by a reduction (1 if unknown). */
+static double reduction_terms(const HloModule *m, const HloInst *in, const HloInst *op0)
+{
+    const HloAttrs *a = hlo_attrs(in);
+    double n = 1;
+    if (in->op == HLO_REDUCE)
+        for (int32_t k = 0; k < a->dimensions.n; k++)
+            if (a->dimensions.v[k] >= 0 && a->dimensions.v[k] < op0->shape.rank) n *= (double)op0->shape.dims[a->dimensions.v[k]];
+    if ((in->op == HLO_REDUCE_WINDOW || in->op == HLO_SELECT_AND_SCATTER) && a->window)
+        for (int32_t k = 0; k < a->window->rank; k++) n *= (double)a->window->dims[k].size;
+    if (in->op == HLO_ALL_REDUCE || in->op == HLO_REDUCE_SCATTER)
+        n = a->replica_groups.n_groups ? (double)a->replica_groups.group_size : (double)(m->num_partitions > 0 ? m->num_partitions : 1);
+    if (in->op == HLO_SCATTER && in->n_operands >= 3) n = 1 + (double)shape_elem_count(&op0->shape);
+    return n;
+}
+
+/* Noise added by one instruction, relative to its value's scale (docs/verify.md). */
+static double fresh_noise(const HloModule *m, const HloInst *in, const HloInst *op0, const HloInst *op1)
+{
+    double eps = shape_eps(&in->shape), acc = in->shape.type == ET_F64 ? 0x1p-52 : 0x1p-23;
+    const HloAttrs *a = hlo_attrs(in);
+    switch (in->op) {
+    case HLO_DOT: {
+        double k = 1;
+        for (int32_t i = 0; i < a->lhs_contracting.n; i++)
+            if (a->lhs_contracting.v[i] < op0->shape.rank) k *= (double)op0->shape.dims[a->lhs_contracting.v[i]];
+        return 2 * eps + acc * sqrt(k);
+    }
+    case HLO_CONVOLUTION: {
+        double k = a->conv && op1->shape.rank > a->conv->k_in ? (double)op1->shape.dims[a->conv->k_in] : 1;
+        if (a->window)
+            for (int32_t i = 0; i < a->window->rank; i++) k *= (double)a->window->dims[i].size;
+        return 2 * eps + acc * sqrt(k);
+    }
+    case HLO_REDUCE: case HLO_REDUCE_WINDOW: case HLO_ALL_REDUCE: case HLO_REDUCE_SCATTER: case HLO_SCATTER:
+    case HLO_SELECT_AND_SCATTER: {
+        if (a->to_apply >= 0 && a->to_apply < m->n_comps) {
+            const HloComputation *c = hlo_comp(m, a->to_apply);
+            HloOpcode r = c->root >= 0 ? c->insts[c->root].op : HLO_OPCODE_COUNT;
+            if (r == HLO_MAXIMUM || r == HLO_MINIMUM || r == HLO_AND || r == HLO_OR) return 0; /* order-free */
+        }
+        return 2 * eps + eps * sqrt(reduction_terms(m, in, op0));
+    }
+    case HLO_WHILE: case HLO_CALL: case HLO_CONDITIONAL: case HLO_MAP: case HLO_SORT: case HLO_CUSTOM_CALL:
+        return 2 * eps;
+    default: return 0;
+    }
+}
+
+static void compute_noise(VerifyRun *vr)
+{
+    const HloComputation *c = hlo_comp(vr->m, vr->m->entry);
+    vr->noise = xcalloc((size_t)(c->n_insts ? c->n_insts : 1), sizeof(double));
+    for (int32_t i = 0; i < c->n_insts; i++) {
+        const HloInst *in = &c->insts[i];
+        double base = 0;
+        for (int32_t k = 0; k < in->n_operands; k++)
+            if (in->operands[k] >= 0 && in->operands[k] < i) base = fmax(base, vr->noise[in->operands[k]]);
+        const HloInst *op0 = in->n_operands > 0 ? &c->insts[in->operands[0]] : in;
+        const HloInst *op1 = in->n_operands > 1 ? &c->insts[in->operands[1]] : in;
+        vr->noise[i] = base + fresh_noise(vr->m, in, op0, op1);
+    }
+}
+
+/* ---------------------------------------------------------------- comparing */
+
+static double elem_error(double got, double want)
+{
+    if (isnan(want) || isnan(got)) return isnan(want) && isnan(got) ? 0 : INFINITY;
+    if (isinf(want) || isinf(got)) return got == want ? 0 : INFINITY;
+    return fabs(got - want);
+}
+
+
+static bool next_idx(int64_t *idx, const int64_t *len, int32_t rank)
+{
+    for (int32_t d = rank - 1; d >= 0; d--) {
+        if (++idx[d] < len[d]) return true;
+        idx[d] = 0;
+    }
+    return false;
+}
+
+/* Compares loc (device d's value, or its partial group's reduction) with the
+ * reference over d's tile. */
+static void compare_tile(const VerifyRun *vr, const Sharding *s, const SimValue *ref, const SimValue *loc, int64_t d,
+                         Cmp *c)
+{
+    const Shape *g = &ref->shape;
+    int64_t off[SPMDC_MAX_RANK], len[SPMDC_MAX_RANK], gst[SPMDC_MAX_RANK], lst[SPMDC_MAX_RANK], idx[SPMDC_MAX_RANK] = {0};
+    tile_region(vr, s, g, &loc->shape, d, off, len);
+    for (int32_t k = 0; k < g->rank; k++)
+        if (len[k] <= 0) return;
+    num_strides(g->dims, g->rank, gst);
+    num_strides(loc->shape.dims, loc->shape.rank, lst);
+    ElemType t = g->type;
+    const void *rd = sim_value_data(ref), *ld = sim_value_data(loc);
+    do {
+        int64_t gi = 0, li = 0;
+        for (int32_t k = 0; k < g->rank; k++) {
+            gi += (off[k] + idx[k]) * gst[k];
+            li += idx[k] * lst[k];
+        }
+        double got, want, err;
+        bool bad;
+        if (c->exact) {
+            int64_t a = num_get_i(t, ld, li), b = num_get_i(t, rd, gi);
+            got = num_i2f(t, a);
+            want = num_i2f(t, b);
+            err = fabs(got - want);
+            bad = a != b;
+        } else {
+            got = num_get_f(t, ld, li);
+            want = num_get_f(t, rd, gi);
+            err = elem_error(got, want);
+            bad = err > c->tol;
+        }
+        c->n_total++;
+        c->n_bad += bad;
+        if (err > c->max_abs || (bad && c->worst_dev < 0)) {
+            c->max_abs = err;
+            c->worst_got = got;
+            c->worst_want = want;
+            c->worst_dev = d;
+            for (int32_t k = 0; k < g->rank; k++) c->worst[k] = off[k] + idx[k];
+        }
+    } while (next_idx(idx, len, g->rank));
+}
+
+/* loc reduced over the partial atoms of s (devices in id order), or NULL
+ * when a member's shape differs. */
+static SimValue *partial_reduce(const VerifyRun *vr, const Sharding *s, const SimValue *const *locals, int64_t d)
+{
+    int32_t pa[SPMDC_MAX_ATOMS], np = 0;
+    for (int32_t a = 0; a < vr->mesh.n_atoms; a++)
+        if ((s->partial >> a) & 1) pa[np++] = a;
+    SimValue *r = xmalloc(sizeof(SimValue));
+    *r = sim_value_clone(locals[d]);
+    int64_t coord[SPMDC_MAX_ATOMS] = {0}, size[SPMDC_MAX_ATOMS];
+    for (int32_t k = 0; k < np; k++) size[k] = vr->mesh.atom_size[pa[k]];
+    int64_t n = shape_elem_count(&r->shape);
+    while (next_idx(coord, size, np)) {
+        int64_t mdev = d;
+        for (int32_t k = 0; k < np; k++) mdev += coord[k] * atom_stride(&vr->mesh, pa[k]);
+        if (!interp_shape_matches(locals[mdev], &r->shape)) {
+            sim_value_release(r);
+            free(r);
+            return NULL;
+        }
+        num_binary(reduce_op(s->partial_kind), r->shape.type, sim_value_data(r), sim_value_data(locals[mdev]),
+                   sim_value_data(r), n);
+    }
+    return r;
+}
+
+static double max_magnitude(const SimValue *v)
+{
+    double s = 0;
+    int64_t n = shape_elem_count(&v->shape);
+    for (int64_t k = 0; k < n; k++) {
+        double x = fabs(sim_value_get_f64(v, k));
+        if (isfinite(x) && x > s) s = x;
+    }
+    return s;
+}
+
+/* Compares the per-device array values locals[0..n_dev) (shards of a value
+ * of the reference's shape under s) with ref.  rtol: relative tolerance. */
+static void compare_leaf(const VerifyRun *vr, const Sharding *s, const SimValue *ref, const SimValue *const *locals,
+                         double rtol, Cmp *c)
+{
+    memset(c, 0, sizeof *c);
+    c->worst_dev = -1;
+    c->rank = ref->shape.rank;
+    c->exact = !num_is_float(ref->shape.type);
+    if (s && s->kind == SHARDING_MANUAL) {
+        c->skipped = true;
+        snprintf(c->why, sizeof c->why, "not compared (manual sharding)");
+        return;
+    }
+    c->scale = c->exact ? 0 : max_magnitude(ref);
+    c->tol = rtol * c->scale;
+    Shape want = ref->shape;
+    if (s && s->kind == SHARDING_TILED) sharding_shard_shape(s, &vr->mesh, &ref->shape, &want, NULL);
+    for (int64_t d = 0; d < vr->n_dev && !c->bad; d++) {
+        if (s && s->kind == SHARDING_MAXIMAL && d != s->device) continue;
+        if (!locals[d] || !interp_shape_matches(locals[d], &want)) {
+            StrBuf a = {0}, b = {0};
+            if (locals[d] && locals[d]->shape.type != ET_TUPLE) shape_print(&a, &locals[d]->shape, false);
+            else sb_puts(&a, "a tuple");
+            shape_print(&b, &want, false);
+            snprintf(c->why, sizeof c->why, "device %lld holds %s, not the shard shape %s", (long long)d, sb_cstr(&a),
+                     sb_cstr(&b));
+            sb_free(&a);
+            sb_free(&b);
+            c->bad = c->shape_bad = true;
+            return;
+        }
+        if (s && s->kind == SHARDING_TILED && s->partial) {
+            if (!partial_rep(&vr->mesh, s, d)) continue;
+            SimValue *r = partial_reduce(vr, s, locals, d);
+            if (!r) {
+                snprintf(c->why, sizeof c->why, "the devices of a partial group hold different shapes");
+                c->bad = c->shape_bad = true;
+                return;
+            }
+            compare_tile(vr, s, ref, r, d, c);
+            sim_value_release(r);
+            free(r);
+        } else {
+            compare_tile(vr, s, ref, locals[d], d, c);
+        }
+    }
+    c->bad = c->bad || c->n_bad > 0;
+}
+
+static void print_cmp(StrBuf *b, const VerifyRun *vr, const char *label, const SimValue *ref, const Sharding *s,
+                      const Cmp *c, double rtol)
+{
+    sb_printf(b, "  %s ", label);
+    shape_print(b, &ref->shape, false);
+    sb_putc(b, ' ');
+    if (s) sharding_describe(b, s, &vr->mesh);
+    else sb_puts(b, "replicated");
+    sb_puts(b, ": ");
+    if (c->skipped || c->shape_bad) {
+        sb_printf(b, "%s%s\n", c->why, c->shape_bad ? ": MISMATCH" : "");
+        return;
+    }
+    if (c->exact)
+        sb_printf(b, "exact, %lld of %lld elements differ, max abs error %.2g", (long long)c->n_bad, (long long)c->n_total,
+                  c->max_abs);
+    else
+        sb_printf(b, "max abs error %.2g, max rel error %.2g, tolerance %.2g", c->max_abs,
+                  c->scale > 0 ? c->max_abs / c->scale : c->max_abs, rtol);
+    sb_puts(b, c->bad ? ": MISMATCH\n" : ": ok\n");
+    if (!c->bad || c->worst_dev < 0) return;
+    sb_puts(b, "    worst element [");
+    for (int32_t k = 0; k < c->rank; k++) sb_printf(b, "%s%lld", k ? "," : "", (long long)c->worst[k]);
+    sb_printf(b, "] on device %lld: got %.6g, want %.6g\n", (long long)c->worst_dev, c->worst_got, c->worst_want);
+}
+
+/* Leaf k of every device's value (NULL where a device's value lacks it). */
+static const SimValue **device_leaves(const VerifyRun *vr, const SimValue *vals, int32_t k)
+{
+    const SimValue **l = xmalloc(sizeof(SimValue *) * (size_t)vr->n_dev);
+    for (int64_t d = 0; d < vr->n_dev; d++) l[d] = sim_value_leaf(&vals[d], k);
+    return l;
+}
+
+static double leaf_rtol(const SimValue *leaf, double noise) { return type_eps(leaf->shape.type) + 2 * noise; }
+
+/* ---------------------------------------------------------------- the program */
+
+static const char *label_of(const VerifyRun *vr, const HloInst *root, int32_t leaf, int32_t n_leaves, char *buf, size_t n)
+{
+    const HloComputation *c = hlo_comp(vr->m, vr->m->entry);
+    if (n_leaves == 1 && root->shape.type != ET_TUPLE) return root->name;
+    if (root->op == HLO_TUPLE && n_leaves == root->n_operands && leaf < root->n_operands &&
+        c->insts[root->operands[leaf]].shape.type != ET_TUPLE)
+        return c->insts[root->operands[leaf]].name;
+    snprintf(buf, n, "%s{%d}", root->name, leaf);
+    return buf;
+}
+
+static bool check_shape(VerifyRun *vr, const HloInst *pi, const HloInst *mi, const char *what)
+{
+    Shape want;
+    if (mi->sharding)
+        sharding_shard_shape(mi->sharding, &vr->mesh, &mi->shape, &want, vr->cx.scratch);
+    else
+        want = mi->shape;
+    if (shape_equal(&pi->shape, &want)) return true;
+    StrBuf a = {0}, b = {0}, s = {0};
+    shape_print(&a, &pi->shape, false);
+    shape_print(&b, &want, false);
+    if (mi->sharding) sharding_describe(&s, mi->sharding, &vr->mesh);
+    diag_error(vr->diag, pi->span, "%s %s has shape %s, but the shard of %s under %s is %s", what, pi->name, sb_cstr(&a),
+               mi->name, mi->sharding ? sb_cstr(&s) : "replicated", sb_cstr(&b));
+    sb_free(&a);
+    sb_free(&b);
+    sb_free(&s);
+    return false;
+}
+
+/* Entry parameters by number; false (reported) if a number is missing. */
+static int32_t *entry_params(const HloModule *m, int32_t *n, DiagEngine *diag)
+{
+    const HloComputation *c = hlo_comp(m, m->entry);
+    int32_t np = 0;
+    for (int32_t i = 0; i < c->n_insts; i++) np += c->insts[i].op == HLO_PARAMETER;
+    int32_t *p = xmalloc(sizeof(int32_t) * (size_t)(np ? np : 1));
+    for (int32_t k = 0; k < np; k++) p[k] = -1;
+    for (int32_t i = 0; i < c->n_insts; i++) {
+        int64_t num = hlo_attrs(&c->insts[i])->param_number;
+        if (c->insts[i].op == HLO_PARAMETER && num >= 0 && num < np) p[num] = i;
+    }
+    for (int32_t k = 0; k < np; k++)
+        if (p[k] < 0) {
+            diag_error(diag, c->span, "entry computation %s has no parameter(%d)", c->name, k);
+            free(p);
+            return NULL;
+        }
+    *n = np;
+    return p;
+}
+
+static bool check_program(VerifyRun *vr)
+{
+    const HloModule *p = vr->p;
+    if (p->entry < 0) {
+        diag_error(vr->diag, SRC_SPAN_NONE, "the partitioned program has no entry computation");
+        return false;
+    }
+    if (p->num_partitions > 0 && p->num_partitions != vr->n_dev) {
+        diag_error(vr->diag, SRC_SPAN_NONE, "the partitioned program has num_partitions=%lld, the mesh %lld devices",
+                   (long long)p->num_partitions, (long long)vr->n_dev);
+        return false;
+    }
+    int32_t np;
+    int32_t *pp = entry_params(p, &np, vr->diag);
+    if (!pp) return false;
+    bool ok = true;
+    if (np != vr->n_params) {
+        diag_error(vr->diag, hlo_comp(p, p->entry)->span, "the partitioned program has %d parameters, the input %d", np,
+                   vr->n_params);
+        ok = false;
+    }
+    const HloComputation *mc = hlo_comp(vr->m, vr->m->entry), *pc = hlo_comp(p, p->entry);
+    for (int32_t k = 0; k < np && ok; k++) ok = check_shape(vr, &pc->insts[pp[k]], &mc->insts[vr->param_inst[k]], "parameter");
+    if (ok && pc->root >= 0 && mc->root >= 0) ok = check_shape(vr, &pc->insts[pc->root], &mc->insts[mc->root], "root");
+    free(pp);
+    arena_reset(vr->cx.scratch);
+    return ok;
+}
+
+/* Line of instruction `name` of the entry in the printed program, or 0. */
+static uint32_t printed_line(const VerifyRun *vr, const HloInst *inst)
+{
+    if (vr->prog_path) return inst->span.begin.line;
+    const char *t = sb_cstr(&vr->printed);
+    size_t nl = strlen(inst->name);
+    bool in_entry = false;
+    for (uint32_t line = 1; *t; line++) {
+        const char *e = strchr(t, '\n');
+        size_t len = e ? (size_t)(e - t) : strlen(t);
+        if (len >= 6 && memcmp(t, "ENTRY ", 6) == 0) in_entry = true;
+        const char *q = t;
+        while (*q == ' ') q++;
+        if (strncmp(q, "ROOT ", 5) == 0) q += 5;
+        if (*q == '%') q++;
+        if (in_entry && strncmp(q, inst->name, nl) == 0 && strncmp(q + nl, " = ", 3) == 0) return line;
+        if (!e) break;
+        t = e + 1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- runs */
+
+typedef struct Observed {
+    VerifyRun *vr;
+    const bool *keep;       /* reference run: m insts to keep */
+    SimValue *ref_vals;     /* m insts */
+    const int32_t *match;   /* partitioned run: p inst -> m inst, or -1 */
+    bool found;
+    int32_t inst;           /* p inst of the first difference */
+    int32_t leaf;
+    Cmp cmp;
+    double rtol;
+} Observed;
+
+static void observe_reference(void *user, int32_t inst, const SimValue *vals, int64_t n)
+{
+    Observed *o = user;
+    (void)n;
+    if (o->keep[inst]) o->ref_vals[inst] = sim_value_share(&vals[0]);
+}
+
+static void observe_program(void *user, int32_t inst, const SimValue *vals, int64_t n)
+{
+    Observed *o = user;
+    VerifyRun *vr = o->vr;
+    (void)n;
+    int32_t mi = o->match[inst];
+    if (o->found || mi < 0) return;
+    const HloInst *min = hlo_inst(vr->m, vr->m->entry, mi);
+    const SimValue *ref = &o->ref_vals[mi];
+    int32_t leaves = shape_leaf_count(&min->shape);
+    for (int32_t k = 0; k < leaves && !o->found; k++) {
+        const SimValue *rl = sim_value_leaf(ref, k);
+        const SimValue **ls = device_leaves(vr, vals, k);
+        const Sharding *s = min->sharding ? sharding_leaf(min->sharding, k) : NULL;
+        double rtol = rl ? leaf_rtol(rl, vr->noise[mi]) : 0;
+        if (rl && rl->shape.type != ET_TOKEN) compare_leaf(vr, s, rl, ls, rtol, &o->cmp);
+        if (rl && o->cmp.bad) {
+            o->found = true;
+            o->inst = inst;
+            o->leaf = k;
+            o->rtol = rtol;
+        }
+        free(ls);
+    }
+}
+
+/* Device d's parameters (shards of the global inputs). */
+static SimValue *device_args(const VerifyRun *vr)
+{
+    SimValue *a = xcalloc((size_t)(vr->n_dev * (vr->n_params ? vr->n_params : 1)), sizeof(SimValue));
+    const HloComputation *mc = hlo_comp(vr->m, vr->m->entry);
+    for (int64_t d = 0; d < vr->n_dev; d++)
+        for (int32_t k = 0; k < vr->n_params; k++) {
+            int32_t leaf = 0;
+            a[d * vr->n_params + k] = shard_tree(vr, &vr->inputs[k], mc->insts[vr->param_inst[k]].sharding, &leaf, d);
+        }
+    return a;
+}
+
+static void release_array(SimValue *v, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++) sim_value_release(&v[k]);
+    free(v);
+}
+
+/* Runs IN on one device; keep (or NULL) selects values for o->ref_vals. */
+static bool run_reference(VerifyRun *vr, Observed *o, SimValue *out)
+{
+    SimOptions so = {1, 1, o ? observe_reference : NULL, o};
+    return sim_run_spmd(vr->m, &so, vr->inputs, vr->n_params, out, vr->diag);
+}
+
+static bool run_program(VerifyRun *vr, Observed *o, SimValue *outs)
+{
+    SimValue *args = device_args(vr);
+    SimOptions so = {vr->n_dev, 1, o ? observe_program : NULL, o};
+    bool ok = sim_run_spmd(vr->p, &so, args, vr->n_params, outs, vr->diag);
+    release_array(args, vr->n_dev * vr->n_params);
+    return ok;
+}
+
+/* Second pass after a mismatch: the first named instruction that differs. */
+static bool localize(VerifyRun *vr, StrBuf *b)
+{
+    const HloComputation *mc = hlo_comp(vr->m, vr->m->entry), *pc = hlo_comp(vr->p, vr->p->entry);
+    NameEntry *map = NULL, *ents = xcalloc((size_t)(mc->n_insts ? mc->n_insts : 1), sizeof(NameEntry));
+    for (int32_t i = 0; i < mc->n_insts; i++) {
+        ents[i].name = mc->insts[i].name;
+        ents[i].inst = i;
+        NameEntry *old;
+        HASH_FIND_STR(map, ents[i].name, old);
+        if (!old) HASH_ADD_KEYPTR(hh, map, ents[i].name, strlen(ents[i].name), &ents[i]);
+    }
+    bool *keep = xcalloc((size_t)(mc->n_insts ? mc->n_insts : 1), sizeof(bool));
+    int32_t *match = xmalloc(sizeof(int32_t) * (size_t)(pc->n_insts ? pc->n_insts : 1));
+    for (int32_t j = 0; j < pc->n_insts; j++) {
+        NameEntry *e;
+        HASH_FIND_STR(map, pc->insts[j].name, e);
+        match[j] = e ? e->inst : -1;
+        if (e) keep[e->inst] = true;
+    }
+    HASH_CLEAR(hh, map);
+    free(ents);
+    Observed o;
+    memset(&o, 0, sizeof o);
+    o.vr = vr;
+    o.keep = keep;
+    o.match = match;
+    o.ref_vals = xcalloc((size_t)(mc->n_insts ? mc->n_insts : 1), sizeof(SimValue));
+    SimValue ref, *outs = xcalloc((size_t)vr->n_dev, sizeof(SimValue));
+    bool ok = run_reference(vr, &o, &ref) && run_program(vr, &o, outs);
+    if (ok && o.found) {
+        const HloInst *pi = &pc->insts[o.inst];
+        const HloInst *mi = &mc->insts[match[o.inst]];
+        uint32_t line = printed_line(vr, pi);
+        sb_printf(b, "first differing instruction of the partitioned program: %s", pi->name);
+        if (line) sb_printf(b, " (line %u)", line);
+        sb_putc(b, '\n');
+        char label[160];
+        int32_t leaves = shape_leaf_count(&mi->shape);
+        snprintf(label, sizeof label, leaves > 1 ? "%s{%d}" : "%s", pi->name, o.leaf);
+        const Sharding *s = mi->sharding ? sharding_leaf(mi->sharding, o.leaf) : NULL;
+        print_cmp(b, vr, label, sim_value_leaf(&o.ref_vals[match[o.inst]], o.leaf), s, &o.cmp, o.rtol);
+    } else if (ok) {
+        sb_puts(b, "no instruction named like an input instruction differs before the outputs\n");
+    }
+    sim_value_release(&ref);
+    release_array(outs, vr->n_dev);
+    release_array(o.ref_vals, mc->n_insts);
+    free(keep);
+    free(match);
+    return ok;
+}
+
+/* Compares the outputs; appends the report to b; *mismatch set. */
+static bool compare_outputs(VerifyRun *vr, const SimValue *ref, const SimValue *outs, StrBuf *b, int32_t *n_bad,
+                            int32_t *n_out)
+{
+    const HloComputation *mc = hlo_comp(vr->m, vr->m->entry);
+    const HloInst *root = &mc->insts[mc->root];
+    int32_t leaves = shape_leaf_count(&root->shape);
+    *n_bad = 0;
+    *n_out = 0;
+    for (int32_t k = 0; k < leaves; k++) {
+        const SimValue *rl = sim_value_leaf(ref, k);
+        if (!rl || rl->shape.type == ET_TOKEN) continue;
+        const SimValue **ls = device_leaves(vr, outs, k);
+        const Sharding *s = root->sharding ? sharding_leaf(root->sharding, k) : NULL;
+        double noise = vr->noise[mc->root];
+        if (root->op == HLO_TUPLE && leaves == root->n_operands) noise = vr->noise[root->operands[k]];
+        double rtol = leaf_rtol(rl, noise);
+        Cmp c;
+        compare_leaf(vr, s, rl, ls, rtol, &c);
+        char buf[160];
+        print_cmp(b, vr, label_of(vr, root, k, leaves, buf, sizeof buf), rl, s, &c, rtol);
+        (*n_out)++;
+        *n_bad += c.bad;
+        free(ls);
+    }
+    return true;
+}
+
+/* ---------------------------------------------------------------- command */
+
+static void usage(FILE *f)
+{
+    fputs("usage: spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo]\n"
+          "Runs IN on one device and its partitioned form (or OUT.hlo) on every device of\n"
+          "the mesh with inputs drawn from the seed, and compares the outputs (docs/verify.md).\n",
+          f);
+}
+
+enum { OPT_MESH = 256, OPT_SEED, OPT_PROGRAM, OPT_HELP };
+
+/* 0 = parsed, else the exit status. */
+static int parse_args(int argc, char **argv, VerifyRun *vr, SpmdcOptions *opt)
+{
+    static const struct option longopts[] = {
+        {"mesh", required_argument, NULL, OPT_MESH},   {"seed", required_argument, NULL, OPT_SEED},
+        {"program", required_argument, NULL, OPT_PROGRAM}, {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_MESH: {
+            char err[200];
+            if (!mesh_parse_spec(optarg, &opt->mesh, err, sizeof err)) {
+                fprintf(stderr, "spmdc: error: --mesh %s: %s\n", optarg, err);
+                return 2;
+            }
+            opt->has_mesh = true;
+            break;
+        }
+        case OPT_SEED: {
+            char *end;
+            vr->seed = strtoull(optarg, &end, 10);
+            if (!*optarg || *end || optarg[0] == '-') {
+                fprintf(stderr, "spmdc: error: --seed takes a non-negative integer, not '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        }
+        case OPT_PROGRAM: vr->prog_path = optarg; break;
+        case OPT_HELP: usage(stdout); return -1;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "spmdc: error: verify takes exactly one input file\n");
+        usage(stderr);
+        return 2;
+    }
+    vr->in_path = argv[optind];
+    return 0;
+}
+
+/* Loads IN (propagated) and the per-device program; false after errors. */
+static bool load(VerifyRun *vr, char **texts)
+{
+    size_t len;
+    texts[0] = driver_read_file(vr->in_path, &len);
+    if (!texts[0]) return false;
+    uint32_t fid = diag_add_file(vr->diag, strcmp(vr->in_path, "-") ? vr->in_path : "<stdin>", texts[0], len);
+    vr->m = driver_load_module(texts[0], len, fid, &vr->cx, true);
+    if (!vr->m) return false;
+    if (vr->m->entry < 0 || hlo_comp(vr->m, vr->m->entry)->root < 0) {
+        diag_error(vr->diag, SRC_SPAN_NONE, "%s has no entry computation", vr->in_path);
+        return false;
+    }
+    if (vr->m->has_mesh) {
+        vr->mesh = vr->m->mesh;
+    } else {
+        char err[100];
+        if (!mesh_init(&vr->mesh, 0, NULL, NULL, err, sizeof err)) return false;
+    }
+    vr->n_dev = vr->mesh.n_devices > 0 ? vr->mesh.n_devices : 1;
+    vr->param_inst = entry_params(vr->m, &vr->n_params, vr->diag);
+    if (!vr->param_inst) return false;
+    if (vr->prog_path) {
+        texts[1] = driver_read_file(vr->prog_path, &len);
+        if (!texts[1]) return false;
+        fid = diag_add_file(vr->diag, vr->prog_path, texts[1], len);
+        vr->p = parse_hlo(texts[1], len, fid, vr->diag);
+        if (!vr->p || !verify_module(vr->p, vr->diag)) return false;
+    } else {
+        CommReport rep;
+        report_init(&rep, vr->m->name, &vr->mesh);
+        bool ok = partition_module(vr->m, &vr->p, &rep, &vr->cx);
+        report_free(&rep);
+        arena_reset(vr->cx.scratch);
+        if (!ok || !vr->p) return false;
+        HloPrintOptions po = {false, false, false};
+        hlo_print_module(&vr->printed, vr->p, &po);
+    }
+    return check_program(vr);
+}
+
+static void print_header(StrBuf *b, const VerifyRun *vr)
+{
+    sb_printf(b, "verify %s", vr->in_path);
+    if (vr->prog_path) sb_printf(b, " against %s", vr->prog_path);
+    sb_puts(b, ": mesh ");
+    if (vr->mesh.n_axes) mesh_print(b, &vr->mesh);
+    else sb_puts(b, "(none)");
+    sb_printf(b, " (%lld device%s), seed %" PRIu64 "\n", (long long)vr->n_dev, vr->n_dev == 1 ? "" : "s", vr->seed);
+}
+
+/* Runs both programs and compares; returns the exit status. */
+static int run_and_compare(VerifyRun *vr)
+{
+    uint64_t state = vr->seed;
+    vr->inputs = xcalloc((size_t)(vr->n_params ? vr->n_params : 1), sizeof(SimValue));
+    const HloComputation *mc = hlo_comp(vr->m, vr->m->entry);
+    for (int32_t k = 0; k < vr->n_params; k++) vr->inputs[k] = random_value(&mc->insts[vr->param_inst[k]].shape, &state);
+    compute_noise(vr);
+    SimValue ref, *outs = xcalloc((size_t)vr->n_dev, sizeof(SimValue));
+    StrBuf b = {0};
+    int rc = 1;
+    if (run_reference(vr, NULL, &ref)) {
+        if (run_program(vr, NULL, outs)) {
+            int32_t n_bad, n_out;
+            print_header(&b, vr);
+            compare_outputs(vr, &ref, outs, &b, &n_bad, &n_out);
+            rc = n_bad ? 1 : 0;
+            if (n_bad && !localize(vr, &b)) rc = 1;
+            if (n_bad) sb_printf(&b, "verify: MISMATCH (%d of %d outputs differ)\n", n_bad, n_out);
+            else sb_printf(&b, "verify: OK (%d output%s)\n", n_out, n_out == 1 ? " matches" : "s match");
+            fputs(sb_cstr(&b), stdout);
+            fflush(stdout);
+        }
+        sim_value_release(&ref);
+    }
+    release_array(outs, vr->n_dev);
+    sb_free(&b);
+    return rc;
+}
+
+int sim_verify_main(int argc, char **argv)
+{
+    VerifyRun vr;
+    SpmdcOptions opt;
+    memset(&vr, 0, sizeof vr);
+    memset(&opt, 0, sizeof opt);
+    vr.seed = 1;
+    int rc = parse_args(argc, argv, &vr, &opt);
+    if (rc) return rc < 0 ? 0 : rc;
+    vr.diag = diag_create(stderr);
+    vr.cx.scratch = arena_create();
+    vr.cx.diag = vr.diag;
+    vr.cx.opt = &opt;
+    char *texts[2] = {NULL, NULL};
+    rc = 1;
+    if (load(&vr, texts)) rc = run_and_compare(&vr);
+    if (diag_error_count(vr.diag) > 0)
+        fprintf(stderr, "spmdc: %d error%s\n", diag_error_count(vr.diag), diag_error_count(vr.diag) == 1 ? "" : "s");
+    if (vr.inputs) release_array(vr.inputs, vr.n_params);
+    free(vr.noise);
+    free(vr.param_inst);
+    sb_free(&vr.printed);
+    hlo_module_free(vr.p);
+    hlo_module_free(vr.m);
+    arena_destroy(vr.cx.scratch);
+    diag_destroy(vr.diag);
+    free(texts[0]);
+    free(texts[1]);
+    return rc;
+}

@@ -74,4 +74,17 @@ void mesh_atoms_name(StrBuf *b, const Mesh *m, const int8_t *atoms, int32_t n);
 /* Appends "x=2,y=4". */
 void mesh_print(StrBuf *b, const Mesh *m);
 
+/* ---- added by the mesh module (not in the original contract) ---- */
+
+/* True iff ids[0..n_devices) is the iota over the mesh atoms transposed to
+ * the atom order order[0..n_atoms) (major -> minor), i.e. ids[L] is the
+ * device whose coordinates on order[] are L's mixed-radix digits; fills
+ * order.  Positional tile assignments and replica-group lists are factored
+ * over the mesh with this. */
+bool mesh_factor_order(const Mesh *m, const int64_t *ids, int8_t *order);
+/* Appends XLA's iota source for the array whose axes (major -> minor) are
+ * the atoms pos[0..n_atoms): "<=[8]", "<=[2,4]T(1,0)"; source dims are the
+ * atom sizes, merged where adjacent atoms stay adjacent in pos. */
+void mesh_iota_src(StrBuf *b, const Mesh *m, const int8_t *pos);
+
 #endif

@@ -15,6 +15,17 @@
 #include "spmdc/hlo.h"
 #include "spmdc/pass.h"
 
+/* Fills inst->sharding of every instruction of every computation (new
+ * shardings in m->arena; tuple values get SHARDING_TUPLE, one leaf per array
+ * leaf).  Shardings with sharding_from_user are kept as they are.  Uses
+ * cx->scratch for temporaries.  Reports nothing and returns true (there is no
+ * user error to find here); without m->has_mesh everything not annotated
+ * becomes replicated.  The rules and their order: docs/propagation.md. */
 bool propagate_shardings(HloModule *m, PassCtx *cx);
+
+/* Name of the propagation rule of an opcode ("elementwise", "dot", "leaf",
+ * "opaque", ...), or NULL if the rule table has no entry for it (a unit test
+ * walks hlo_opcodes.def with it). */
+const char *propagate_rule_name(HloOpcode op);
 
 #endif

@@ -47,7 +47,9 @@ typedef struct CommRecord {
     int64_t multiplier;        /* loop trip count (1 outside loops) */
     char *cause_instruction;   /* input instruction whose sharding forced it (heap) */
     uint32_t cause_line;       /* its line in the input (0 if none) */
-    char *reason;              /* words (heap): "dot.7: contracting dim 1 of lhs sharded on 'model'" */
+    char *reason;              /* words (heap), without the cause's name: "contracting dim 1 of lhs
+                                  sharded on 'model'"; the printers add "dot.7 (line 7): " (a
+                                  leading "dot.7: " is tolerated and dropped) */
 } CommRecord;
 
 typedef struct CommWarning {
@@ -68,14 +70,22 @@ typedef struct CommReport {
     int64_t parameter_bytes_unpartitioned;
 } CommReport;
 
+/* An empty report for module (copied) on mesh (copied; NULL = no mesh). */
 void report_init(CommReport *r, const char *module, const Mesh *mesh);
+/* Frees every string and array; r is left empty (report_init again to reuse). */
 void report_free(CommReport *r);
-/* Appends a record (strings copied) and returns it for the caller to fill. */
+/* Appends a record (strings copied, NULL allowed) and returns it for the
+ * caller to fill (dtype, dims, atoms, bytes_per_device); multiplier,
+ * group_size and num_groups start at 1.  The pointer is valid until the next
+ * report_add. */
 CommRecord *report_add(CommReport *r, CollectiveKind kind, const char *instruction, const char *cause_instruction,
                        uint32_t cause_line, const char *reason);
 void report_warn(CommReport *r, const char *kind, const char *instruction, uint32_t line, const char *message);
+/* Sum of bytes_per_device over the records (saturates at INT64_MAX). */
 int64_t report_total_bytes(const CommReport *r);
-/* The text table (docs/report.md "Text form"). */
+/* The text table (docs/report.md "Text form"): title, one row per record,
+ * totals per kind, parameter memory, warnings; "no communication" when
+ * there are no records. */
 void report_print_text(StrBuf *b, const CommReport *r);
 /* JSON, schema spmdc.report/v1, keys in a fixed order, 2-space indent, trailing newline. */
 void report_print_json(StrBuf *b, const CommReport *r);

@@ -171,4 +171,16 @@ void sharding_print(StrBuf *b, const Sharding *s, const Mesh *m);
  * "[{x}, {y}] partial(sum) over {z}". */
 void sharding_describe(StrBuf *b, const Sharding *s, const Mesh *m);
 
+/* ---------------------------------------------------------------- helpers
+ * (added by the sharding module; not part of the original contract) */
+
+/* Expands XLA's iota form: the ids 0..P-1 reshaped to dims[0..n_dims),
+ * transposed by perm (result axis i is source axis perm[i]; NULL = identity),
+ * written row-major to out[0..P).  Used for `devices=[..]<=[..]T(..)` and
+ * iota replica groups `[G,S]<=[..]T(..)` (row g = group g). */
+void sharding_iota_expand(int32_t n_dims, const int64_t *dims, const int32_t *perm, int64_t *out);
+/* Appends the syntax as written, e.g. "{devices=[2,4]<=[4,2]T(1,0)}" (used in
+ * diagnostics). */
+void sharding_syntax_print(StrBuf *b, const ShardingSyntax *s);
+
 #endif

@@ -1,0 +1,22 @@
+/* canonicalize.h - rewrites that put a module in the form the later passes
+ * expect, run after bind_shardings and before propagate_shardings:
+ *  - every `call` is inlined into its caller (XLA's partitioner sees calls
+ *    inlined too; JAX emits non-inlined helper calls such as jit(tril));
+ *    the call's value becomes a `copy` that keeps the call's name and
+ *    sharding, so names in the per-device program still match the input;
+ *  - custom-call "xla.sdy.FuncResultSharding" (a Shardy identity) becomes a
+ *    copy;
+ *  - computations no longer reachable from the entry are dropped.
+ */
+#ifndef SPMDC_CANONICALIZE_H
+#define SPMDC_CANONICALIZE_H
+
+#include <stdbool.h>
+
+#include "spmdc/hlo.h"
+#include "spmdc/pass.h"
+
+/* False after reporting errors (none are expected for a verified module). */
+bool canonicalize_module(HloModule *m, PassCtx *cx);
+
+#endif

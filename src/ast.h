@@ -1,0 +1,275 @@
+/* ast.h - the HLO parse tree (private to the front end: hlo.l, hlo.y, ast.c, parse.c).
+ *
+ * The bison grammar builds this tree and nothing else; parse.c lowers it to
+ * the IR.  Attribute values are kept generic: a value is a list of "prims"
+ * (tokens, bracket groups, array shapes, `name=value` pairs); a bracket group
+ * holds comma-separated elements, each element a list of juxtaposed prims.
+ * So `devices=[2,2]0,1,2,3 last_tile_dim_replicate` inside `sharding={...}`
+ * is the group {elem[ATTR(devices)=[2,2], 0], elem[1], elem[2],
+ * elem[3, last_tile_dim_replicate]} and parse.c interprets it.
+ *
+ * Every node carries an AstLoc: the SrcSpan for diagnostics plus the byte
+ * offsets [off, end) into the source text, so verbatim attribute text and
+ * layout tails can be sliced out of the input exactly as written.
+ *
+ * Everything lives in one parse arena (ParseCtx.arena) that parse_hlo
+ * destroys when lowering is done; token text points into the caller's
+ * source buffer (STRING values, which are unescaped, into the arena).
+ */
+#ifndef SPMDC_AST_H
+#define SPMDC_AST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spmdc/arena.h"
+#include "spmdc/diag.h"
+#include "spmdc/shape.h"
+
+/* Location of a token or node: span for messages, [off, end) bytes. */
+typedef struct AstLoc {
+    SrcSpan span;
+    uint32_t off, end;
+} AstLoc;
+
+/* Token text (not NUL-terminated) and, for INT, its value (u64 literals
+ * above INT64_MAX keep their bit pattern; is_u64 says so). */
+typedef struct AstTok {
+    const char *s;
+    uint32_t n;
+    bool is_u64;
+    int64_t i;
+} AstTok;
+
+typedef enum AstValKind {
+    AV_INT,       /* 12, -3 (dim <=N: flags AVF_BOUNDED) */
+    AV_DECIMAL,   /* 1.5e3 */
+    AV_NAN,       /* nan, -nan, nan(0x1) */
+    AV_NEGINF,    /* -inf */
+    AV_STRING,    /* "..." (t.s is the unescaped text) */
+    AV_BLOB,      /* {...} JSON after backend_config= / in frontend_attributes */
+    AV_DXD,       /* 3x3 */
+    AV_PAD,       /* 0_0x1_2 */
+    AV_DIMLABELS, /* b01f_01io->b01f */
+    AV_NAME,      /* %name (t = text after '%') */
+    AV_WORD,      /* identifiers and keywords: add, LT, true, inf, replicated */
+    AV_LABEL,     /* x: (t = text before ':') */
+    AV_PUNCT,     /* <= -> : ? ... * # + ~   (punct says which) */
+    AV_ATTR,      /* name=value: t = name, child = the value prim */
+    AV_BRACE,     /* { elems }: child = first AV_ELEM */
+    AV_BRACKET,   /* [ elems ] */
+    AV_PAREN,     /* ( elems ) */
+    AV_TPAREN,    /* T( elems ) (iota transpose) */
+    AV_SHAPE,     /* f32[2,3]{1,0}: shape */
+    AV_ELEM,      /* one comma-separated element: child = first prim */
+} AstValKind;
+
+typedef enum AstPunct {
+    AP_NONE, AP_LE, AP_ARROW, AP_COLON, AP_QUESTION, AP_ELLIPSIS, AP_STAR, AP_HASH, AP_PLUS, AP_TILDE
+} AstPunct;
+
+typedef struct AstShape AstShape;
+typedef struct AstLayout AstLayout;
+
+typedef struct AstVal {
+    uint8_t kind;  /* AstValKind */
+    uint8_t punct; /* AstPunct for AV_PUNCT */
+    uint8_t flags; /* AVF_* */
+    AstLoc loc;
+    AstTok t;
+    struct AstVal *next;  /* next prim of an element / next element of a group */
+    struct AstVal *child; /* see AstValKind */
+    AstShape *shape;      /* AV_SHAPE */
+} AstVal;
+
+#define AVF_BOUNDED 1 /* shape dim written `<=N` */
+#define AVF_UNBOUNDED 2 /* shape dim written `?` */
+
+/* A list under construction (left-recursive grammar rules append in O(1)). */
+typedef struct AstList {
+    AstVal *head, *tail;
+} AstList;
+
+/* A shape: array (type set) or tuple (is_tuple, elems). */
+struct AstShape {
+    AstLoc loc;
+    bool is_tuple;
+    AstTok type;           /* element type spelling */
+    AstVal *dims;          /* AV_INT list (flags for <=N and ?) */
+    AstLayout *layout;     /* NULL: none written */
+    AstShape *elems;       /* tuple elements */
+    AstShape *next;        /* next tuple element */
+};
+
+/* `{1,0:T(8,128)}`: ints minor to major, optional tail text location. */
+struct AstLayout {
+    AstLoc loc;
+    AstVal *ints;          /* AV_INT list */
+    bool has_tail;
+    AstLoc tail;           /* after ':' up to the closing brace */
+};
+
+typedef struct AstShapeList {
+    AstShape *head, *tail;
+} AstShapeList;
+
+typedef struct AstInst {
+    AstLoc loc;            /* the whole instruction */
+    bool is_root;
+    AstLoc root_loc;
+    AstTok name;
+    AstLoc name_loc;
+    AstShape *shape;       /* NULL: omitted */
+    AstTok opcode;
+    AstLoc opcode_loc;
+    AstVal *operands;      /* AV_PAREN */
+    AstVal *attrs;         /* AV_ATTR list */
+    struct AstInst *next;
+} AstInst;
+
+typedef struct AstParam {
+    AstTok name;
+    AstLoc loc;
+    AstShape *shape;
+    struct AstParam *next;
+} AstParam;
+
+typedef struct AstParamList {
+    AstParam *head, *tail;
+} AstParamList;
+
+/* `ENTRY %name (p: f32[]) -> f32[]`, everything before the body's '{'. */
+typedef struct AstCompHead {
+    bool is_entry;
+    AstLoc entry_loc;
+    AstTok name;
+    AstLoc name_loc;
+    bool has_sig;
+    AstParam *params;
+    AstShape *result;
+} AstCompHead;
+
+/* Where finished pieces go.  The parser hands over the module header, each
+ * computation head, each instruction and each computation end as soon as it
+ * is reduced; after the call the parse arena is reset, so the AST of a
+ * 1M-instruction computation never exists at once (parse.c lowers as it goes). */
+typedef struct AstSink {
+    void *data;
+    void (*header)(void *data, AstTok name, const AstLoc *name_loc, const AstVal *attrs);
+    void (*comp_begin)(void *data, const AstCompHead *head);
+    void (*inst)(void *data, const AstInst *inst);
+    void (*comp_end)(void *data, const AstLoc *close, const AstVal *attrs);
+} AstSink;
+
+/* Shared by the scanner, the parser and the lowering. */
+struct ScanState;
+typedef struct ParseCtx {
+    Arena *arena;          /* AST nodes: reset after every sink call */
+    Arena *keep;           /* unescaped strings: live for the whole parse */
+    DiagEngine *diag;
+    uint32_t file_id;
+    const char *text;      /* the whole input */
+    uint32_t len;
+    const AstSink *sink;
+    const struct ScanState *scan; /* for "opened here" notes at end of file */
+} ParseCtx;
+
+#define AST_MAX_NESTING 200
+
+/* Scanner state (flex extra): position, context for the `{` rules. */
+typedef struct ScanState {
+    ParseCtx *cx;
+    uint32_t line, col;    /* of the next character */
+    uint32_t off;          /* byte offset of the next character */
+    int last_tok;          /* kind of the last token returned */
+    bool last_attr_blob;   /* last ATTRNAME was backend_config */
+    bool last_attr_fa;     /* last ATTRNAME was frontend_attributes */
+    int depth;             /* open ( [ { T( */
+    AstLoc open_loc[AST_MAX_NESTING + 1]; /* where each open bracket is */
+    int fa_depth;          /* depth inside frontend_attributes={ ... }, 0 outside */
+    int blob_depth;
+    AstLoc blob_start;
+    bool dead;             /* a fatal lexical error was reported: only EOF follows */
+} ScanState;
+
+/* ------------------------------------------------------------ scanner helpers */
+
+/* Fills *loc for the matched text and advances line/col/off past it. */
+void ast_scan_advance(ScanState *st, AstLoc *loc, const char *text, size_t len);
+/* Token kind of a bare word (keyword, element type or IDENT). */
+int ast_scan_word(const char *s, size_t n);
+/* Fills tok for an INT; false (after reporting) if it fits neither int64 nor uint64. */
+bool ast_scan_int(ScanState *st, const AstLoc *loc, AstTok *tok);
+/* Unescapes a STRING token's text (with the quotes) into the arena. */
+void ast_scan_string(ScanState *st, const AstLoc *loc, AstTok *tok);
+/* Whether the `{` just scanned opens a layout: the previous token was `]`
+ * and the next non-blank character is a digit, '-' or ':' (or `}` at once). */
+bool ast_scan_layout_follows(const ScanState *st);
+/* Reports a lexical error at loc and marks the scanner dead. */
+void ast_scan_error(ScanState *st, const AstLoc *loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Token text from the source at loc (skip leading bytes). */
+AstTok ast_tok_at(const ScanState *st, const AstLoc *loc, uint32_t skip_front, uint32_t skip_back);
+
+/* ------------------------------------------------------------ constructors */
+
+/* From a's start to b's end. */
+AstLoc ast_loc_join(const AstLoc *a, const AstLoc *b);
+/* An empty location at the end of prev (bison's location of an empty rule). */
+AstLoc ast_loc_empty(const AstLoc *prev);
+/* The bytes strictly between a and b. */
+AstLoc ast_loc_between(const AstLoc *a, const AstLoc *b);
+AstVal *ast_tok_val(ParseCtx *cx, AstValKind kind, AstTok t, const AstLoc *loc);
+AstVal *ast_punct(ParseCtx *cx, AstPunct p, const AstLoc *loc);
+AstVal *ast_attr(ParseCtx *cx, AstTok name, AstVal *value, const AstLoc *loc);
+/* A group of kind AV_BRACE/BRACKET/PAREN/TPAREN over a list of AV_ELEMs. */
+AstVal *ast_group(ParseCtx *cx, AstValKind kind, AstList elems, const AstLoc *loc);
+/* An AV_ELEM over a list of prims. */
+AstVal *ast_elem(ParseCtx *cx, AstList prims, const AstLoc *loc);
+AstVal *ast_shape_val(ParseCtx *cx, AstShape *s);
+AstList ast_list1(AstVal *v);
+AstList ast_list_add(AstList l, AstVal *v);
+/* A shape dim: INT (flags 0), `<=INT` (AVF_BOUNDED) or `?` (AVF_UNBOUNDED). */
+AstVal *ast_dim(ParseCtx *cx, AstTok t, int flags, const AstLoc *loc);
+AstShape *ast_array_shape(ParseCtx *cx, AstTok type, AstList dims, AstLayout *layout, const AstLoc *loc);
+/* A layout; tail is NULL when no ':' part was written. */
+AstLayout *ast_layout(ParseCtx *cx, AstList ints, const AstLoc *tail, const AstLoc *loc);
+AstShape *ast_tuple_shape(ParseCtx *cx, AstShapeList elems, const AstLoc *loc);
+AstShapeList ast_shape_list_add(AstShapeList l, AstShape *s);
+AstParamList ast_param_add(ParseCtx *cx, AstParamList l, AstTok name, AstShape *shape, const AstLoc *loc);
+/* start: ROOT or the name; whole: the rule's location (its end is used). */
+AstInst *ast_inst(ParseCtx *cx, bool is_root, const AstLoc *root_loc, AstTok name, const AstLoc *name_loc,
+                  AstShape *shape, AstTok opcode, const AstLoc *opcode_loc, AstVal *operands,
+                  AstList attrs, const AstLoc *start, const AstLoc *whole);
+
+/* Hand-overs to cx->sink (each resets cx->arena afterwards). */
+void ast_header(ParseCtx *cx, AstTok name, const AstLoc *name_loc, AstList attrs);
+void ast_comp_begin(ParseCtx *cx, bool is_entry, const AstLoc *entry_loc, AstTok name, const AstLoc *name_loc,
+                    bool has_sig, AstParamList params, AstShape *result);
+void ast_inst_done(ParseCtx *cx, AstInst *inst);
+void ast_comp_end(ParseCtx *cx, const AstLoc *close, AstList attrs);
+
+/* ------------------------------------------------------------ syntax errors */
+
+/* Reports `unexpected X, expected A, B or C` (the grammar's custom error
+ * hook).  unexpected_name/expected are bison's symbol names. */
+void ast_syntax_error(ParseCtx *cx, const AstLoc *loc, bool at_eof, const char *unexpected_name,
+                      const char *const *expected, int n_expected);
+/* Bison's yyerror (only "memory exhausted" reaches it). */
+void hlo_yyerror(AstLoc *loc, void *scanner, ParseCtx *cx, const char *msg);
+
+/* ------------------------------------------------------------ tree access */
+
+/* Number of AV_ELEMs of a group / prims of an element list. */
+int32_t ast_count(const AstVal *list);
+/* The group's only element's only prim, or NULL. */
+const AstVal *ast_single(const AstVal *group);
+/* A short description for messages: "integer '3'", "'{...}'", "identifier 'x'". */
+const char *ast_describe(ParseCtx *cx, const AstVal *v);
+/* The source text of v ([off, end)), arena copy. */
+char *ast_text(ParseCtx *cx, const AstLoc *loc);
+/* NUL-terminated arena copy of a token. */
+char *ast_tok_str(Arena *a, AstTok t);
+bool ast_tok_eq(AstTok t, const char *s);
+
+#endif

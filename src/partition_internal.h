@@ -1,0 +1,232 @@
+/* partition_internal.h - shared between partition.c (driver, value table,
+ * emission helpers), partition_ops.c (per-opcode handlers) and reshard.c
+ * (the sharding states, the reshard planner and its lowering).
+ *
+ * Vocabulary:
+ *  - Spec: the state of one array value during partitioning: per dim the run
+ *    of mesh atoms splitting it (major -> minor) plus a pending reduction
+ *    (`partial` atoms, `kind`).  Compact (flat atoms, dim 0's run first) so
+ *    a million values stay cheap; reshard.c widens it while planning.
+ *  - VState: one local instruction of the output that holds an input value
+ *    in some Spec (per array leaf).  Every input value keeps a list of them
+ *    (the first is what its handler produced); reshards add more, so a
+ *    second consumer that needs the same state reuses the first one's work.
+ *  - ReshardPlan: the decided transition from one Spec to another, a list
+ *    of steps (local slice, all-reduce, reduce-scatter, all-to-all,
+ *    all-gather) with the bytes each costs (comm_bytes_per_device).
+ *    reshard_lower turns a plan into instructions.
+ */
+#ifndef SPMDC_PARTITION_INTERNAL_H
+#define SPMDC_PARTITION_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "spmdc/hlo.h"
+#include "spmdc/partition.h"
+#include "spmdc/report.h"
+
+/* Cost of something impossible (kept far from overflow when summed). */
+#define PART_INF_COST (INT64_MAX / 8)
+
+/* ---------------------------------------------------------------- Spec */
+
+typedef struct Spec {
+    int8_t rank;
+    uint8_t n[SPMDC_MAX_RANK];       /* atoms splitting each dim */
+    int8_t atoms[SPMDC_MAX_ATOMS];   /* the dims' runs, dim 0 first, each major -> minor */
+    uint8_t kind;                    /* ReduceKind of the pending reduction (REDUCE_NONE iff !partial) */
+    uint32_t partial;                /* atoms with a pending reduction */
+} Spec;
+
+/* Replicated, non-partial state of the given rank. */
+void spec_replicated(Spec *s, int32_t rank);
+/* The state a bound Sharding describes for an array of the given rank.
+ * MAXIMAL is read as replicated (every device computes the value, device
+ * `device` among them).  False for MANUAL, TUPLE or a rank mismatch. */
+bool spec_from_sharding(const Sharding *sh, int32_t rank, Spec *out);
+/* The Sharding (TILED or REPLICATED) of a state, for describing it. */
+Sharding spec_to_sharding(const Spec *s);
+bool spec_equal(const Spec *a, const Spec *b);
+/* Atoms of dim d (count spec_dim_n). */
+const int8_t *spec_dim(const Spec *s, int32_t d);
+static inline int32_t spec_dim_n(const Spec *s, int32_t d) { return s->n[d]; }
+/* Replaces dim d's run. */
+void spec_set_dim(Spec *s, int32_t d, const int8_t *atoms, int32_t n);
+/* Mask of the atoms that split some dim. */
+uint32_t spec_used(const Spec *s);
+/* True iff no atom is used twice and no partial atom splits a dim. */
+bool spec_valid(const Spec *s);
+bool spec_is_replicated(const Spec *s); /* nothing split, nothing partial */
+int64_t spec_dim_tiles(const Spec *s, const Mesh *m, int32_t d);
+/* Per-device shape of an even state (dim d: N_d / tiles_d); layout dropped. */
+Shape spec_local_shape(const Spec *s, const Mesh *m, const Shape *global);
+/* True iff every split dim divides evenly; else *bad_dim = the first bad dim. */
+bool spec_is_even(const Spec *s, const Mesh *m, const Shape *global, int32_t *bad_dim);
+/* "[{model}, {}]", "replicated", "[{x}, {}] partial(sum) over {y}". */
+void spec_describe(StrBuf *b, const Spec *s, const Mesh *m);
+
+/* ---------------------------------------------------------------- plans */
+
+typedef enum StepKind {
+    STEP_SLICE,          /* local dynamic-slice: some dims get more (replicated) atoms appended */
+    STEP_ALL_REDUCE,     /* atoms: the reduced partial atoms */
+    STEP_REDUCE_SCATTER, /* dim: scattered dim; atoms appended to it (minor) */
+    STEP_ALL_TO_ALL,     /* atoms: suffix of `dim` moved to the end of `dim2` */
+    STEP_ALL_GATHER,     /* atoms: suffix of `dim` gathered away */
+} StepKind;
+
+typedef struct ReshardStep {
+    StepKind kind;
+    int32_t dim, dim2;
+    int32_t n_atoms;
+    int8_t atoms[SPMDC_MAX_ATOMS]; /* group order (major -> minor) */
+    Spec after;                    /* the state the step produces */
+    int64_t bytes;                 /* per device, comm_bytes_per_device */
+} ReshardStep;
+
+#define RESHARD_MAX_STEPS 64
+
+typedef struct ReshardPlan {
+    int32_t n_steps;
+    int64_t bytes;        /* sum over the steps */
+    bool full_remat;      /* a step gathers the whole tensor although the target is split */
+    ReshardStep steps[RESHARD_MAX_STEPS];
+} ReshardPlan;
+
+/* Decides how an array of shape `global` moves from state `from` to `to`
+ * (both even).  Order: local slices first (they shrink the data), then
+ * reduce-scatters, all-reduces, all-to-alls, and all-gathers last.  False
+ * when impossible: `to` is partial over atoms `from` is not (or with another
+ * kind).  plan->bytes is the per-device total. */
+bool reshard_plan(const Mesh *m, const Shape *global, const Spec *from, const Spec *to, ReshardPlan *plan);
+/* plan->bytes of the plan from -> to, PART_INF_COST if impossible. */
+int64_t reshard_cost(const Mesh *m, const Shape *global, const Spec *from, const Spec *to);
+
+/* ---------------------------------------------------------------- partitioner state */
+
+typedef struct VState {
+    struct VState *next;
+    int32_t local;              /* instruction of the output entry */
+    const Spec *leaves;         /* one per array leaf (scratch) */
+    int32_t origin;             /* input instruction that made it partial, or -1 */
+    const char *origin_reason;  /* why it is partial (scratch), or NULL */
+} VState;
+
+typedef struct PVal {
+    int32_t n_leaves;
+    VState *states;             /* first: what the value's handler produced */
+} PVal;
+
+typedef struct NameEnt NameEnt;
+typedef struct OffsetEnt OffsetEnt;
+
+typedef struct Part {
+    const HloModule *in;
+    HloModule *out;
+    const Mesh *mesh;
+    CommReport *rep;
+    PassCtx *cx;
+    Arena *scratch;
+    int32_t ic;                 /* input entry computation */
+    int32_t oc;                 /* output entry computation (until the final reorder) */
+    int32_t *comp_map;          /* input computation -> output computation (-1: entry) */
+    const HloUsers *users;      /* of the input entry */
+    PVal *vals;                 /* per input entry instruction */
+    NameEnt *names;             /* names used in the output entry (uthash) */
+    OffsetEnt *offsets;         /* offset tables by (atoms, chunk) (uthash) */
+    int32_t pid;                /* partition-id instruction, or -1 */
+    int32_t zero;               /* s32[] constant 0, or -1 */
+    int32_t reducers[REDUCE_OR + 1][ET_COUNT]; /* output computation, or -1 */
+    int64_t next_channel;
+    bool *comp_sharded;         /* input computation (with callees) holds a split value */
+} Part;
+
+/* Why a reshard happens, for the report. */
+typedef struct Cause {
+    int32_t inst;               /* input instruction that needs the new state (-1: none) */
+    const char *reason;         /* words, or NULL to describe the transition */
+} Cause;
+
+/* ---- partition.c: emission helpers */
+
+/* Appends an instruction to the output entry; returns its index. */
+int32_t part_emit(Part *p, HloOpcode op, const char *name, const Shape *shape, const int32_t *ops, int32_t n);
+static inline HloInst *part_out(Part *p, int32_t local) { return hlo_inst(p->out, p->oc, local); }
+static inline const HloInst *part_in(const Part *p, int32_t i) { return hlo_inst(p->in, p->ic, i); }
+/* A fresh name "base.role" (".1", ".2", ... appended if taken); never an
+ * input name.  Arena string. */
+const char *part_name(Part *p, const char *base, const char *role);
+/* s32[] holding, on each device, (mixed-radix index of its coordinates on
+ * atoms[0..n)) * chunk: partition-id -> constant table -> dynamic-slice ->
+ * reshape, one per distinct (atoms, chunk). */
+int32_t part_offset(Part *p, const int8_t *atoms, int32_t n, int64_t chunk, const char *base);
+int32_t part_zero(Part *p);     /* the shared s32[] 0 */
+/* The reducer computation (`add.bf16`, `maximum.f32`, ...). */
+int32_t part_reducer(Part *p, ReduceKind kind, ElemType t);
+/* Replica groups of a collective along atoms[0..n) (mesh_groups order). */
+ReplicaGroups part_groups(Part *p, const int8_t *atoms, int32_t n);
+/* Fills the report row of collective `local` (its operand is operand 0). */
+void part_record(Part *p, CollectiveKind kind, int32_t local, const int8_t *atoms, int32_t n, int64_t bytes,
+                 int32_t cause_inst, const char *reason);
+/* The text of a Spec / the axes of an atom run, in scratch. */
+const char *part_spec_text(Part *p, const Spec *s);
+const char *part_axes_text(Part *p, const int8_t *atoms, int32_t n);
+/* printf into scratch. */
+const char *part_fmt(Part *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- partition.c: values */
+
+/* Declared (propagated) state of leaf `leaf` of input instruction i. */
+void part_decl(const Part *p, int32_t i, int32_t leaf, Spec *out);
+/* All leaves of the declared state (scratch array of p->vals[i].n_leaves). */
+Spec *part_decl_leaves(Part *p, int32_t i);
+/* The state the handler of i produced (first VState). */
+const VState *part_primary(const Part *p, int32_t i);
+/* Per-device bytes to bring array value v into state want (cheapest of its
+ * states), PART_INF_COST if impossible. */
+int64_t part_cost(Part *p, int32_t v, const Spec *want);
+/* Local instruction holding value v in state want (leaves), resharding if
+ * needed.  cause: the consumer.  -1 after reporting an error. */
+int32_t part_get(Part *p, int32_t v, const Spec *want, const Cause *cause);
+/* Local instruction holding operand k of instruction i in state want. */
+int32_t part_operand(Part *p, int32_t i, int32_t k, const Spec *want);
+/* Name for input instruction i's handler result: its own name when the
+ * state is the declared one (and not taken yet), else a derived name. */
+const char *part_result_name(Part *p, int32_t i, const Spec *leaves, const char *role);
+/* Records the handler's result. leaves are copied. */
+void part_set_result(Part *p, int32_t i, int32_t local, const Spec *leaves, int32_t origin, const char *why);
+/* Per-device shape of a value of global shape `global` in state leaves. */
+Shape part_local_shape(Part *p, const Shape *global, const Spec *leaves);
+/* Emits a copy of input instruction i (attributes deep-copied, called
+ * computations remapped) with new operands and shape. */
+int32_t part_clone(Part *p, int32_t i, const char *name, const Shape *shape, const int32_t *ops, int32_t n);
+
+/* ---- partition_ops.c */
+
+/* Partitions input entry instruction i (sets p->vals[i]).  False after
+ * reporting an error. */
+bool part_handle(Part *p, int32_t i);
+/* Reducer kind of a computation: add/maximum/minimum/multiply/and/or of its
+ * two parameters, else REDUCE_NONE. */
+ReduceKind part_reducer_kind(const HloModule *m, int32_t comp);
+
+/* ---- reshard.c: lowering */
+
+typedef struct LowerNames {
+    const char *base;           /* input value's name */
+    const Spec *decl;           /* its declared state: a step reaching it is named `base` */
+    bool decl_named;            /* ... unless the declared state already exists */
+} LowerNames;
+
+/* Emits the plan's steps on local instruction `local` (state `from`, global
+ * shape `global`); returns the final instruction.  Each step's result is
+ * passed to on_step (may be NULL) so the caller can cache the states.
+ * Collective rows go to the report: all-reduce / reduce-scatter carry the
+ * partial's origin (origin_inst, origin_reason), the others `cause`. */
+typedef void (*StepFn)(Part *p, void *user, int32_t local, const Spec *state);
+int32_t reshard_lower(Part *p, int32_t local, const Shape *global, const Spec *from, const ReshardPlan *plan,
+                      LowerNames *names, const Cause *cause, int32_t origin_inst, const char *origin_reason,
+                      StepFn on_step, void *user);
+
+#endif

@@ -1,0 +1,1139 @@
+/* partition_ops.c - the per-opcode handlers of the SPMD partitioner.
+ *
+ * part_handle(p, i) partitions input entry instruction i: it decides the
+ * state (Spec) in which to compute the op on every device, asks for its
+ * operands in the states that requires (part_operand reshards them through
+ * reshard.c), emits the local op and records the result's state, which may
+ * differ from the instruction's declared sharding (a dot or reduce over a
+ * split dim leaves a pending partial sum; the consumers decide later how it
+ * is reduced).  Where several states would do, the handler tries a few
+ * candidates (the declared sharding, the operands' current states, ...) and
+ * keeps the one whose reshards cost the fewest bytes per device
+ * (comm_bytes_per_device, the report's model), then the least local work.
+ *
+ * An opcode without a handler takes default_action: every operand is
+ * gathered to full size, the op runs unpartitioned on every device, and the
+ * result is sliced later by its consumers ("full-rematerialization" warning
+ * when that gathered anything).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "partition_internal.h"
+
+#define MAX_CANDS 96
+
+static Spec strip_partial(Spec s)
+{
+    s.partial = 0;
+    s.kind = REDUCE_NONE;
+    return s;
+}
+
+/* Operand k's current (primary) state, leaf 0. */
+static Spec operand_state(const Part *p, int32_t i, int32_t k)
+{
+    return part_primary(p, part_in(p, i)->operands[k])->leaves[0];
+}
+
+static const Shape *operand_shape(const Part *p, int32_t i, int32_t k)
+{
+    return &part_in(p, part_in(p, i)->operands[k])->shape;
+}
+
+static Spec decl0(const Part *p, int32_t i)
+{
+    Spec s;
+    part_decl(p, i, 0, &s);
+    return s;
+}
+
+static double local_elems(const Part *p, const Spec *s, const Shape *global)
+{
+    Shape l = spec_local_shape(s, p->mesh, global);
+    double e = 1;
+    for (int32_t d = 0; d < l.rank; d++)
+        e *= (double)l.dims[d];
+    return e;
+}
+
+/* Cost of bringing the result from state res to its declared state. */
+static int64_t result_cost(const Part *p, int32_t i, const Spec *res)
+{
+    Spec d = decl0(p, i);
+    return reshard_cost(p->mesh, &part_in(p, i)->shape, res, &d);
+}
+
+static bool add_cand(Spec *cands, int32_t *n, const Spec *s)
+{
+    for (int32_t k = 0; k < *n; k++)
+        if (spec_equal(&cands[k], s))
+            return false;
+    if (*n >= MAX_CANDS)
+        return false;
+    cands[(*n)++] = *s;
+    return true;
+}
+
+static bool better(int64_t bytes, double work, int64_t best_bytes, double best_work)
+{
+    return bytes < best_bytes || (bytes == best_bytes && work < best_work);
+}
+
+/* Spec s with the dims in mask unsplit. */
+static Spec clear_dims(Spec s, uint32_t mask)
+{
+    for (int32_t d = 0; d < s.rank; d++)
+        if (mask & (1u << d))
+            spec_set_dim(&s, d, NULL, 0);
+    return s;
+}
+
+static Spec *replicated_leaves(Part *p, const Shape *s, int32_t *n_out)
+{
+    int32_t n = shape_leaf_count(s);
+    Spec *r = ARENA_ARRAY(p->scratch, Spec, n ? n : 1);
+    int32_t k = 0;
+    const Shape *stack[64];
+    int32_t sp = 0;
+    stack[sp++] = s;
+    /* Leaves in flat (depth-first) order. */
+    while (sp > 0 && k < n) {
+        const Shape *t = stack[--sp];
+        if (shape_is_tuple(t)) {
+            for (int32_t e = t->n_elems - 1; e >= 0 && sp < 64; e--)
+                stack[sp++] = &t->elems[e];
+        } else {
+            spec_replicated(&r[k++], t->rank);
+        }
+    }
+    if (n_out)
+        *n_out = n;
+    return r;
+}
+
+/* ================================================================ default */
+
+static bool default_action(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, in->n_operands ? in->n_operands : 1);
+    bool gathered = false;
+    for (int32_t k = 0; k < in->n_operands; k++) {
+        int32_t v = in->operands[k], n;
+        Spec *want = replicated_leaves(p, &part_in(p, v)->shape, &n);
+        const VState *st = part_primary(p, v);
+        for (int32_t l = 0; l < n; l++)
+            if (!spec_is_replicated(&st->leaves[l]))
+                gathered = true;
+        ops[k] = part_operand(p, i, k, want);
+        if (ops[k] < 0)
+            return false;
+    }
+    if (gathered)
+        report_warn(p->rep, "full-rematerialization", in->name, in->span.begin.line,
+                    part_fmt(p, "%s: no partitioning rule for %s with split operands; they are gathered to full "
+                             "size and the op runs unpartitioned on every device",
+                             in->name, hlo_opcode_name(in->op)));
+    Spec *leaves = replicated_leaves(p, &in->shape, NULL);
+    int32_t r = part_clone(p, i, part_result_name(p, i, leaves, "full"), &in->shape, ops, in->n_operands);
+    part_set_result(p, i, r, leaves, -1, NULL);
+    return true;
+}
+
+/* ================================================================ leaves */
+
+static bool h_parameter(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    Spec *leaves = part_decl_leaves(p, i);
+    Shape l = part_local_shape(p, &in->shape, leaves);
+    int32_t r = part_clone(p, i, in->name, &l, NULL, 0);
+    part_set_result(p, i, r, leaves, -1, NULL);
+    return true;
+}
+
+static bool h_constant(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    Spec *full = replicated_leaves(p, &in->shape, NULL);
+    int32_t r = part_clone(p, i, part_result_name(p, i, full, "full"), &in->shape, NULL, 0);
+    part_set_result(p, i, r, full, -1, NULL);
+    return true;
+}
+
+/* iota split along its iota dim: local iota + this device's offset. */
+static bool h_iota(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    Spec o = decl0(p, i);
+    int32_t d = (int32_t)hlo_attrs(in)->iota_dimension;
+    ElemType t = in->shape.type;
+    bool numeric = elem_type_is_integral(t) || elem_type_is_float(t);
+    if (!shape_is_array(&in->shape) || o.partial || !numeric || d < 0 || d >= in->shape.rank)
+        return h_constant(p, i);
+    Shape l = spec_local_shape(&o, p->mesh, &in->shape);
+    if (spec_dim_n(&o, d) == 0) {
+        int32_t r = part_clone(p, i, part_result_name(p, i, &o, "local"), &l, NULL, 0);
+        part_set_result(p, i, r, &o, -1, NULL);
+        return true;
+    }
+    int32_t li = part_clone(p, i, part_name(p, in->name, "local-iota"), &l, NULL, 0);
+    int32_t off = part_offset(p, spec_dim(&o, d), spec_dim_n(&o, d), l.dims[d], in->name);
+    if (t != ET_S32) {
+        Shape s = shape_scalar(t);
+        off = part_emit(p, HLO_CONVERT, part_name(p, in->name, "iota-offset"), &s, &off, 1);
+    }
+    int32_t b = part_emit(p, HLO_BROADCAST, part_name(p, in->name, "iota-offset-broadcast"), &l, &off, 1);
+    int32_t ab[2] = {li, b};
+    int32_t r = part_emit(p, HLO_ADD, part_result_name(p, i, &o, "local"), &l, ab, 2);
+    part_set_result(p, i, r, &o, -1, NULL);
+    return true;
+}
+
+/* ================================================================ elementwise */
+
+/* Whether `op` applied to two values partial over the same atoms with
+ * reduction `kind` gives a value partial with that kind. */
+static bool linear_in_partial(HloOpcode op, ReduceKind kind)
+{
+    switch (op) {
+    case HLO_ADD:
+    case HLO_SUBTRACT: return kind == REDUCE_SUM;
+    case HLO_MAXIMUM: return kind == REDUCE_MAX;
+    case HLO_MINIMUM: return kind == REDUCE_MIN;
+    case HLO_MULTIPLY: return kind == REDUCE_PROD;
+    case HLO_AND: return kind == REDUCE_AND;
+    case HLO_OR: return kind == REDUCE_OR;
+    default: return false;
+    }
+}
+
+/* The partial candidates of a linear binary op whose operands are both
+ * partial over the same atoms with the same kind. */
+static void partial_cands(const Part *p, int32_t i, Spec *cands, int32_t *nc)
+{
+    const HloInst *in = part_in(p, i);
+    if (in->n_operands != 2)
+        return;
+    Spec a = operand_state(p, i, 0), b = operand_state(p, i, 1);
+    if (!a.partial || a.partial != b.partial || a.kind != b.kind || !linear_in_partial(in->op, (ReduceKind)a.kind))
+        return;
+    if (operand_shape(p, i, 0)->rank != in->shape.rank || operand_shape(p, i, 1)->rank != in->shape.rank)
+        return;
+    Spec bases[3] = {decl0(p, i), a, b};
+    for (int32_t k = 0; k < 3; k++) {
+        Spec c = strip_partial(bases[k]);
+        c.partial = a.partial;
+        c.kind = a.kind;
+        if (spec_valid(&c))
+            add_cand(cands, nc, &c);
+    }
+}
+
+static int64_t elementwise_cost(Part *p, int32_t i, const Spec *c)
+{
+    const HloInst *in = part_in(p, i);
+    int64_t bytes = result_cost(p, i, c);
+    for (int32_t k = 0; k < in->n_operands && bytes < PART_INF_COST; k++) {
+        const Shape *os = operand_shape(p, i, k);
+        Spec want;
+        if (os->rank == in->shape.rank)
+            want = *c;
+        else if (c->partial)
+            return PART_INF_COST;
+        else
+            spec_replicated(&want, os->rank);
+        bytes += part_cost(p, in->operands[k], &want);
+    }
+    return bytes;
+}
+
+static bool h_elementwise(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    if (!shape_is_array(&in->shape))
+        return default_action(p, i);
+    Spec cands[MAX_CANDS];
+    int32_t nc = 0;
+    Spec o = decl0(p, i), os = strip_partial(o);
+    add_cand(cands, &nc, &o);
+    add_cand(cands, &nc, &os);
+    for (int32_t k = 0; k < in->n_operands; k++) {
+        if (operand_shape(p, i, k)->rank != in->shape.rank)
+            continue;
+        Spec s = strip_partial(operand_state(p, i, k));
+        add_cand(cands, &nc, &s);
+    }
+    partial_cands(p, i, cands, &nc);
+    int32_t best = -1;
+    int64_t best_bytes = PART_INF_COST;
+    double best_work = HUGE_VAL;
+    for (int32_t c = 0; c < nc; c++) {
+        int64_t bytes = elementwise_cost(p, i, &cands[c]);
+        double work = local_elems(p, &cands[c], &in->shape);
+        if (bytes < PART_INF_COST && better(bytes, work, best_bytes, best_work)) {
+            best = c;
+            best_bytes = bytes;
+            best_work = work;
+        }
+    }
+    if (best < 0)
+        return default_action(p, i);
+    const Spec *c = &cands[best];
+    int32_t ops[8];
+    int32_t *opv = in->n_operands <= 8 ? ops : ARENA_ARRAY(p->scratch, int32_t, in->n_operands);
+    for (int32_t k = 0; k < in->n_operands; k++) {
+        Spec want;
+        const Shape *s = operand_shape(p, i, k);
+        if (s->rank == in->shape.rank)
+            want = *c;
+        else
+            spec_replicated(&want, s->rank);
+        if ((opv[k] = part_operand(p, i, k, &want)) < 0)
+            return false;
+    }
+    Shape l = spec_local_shape(c, p->mesh, &in->shape);
+    int32_t r = part_clone(p, i, part_result_name(p, i, c, c->partial ? "partial" : "local"), &l, opv, in->n_operands);
+    const VState *src = c->partial ? part_primary(p, in->operands[0]) : NULL;
+    part_set_result(p, i, r, c, src ? src->origin : -1, src ? src->origin_reason : NULL);
+    return true;
+}
+
+/* ================================================================ dot */
+
+typedef struct DotDims {
+    int32_t nb, nc, nlf, nrf;
+    int64_t lb[SPMDC_MAX_RANK], rb[SPMDC_MAX_RANK], lc[SPMDC_MAX_RANK], rc[SPMDC_MAX_RANK];
+    int64_t lf[SPMDC_MAX_RANK], rf[SPMDC_MAX_RANK];
+} DotDims;
+
+static int32_t free_dims(int32_t rank, const IntList *a, const IntList *b, int64_t *out)
+{
+    int32_t n = 0;
+    for (int32_t d = 0; d < rank; d++) {
+        bool used = false;
+        for (int32_t k = 0; k < a->n; k++)
+            used |= a->v[k] == d;
+        for (int32_t k = 0; k < b->n; k++)
+            used |= b->v[k] == d;
+        if (!used)
+            out[n++] = d;
+    }
+    return n;
+}
+
+static bool dot_dims(const Part *p, int32_t i, DotDims *dd)
+{
+    const HloInst *in = part_in(p, i);
+    const HloAttrs *a = hlo_attrs(in);
+    const Shape *ls = operand_shape(p, i, 0), *rs = operand_shape(p, i, 1);
+    if (!shape_is_array(ls) || !shape_is_array(rs) || !shape_is_array(&in->shape))
+        return false;
+    if (a->lhs_batch.n != a->rhs_batch.n || a->lhs_contracting.n != a->rhs_contracting.n)
+        return false;
+    dd->nb = a->lhs_batch.n;
+    dd->nc = a->lhs_contracting.n;
+    for (int32_t k = 0; k < dd->nb; k++) {
+        dd->lb[k] = a->lhs_batch.v[k];
+        dd->rb[k] = a->rhs_batch.v[k];
+    }
+    for (int32_t k = 0; k < dd->nc; k++) {
+        dd->lc[k] = a->lhs_contracting.v[k];
+        dd->rc[k] = a->rhs_contracting.v[k];
+    }
+    dd->nlf = free_dims(ls->rank, &a->lhs_batch, &a->lhs_contracting, dd->lf);
+    dd->nrf = free_dims(rs->rank, &a->rhs_batch, &a->rhs_contracting, dd->rf);
+    return dd->nb + dd->nlf + dd->nrf == in->shape.rank;
+}
+
+enum { SRC_L, SRC_R, SRC_O, SRC_NONE };
+
+typedef struct DotCand {
+    Spec l, r, out;
+} DotCand;
+
+/* Puts atoms on dim d of s unless some atom is already used. */
+static bool put(Spec *s, int32_t d, const int8_t *atoms, int32_t n, uint32_t *used)
+{
+    for (int32_t k = 0; k < n; k++) {
+        if (*used & (1u << atoms[k]))
+            return false;
+        *used |= 1u << atoms[k];
+    }
+    spec_set_dim(s, d, atoms, n);
+    return true;
+}
+
+/* The atoms source `src` gives the dims of group g (0 batch, 1 contracting,
+ * 2 lhs-free, 3 rhs-free), as a Spec whose dim k is the group's k-th dim. */
+static void group_assign(const DotDims *dd, int32_t g, int src, const Spec *L, const Spec *R, const Spec *O,
+                         Spec *out)
+{
+    int32_t n = g == 0 ? dd->nb : g == 1 ? dd->nc : g == 2 ? dd->nlf : dd->nrf;
+    spec_replicated(out, n);
+    for (int32_t k = 0; k < n; k++) {
+        const Spec *s = NULL;
+        int32_t d = 0;
+        if (src == SRC_L) {
+            s = L;
+            d = (int32_t)(g == 0 ? dd->lb[k] : g == 1 ? dd->lc[k] : dd->lf[k]);
+        } else if (src == SRC_R) {
+            s = R;
+            d = (int32_t)(g == 0 ? dd->rb[k] : g == 1 ? dd->rc[k] : dd->rf[k]);
+        } else if (src == SRC_O) {
+            s = O;
+            d = g == 0 ? k : g == 2 ? dd->nb + k : dd->nb + dd->nlf + k;
+        }
+        if (s)
+            spec_set_dim(out, k, spec_dim(s, d), spec_dim_n(s, d));
+    }
+}
+
+static bool dot_build(const DotDims *dd, const Spec *L, const Spec *R, const Spec *O, const int src[4], DotCand *c)
+{
+    spec_replicated(&c->l, L->rank);
+    spec_replicated(&c->r, R->rank);
+    spec_replicated(&c->out, O->rank);
+    uint32_t used = 0, partial = 0;
+    Spec g;
+    group_assign(dd, 0, src[0], L, R, O, &g);
+    for (int32_t k = 0; k < dd->nb; k++) {
+        if (!put(&c->out, k, spec_dim(&g, k), spec_dim_n(&g, k), &used))
+            return false;
+        spec_set_dim(&c->l, (int32_t)dd->lb[k], spec_dim(&g, k), spec_dim_n(&g, k));
+        spec_set_dim(&c->r, (int32_t)dd->rb[k], spec_dim(&g, k), spec_dim_n(&g, k));
+    }
+    group_assign(dd, 1, src[1], L, R, O, &g);
+    for (int32_t k = 0; k < dd->nc; k++) {
+        uint32_t before = used;
+        if (!put(&c->l, (int32_t)dd->lc[k], spec_dim(&g, k), spec_dim_n(&g, k), &used))
+            return false;
+        spec_set_dim(&c->r, (int32_t)dd->rc[k], spec_dim(&g, k), spec_dim_n(&g, k));
+        partial |= used & ~before;
+    }
+    group_assign(dd, 2, src[2], L, R, O, &g);
+    for (int32_t k = 0; k < dd->nlf; k++) {
+        if (!put(&c->l, (int32_t)dd->lf[k], spec_dim(&g, k), spec_dim_n(&g, k), &used))
+            return false;
+        spec_set_dim(&c->out, dd->nb + k, spec_dim(&g, k), spec_dim_n(&g, k));
+    }
+    group_assign(dd, 3, src[3], L, R, O, &g);
+    for (int32_t k = 0; k < dd->nrf; k++) {
+        if (!put(&c->r, (int32_t)dd->rf[k], spec_dim(&g, k), spec_dim_n(&g, k), &used))
+            return false;
+        spec_set_dim(&c->out, dd->nb + dd->nlf + k, spec_dim(&g, k), spec_dim_n(&g, k));
+    }
+    c->out.partial = partial;
+    c->out.kind = partial ? REDUCE_SUM : REDUCE_NONE;
+    return true;
+}
+
+/* Per group, the sources that give distinct atom assignments (first wins). */
+static int32_t group_sources(const DotDims *dd, int32_t g, const Spec *L, const Spec *R, const Spec *O, int *out)
+{
+    static const int options[4][3] = {{SRC_O, SRC_L, SRC_R}, {SRC_L, SRC_R, SRC_NONE},
+                                      {SRC_O, SRC_L, SRC_NONE}, {SRC_O, SRC_R, SRC_NONE}};
+    Spec seen[3];
+    int32_t n = 0;
+    for (int32_t k = 0; k < 3; k++) {
+        Spec a;
+        group_assign(dd, g, options[g][k], L, R, O, &a);
+        bool dup = false;
+        for (int32_t j = 0; j < n; j++)
+            dup |= spec_equal(&seen[j], &a);
+        if (dup)
+            continue;
+        seen[n] = a;
+        out[n++] = options[g][k];
+    }
+    return n;
+}
+
+static double dot_work(const Part *p, const DotDims *dd, const DotCand *c, int32_t i)
+{
+    double w = local_elems(p, &c->out, &part_in(p, i)->shape);
+    const Shape *ls = operand_shape(p, i, 0);
+    for (int32_t k = 0; k < dd->nc; k++)
+        w *= (double)ls->dims[dd->lc[k]] / (double)spec_dim_tiles(&c->l, p->mesh, (int32_t)dd->lc[k]);
+    return w;
+}
+
+static const char *dot_partial_reason(Part *p, int32_t i, const DotDims *dd, const Spec *l)
+{
+    const char *r = part_in(p, i)->name;
+    bool first = true;
+    for (int32_t k = 0; k < dd->nc; k++) {
+        int32_t d = (int32_t)dd->lc[k];
+        if (spec_dim_n(l, d) == 0)
+            continue;
+        const char *ax = part_axes_text(p, spec_dim(l, d), spec_dim_n(l, d));
+        r = first ? part_fmt(p, "%s: contracting dim %d of lhs sharded on '%s'", r, (int)d, ax)
+                  : part_fmt(p, "%s, dim %d on '%s'", r, (int)d, ax);
+        first = false;
+    }
+    return r;
+}
+
+static bool dot_choose(Part *p, int32_t i, const DotDims *dd, DotCand *best)
+{
+    const HloInst *in = part_in(p, i);
+    Spec L = strip_partial(operand_state(p, i, 0)), R = strip_partial(operand_state(p, i, 1)), O = decl0(p, i);
+    const Shape *ls = operand_shape(p, i, 0), *rs = operand_shape(p, i, 1);
+    int opts[4][3], nopt[4];
+    for (int32_t g = 0; g < 4; g++)
+        nopt[g] = group_sources(dd, g, &L, &R, &O, opts[g]);
+    int64_t best_bytes = PART_INF_COST;
+    double best_work = HUGE_VAL;
+    bool found = false;
+    for (int a = 0; a < nopt[0]; a++)
+        for (int b = 0; b < nopt[1]; b++)
+            for (int c = 0; c < nopt[2]; c++)
+                for (int d = 0; d < nopt[3]; d++) {
+                    int src[4] = {opts[0][a], opts[1][b], opts[2][c], opts[3][d]};
+                    DotCand dc;
+                    if (!dot_build(dd, &L, &R, &O, src, &dc) || !spec_is_even(&dc.l, p->mesh, ls, NULL) ||
+                        !spec_is_even(&dc.r, p->mesh, rs, NULL) || !spec_is_even(&dc.out, p->mesh, &in->shape, NULL))
+                        continue;
+                    int64_t bytes = part_cost(p, in->operands[0], &dc.l);
+                    if (bytes < PART_INF_COST)
+                        bytes += part_cost(p, in->operands[1], &dc.r);
+                    if (bytes < PART_INF_COST)
+                        bytes += result_cost(p, i, &dc.out);
+                    double work = dot_work(p, dd, &dc, i);
+                    if (bytes < PART_INF_COST && better(bytes, work, best_bytes, best_work)) {
+                        *best = dc;
+                        best_bytes = bytes;
+                        best_work = work;
+                        found = true;
+                    }
+                }
+    return found;
+}
+
+static bool h_dot(Part *p, int32_t i)
+{
+    DotDims dd;
+    DotCand c;
+    if (!dot_dims(p, i, &dd) || !dot_choose(p, i, &dd, &c))
+        return default_action(p, i);
+    const HloInst *in = part_in(p, i);
+    int32_t ops[2];
+    if ((ops[0] = part_operand(p, i, 0, &c.l)) < 0 || (ops[1] = part_operand(p, i, 1, &c.r)) < 0)
+        return false;
+    Shape l = spec_local_shape(&c.out, p->mesh, &in->shape);
+    int32_t r = part_clone(p, i, part_result_name(p, i, &c.out, c.out.partial ? "partial" : "local"), &l, ops, 2);
+    const char *why = c.out.partial ? dot_partial_reason(p, i, &dd, &c.l) : NULL;
+    part_set_result(p, i, r, &c.out, c.out.partial ? i : -1, why);
+    return true;
+}
+
+/* ================================================================ reduce */
+
+ReduceKind part_reducer_kind(const HloModule *m, int32_t comp)
+{
+    if (comp < 0 || comp >= m->n_comps)
+        return REDUCE_NONE;
+    const HloComputation *c = &m->comps[comp];
+    if (c->root < 0)
+        return REDUCE_NONE;
+    const HloInst *r = &c->insts[c->root];
+    if (r->n_operands != 2)
+        return REDUCE_NONE;
+    const HloInst *a = &c->insts[r->operands[0]], *b = &c->insts[r->operands[1]];
+    if (a->op != HLO_PARAMETER || b->op != HLO_PARAMETER ||
+        hlo_attrs(a)->param_number == hlo_attrs(b)->param_number)
+        return REDUCE_NONE;
+    switch (r->op) {
+    case HLO_ADD: return REDUCE_SUM;
+    case HLO_MAXIMUM: return REDUCE_MAX;
+    case HLO_MINIMUM: return REDUCE_MIN;
+    case HLO_MULTIPLY: return REDUCE_PROD;
+    case HLO_AND: return REDUCE_AND;
+    case HLO_OR: return REDUCE_OR;
+    default: return REDUCE_NONE;
+    }
+}
+
+/* Whether init is the identity of kind (so partial results can be combined). */
+static bool init_is_identity(const HloInst *init, ReduceKind kind)
+{
+    if (kind == REDUCE_MAX || kind == REDUCE_MIN)
+        return true;
+    const Literal *l = hlo_attrs(init)->literal;
+    if (init->op != HLO_CONSTANT || !l || l->elided || l->n != 1 || !shape_is_array(&init->shape))
+        return false;
+    double v = l->f ? l->f[0] : l->i ? (double)l->i[0] : NAN;
+    switch (kind) {
+    case REDUCE_SUM:
+    case REDUCE_OR: return v == 0;
+    case REDUCE_PROD:
+    case REDUCE_AND: return v == 1;
+    default: return false;
+    }
+}
+
+typedef struct ReduceCand {
+    Spec opnd, out;
+} ReduceCand;
+
+/* keep: kept dims from X (0) or from the declared output (1); red: reduced
+ * dims keep X's atoms (-> partial) or are gathered; pass: X's own pending
+ * partial passes through. */
+static bool reduce_build(const HloInst *in, const Spec *X, const Spec *O, int keep, bool red, bool pass,
+                         ReduceKind kind, ReduceCand *c)
+{
+    const HloAttrs *a = hlo_attrs(in);
+    uint32_t rmask = 0;
+    for (int32_t k = 0; k < a->dimensions.n; k++)
+        rmask |= 1u << a->dimensions.v[k];
+    spec_replicated(&c->opnd, X->rank);
+    spec_replicated(&c->out, O->rank);
+    uint32_t used = 0;
+    int32_t od = 0;
+    for (int32_t d = 0; d < X->rank; d++) {
+        if (rmask & (1u << d)) {
+            if (red && !put(&c->opnd, d, spec_dim(X, d), spec_dim_n(X, d), &used))
+                return false;
+            continue;
+        }
+        const Spec *s = keep == 0 ? X : O;
+        int32_t sd = keep == 0 ? d : od;
+        if (!put(&c->opnd, d, spec_dim(s, sd), spec_dim_n(s, sd), &used))
+            return false;
+        spec_set_dim(&c->out, od++, spec_dim(s, sd), spec_dim_n(s, sd));
+    }
+    uint32_t partial = red ? (used & ~spec_used(&c->out)) : 0;
+    if (pass) {
+        if (X->kind != kind || (X->partial & used))
+            return false;
+        c->opnd.partial = X->partial;
+        c->opnd.kind = X->kind;
+        partial |= X->partial;
+    }
+    c->out.partial = partial;
+    c->out.kind = partial ? kind : REDUCE_NONE;
+    return !(partial && kind == REDUCE_NONE);
+}
+
+static bool h_reduce(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    if (in->n_operands != 2 || !shape_is_array(&in->shape))
+        return default_action(p, i);
+    ReduceKind kind = part_reducer_kind(p->in, hlo_attrs(in)->to_apply);
+    bool ident = kind != REDUCE_NONE && init_is_identity(part_in(p, in->operands[1]), kind);
+    Spec Xp = operand_state(p, i, 0), X = strip_partial(Xp), O = decl0(p, i);
+    const Shape *xs = operand_shape(p, i, 0);
+    ReduceCand best, c;
+    int64_t best_bytes = PART_INF_COST;
+    double best_work = HUGE_VAL;
+    for (int keep = 0; keep < 2; keep++)
+        for (int red = 0; red < 2; red++)
+            for (int pass = 0; pass < 2; pass++) {
+                if ((red || pass) && !ident)
+                    continue;
+                if (pass && !Xp.partial)
+                    continue;
+                if (!reduce_build(in, pass ? &Xp : &X, &O, keep, red, pass, kind, &c) ||
+                    !spec_is_even(&c.opnd, p->mesh, xs, NULL))
+                    continue;
+                int64_t bytes = part_cost(p, in->operands[0], &c.opnd);
+                if (bytes < PART_INF_COST)
+                    bytes += result_cost(p, i, &c.out);
+                double work = local_elems(p, &c.opnd, xs);
+                if (bytes < PART_INF_COST && better(bytes, work, best_bytes, best_work)) {
+                    best = c;
+                    best_bytes = bytes;
+                    best_work = work;
+                }
+            }
+    if (best_bytes >= PART_INF_COST)
+        return default_action(p, i);
+    Spec init;
+    spec_replicated(&init, 0);
+    int32_t ops[2];
+    if ((ops[0] = part_operand(p, i, 0, &best.opnd)) < 0 || (ops[1] = part_operand(p, i, 1, &init)) < 0)
+        return false;
+    Shape l = spec_local_shape(&best.out, p->mesh, &in->shape);
+    int32_t r = part_clone(p, i, part_result_name(p, i, &best.out, best.out.partial ? "partial" : "local"), &l, ops, 2);
+    const char *why = NULL;
+    int32_t origin = -1;
+    uint32_t own = best.out.partial & ~best.opnd.partial;
+    if (own) {
+        int8_t atoms[SPMDC_MAX_ATOMS];
+        int32_t n = 0;
+        for (int32_t a = 0; a < SPMDC_MAX_ATOMS; a++)
+            if (own & (1u << a))
+                atoms[n++] = (int8_t)a;
+        why = part_fmt(p, "%s: reduced dims of %s sharded on '%s'", in->name, part_in(p, in->operands[0])->name,
+                       part_axes_text(p, atoms, n));
+        origin = i;
+    } else if (best.out.partial) {
+        const VState *src = part_primary(p, in->operands[0]);
+        origin = src->origin;
+        why = src->origin_reason;
+    }
+    part_set_result(p, i, r, &best.out, origin, why);
+    return true;
+}
+
+/* ================================================================ data movement */
+
+/* Generic chooser for one-operand ops whose operand state follows from the
+ * result state: want_of(c) gives the operand state for result state c
+ * (false if none), and forward(X) the result state for operand state X. */
+typedef bool (*WantFn)(const Part *p, int32_t i, const Spec *res, Spec *want);
+typedef bool (*ForwardFn)(const Part *p, int32_t i, const Spec *x, Spec *res);
+
+static bool choose_unary(Part *p, int32_t i, WantFn want_of, ForwardFn forward, Spec *res, Spec *want)
+{
+    const HloInst *in = part_in(p, i);
+    Spec cands[8];
+    int32_t nc = 0;
+    Spec o = decl0(p, i), os = strip_partial(o), x = operand_state(p, i, 0), xs = strip_partial(x), f;
+    add_cand(cands, &nc, &o);
+    add_cand(cands, &nc, &os);
+    if (forward(p, i, &x, &f))
+        add_cand(cands, &nc, &f);
+    if (forward(p, i, &xs, &f))
+        add_cand(cands, &nc, &f);
+    int64_t best_bytes = PART_INF_COST;
+    double best_work = HUGE_VAL;
+    for (int32_t c = 0; c < nc; c++) {
+        Spec w;
+        if (!want_of(p, i, &cands[c], &w) || !spec_is_even(&w, p->mesh, operand_shape(p, i, 0), NULL) ||
+            !spec_is_even(&cands[c], p->mesh, &in->shape, NULL))
+            continue;
+        int64_t bytes = part_cost(p, in->operands[0], &w);
+        if (bytes < PART_INF_COST)
+            bytes += result_cost(p, i, &cands[c]);
+        double work = local_elems(p, &cands[c], &in->shape);
+        if (bytes < PART_INF_COST && better(bytes, work, best_bytes, best_work)) {
+            *res = cands[c];
+            *want = w;
+            best_bytes = bytes;
+            best_work = work;
+        }
+    }
+    return best_bytes < PART_INF_COST;
+}
+
+static bool emit_unary(Part *p, int32_t i, const Spec *res, const Spec *want)
+{
+    const HloInst *in = part_in(p, i);
+    int32_t op = part_operand(p, i, 0, want);
+    if (op < 0)
+        return false;
+    Shape l = spec_local_shape(res, p->mesh, &in->shape);
+    int32_t r = part_clone(p, i, part_result_name(p, i, res, res->partial ? "partial" : "local"), &l, &op, 1);
+    const VState *src = res->partial ? part_primary(p, in->operands[0]) : NULL;
+    part_set_result(p, i, r, res, src ? src->origin : -1, src ? src->origin_reason : NULL);
+    return true;
+}
+
+static bool unary_handler(Part *p, int32_t i, WantFn want_of, ForwardFn forward)
+{
+    const HloInst *in = part_in(p, i);
+    Spec res, want;
+    if (!shape_is_array(&in->shape) || !shape_is_array(operand_shape(p, i, 0)) ||
+        !choose_unary(p, i, want_of, forward, &res, &want))
+        return default_action(p, i);
+    return emit_unary(p, i, &res, &want);
+}
+
+/* transpose: out dim k = in dim perm[k]. */
+static bool transpose_want(const Part *p, int32_t i, const Spec *res, Spec *want)
+{
+    const IntList *perm = &hlo_attrs(part_in(p, i))->dimensions;
+    spec_replicated(want, res->rank);
+    for (int32_t k = 0; k < perm->n && k < res->rank; k++)
+        spec_set_dim(want, (int32_t)perm->v[k], spec_dim(res, k), spec_dim_n(res, k));
+    want->partial = res->partial;
+    want->kind = res->kind;
+    return perm->n == res->rank;
+}
+
+static bool transpose_forward(const Part *p, int32_t i, const Spec *x, Spec *res)
+{
+    const IntList *perm = &hlo_attrs(part_in(p, i))->dimensions;
+    spec_replicated(res, x->rank);
+    for (int32_t k = 0; k < perm->n && k < x->rank; k++)
+        spec_set_dim(res, k, spec_dim(x, (int32_t)perm->v[k]), spec_dim_n(x, (int32_t)perm->v[k]));
+    res->partial = x->partial;
+    res->kind = x->kind;
+    return perm->n == x->rank;
+}
+
+/* broadcast: operand dim k -> output dim dims[k]; other output dims are new
+ * (a split new dim is just a smaller local broadcast). */
+static bool broadcast_want(const Part *p, int32_t i, const Spec *res, Spec *want)
+{
+    const IntList *bd = &hlo_attrs(part_in(p, i))->dimensions;
+    spec_replicated(want, operand_shape(p, i, 0)->rank);
+    for (int32_t k = 0; k < bd->n && k < want->rank; k++)
+        spec_set_dim(want, k, spec_dim(res, (int32_t)bd->v[k]), spec_dim_n(res, (int32_t)bd->v[k]));
+    want->partial = res->partial;
+    want->kind = res->kind;
+    return bd->n == want->rank;
+}
+
+static bool broadcast_forward(const Part *p, int32_t i, const Spec *x, Spec *res)
+{
+    const IntList *bd = &hlo_attrs(part_in(p, i))->dimensions;
+    spec_replicated(res, part_in(p, i)->shape.rank);
+    for (int32_t k = 0; k < bd->n && k < x->rank; k++)
+        spec_set_dim(res, (int32_t)bd->v[k], spec_dim(x, k), spec_dim_n(x, k));
+    res->partial = x->partial;
+    res->kind = x->kind;
+    return bd->n == x->rank;
+}
+
+/* Reshape: dims are grouped into runs with equal element counts on both
+ * sides; a group's sharding carries over iff only its major-most non-1 dim is
+ * split (on the source side) and its tile count divides the major-most non-1
+ * dim of the other side (a contiguous split of the group's linear range). */
+static bool reshape_map(const Mesh *m, const Shape *from, const Shape *to, const Spec *fs, Spec *ts)
+{
+    spec_replicated(ts, to->rank);
+    ts->partial = fs->partial;
+    ts->kind = fs->kind;
+    if (shape_elem_count(from) == 0)
+        return spec_used(fs) == 0;
+    int32_t i = 0, j = 0;
+    while (i < from->rank || j < to->rank) {
+        int32_t i0 = i, j0 = j;
+        int64_t pf = i < from->rank ? from->dims[i++] : 1, pt = j < to->rank ? to->dims[j++] : 1;
+        while (pf != pt) {
+            if (pf < pt && i < from->rank)
+                pf *= from->dims[i++];
+            else if (pt < pf && j < to->rank)
+                pt *= to->dims[j++];
+            else
+                return false;
+        }
+        int32_t fmaj = -1, tmaj = -1;
+        for (int32_t d = i0; d < i; d++) {
+            if (spec_dim_n(fs, d) > 0 && fmaj >= 0)
+                return false;
+            if (from->dims[d] > 1 && fmaj < 0)
+                fmaj = d;
+            if (spec_dim_n(fs, d) > 0 && d != fmaj)
+                return false;
+        }
+        for (int32_t d = j0; d < j && tmaj < 0; d++)
+            if (to->dims[d] > 1)
+                tmaj = d;
+        if (fmaj >= 0 && spec_dim_n(fs, fmaj) > 0) {
+            int64_t t = spec_dim_tiles(fs, m, fmaj);
+            if (tmaj < 0 || to->dims[tmaj] % t != 0)
+                return false;
+            spec_set_dim(ts, tmaj, spec_dim(fs, fmaj), spec_dim_n(fs, fmaj));
+        }
+    }
+    return true;
+}
+
+static bool reshape_want(const Part *p, int32_t i, const Spec *res, Spec *want)
+{
+    return reshape_map(p->mesh, &part_in(p, i)->shape, operand_shape(p, i, 0), res, want);
+}
+
+static bool reshape_forward(const Part *p, int32_t i, const Spec *x, Spec *res)
+{
+    return reshape_map(p->mesh, operand_shape(p, i, 0), &part_in(p, i)->shape, x, res);
+}
+
+static bool h_transpose(Part *p, int32_t i) { return unary_handler(p, i, transpose_want, transpose_forward); }
+static bool h_broadcast(Part *p, int32_t i) { return unary_handler(p, i, broadcast_want, broadcast_forward); }
+static bool h_reshape(Part *p, int32_t i) { return unary_handler(p, i, reshape_want, reshape_forward); }
+
+/* ================================================================ pass-through ops */
+
+/* Ops that act along some dims ("touched": they must be unsplit) and leave
+ * the others alone: the op runs locally on the untouched dims' shards. */
+static uint32_t touched_dims(const Part *p, int32_t i, int32_t *n_data)
+{
+    const HloInst *in = part_in(p, i);
+    const HloAttrs *a = hlo_attrs(in);
+    const Shape *x = operand_shape(p, i, 0);
+    uint32_t t = 0;
+    *n_data = 1;
+    switch (in->op) {
+    case HLO_SLICE:
+        for (int32_t d = 0; d < x->rank && d < a->slice_start.n; d++)
+            if (a->slice_start.v[d] != 0 || a->slice_limit.v[d] != x->dims[d] ||
+                (a->slice_stride.n > d && a->slice_stride.v[d] != 1))
+                t |= 1u << d;
+        return t;
+    case HLO_PAD:
+        for (int32_t d = 0; d < x->rank && d < a->pad_lo.n; d++)
+            if (a->pad_lo.v[d] || a->pad_hi.v[d] || (a->pad_interior.n > d && a->pad_interior.v[d]))
+                t |= 1u << d;
+        return t;
+    case HLO_CONCATENATE:
+    case HLO_SORT:
+        *n_data = in->n_operands;
+        /* fallthrough */
+    case HLO_REVERSE:
+        for (int32_t k = 0; k < a->dimensions.n; k++)
+            t |= 1u << a->dimensions.v[k];
+        return t;
+    case HLO_DYNAMIC_SLICE:
+        for (int32_t d = 0; d < x->rank && d < a->dynamic_slice_sizes.n; d++)
+            if (a->dynamic_slice_sizes.v[d] != x->dims[d])
+                t |= 1u << d;
+        return t;
+    case HLO_DYNAMIC_UPDATE_SLICE: {
+        const Shape *u = operand_shape(p, i, 1);
+        *n_data = 2;
+        for (int32_t d = 0; d < x->rank && d < u->rank; d++)
+            if (u->dims[d] != x->dims[d])
+                t |= 1u << d;
+        return t;
+    }
+    case HLO_REDUCE_WINDOW:
+        for (int32_t d = 0; a->window && d < a->window->rank; d++) {
+            const WindowDim *w = &a->window->dims[d];
+            if (w->size != 1 || w->stride != 1 || w->pad_lo || w->pad_hi || w->lhs_dilate > 1 || w->rhs_dilate > 1 ||
+                w->reversal)
+                t |= 1u << d;
+        }
+        return t;
+    case HLO_MAP:
+        *n_data = in->n_operands;
+        return 0;
+    default: return ~0u;
+    }
+}
+
+static bool passthrough_ok(const Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    if (in->n_operands < 1 || !shape_is_array(operand_shape(p, i, 0)))
+        return false;
+    int32_t rank = operand_shape(p, i, 0)->rank;
+    if (in->op == HLO_REDUCE_WINDOW)
+        return in->n_operands == 2 && hlo_attrs(in)->window && shape_is_array(&in->shape);
+    if (in->op == HLO_SORT) {
+        for (int32_t k = 0; k < in->n_operands; k++)
+            if (!shape_is_array(operand_shape(p, i, k)) || operand_shape(p, i, k)->rank != rank)
+                return false;
+        return true;
+    }
+    return shape_is_array(&in->shape) && in->shape.rank == rank;
+}
+
+static int64_t passthrough_cost(Part *p, int32_t i, const Spec *c, int32_t n_data)
+{
+    const HloInst *in = part_in(p, i);
+    int64_t bytes = 0;
+    for (int32_t k = 0; k < n_data && bytes < PART_INF_COST; k++)
+        bytes += part_cost(p, in->operands[k], c);
+    if (bytes >= PART_INF_COST)
+        return PART_INF_COST;
+    if (shape_is_tuple(&in->shape)) {
+        const Spec *decl = part_decl_leaves(p, i);
+        for (int32_t k = 0; k < in->shape.n_elems && bytes < PART_INF_COST; k++)
+            bytes += reshard_cost(p->mesh, &in->shape.elems[k], c, &decl[k]);
+        return bytes;
+    }
+    return bytes + result_cost(p, i, c);
+}
+
+/* Local attribute fix-ups: sizes of untouched dims become local sizes. */
+static void passthrough_fix(Part *p, int32_t i, int32_t r, const Spec *c)
+{
+    const HloInst *in = part_in(p, i);
+    HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, r));
+    Shape lx = spec_local_shape(c, p->mesh, operand_shape(p, i, 0));
+    if (in->op == HLO_SLICE)
+        for (int32_t d = 0; d < a->slice_limit.n && d < lx.rank; d++)
+            if (spec_dim_n(c, d) > 0)
+                a->slice_limit.v[d] = lx.dims[d];
+    if (in->op == HLO_DYNAMIC_SLICE)
+        for (int32_t d = 0; d < a->dynamic_slice_sizes.n && d < lx.rank; d++)
+            if (spec_dim_n(c, d) > 0)
+                a->dynamic_slice_sizes.v[d] = lx.dims[d];
+}
+
+static bool h_passthrough(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    int32_t n_data;
+    uint32_t t = touched_dims(p, i, &n_data);
+    if (!passthrough_ok(p, i))
+        return default_action(p, i);
+    Spec cands[4];
+    int32_t nc = 0;
+    Spec o = shape_is_tuple(&in->shape) ? part_decl_leaves(p, i)[0] : decl0(p, i);
+    Spec c1 = clear_dims(strip_partial(o), t), c2 = clear_dims(strip_partial(operand_state(p, i, 0)), t);
+    add_cand(cands, &nc, &c1);
+    add_cand(cands, &nc, &c2);
+    int32_t best = -1;
+    int64_t best_bytes = PART_INF_COST;
+    double best_work = HUGE_VAL;
+    for (int32_t c = 0; c < nc; c++) {
+        int64_t b = passthrough_cost(p, i, &cands[c], n_data);
+        double w = local_elems(p, &cands[c], operand_shape(p, i, 0));
+        if (b < PART_INF_COST && better(b, w, best_bytes, best_work)) {
+            best = c;
+            best_bytes = b;
+            best_work = w;
+        }
+    }
+    if (best < 0)
+        return default_action(p, i);
+    const Spec *c = &cands[best];
+    int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, in->n_operands);
+    for (int32_t k = 0; k < in->n_operands; k++) {
+        Spec want;
+        if (k < n_data)
+            want = *c;
+        else
+            spec_replicated(&want, operand_shape(p, i, k)->rank);
+        if ((ops[k] = part_operand(p, i, k, &want)) < 0)
+            return false;
+    }
+    int32_t n_leaves = p->vals[i].n_leaves;
+    Spec *leaves = ARENA_ARRAY(p->scratch, Spec, n_leaves);
+    for (int32_t k = 0; k < n_leaves; k++)
+        leaves[k] = *c;
+    Shape l = part_local_shape(p, &in->shape, leaves);
+    int32_t r = part_clone(p, i, part_result_name(p, i, leaves, "local"), &l, ops, in->n_operands);
+    passthrough_fix(p, i, r, c);
+    part_set_result(p, i, r, leaves, -1, NULL);
+    return true;
+}
+
+/* ================================================================ tuples, annotations, control flow */
+
+static bool h_tuple(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    Spec *decl = part_decl_leaves(p, i);
+    int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, in->n_operands ? in->n_operands : 1);
+    int32_t off = 0;
+    for (int32_t k = 0; k < in->n_operands; k++) {
+        if ((ops[k] = part_operand(p, i, k, decl + off)) < 0)
+            return false;
+        off += p->vals[in->operands[k]].n_leaves;
+    }
+    Shape l = part_local_shape(p, &in->shape, decl);
+    int32_t r = part_clone(p, i, part_result_name(p, i, decl, "local"), &l, ops, in->n_operands);
+    part_set_result(p, i, r, decl, -1, NULL);
+    return true;
+}
+
+static bool h_get_tuple_element(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    int32_t v = in->operands[0];
+    const Shape *ts = &part_in(p, v)->shape;
+    int64_t idx = hlo_attrs(in)->index;
+    if (!shape_is_tuple(ts) || idx < 0 || idx >= ts->n_elems)
+        return default_action(p, i);
+    int32_t off = 0;
+    for (int64_t e = 0; e < idx; e++)
+        off += shape_leaf_count(&ts->elems[e]);
+    const VState *st = part_primary(p, v);
+    const Spec *leaves = st->leaves + off;
+    Shape l = part_local_shape(p, &in->shape, leaves);
+    int32_t r = part_clone(p, i, part_result_name(p, i, leaves, "element"), &l, &st->local, 1);
+    bool partial = false;
+    for (int32_t k = 0; k < p->vals[i].n_leaves; k++)
+        partial |= leaves[k].partial != 0;
+    part_set_result(p, i, r, leaves, partial ? st->origin : -1, partial ? st->origin_reason : NULL);
+    return true;
+}
+
+static bool h_custom_call(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    const char *target = hlo_attrs(in)->custom_call_target;
+    if (!target || strcmp(target, "Sharding") != 0 || in->n_operands != 1)
+        return default_action(p, i);
+    Spec *decl = part_decl_leaves(p, i);
+    int32_t op = part_operand(p, i, 0, decl);
+    if (op < 0)
+        return false;
+    Shape l = part_local_shape(p, &in->shape, decl);
+    int32_t r = part_emit(p, HLO_COPY, in->name, &l, &op, 1);
+    part_out(p, r)->span = in->span;
+    part_set_result(p, i, r, decl, -1, NULL);
+    return true;
+}
+
+static bool h_control_flow(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    const HloAttrs *a = hlo_attrs(in);
+    int32_t refs[4 + SPMDC_MAX_RANK];
+    int32_t n = 0;
+    refs[n++] = a->to_apply;
+    refs[n++] = a->condition;
+    refs[n++] = a->body;
+    for (int32_t k = 0; k < a->branches.n && n < (int32_t)(sizeof refs / sizeof refs[0]); k++)
+        refs[n++] = (int32_t)a->branches.v[k];
+    for (int32_t k = 0; k < n; k++) {
+        if (refs[k] >= 0 && refs[k] < p->in->n_comps && p->comp_sharded[refs[k]]) {
+            diag_error(p->cx->diag, in->span,
+                       "%s: computation '%s' holds split values; partitioning the inside of %s is not supported "
+                       "yet (its values must be replicated)",
+                       in->name, p->in->comps[refs[k]].name, hlo_opcode_name(in->op));
+            return false;
+        }
+    }
+    return default_action(p, i);
+}
+
+static bool h_unsupported(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    diag_error(p->cx->diag, in->span, "%s: %s in the input program is not supported by the partitioner", in->name,
+               hlo_opcode_name(in->op));
+    return false;
+}
+
+/* ================================================================ dispatch */
+
+typedef bool (*Handler)(Part *p, int32_t i);
+
+static Handler handler_for(HloOpcode op)
+{
+    switch (op) {
+    case HLO_PARAMETER: return h_parameter;
+    case HLO_CONSTANT: return h_constant;
+    case HLO_IOTA: return h_iota;
+    case HLO_TUPLE: return h_tuple;
+    case HLO_GET_TUPLE_ELEMENT: return h_get_tuple_element;
+    case HLO_BROADCAST: return h_broadcast;
+    case HLO_TRANSPOSE: return h_transpose;
+    case HLO_RESHAPE: return h_reshape;
+    case HLO_DOT: return h_dot;
+    case HLO_REDUCE: return h_reduce;
+    case HLO_SLICE:
+    case HLO_PAD:
+    case HLO_CONCATENATE:
+    case HLO_REVERSE:
+    case HLO_SORT:
+    case HLO_DYNAMIC_SLICE:
+    case HLO_DYNAMIC_UPDATE_SLICE:
+    case HLO_REDUCE_WINDOW:
+    case HLO_MAP: return h_passthrough;
+    case HLO_CUSTOM_CALL: return h_custom_call;
+    case HLO_WHILE:
+    case HLO_CALL:
+    case HLO_CONDITIONAL: return h_control_flow;
+    case HLO_PARTITION_ID: return h_unsupported;
+    case HLO_BITCAST_CONVERT: return default_action; /* may change the rank */
+    default: break;
+    }
+    if (hlo_opcode_is_elementwise(op))
+        return h_elementwise;
+    if (hlo_opcode_category(op) == 'C')
+        return h_unsupported;
+    return default_action;
+}
+
+bool part_handle(Part *p, int32_t i) { return handler_for(part_in(p, i)->op)(p, i); }

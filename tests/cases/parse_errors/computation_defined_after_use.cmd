@@ -1,0 +1,1 @@
+compile computation_defined_after_use.hlo -o out.hlo

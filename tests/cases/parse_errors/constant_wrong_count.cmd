@@ -1,0 +1,1 @@
+compile constant_wrong_count.hlo -o out.hlo

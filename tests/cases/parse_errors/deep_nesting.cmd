@@ -1,0 +1,1 @@
+compile deep_nesting.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile duplicate_attribute.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile duplicate_entry.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile duplicate_instruction_name.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile dynamic_dimension.hlo -o out.hlo

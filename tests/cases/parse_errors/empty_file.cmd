@@ -1,0 +1,1 @@
+compile empty_file.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile header_only.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile huge_integer.hlo -o out.hlo

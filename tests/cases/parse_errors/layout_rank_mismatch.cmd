@@ -1,0 +1,1 @@
+compile layout_rank_mismatch.hlo -o out.hlo

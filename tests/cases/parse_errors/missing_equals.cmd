@@ -1,0 +1,1 @@
+compile missing_equals.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile name_touching_equals.hlo -o out.hlo

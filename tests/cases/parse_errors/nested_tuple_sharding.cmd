@@ -1,0 +1,1 @@
+compile nested_tuple_sharding.hlo -o out.hlo

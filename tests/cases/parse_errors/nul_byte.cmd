@@ -1,0 +1,1 @@
+compile nul_byte.hlo -o out.hlo

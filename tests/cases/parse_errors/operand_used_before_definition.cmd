@@ -1,0 +1,1 @@
+compile operand_used_before_definition.hlo -o out.hlo

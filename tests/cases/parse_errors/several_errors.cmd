@@ -1,0 +1,1 @@
+compile several_errors.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile sharding_device_count_mismatch.hlo -o out.hlo

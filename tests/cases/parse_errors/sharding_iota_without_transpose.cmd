@@ -1,0 +1,1 @@
+compile sharding_iota_without_transpose.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile sharding_unknown_axis.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile stray_character.hlo -o out.hlo

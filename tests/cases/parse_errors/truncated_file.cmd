@@ -1,0 +1,1 @@
+compile truncated_file.hlo -o out.hlo

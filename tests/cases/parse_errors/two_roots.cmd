@@ -1,0 +1,1 @@
+compile two_roots.hlo -o out.hlo

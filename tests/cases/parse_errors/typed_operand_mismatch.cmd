@@ -1,0 +1,1 @@
+compile typed_operand_mismatch.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile unbalanced_braces.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile undefined_operand.hlo -o out.hlo

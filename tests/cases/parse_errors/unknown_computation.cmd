@@ -1,0 +1,1 @@
+compile unknown_computation.hlo -o out.hlo

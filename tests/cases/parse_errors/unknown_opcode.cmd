@@ -1,0 +1,1 @@
+compile unknown_opcode.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile unterminated_backend_config.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile unterminated_comment.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile unterminated_string.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile wrong_attribute_kind.hlo -o out.hlo

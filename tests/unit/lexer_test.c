@@ -1,0 +1,343 @@
+/* lexer_test.c - the flex scanner (grammar/hlo.l): token kinds, token text,
+ * values, locations, the context-sensitive rules (layout braces, JSON blobs,
+ * T(), LABEL vs ATTRNAME) and lexical errors.
+ *
+ * Each test lexes a string and compares a one-line rendering of the token
+ * stream, e.g. "IDENT(all-reduce.3) ',' INT(3)", so the expectations read
+ * like the input.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ast.h"
+#include "hlo.tab.h"
+#define YYSTYPE HLO_YYSTYPE
+#define YYLTYPE AstLoc
+#include "hlo.lex.h"
+
+#include "spmdc/diag.h"
+#include "spmdc/strbuf.h"
+
+static const struct {
+    int tok;
+    const char *name;
+} NAMES[] = {
+    {TOK_NAME_PCT, "NAME_PCT"},     {TOK_LABEL, "LABEL"},       {TOK_ATTRNAME, "ATTRNAME"},
+    {TOK_PRIMTYPE, "PRIMTYPE"},     {TOK_IDENT, "IDENT"},       {TOK_INT, "INT"},
+    {TOK_DECIMAL, "DECIMAL"},       {TOK_NAN, "NAN"},           {TOK_NEGINF, "NEGINF"},
+    {TOK_STRING, "STRING"},         {TOK_BLOB, "BLOB"},         {TOK_DXD, "DXD"},
+    {TOK_PAD, "PAD"},               {TOK_DIMLABELS, "DIMLABELS"}, {TOK_KW_HLOMODULE, "HloModule"},
+    {TOK_KW_ENTRY, "ENTRY"},        {TOK_KW_ROOT, "ROOT"},      {TOK_KW_TRUE, "true"},
+    {TOK_KW_FALSE, "false"},        {TOK_KW_INF, "inf"},        {TOK_KW_MAXIMAL, "maximal"},
+    {TOK_KW_REPLICATED, "replicated"}, {TOK_KW_MANUAL, "manual"}, {TOK_KW_UNKNOWN, "unknown"},
+    {TOK_KW_UNREDUCED, "unreduced"}, {TOK_KW_LAST_TILE_DIM_REPLICATE, "last_tile_dim_replicate"},
+    {TOK_KW_SHARD_AS, "shard_as"},  {TOK_KW_SHARD_LIKE, "shard_like"}, {TOK_LE, "<="},
+    {TOK_ARROW, "->"},              {TOK_ELLIPSIS, "..."},      {TOK_TPAREN, "T("},
+    {TOK_LAYOUT_LBRACE, "LAYOUT{"}, {TOK_HLO_YYerror, "ERROR"},
+};
+
+/* Tokens with text print it in parentheses. */
+static bool has_text(int tok)
+{
+    return tok == TOK_NAME_PCT || tok == TOK_LABEL || tok == TOK_ATTRNAME || tok == TOK_PRIMTYPE ||
+           tok == TOK_IDENT || tok == TOK_INT || tok == TOK_DECIMAL || tok == TOK_NAN || tok == TOK_STRING ||
+           tok == TOK_BLOB || tok == TOK_DXD || tok == TOK_PAD || tok == TOK_DIMLABELS;
+}
+
+typedef struct Lexed {
+    StrBuf out;       /* rendered tokens */
+    DiagEngine *diag; /* in-memory messages */
+    Arena *arena, *keep;
+    AstTok last;      /* value of the last token */
+    AstLoc locs[64];  /* locations of the first 64 tokens */
+    int n;
+} Lexed;
+
+static void lex(Lexed *lx, const char *text)
+{
+    memset(lx, 0, sizeof *lx);
+    lx->diag = diag_create(NULL);
+    diag_set_show_source(lx->diag, false);
+    size_t len = strlen(text);
+    uint32_t fid = diag_add_file(lx->diag, "t.hlo", text, len);
+    lx->arena = arena_create();
+    lx->keep = arena_create();
+    ParseCtx cx = {lx->arena, lx->keep, lx->diag, fid, text, (uint32_t)len, NULL, NULL};
+    ScanState st;
+    memset(&st, 0, sizeof st);
+    st.cx = &cx;
+    st.line = st.col = 1;
+    yyscan_t sc;
+    assert_int_equal(hlo_yylex_init_extra(&st, &sc), 0);
+    hlo_yy_scan_bytes(text, (int)len, sc);
+    for (;;) {
+        HLO_YYSTYPE v;
+        AstLoc loc;
+        memset(&v, 0, sizeof v);
+        memset(&loc, 0, sizeof loc);
+        int tok = hlo_yylex(&v, &loc, sc);
+        if (tok == TOK_YYEOF) break;
+        if (lx->n < 64) lx->locs[lx->n] = loc;
+        lx->n++;
+        if (lx->out.len) sb_putc(&lx->out, ' ');
+        const char *name = NULL;
+        for (size_t k = 0; k < sizeof NAMES / sizeof NAMES[0]; k++)
+            if (NAMES[k].tok == tok) name = NAMES[k].name;
+        if (name)
+            sb_puts(&lx->out, name);
+        else
+            sb_printf(&lx->out, "'%c'", tok);
+        if (has_text(tok)) {
+            sb_printf(&lx->out, "(%.*s)", (int)v.tok.n, v.tok.s);
+            lx->last = v.tok;
+        }
+    }
+    hlo_yylex_destroy(sc);
+}
+
+static void lexed_free(Lexed *lx)
+{
+    sb_free(&lx->out);
+    diag_destroy(lx->diag);
+    arena_destroy(lx->arena);
+    arena_destroy(lx->keep);
+}
+
+/* Lexes text and expects exactly the rendering want and no diagnostics. */
+static void expect_tokens(const char *text, const char *want)
+{
+    Lexed lx;
+    lex(&lx, text);
+    assert_string_equal(sb_cstr(&lx.out), want);
+    assert_string_equal(diag_text(lx.diag), "");
+    lexed_free(&lx);
+}
+
+/* Lexes text and expects the tokens and exactly the diagnostics given. */
+static void expect_error(const char *text, const char *want_tokens, const char *want_diag)
+{
+    Lexed lx;
+    lex(&lx, text);
+    assert_string_equal(sb_cstr(&lx.out), want_tokens);
+    assert_string_equal(diag_text(lx.diag), want_diag);
+    lexed_free(&lx);
+}
+
+static void test_identifiers_keep_dots_and_dashes(void **state)
+{
+    (void)state;
+    expect_tokens("all-reduce.3 get-tuple-element.8 p.0.lhs.1247 %add-call x_1",
+                  "IDENT(all-reduce.3) IDENT(get-tuple-element.8) IDENT(p.0.lhs.1247) NAME_PCT(add-call) "
+                  "IDENT(x_1)");
+}
+
+static void test_label_attrname_name(void **state)
+{
+    (void)state;
+    /* LABEL and ATTRNAME need the ':' / '=' touching the word; %names never absorb them. */
+    expect_tokens("p0: dimensions= x : y = %p.1= %q:",
+                  "LABEL(p0) ATTRNAME(dimensions) IDENT(x) ':' IDENT(y) '=' NAME_PCT(p.1) '=' NAME_PCT(q) ':'");
+    expect_tokens("control-predecessors={%a} xla.sdy.meshes=",
+                  "ATTRNAME(control-predecessors) '{' NAME_PCT(a) '}' ATTRNAME(xla.sdy.meshes)");
+}
+
+static void test_types_and_keywords(void **state)
+{
+    (void)state;
+    expect_tokens("f32 bf16 pred token opaque_type f8e4m3fn f32.1 token0 tuple",
+                  "PRIMTYPE(f32) PRIMTYPE(bf16) PRIMTYPE(pred) PRIMTYPE(token) PRIMTYPE(opaque_type) "
+                  "PRIMTYPE(f8e4m3fn) IDENT(f32.1) IDENT(token0) IDENT(tuple)");
+    expect_tokens("HloModule ENTRY ROOT true false inf maximal replicated manual unknown unreduced",
+                  "HloModule ENTRY ROOT true false inf maximal replicated manual unknown unreduced");
+    expect_tokens("last_tile_dim_replicate shard_as shard_like Root entry",
+                  "last_tile_dim_replicate shard_as shard_like IDENT(Root) IDENT(entry)");
+}
+
+static void test_numbers(void **state)
+{
+    (void)state;
+    expect_tokens("0 -3 1.5 .5 2. 1e5 -1.5e-3 3x3 1x0x2 0_0x1_2 2_4_1x1_1_2 -1_-1",
+                  "INT(0) INT(-3) DECIMAL(1.5) DECIMAL(.5) DECIMAL(2.) DECIMAL(1e5) DECIMAL(-1.5e-3) DXD(3x3) "
+                  "DXD(1x0x2) PAD(0_0x1_2) PAD(2_4_1x1_1_2) PAD(-1_-1)");
+    expect_tokens("-inf inf nan -nan nan(0x1) nan.2",
+                  "NEGINF inf NAN(nan) NAN(-nan) NAN(nan(0x1)) IDENT(nan.2)");
+}
+
+static void test_integer_values(void **state)
+{
+    (void)state;
+    Lexed lx;
+    lex(&lx, "18446744073709551615");
+    assert_string_equal(sb_cstr(&lx.out), "INT(18446744073709551615)");
+    assert_true(lx.last.is_u64);
+    assert_int_equal(lx.last.i, -1); /* u64 max keeps its bit pattern */
+    lexed_free(&lx);
+    lex(&lx, "-9223372036854775808");
+    assert_false(lx.last.is_u64);
+    assert_true(lx.last.i == INT64_MIN);
+    lexed_free(&lx);
+    lex(&lx, "9223372036854775807");
+    assert_false(lx.last.is_u64);
+    assert_true(lx.last.i == INT64_MAX);
+    lexed_free(&lx);
+}
+
+static void test_dim_labels(void **state)
+{
+    (void)state;
+    expect_tokens("b01f_01io->b01f 0bf_0oi->0bf bf_io->bf ??_io->??",
+                  "DIMLABELS(b01f_01io->b01f) DIMLABELS(0bf_0oi->0bf) DIMLABELS(bf_io->bf) DIMLABELS(\?\?_io->\?\?)");
+}
+
+static void test_punctuation(void **state)
+{
+    (void)state;
+    expect_tokens("= , : * ? # + ~ [ ] ( ) { } ... -> <=",
+                  "'=' ',' ':' '*' '?' '#' '+' '~' '[' ']' '(' ')' '{' '}' ... -> <=");
+}
+
+static void test_layout_brace(void **state)
+{
+    (void)state;
+    /* `{` right after `]` is a layout when a digit, '-' or ':' follows (blanks and comments skipped). */
+    expect_tokens("f32[2,3]{1,0}", "PRIMTYPE(f32) '[' INT(2) ',' INT(3) ']' LAYOUT{ INT(1) ',' INT(0) '}'");
+    expect_tokens("f32[]{:T(256)}", "PRIMTYPE(f32) '[' ']' LAYOUT{ ':' T( INT(256) ')' '}'");
+    expect_tokens("f32[2] /*c*/ { 0 }", "PRIMTYPE(f32) '[' INT(2) ']' LAYOUT{ INT(0) '}'");
+    expect_tokens("f32[]{}", "PRIMTYPE(f32) '[' ']' LAYOUT{ '}'");
+    /* ... otherwise it opens a body or a group. */
+    expect_tokens("-> f32[2] {\n  %x", "-> PRIMTYPE(f32) '[' INT(2) ']' '{' NAME_PCT(x)");
+    expect_tokens("{ 0 }", "'{' INT(0) '}'");
+}
+
+static void test_iota_transpose(void **state)
+{
+    (void)state;
+    expect_tokens("[2,4]<=[4,2]T(1,0)",
+                  "'[' INT(2) ',' INT(4) ']' <= '[' INT(4) ',' INT(2) ']' T( INT(1) ',' INT(0) ')'");
+    expect_tokens("T (1) xT(1)", "IDENT(T) '(' INT(1) ')' IDENT(xT) '(' INT(1) ')'");
+}
+
+static void test_strings_unescaped(void **state)
+{
+    (void)state;
+    Lexed lx;
+    lex(&lx, "\"a\\\"b\\n\\t\\\\\\101\\x42\"");
+    assert_int_equal(lx.last.n, 8);
+    assert_memory_equal(lx.last.s, "a\"b\n\t\\AB", 8);
+    assert_string_equal(diag_text(lx.diag), "");
+    lexed_free(&lx);
+    lex(&lx, "\"two\nlines\"");
+    assert_int_equal(lx.last.n, 9);
+    lexed_free(&lx);
+}
+
+static void test_comments_skipped(void **state)
+{
+    (void)state;
+    expect_tokens("a /*index=5*/ b // rest of line\n c /* multi\n line */ d",
+                  "IDENT(a) IDENT(b) IDENT(c) IDENT(d)");
+}
+
+static void test_backend_config_blob(void **state)
+{
+    (void)state;
+    /* Brace-balanced, strings (with escaped quotes and braces) skipped. */
+    expect_tokens("backend_config={\"a\":{\"b\":\"}\\\"{\"}}, x=1",
+                  "ATTRNAME(backend_config) BLOB({\"a\":{\"b\":\"}\\\"{\"}}) ',' ATTRNAME(x) INT(1)");
+    expect_tokens("backend_config=\"s\"", "ATTRNAME(backend_config) STRING(s)");
+    expect_tokens("backend_config={}", "ATTRNAME(backend_config) BLOB({})");
+}
+
+static void test_frontend_attribute_blobs(void **state)
+{
+    (void)state;
+    /* Values directly inside frontend_attributes={...} may be raw dicts. */
+    expect_tokens("frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<[\"x\"=4]>}, k=\"v\"} y={1}",
+                  "ATTRNAME(frontend_attributes) '{' ATTRNAME(xla.sdy.meshes) "
+                  "BLOB({mesh = #sdy.mesh<[\"x\"=4]>}) ',' ATTRNAME(k) STRING(v) '}' ATTRNAME(y) '{' INT(1) '}'");
+}
+
+static void test_locations(void **state)
+{
+    (void)state;
+    Lexed lx;
+    lex(&lx, "HloModule m\n  %x = f32[]\t{\n\"a\nb\" z");
+    assert_string_equal(sb_cstr(&lx.out),
+                        "HloModule IDENT(m) NAME_PCT(x) '=' PRIMTYPE(f32) '[' ']' '{' STRING(a\nb) IDENT(z)");
+    assert_int_equal(lx.locs[2].span.begin.line, 2); /* %x */
+    assert_int_equal(lx.locs[2].span.begin.col, 3);
+    assert_int_equal(lx.locs[2].span.end.col, 4);
+    assert_int_equal(lx.locs[2].off, 14);
+    assert_int_equal(lx.locs[2].end, 16);
+    assert_int_equal(lx.locs[7].span.begin.col, 14); /* '{' after a tab: byte columns */
+    assert_int_equal(lx.locs[8].span.begin.line, 3); /* the string spans two lines */
+    assert_int_equal(lx.locs[8].span.end.line, 4);
+    assert_int_equal(lx.locs[8].span.end.col, 2);
+    assert_int_equal(lx.locs[9].span.begin.line, 4);
+    assert_int_equal(lx.locs[9].span.begin.col, 4);
+    lexed_free(&lx);
+}
+
+static void test_lexical_errors(void **state)
+{
+    (void)state;
+    expect_error("a /* open\n b", "IDENT(a) ERROR",
+                 "t.hlo:1:3: error: unterminated comment: '/*' has no closing '*/'\n");
+    expect_error("x \"open\n", "IDENT(x) ERROR", "t.hlo:1:3: error: unterminated string: '\"' has no closing '\"'\n");
+    expect_error("a @ b < c", "IDENT(a) ERROR IDENT(b) ERROR IDENT(c)",
+                 "t.hlo:1:3: error: unexpected character '@'\nt.hlo:1:7: error: unexpected character '<'\n");
+    expect_error("a . b", "IDENT(a) ERROR IDENT(b)", "t.hlo:1:3: error: unexpected character '.'\n");
+    expect_error("\x01 \xc3", "ERROR ERROR",
+                 "t.hlo:1:1: error: unexpected byte 0x01\nt.hlo:1:3: error: unexpected byte 0xc3\n");
+    expect_error("99999999999999999999", "ERROR",
+                 "t.hlo:1:1: error: integer '99999999999999999999' does not fit in 64 bits\n");
+    expect_error("-9223372036854775809", "ERROR",
+                 "t.hlo:1:1: error: integer '-9223372036854775809' does not fit in 64 bits\n");
+    expect_error("backend_config={\"a\":1", "ATTRNAME(backend_config) ERROR",
+                 "t.hlo:1:16: error: unterminated '{': no matching '}' before the end of the file\n");
+}
+
+static void test_nesting_limit(void **state)
+{
+    (void)state;
+    char text[2 * AST_MAX_NESTING + 8];
+    memset(text, '[', AST_MAX_NESTING + 1);
+    text[AST_MAX_NESTING + 1] = 0;
+    Lexed lx;
+    lex(&lx, text);
+    char want[128];
+    snprintf(want, sizeof want, "t.hlo:1:%d: error: brackets nested deeper than %d levels\n", AST_MAX_NESTING + 1,
+             AST_MAX_NESTING);
+    assert_string_equal(diag_text(lx.diag), want);
+    assert_int_equal(lx.n, AST_MAX_NESTING + 1); /* 200 '[' then the error, then nothing */
+    lexed_free(&lx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_identifiers_keep_dots_and_dashes),
+        cmocka_unit_test(test_label_attrname_name),
+        cmocka_unit_test(test_types_and_keywords),
+        cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_integer_values),
+        cmocka_unit_test(test_dim_labels),
+        cmocka_unit_test(test_punctuation),
+        cmocka_unit_test(test_layout_brace),
+        cmocka_unit_test(test_iota_transpose),
+        cmocka_unit_test(test_strings_unescaped),
+        cmocka_unit_test(test_comments_skipped),
+        cmocka_unit_test(test_backend_config_blob),
+        cmocka_unit_test(test_frontend_attribute_blobs),
+        cmocka_unit_test(test_locations),
+        cmocka_unit_test(test_lexical_errors),
+        cmocka_unit_test(test_nesting_limit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

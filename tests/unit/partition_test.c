@@ -1,0 +1,856 @@
+/* partition_test.c - the SPMD partitioner (src/partition.c,
+ * src/partition_ops.c) end to end: HLO text -> parse -> bind -> propagate
+ * -> partition, asserting the exact collectives, per-device shapes and
+ * report bytes (worked out by hand beside each assertion), the errors, and
+ * the numbers: every partitioned module here is run on all its devices by
+ * the project's simulator (sim_run_spmd) and every output instruction that
+ * carries an input instruction's name must hold that value's shard under
+ * the input's sharding (partition.h's naming contract), compared with the
+ * unpartitioned run.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "partition_internal.h"
+#include "spmdc/driver.h"
+#include "spmdc/hlo.h"
+#include "spmdc/parse.h"
+#include "spmdc/partition.h"
+#include "spmdc/propagate.h"
+#include "spmdc/report.h"
+#include "spmdc/sim.h"
+
+/* ================================================================ pipeline */
+
+typedef struct Compiled {
+    DiagEngine *diag;
+    HloModule *in, *out;
+    CommReport rep;
+    bool ok;
+} Compiled;
+
+/* Parses, binds (with mesh_spec if not NULL), propagates, partitions. */
+static Compiled compile(const char *text, const char *mesh_spec)
+{
+    Compiled c;
+    memset(&c, 0, sizeof c);
+    c.diag = diag_create(NULL);
+    diag_set_show_source(c.diag, false);
+    SpmdcOptions opt;
+    memset(&opt, 0, sizeof opt);
+    if (mesh_spec) {
+        char err[200];
+        assert_true(mesh_parse_spec(mesh_spec, &opt.mesh, err, sizeof err));
+        opt.has_mesh = true;
+    }
+    Arena *scratch = arena_create();
+    PassCtx cx = {scratch, c.diag, &opt};
+    uint32_t fid = diag_add_file(c.diag, "t.hlo", text, strlen(text));
+    c.in = driver_load_module(text, strlen(text), fid, &cx, true);
+    if (c.in) {
+        report_init(&c.rep, c.in->name, &c.in->mesh);
+        c.ok = partition_module(c.in, &c.out, &c.rep, &cx);
+    } else {
+        Mesh none;
+        memset(&none, 0, sizeof none);
+        report_init(&c.rep, "", &none);
+    }
+    arena_destroy(scratch);
+    return c;
+}
+
+static void compiled_free(Compiled *c)
+{
+    hlo_module_free(c->in);
+    hlo_module_free(c->out);
+    report_free(&c->rep);
+    diag_destroy(c->diag);
+}
+
+static Compiled compile_ok(const char *text, const char *mesh_spec)
+{
+    Compiled c = compile(text, mesh_spec);
+    if (!c.ok)
+        fail_msg("compile failed: %s", diag_text(c.diag));
+    return c;
+}
+
+static char *print_module(const HloModule *m)
+{
+    StrBuf b = {0};
+    HloPrintOptions po;
+    memset(&po, 0, sizeof po);
+    hlo_print_module(&b, m, &po);
+    char *r = strdup(sb_cstr(&b));
+    sb_free(&b);
+    return r;
+}
+
+static const HloInst *out_inst(const Compiled *c, const char *name)
+{
+    int32_t i = hlo_find_inst(c->out, c->out->entry, name);
+    if (i < 0)
+        fail_msg("no instruction %s in the output", name);
+    return hlo_inst(c->out, c->out->entry, i);
+}
+
+static int32_t count_op(const HloModule *m, HloOpcode op)
+{
+    const HloComputation *e = &m->comps[m->entry];
+    int32_t n = 0;
+    for (int32_t i = 0; i < e->n_insts; i++)
+        n += e->insts[i].op == op;
+    return n;
+}
+
+static int32_t count_collectives(const HloModule *m)
+{
+    const HloComputation *e = &m->comps[m->entry];
+    int32_t n = 0;
+    for (int32_t i = 0; i < e->n_insts; i++)
+        n += hlo_opcode_category(e->insts[i].op) == 'C';
+    return n;
+}
+
+static void assert_dims(const Shape *s, int32_t rank, int64_t d0, int64_t d1)
+{
+    assert_int_equal(s->rank, rank);
+    if (rank > 0)
+        assert_int_equal(s->dims[0], d0);
+    if (rank > 1)
+        assert_int_equal(s->dims[1], d1);
+}
+
+/* ================================================================ numerics */
+
+/* Device dev's block of global value g under state s (even shardings). */
+static SimValue block(const Mesh *m, const SimValue *g, const Spec *s, int64_t dev)
+{
+    Shape ls = spec_local_shape(s, m, &g->shape);
+    SimValue r = sim_value_new(&ls);
+    int64_t start[SPMDC_MAX_RANK], idx[SPMDC_MAX_RANK];
+    for (int32_t d = 0; d < ls.rank; d++) {
+        const int8_t *at = spec_dim(s, d);
+        int64_t t = 0;
+        for (int32_t k = 0; k < spec_dim_n(s, d); k++)
+            t = t * m->atom_size[at[k]] + mesh_atom_coord(m, dev, at[k]);
+        start[d] = t * ls.dims[d];
+    }
+    int64_t n = shape_elem_count(&ls);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t lin = k, gl = 0;
+        for (int32_t d = ls.rank - 1; d >= 0; d--) {
+            idx[d] = lin % ls.dims[d] + start[d];
+            lin /= ls.dims[d];
+        }
+        for (int32_t d = 0; d < ls.rank; d++)
+            gl = gl * g->shape.dims[d] + idx[d];
+        sim_value_set_f64(&r, k, sim_value_get_f64(g, gl));
+    }
+    return r;
+}
+
+typedef struct Check {
+    const HloModule *in, *out;
+    SimValue *global;   /* per input entry instruction (unpartitioned run) */
+    int32_t *in_of_out; /* output entry inst -> input entry inst or -1 */
+    int32_t checked;
+    int32_t mismatches;
+    char first[512];
+} Check;
+
+static void observe_global(void *user, int32_t inst, const SimValue *vals, int64_t n)
+{
+    Check *c = user;
+    (void)n;
+    c->global[inst] = sim_value_share(&vals[0]);
+}
+
+static void observe_local(void *user, int32_t inst, const SimValue *vals, int64_t n)
+{
+    Check *c = user;
+    int32_t vi = c->in_of_out[inst];
+    if (vi < 0)
+        return;
+    const HloInst *in = hlo_inst(c->in, c->in->entry, vi);
+    if (!shape_is_array(&in->shape) || in->shape.type == ET_TOKEN)
+        return;
+    Spec s;
+    if (!spec_from_sharding(in->sharding, in->shape.rank, &s) || s.partial)
+        return;
+    c->checked++;
+    for (int64_t d = 0; d < n; d++) {
+        SimValue want = block(&c->in->mesh, &c->global[vi], &s, d);
+        int64_t ne = shape_elem_count(&want.shape);
+        bool same = vals[d].shape.rank == want.shape.rank && shape_elem_count(&vals[d].shape) == ne;
+        for (int64_t k = 0; same && k < ne; k++) {
+            double a = sim_value_get_f64(&vals[d], k), b = sim_value_get_f64(&want, k);
+            double tol = 1e-3 * (1 + (b < 0 ? -b : b));
+            if (a - b > tol || b - a > tol)
+                same = false;
+        }
+        if (!same && c->mismatches++ == 0)
+            snprintf(c->first, sizeof c->first, "%s differs on device %lld", in->name, (long long)d);
+        sim_value_release(&want);
+    }
+}
+
+/* Small integers (exact in every float type used here). */
+static SimValue random_value(const Shape *s, uint64_t *seed)
+{
+    SimValue v = sim_value_new(s);
+    int64_t n = shape_elem_count(s);
+    for (int64_t k = 0; k < n; k++) {
+        *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+        int64_t x = (int64_t)((*seed >> 33) % 7) - 3;
+        if (s->type == ET_PRED)
+            x = x > 0;
+        sim_value_set_f64(&v, k, (double)x);
+    }
+    return v;
+}
+
+/* Runs the input on one device and the output on all devices; every named
+ * output value must be its input value's block. Returns #values checked. */
+static int32_t check_numerics(const Compiled *cc)
+{
+    const HloModule *in = cc->in, *out = cc->out;
+    const HloComputation *ie = &in->comps[in->entry], *oe = &out->comps[out->entry];
+    int32_t n_params = 0;
+    for (int32_t i = 0; i < ie->n_insts; i++)
+        if (ie->insts[i].op == HLO_PARAMETER)
+            n_params++;
+    int32_t *param_inst = calloc((size_t)n_params + 1, sizeof(int32_t));
+    for (int32_t i = 0; i < ie->n_insts; i++)
+        if (ie->insts[i].op == HLO_PARAMETER)
+            param_inst[hlo_attrs(&ie->insts[i])->param_number] = i;
+    uint64_t seed = 12345;
+    SimValue *gargs = calloc((size_t)n_params + 1, sizeof(SimValue));
+    for (int32_t k = 0; k < n_params; k++)
+        gargs[k] = random_value(&ie->insts[param_inst[k]].shape, &seed);
+    Check c;
+    memset(&c, 0, sizeof c);
+    c.in = in;
+    c.out = out;
+    c.global = calloc((size_t)ie->n_insts, sizeof(SimValue));
+    c.in_of_out = calloc((size_t)oe->n_insts, sizeof(int32_t));
+    for (int32_t i = 0; i < oe->n_insts; i++)
+        c.in_of_out[i] = hlo_find_inst(in, in->entry, oe->insts[i].name);
+    DiagEngine *diag = diag_create(NULL);
+    SimOptions o1 = {1, 1, observe_global, &c};
+    SimValue gout;
+    if (!sim_run_spmd(in, &o1, gargs, n_params, &gout, diag))
+        fail_msg("simulating the input failed: %s", diag_text(diag));
+    int64_t nd = in->mesh.n_devices;
+    SimValue *largs = calloc((size_t)(nd * n_params) + 1, sizeof(SimValue));
+    for (int64_t d = 0; d < nd; d++)
+        for (int32_t k = 0; k < n_params; k++) {
+            Spec s;
+            const HloInst *pi = &ie->insts[param_inst[k]];
+            assert_true(spec_from_sharding(pi->sharding, pi->shape.rank, &s));
+            largs[d * n_params + k] = block(&in->mesh, &gargs[k], &s, d);
+        }
+    SimOptions on = {nd, 1, observe_local, &c};
+    SimValue *louts = calloc((size_t)nd, sizeof(SimValue));
+    if (!sim_run_spmd(out, &on, largs, n_params, louts, diag)) {
+        char *txt = print_module(out);
+        fail_msg("simulating the output failed: %s\n%s", diag_text(diag), txt);
+    }
+    if (c.mismatches) {
+        char *txt = print_module(out);
+        fail_msg("%d mismatches, first: %s\n%s", c.mismatches, c.first, txt);
+    }
+    /* the root is always named like the input root */
+    assert_int_equal(c.in_of_out[oe->root], ie->root);
+    for (int64_t d = 0; d < nd; d++)
+        sim_value_release(&louts[d]);
+    for (int64_t k = 0; k < nd * n_params; k++)
+        sim_value_release(&largs[k]);
+    for (int32_t k = 0; k < n_params; k++)
+        sim_value_release(&gargs[k]);
+    for (int32_t i = 0; i < ie->n_insts; i++)
+        sim_value_release(&c.global[i]);
+    sim_value_release(&gout);
+    free(louts);
+    free(largs);
+    free(gargs);
+    free(c.global);
+    free(c.in_of_out);
+    free(param_inst);
+    diag_destroy(diag);
+    return c.checked;
+}
+
+/* compile + numerics check; returns the compiled module (caller frees). */
+static Compiled compile_checked(const char *text, const char *mesh_spec)
+{
+    Compiled c = compile_ok(text, mesh_spec);
+    assert_true(check_numerics(&c) > 0);
+    return c;
+}
+
+/* ================================================================ the MLP */
+
+static char *read_example(const char *name)
+{
+    const char *dir = getenv("SPMDC_SOURCE_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/examples/%s", dir ? dir : "..", name);
+    size_t len;
+    char *t = driver_read_file(path, &len);
+    assert_non_null(t);
+    return t;
+}
+
+/* examples/mlp.hlo at model=n: exactly one collective, the all-reduce of the
+ * partial Y (bf16[8192,8192] = 134,217,728 B per device). */
+static void check_mlp(const char *mesh, int64_t n, int64_t bytes)
+{
+    char *text = read_example("mlp.hlo");
+    Compiled c = compile_ok(text, mesh);
+    assert_int_equal(c.rep.n_records, 1);
+    const CommRecord *r = &c.rep.records[0];
+    assert_int_equal(r->kind, COLL_ALL_REDUCE);
+    assert_int_equal(r->bytes_per_device, bytes);
+    assert_int_equal(r->group_size, n);
+    assert_int_equal(r->num_groups, 1);
+    assert_int_equal(r->dtype, ET_BF16);
+    assert_int_equal(r->operand_dims[0], 8192);
+    assert_int_equal(r->result_dims[1], 8192);
+    assert_int_equal(r->multiplier, 1);
+    assert_string_equal(r->instruction, "y");
+    assert_string_equal(r->cause_instruction, "y");
+    assert_string_equal(r->reason, "y: contracting dim 1 of lhs sharded on 'model'");
+    assert_int_equal(r->cause_line, 37);
+    assert_int_equal(c.rep.n_warnings, 0);
+    assert_int_equal(count_collectives(c.out), 1);
+    /* H = X . A_local stays split on dim 1: bf16[8192, 8192/n], no reshard */
+    assert_dims(&out_inst(&c, "h")->shape, 2, 8192, 8192 / n);
+    assert_dims(&out_inst(&c, "a")->shape, 2, 8192, 8192 / n);
+    assert_dims(&out_inst(&c, "b")->shape, 2, 8192 / n, 8192);
+    assert_dims(&out_inst(&c, "y.partial")->shape, 2, 8192, 8192);
+    assert_int_equal(out_inst(&c, "y")->op, HLO_ALL_REDUCE);
+    assert_int_equal(count_op(c.out, HLO_DYNAMIC_SLICE), 0);
+    assert_int_equal(hlo_attrs(out_inst(&c, "y"))->channel_id, 1);
+    assert_int_equal(c.out->num_partitions, n);
+    /* parameters: X 134,217,728 + A and B 134,217,728/n each */
+    assert_int_equal(c.rep.parameter_bytes_per_device, 134217728 + 2 * 134217728 / n);
+    assert_int_equal(c.rep.parameter_bytes_unpartitioned, 3 * 134217728LL);
+    compiled_free(&c);
+    free(text);
+}
+
+static void test_mlp_model8(void **state)
+{
+    (void)state;
+    check_mlp(NULL, 8, 234881024); /* 2*7/8 * 134,217,728 */
+}
+
+static void test_mlp_model4(void **state)
+{
+    (void)state;
+    check_mlp("model=4", 4, 201326592); /* 2*3/4 * 134,217,728 */
+}
+
+static void test_mlp_model2(void **state)
+{
+    (void)state;
+    check_mlp("model=2", 2, 134217728); /* 2*1/2 * 134,217,728 */
+}
+
+static const char MLP_Y_SPLIT[] =
+    "HloModule mlp_rs\n"
+    "\n"
+    "ENTRY %main (x: bf16[8192,8192], a: bf16[8192,8192], b: bf16[8192,8192]) -> bf16[8192,8192] {\n"
+    "  %x = bf16[8192,8192] parameter(0), sharding={mesh[model=8], [{}, {}]}\n"
+    "  %a = bf16[8192,8192] parameter(1), sharding={mesh[model=8], [{}, {model}]}\n"
+    "  %b = bf16[8192,8192] parameter(2), sharding={mesh[model=8], [{model}, {}]}\n"
+    "  %h = bf16[8192,8192] dot(%x, %a), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  ROOT %y = bf16[8192,8192] dot(%h, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+    "sharding={mesh[model=8], [{model}, {}]}\n"
+    "}\n";
+
+static void test_mlp_y_split_reduce_scatter(void **state)
+{
+    (void)state;
+    Compiled c = compile_ok(MLP_Y_SPLIT, NULL);
+    assert_int_equal(c.rep.n_records, 1);
+    const CommRecord *r = &c.rep.records[0];
+    assert_int_equal(r->kind, COLL_REDUCE_SCATTER);
+    /* 7/8 * 134,217,728 = 117,440,512: half the all-reduce */
+    assert_int_equal(r->bytes_per_device, 117440512);
+    assert_int_equal(r->operand_dims[0], 8192);
+    assert_int_equal(r->result_dims[0], 1024);
+    const HloInst *y = out_inst(&c, "y");
+    assert_int_equal(y->op, HLO_REDUCE_SCATTER);
+    assert_int_equal(hlo_attrs(y)->dimensions.v[0], 0);
+    assert_dims(&y->shape, 2, 1024, 8192);
+    compiled_free(&c);
+}
+
+static void test_mlp_misaligned(void **state)
+{
+    (void)state;
+    /* A arrives split on its rows: the cheapest plan moves the small A shard
+     * by all-to-all (7/8 * bf16[1024,8192] 16,777,216 B = 14,680,064) and then
+     * it is the Megatron plan: all-reduce of Y 234,881,024.  Total
+     * 249,561,088 bytes per device (what XLA emits too). */
+    char *text = read_example("mlp_misaligned.hlo");
+    Compiled c = compile_ok(text, NULL);
+    assert_int_equal(c.rep.n_records, 2);
+    assert_int_equal(c.rep.records[0].kind, COLL_ALL_TO_ALL);
+    assert_int_equal(c.rep.records[0].bytes_per_device, 14680064);
+    assert_string_equal(c.rep.records[0].cause_instruction, "h");
+    assert_int_equal(c.rep.records[1].kind, COLL_ALL_REDUCE);
+    assert_int_equal(c.rep.records[1].bytes_per_device, 234881024);
+    assert_int_equal(report_total_bytes(&c.rep), 249561088);
+    compiled_free(&c);
+    free(text);
+    /* at model=4: 3/4 * 33,554,432 = 25,165,824 + 201,326,592 = 226,492,416 */
+    text = read_example("mlp_misaligned.hlo");
+    c = compile_ok(text, "model=4");
+    assert_int_equal(report_total_bytes(&c.rep), 226492416);
+    compiled_free(&c);
+    free(text);
+}
+
+static void test_mlp_2d_groups(void **state)
+{
+    (void)state;
+    /* data=2, model=4 (device = 4*data + model): the partial Y f32[32,64]
+     * (8,192 B) is summed over `model` in groups {0,1,2,3},{4,5,6,7}:
+     * 2*3/4 * 8,192 = 12,288 B. */
+    char *text = read_example("mlp_2d_small.hlo");
+    Compiled c = compile_checked(text, NULL);
+    assert_int_equal(c.rep.n_records, 1);
+    assert_int_equal(c.rep.records[0].bytes_per_device, 12288);
+    assert_int_equal(c.rep.records[0].num_groups, 2);
+    const ReplicaGroups *g = &hlo_attrs(out_inst(&c, "y"))->replica_groups;
+    static const int64_t want[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    assert_int_equal(g->n_groups, 2);
+    assert_int_equal(g->group_size, 4);
+    assert_memory_equal(g->ids, want, sizeof want);
+    compiled_free(&c);
+    /* data=4, model=2: f32[16,64] = 4,096 B in groups of 2 ({0,1},{2,3},...):
+     * 2*1/2 * 4,096 = 4,096 */
+    c = compile_checked(text, "data=4,model=2");
+    assert_int_equal(c.rep.n_records, 1);
+    assert_int_equal(c.rep.records[0].bytes_per_device, 4096);
+    assert_int_equal(c.rep.records[0].group_size, 2);
+    assert_int_equal(c.rep.records[0].num_groups, 4);
+    g = &hlo_attrs(out_inst(&c, "y"))->replica_groups;
+    static const int64_t want2[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    assert_memory_equal(g->ids, want2, sizeof want2);
+    compiled_free(&c);
+    free(text);
+}
+
+static void test_mlp_small_numerics(void **state)
+{
+    (void)state;
+    char *text = read_example("mlp_small.hlo");
+    static const char *meshes[] = {"model=2", "model=4", "model=8", NULL};
+    for (int k = 0; k < 4; k++) {
+        Compiled c = compile_checked(text, meshes[k]);
+        compiled_free(&c);
+    }
+    free(text);
+    text = read_example("positional_small.hlo");
+    Compiled c = compile_checked(text, NULL);
+    assert_int_equal(c.rep.n_records, 1);
+    assert_int_equal(c.rep.records[0].bytes_per_device, 12288); /* as mlp_2d_small */
+    compiled_free(&c);
+    free(text);
+}
+
+/* ================================================================ errors */
+
+static void test_uneven_error(void **state)
+{
+    (void)state;
+    Compiled c = compile("HloModule u\n"
+                         "\n"
+                         "ENTRY %main (x: f32[10,4]) -> f32[10,4] {\n"
+                         "  %x = f32[10,4] parameter(0), sharding={mesh[d=4], [{d}, {}]}\n"
+                         "  ROOT %n = f32[10,4] negate(%x)\n"
+                         "}\n",
+                         NULL);
+    assert_false(c.ok);
+    assert_null(c.out);
+    assert_non_null(strstr(diag_text(c.diag), "x: dimension 0 of size 10 is not divisible into 4 shards; uneven "
+                                              "sharding is not supported yet"));
+    assert_non_null(strstr(diag_text(c.diag), "t.hlo:4:"));
+    compiled_free(&c);
+}
+
+static void test_manual_error(void **state)
+{
+    (void)state;
+    Compiled c = compile("HloModule u, num_partitions=2\n"
+                         "\n"
+                         "ENTRY %main (x: f32[8]) -> f32[8] {\n"
+                         "  ROOT %x = f32[8] parameter(0), sharding={manual}\n"
+                         "}\n",
+                         NULL);
+    assert_false(c.ok);
+    assert_non_null(strstr(diag_text(c.diag), "x: manual sharding is not supported yet"));
+    compiled_free(&c);
+}
+
+/* ================================================================ determinism */
+
+static const char CHAIN[] =
+    "HloModule chain\n"
+    "\n"
+    "%add (p: f32[], q: f32[]) -> f32[] {\n"
+    "  %p = f32[] parameter(0)\n"
+    "  %q = f32[] parameter(1)\n"
+    "  ROOT %s = f32[] add(%p, %q)\n"
+    "}\n"
+    "\n"
+    "ENTRY %main (x: f32[16,32], w: f32[32,16]) -> f32[16] {\n"
+    "  %x = f32[16,32] parameter(0), sharding={mesh[m=4], [{m}, {}]}\n"
+    "  %w = f32[32,16] parameter(1), sharding={mesh[m=4], [{}, {m}]}\n"
+    "  %d = f32[16,16] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  %t = f32[16,16] transpose(%d), dimensions={1,0}\n"
+    "  %e = f32[16,16] exponential(%t)\n"
+    "  %z = f32[] constant(0)\n"
+    "  ROOT %r = f32[16] reduce(%e, %z), dimensions={1}, to_apply=%add, sharding={mesh[m=4], [{}]}\n"
+    "}\n";
+
+static void test_determinism(void **state)
+{
+    (void)state;
+    Compiled a = compile_ok(CHAIN, NULL), b = compile_ok(CHAIN, NULL);
+    char *ta = print_module(a.out), *tb = print_module(b.out);
+    assert_string_equal(ta, tb);
+    StrBuf ra = {0}, rb = {0};
+    report_print_json(&ra, &a.rep);
+    report_print_json(&rb, &b.rep);
+    assert_string_equal(sb_cstr(&ra), sb_cstr(&rb));
+    /* Across mesh sizes the instruction names are the same, in the same order. */
+    Compiled c = compile_ok(CHAIN, "m=2");
+    const HloComputation *ea = &a.out->comps[a.out->entry], *ec = &c.out->comps[c.out->entry];
+    assert_int_equal(ea->n_insts, ec->n_insts);
+    for (int32_t i = 0; i < ea->n_insts; i++)
+        assert_string_equal(ea->insts[i].name, ec->insts[i].name);
+    sb_free(&ra);
+    sb_free(&rb);
+    free(ta);
+    free(tb);
+    compiled_free(&a);
+    compiled_free(&b);
+    compiled_free(&c);
+}
+
+static void test_chain_numerics(void **state)
+{
+    (void)state;
+    Compiled c = compile_checked(CHAIN, NULL);
+    compiled_free(&c);
+    c = compile_checked(CHAIN, "m=2");
+    compiled_free(&c);
+}
+
+/* ================================================================ partial states */
+
+static void test_add_of_partials_stays_partial(void **state)
+{
+    (void)state;
+    /* Two dots contracting over `m` give two partial sums; their add stays
+     * partial and ONE all-reduce closes it: f32[8,8] = 256 B, n=4:
+     * 2*3/4*256 = 384 B. */
+    static const char text[] =
+        "HloModule partials\n"
+        "\n"
+        "ENTRY %main (a: f32[8,16], b: f32[16,8], c: f32[8,16], d: f32[16,8]) -> f32[8,8] {\n"
+        "  %a = f32[8,16] parameter(0), sharding={mesh[m=4], [{}, {m}]}\n"
+        "  %b = f32[16,8] parameter(1), sharding={mesh[m=4], [{m}, {}]}\n"
+        "  %c = f32[8,16] parameter(2), sharding={mesh[m=4], [{}, {m}]}\n"
+        "  %d = f32[16,8] parameter(3), sharding={mesh[m=4], [{m}, {}]}\n"
+        "  %ab = f32[8,8] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+        "  %cd = f32[8,8] dot(%c, %d), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+        "  ROOT %s = f32[8,8] add(%ab, %cd), sharding={mesh[m=4], [{}, {}]}\n"
+        "}\n";
+    Compiled c = compile_checked(text, NULL);
+    assert_int_equal(c.rep.n_records, 1);
+    assert_int_equal(c.rep.records[0].kind, COLL_ALL_REDUCE);
+    assert_int_equal(c.rep.records[0].bytes_per_device, 384);
+    assert_string_equal(c.rep.records[0].instruction, "s");
+    assert_int_equal(out_inst(&c, "s.partial")->op, HLO_ADD);
+    compiled_free(&c);
+}
+
+static void test_reduce_over_split_dim(void **state)
+{
+    (void)state;
+    /* sum over dim 1 split over m: local reduce gives a partial f32[8]
+     * (32 B); the replicated result needs one all-reduce: 2*3/4*32 = 48 B.
+     * max over the same: the same with a max reducer. */
+    static const char text[] =
+        "HloModule red\n"
+        "\n"
+        "%add (p: f32[], q: f32[]) -> f32[] {\n"
+        "  %p = f32[] parameter(0)\n"
+        "  %q = f32[] parameter(1)\n"
+        "  ROOT %s = f32[] add(%p, %q)\n"
+        "}\n"
+        "\n"
+        "%max (p: f32[], q: f32[]) -> f32[] {\n"
+        "  %p = f32[] parameter(0)\n"
+        "  %q = f32[] parameter(1)\n"
+        "  ROOT %s = f32[] maximum(%p, %q)\n"
+        "}\n"
+        "\n"
+        "ENTRY %main (x: f32[8,64]) -> (f32[8], f32[8]) {\n"
+        "  %x = f32[8,64] parameter(0), sharding={mesh[m=4], [{}, {m}]}\n"
+        "  %z = f32[] constant(0)\n"
+        "  %ninf = f32[] constant(-inf)\n"
+        "  %r = f32[8] reduce(%x, %z), dimensions={1}, to_apply=%add, sharding={mesh[m=4], [{}]}\n"
+        "  %mx = f32[8] reduce(%x, %ninf), dimensions={1}, to_apply=%max, sharding={mesh[m=4], [{}]}\n"
+        "  ROOT %t = (f32[8], f32[8]) tuple(%r, %mx)\n"
+        "}\n";
+    Compiled c = compile_checked(text, NULL);
+    assert_int_equal(c.rep.n_records, 2);
+    assert_int_equal(c.rep.records[0].bytes_per_device, 48);
+    assert_int_equal(c.rep.records[1].bytes_per_device, 48);
+    assert_string_equal(c.rep.records[0].reason, "r: reduced dims of x sharded on 'm'");
+    int32_t mx = hlo_find_computation(c.out, "maximum.f32");
+    assert_true(mx >= 0);
+    assert_int_equal(hlo_attrs(out_inst(&c, "mx"))->to_apply, mx);
+    compiled_free(&c);
+}
+
+static void test_reduce_nonidentity_init_gathers(void **state)
+{
+    (void)state;
+    /* init 1 for a sum cannot be added on every device: the operand is
+     * gathered instead (f32[8,64] = 2,048 B; 3/4 of it = 1,536 B). */
+    static const char text[] =
+        "HloModule red\n"
+        "\n"
+        "%add (p: f32[], q: f32[]) -> f32[] {\n"
+        "  %p = f32[] parameter(0)\n"
+        "  %q = f32[] parameter(1)\n"
+        "  ROOT %s = f32[] add(%p, %q)\n"
+        "}\n"
+        "\n"
+        "ENTRY %main (x: f32[8,64]) -> f32[8] {\n"
+        "  %x = f32[8,64] parameter(0), sharding={mesh[m=4], [{}, {m}]}\n"
+        "  %one = f32[] constant(1)\n"
+        "  ROOT %r = f32[8] reduce(%x, %one), dimensions={1}, to_apply=%add, sharding={mesh[m=4], [{}]}\n"
+        "}\n";
+    Compiled c = compile_checked(text, NULL);
+    assert_int_equal(c.rep.n_records, 1);
+    assert_int_equal(c.rep.records[0].kind, COLL_ALL_GATHER);
+    assert_int_equal(c.rep.records[0].bytes_per_device, 1536);
+    compiled_free(&c);
+}
+
+/* ================================================================ per-op coverage */
+
+static const char OPS[] =
+    "HloModule ops\n"
+    "\n"
+    "%add (p: f32[], q: f32[]) -> f32[] {\n"
+    "  %p = f32[] parameter(0)\n"
+    "  %q = f32[] parameter(1)\n"
+    "  ROOT %s = f32[] add(%p, %q)\n"
+    "}\n"
+    "\n"
+    "ENTRY %main (x: f32[8,16], y: f32[16,8], v: f32[8]) -> (f32[8,16], f32[4,8,4], f32[16,8], f32[8,16], f32[8,32]) {\n"
+    "  %x = f32[8,16] parameter(0), sharding={mesh[a=2,b=2], [{a}, {b}]}\n"
+    "  %y = f32[16,8] parameter(1), sharding={mesh[a=2,b=2], [{b}, {a}]}\n"
+    "  %v = f32[8] parameter(2), sharding={mesh[a=2,b=2], [{a}]}\n"
+    "  %yt = f32[8,16] transpose(%y), dimensions={1,0}\n"
+    "  %s = f32[8,16] subtract(%x, %yt)\n"
+    "  %vb = f32[8,16] broadcast(%v), dimensions={0}\n"
+    "  %m = f32[8,16] multiply(%s, %vb)\n"
+    "  %c = f32[8,16] constant({...})\n"
+    "  %io = s32[8,16] iota(), iota_dimension=1, sharding={mesh[a=2,b=2], [{a}, {b}]}\n"
+    "  %iof = f32[8,16] convert(%io)\n"
+    "  %m2 = f32[8,16] add(%m, %iof)\n"
+    "  %cmp = pred[8,16] compare(%m2, %x), direction=GT\n"
+    "  %sel = f32[8,16] select(%cmp, %m2, %x)\n"
+    "  %rs = f32[4,8,4] reshape(%sel)\n"
+    "  %sl = f32[8,16] slice(%yt), slice={[0:8], [0:16]}\n"
+    "  %st = f32[16,8] transpose(%sl), dimensions={1,0}, sharding={mesh[a=2,b=2], [{a}, {}]}\n"
+    "  %cc = f32[8,32] concatenate(%sel, %x), dimensions={1}\n"
+    "  %cs = f32[8,16] custom-call(%m2), custom_call_target=\"Sharding\", sharding={mesh[a=2,b=2], [{}, {a,b}]}\n"
+    "  %neg = f32[8,16] negate(%cs)\n"
+    "  ROOT %t = (f32[8,16], f32[4,8,4], f32[16,8], f32[8,16], f32[8,32]) tuple(%neg, %rs, %st, %c, %cc)\n"
+    "}\n";
+
+static void test_ops_numerics(void **state)
+{
+    (void)state;
+    Compiled c = compile_checked(OPS, NULL);
+    /* the transpose runs locally on the transposed shards: no collective for it */
+    assert_dims(&out_inst(&c, "yt")->shape, 2, 4, 8);
+    /* a split iota: local iota plus this device's offset */
+    assert_int_equal(out_inst(&c, "io")->op, HLO_ADD);
+    assert_dims(&out_inst(&c, "io")->shape, 2, 4, 8);
+    compiled_free(&c);
+    c = compile_checked(OPS, "a=1,b=4");
+    compiled_free(&c);
+}
+
+static void test_dot_batch_dims(void **state)
+{
+    (void)state;
+    /* batch dim split alike on both operands -> local batched dot, no comm */
+    static const char text[] =
+        "HloModule bdot\n"
+        "\n"
+        "ENTRY %main (l: f32[4,8,16], r: f32[4,16,8]) -> f32[4,8,8] {\n"
+        "  %l = f32[4,8,16] parameter(0), sharding={mesh[b=4], [{b}, {}, {}]}\n"
+        "  %r = f32[4,16,8] parameter(1), sharding={mesh[b=4], [{b}, {}, {}]}\n"
+        "  ROOT %d = f32[4,8,8] dot(%l, %r), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, "
+        "rhs_contracting_dims={1}, sharding={mesh[b=4], [{b}, {}, {}]}\n"
+        "}\n";
+    Compiled c = compile_checked(text, NULL);
+    assert_int_equal(c.rep.n_records, 0);
+    assert_dims(&out_inst(&c, "d")->shape, 3, 1, 8);
+    compiled_free(&c);
+}
+
+static void test_default_action_warns(void **state)
+{
+    (void)state;
+    /* bitcast-convert has no rule: its split operand is gathered (f32[8,16]
+     * 512 B, 3/4 of it = 384 B), it runs at full size, and the replicated
+     * result is sliced back locally. */
+    static const char text[] =
+        "HloModule dflt\n"
+        "\n"
+        "ENTRY %main (x: f32[8,16]) -> s32[8,16] {\n"
+        "  %x = f32[8,16] parameter(0), sharding={mesh[m=4], [{m}, {}]}\n"
+        "  ROOT %b = s32[8,16] bitcast-convert(%x), sharding={mesh[m=4], [{m}, {}]}\n"
+        "}\n";
+    Compiled c = compile_checked(text, NULL);
+    assert_int_equal(c.rep.n_records, 1);
+    assert_int_equal(c.rep.records[0].kind, COLL_ALL_GATHER);
+    assert_int_equal(c.rep.records[0].bytes_per_device, 384);
+    assert_int_equal(c.rep.n_warnings, 1);
+    assert_string_equal(c.rep.warnings[0].kind, "full-rematerialization");
+    assert_string_equal(c.rep.warnings[0].instruction, "b");
+    assert_int_equal(out_inst(&c, "b.full")->op, HLO_BITCAST_CONVERT);
+    compiled_free(&c);
+}
+
+static void test_while_replicated_body(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "HloModule loop\n"
+        "\n"
+        "%cond (c: (s32[], f32[4])) -> pred[] {\n"
+        "  %c = (s32[], f32[4]) parameter(0)\n"
+        "  %i = s32[] get-tuple-element(%c), index=0\n"
+        "  %n = s32[] constant(3)\n"
+        "  ROOT %lt = pred[] compare(%i, %n), direction=LT\n"
+        "}\n"
+        "\n"
+        "%body (b: (s32[], f32[4])) -> (s32[], f32[4]) {\n"
+        "  %b = (s32[], f32[4]) parameter(0)\n"
+        "  %i = s32[] get-tuple-element(%b), index=0\n"
+        "  %one = s32[] constant(1)\n"
+        "  %j = s32[] add(%i, %one)\n"
+        "  %v = f32[4] get-tuple-element(%b), index=1\n"
+        "  %w = f32[4] add(%v, %v)\n"
+        "  ROOT %t = (s32[], f32[4]) tuple(%j, %w)\n"
+        "}\n"
+        "\n"
+        "ENTRY %main (x: f32[4]) -> f32[4] {\n"
+        "  %x = f32[4] parameter(0), sharding={mesh[m=2], [{m}]}\n"
+        "  %z = s32[] constant(0)\n"
+        "  %init = (s32[], f32[4]) tuple(%z, %x), sharding={{mesh[m=2], []}, {mesh[m=2], [{}]}}\n"
+        "  %loop = (s32[], f32[4]) while(%init), condition=%cond, body=%body, sharding={{mesh[m=2], []}, "
+        "{mesh[m=2], [{}]}}\n"
+        "  ROOT %r = f32[4] get-tuple-element(%loop), index=1, sharding={mesh[m=2], [{m}]}\n"
+        "}\n";
+    Compiled c = compile(text, NULL);
+    if (c.ok) {
+        assert_true(check_numerics(&c) > 0);
+        assert_int_equal(count_op(c.out, HLO_WHILE), 1);
+    } else {
+        /* propagation split the loop's values: an error naming the while */
+        assert_non_null(strstr(diag_text(c.diag), "loop: computation"));
+    }
+    compiled_free(&c);
+}
+
+/* ================================================================ scale */
+
+/* A chain of n dots over `model`, Megatron style (column- then
+ * row-parallel): one all-reduce per pair. */
+static char *mlp_chain(int n)
+{
+    StrBuf b = {0};
+    sb_puts(&b, "HloModule deep\n\nENTRY %main (x: f32[64,64]");
+    for (int k = 0; k < n; k++)
+        sb_printf(&b, ", w%d: f32[64,64]", k);
+    sb_puts(&b, ") -> f32[64,64] {\n  %x = f32[64,64] parameter(0), sharding={mesh[model=8], [{}, {}]}\n");
+    for (int k = 0; k < n; k++)
+        sb_printf(&b, "  %%w%d = f32[64,64] parameter(%d), sharding={mesh[model=8], [%s]}\n", k, k + 1,
+                  k % 2 ? "{model}, {}" : "{}, {model}");
+    char prev[32] = "x", name[32];
+    for (int k = 0; k < n; k++) {
+        snprintf(name, sizeof name, "h%d", k);
+        sb_printf(&b, "  %s%%%s = f32[64,64] dot(%%%s, %%w%d), lhs_contracting_dims={1}, rhs_contracting_dims={0}%s\n",
+                  k == n - 1 ? "ROOT " : "", name, prev, k,
+                  k % 2 ? ", sharding={mesh[model=8], [{}, {}]}" : "");
+        snprintf(prev, sizeof prev, "%s", name);
+    }
+    sb_puts(&b, "}\n");
+    char *r = strdup(sb_cstr(&b));
+    sb_free(&b);
+    return r;
+}
+
+static void test_deep_chain(void **state)
+{
+    (void)state;
+    char *text = mlp_chain(200);
+    Compiled c = compile_ok(text, NULL);
+    /* 100 pairs, each one all-reduce of f32[64,64] (16,384 B): 2*7/8*16,384 =
+     * 28,672 B each */
+    assert_int_equal(c.rep.n_records, 100);
+    assert_int_equal(report_total_bytes(&c.rep), 100 * 28672);
+    compiled_free(&c);
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mlp_model8),
+        cmocka_unit_test(test_mlp_model4),
+        cmocka_unit_test(test_mlp_model2),
+        cmocka_unit_test(test_mlp_y_split_reduce_scatter),
+        cmocka_unit_test(test_mlp_misaligned),
+        cmocka_unit_test(test_mlp_2d_groups),
+        cmocka_unit_test(test_mlp_small_numerics),
+        cmocka_unit_test(test_uneven_error),
+        cmocka_unit_test(test_manual_error),
+        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_chain_numerics),
+        cmocka_unit_test(test_add_of_partials_stays_partial),
+        cmocka_unit_test(test_reduce_over_split_dim),
+        cmocka_unit_test(test_reduce_nonidentity_init_gathers),
+        cmocka_unit_test(test_ops_numerics),
+        cmocka_unit_test(test_dot_batch_dims),
+        cmocka_unit_test(test_default_action_warns),
+        cmocka_unit_test(test_while_replicated_body),
+        cmocka_unit_test(test_deep_chain),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

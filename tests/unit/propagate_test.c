@@ -1,0 +1,1263 @@
+/* propagate_test.c - sharding propagation: one test per rule (forward and
+ * backward), the lattice (merge, conflicts, user annotations), phase order,
+ * fixed points that need several sweeps, determinism, Megatron MLP, a 2-D
+ * mesh, and a 1M-instruction chain (timed, figure printed).
+ *
+ * Shardings are written as specs: "{0,1}{}" = rank 2, dim 0 split over atoms
+ * 0 then 1 (major -> minor), dim 1 unsplit; "R" replicated (rank taken from
+ * the instruction), "M" manual; a trailing " partial=A" marks atom A partial.
+ * Meshes: model=8 (atoms 0,1,2 of size 2) and x=2,y=4 (atoms x0=0, y0=1,
+ * y1=2).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "spmdc/hlo.h"
+#include "spmdc/propagate.h"
+
+/* ================================================================ helpers */
+
+static HloModule *new_module(bool two_d, int32_t *entry)
+{
+    HloModule *m = hlo_module_new("m");
+    char err[128];
+    if (two_d) {
+        const char *names[] = {"x", "y"};
+        int64_t sizes[] = {2, 4};
+        assert_true(mesh_init(&m->mesh, 2, names, sizes, err, sizeof err));
+    } else {
+        const char *names[] = {"model"};
+        int64_t sizes[] = {8};
+        assert_true(mesh_init(&m->mesh, 1, names, sizes, err, sizeof err));
+    }
+    m->has_mesh = true;
+    *entry = hlo_add_computation(m, "main", true);
+    return m;
+}
+
+static Shape arr(int rank, ...)
+{
+    int64_t d[SPMDC_MAX_RANK] = {0};
+    va_list ap;
+    va_start(ap, rank);
+    for (int k = 0; k < rank; k++) d[k] = va_arg(ap, int);
+    va_end(ap);
+    return shape_array(ET_F32, rank, d);
+}
+
+static int32_t add(HloModule *m, int32_t c, HloOpcode op, const char *name, Shape s, int n, ...)
+{
+    int32_t ops[16];
+    va_list ap;
+    va_start(ap, n);
+    for (int k = 0; k < n; k++) ops[k] = va_arg(ap, int);
+    va_end(ap);
+    return hlo_add_inst(m, c, op, name, &s, ops, n);
+}
+
+static IntList ints(HloModule *m, int n, ...)
+{
+    int64_t v[SPMDC_MAX_RANK];
+    va_list ap;
+    va_start(ap, n);
+    for (int k = 0; k < n; k++) v[k] = va_arg(ap, int);
+    va_end(ap);
+    return hlo_intlist(m, v, n);
+}
+
+static Sharding spec(const char *sp)
+{
+    if (strcmp(sp, "R") == 0) return sharding_replicated();
+    if (strcmp(sp, "M") == 0) {
+        Sharding s = sharding_replicated();
+        s.kind = SHARDING_MANUAL;
+        return s;
+    }
+    int32_t rank = 0;
+    for (const char *q = sp; *q; q++) rank += *q == '{';
+    Sharding s = sharding_tiled(rank);
+    const char *q = sp;
+    for (int32_t d = 0; d < rank; d++) {
+        q = strchr(q, '{') + 1;
+        int8_t atoms[SPMDC_MAX_ATOMS];
+        int32_t n = 0;
+        while (*q != '}') {
+            if (*q >= '0' && *q <= '9') atoms[n++] = (int8_t)strtol(q, (char **)&q, 10);
+            else q++;
+        }
+        sharding_set_dim(&s, d, atoms, n);
+    }
+    const char *pp = strstr(sp, "partial=");
+    if (pp) {
+        s.partial = 1u << atoi(pp + 8);
+        s.partial_kind = REDUCE_SUM;
+    }
+    sharding_normalize(&s);
+    return s;
+}
+
+static void annotate(HloModule *m, int32_t c, int32_t i, const char *sp)
+{
+    HloInst *in = hlo_inst(m, c, i);
+    in->sharding = ARENA_NEW(m->arena, Sharding);
+    *in->sharding = spec(sp);
+    if (in->sharding->kind == SHARDING_REPLICATED) in->sharding->rank = in->shape.rank;
+    in->sharding_from_user = true;
+}
+
+static void run(HloModule *m)
+{
+    PassCtx cx = {arena_create(), diag_create(NULL), NULL};
+    assert_true(propagate_shardings(m, &cx));
+    assert_int_equal(diag_error_count(cx.diag), 0);
+    diag_destroy(cx.diag);
+    arena_destroy(cx.scratch);
+}
+
+static void check_sharding(const HloModule *m, const Sharding *got, const Shape *sh, const char *sp, const char *what)
+{
+    Sharding want = spec(sp);
+    StrBuf b = {0};
+    sharding_describe(&b, got, &m->mesh);
+    bool ok = sharding_equal(got, &want) && got->kind == want.kind;
+    if (ok && got->kind == SHARDING_REPLICATED && shape_is_array(sh)) ok = got->rank == sh->rank;
+    if (!ok) fail_msg("%s: got %s (kind %d rank %d), want %s", what, sb_cstr(&b), got->kind, got->rank, sp);
+    sb_free(&b);
+}
+
+/* Instruction i of computation c has the sharding spec sp. */
+static void check(const HloModule *m, int32_t c, int32_t i, const char *sp)
+{
+    const HloInst *in = hlo_inst(m, c, i);
+    assert_non_null(in->sharding);
+    check_sharding(m, in->sharding, &in->shape, sp, in->name);
+}
+
+/* Leaf *l of a (nested) tuple shape, counting down; NULL if past the end. */
+static const Shape *nth_leaf(const Shape *s, int32_t *l)
+{
+    if (!shape_is_tuple(s)) return (*l)-- == 0 ? s : NULL;
+    for (int32_t k = 0; k < s->n_elems; k++) {
+        const Shape *r = nth_leaf(&s->elems[k], l);
+        if (r) return r;
+    }
+    return NULL;
+}
+
+static void check_leaf(const HloModule *m, int32_t c, int32_t i, int32_t l, const char *sp)
+{
+    const HloInst *in = hlo_inst(m, c, i);
+    assert_non_null(in->sharding);
+    assert_int_equal(in->sharding->kind, SHARDING_TUPLE);
+    assert_true(l < in->sharding->n_elems);
+    int32_t k = l;
+    const Shape *leaf = nth_leaf(&in->shape, &k);
+    assert_non_null(leaf);
+    check_sharding(m, &in->sharding->elems[l], leaf, sp, in->name);
+}
+
+/* Every instruction of every computation has a sharding. */
+static void check_all_set(const HloModule *m)
+{
+    for (int32_t c = 0; c < m->n_comps; c++)
+        for (int32_t i = 0; i < m->comps[c].n_insts; i++) {
+            const HloInst *in = hlo_inst(m, c, i);
+            assert_non_null(in->sharding);
+            if (shape_is_tuple(&in->shape)) {
+                assert_int_equal(in->sharding->kind, SHARDING_TUPLE);
+                assert_int_equal(in->sharding->n_elems, shape_leaf_count(&in->shape));
+            } else {
+                assert_true(in->sharding->kind != SHARDING_TUPLE);
+            }
+            if (!in->sharding_from_user) assert_int_equal(in->sharding->partial, 0);
+        }
+}
+
+/* ================================================================ table */
+
+static void test_rule_table_covers_every_opcode(void **state)
+{
+    (void)state;
+    for (int op = 0; op < HLO_OPCODE_COUNT; op++) {
+        const char *r = propagate_rule_name((HloOpcode)op);
+        if (!r) fail_msg("opcode %s has no propagation rule entry", hlo_opcode_name((HloOpcode)op));
+        if (hlo_opcode_is_elementwise((HloOpcode)op)) assert_string_equal(r, "elementwise");
+    }
+    assert_string_equal(propagate_rule_name(HLO_DOT), "dot");
+    assert_string_equal(propagate_rule_name(HLO_BROADCAST), "broadcast");
+    assert_string_equal(propagate_rule_name(HLO_RESHAPE), "reshape");
+    assert_string_equal(propagate_rule_name(HLO_TRANSPOSE), "transpose");
+    assert_string_equal(propagate_rule_name(HLO_REDUCE), "reduce");
+    assert_string_equal(propagate_rule_name(HLO_TUPLE), "tuple");
+    assert_string_equal(propagate_rule_name(HLO_GET_TUPLE_ELEMENT), "get-tuple-element");
+    assert_string_equal(propagate_rule_name(HLO_CUSTOM_CALL), "custom-call");
+    assert_string_equal(propagate_rule_name(HLO_PARAMETER), "leaf");
+    assert_string_equal(propagate_rule_name(HLO_IOTA), "leaf");
+    assert_string_equal(propagate_rule_name(HLO_CONSTANT), "leaf");
+    assert_string_equal(propagate_rule_name(HLO_SLICE), "opaque");
+    assert_string_equal(propagate_rule_name(HLO_WHILE), "opaque");
+    assert_string_equal(propagate_rule_name(HLO_ALL_REDUCE), "opaque");
+    assert_null(propagate_rule_name(HLO_OPCODE_COUNT));
+}
+
+/* ================================================================ basics */
+
+static void test_nothing_annotated_is_replicated(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t p = add(m, c, HLO_PARAMETER, "p", arr(2, 8, 16), 0);
+    int32_t n = add(m, c, HLO_NEGATE, "n", arr(2, 8, 16), 1, p);
+    Shape el[2] = {arr(2, 8, 16), arr(0)};
+    Shape ts = shape_scalar(ET_TUPLE);
+    ts.n_elems = 2;
+    ts.elems = el;
+    int32_t s = add(m, c, HLO_CONSTANT, "s", arr(0), 0);
+    int32_t t = add(m, c, HLO_TUPLE, "t", ts, 2, n, s);
+    run(m);
+    check_all_set(m);
+    check(m, c, p, "R");
+    check(m, c, n, "R");
+    check(m, c, s, "R");
+    check_leaf(m, c, t, 0, "R");
+    assert_int_equal(hlo_inst(m, c, t)->sharding->elems[0].rank, 2);
+    check_leaf(m, c, t, 1, "R");
+    hlo_module_free(m);
+}
+
+static void test_no_mesh_gives_replicated(void **state)
+{
+    (void)state;
+    HloModule *m = hlo_module_new("m");
+    int32_t c = hlo_add_computation(m, "main", true);
+    int32_t p = add(m, c, HLO_PARAMETER, "p", arr(1, 8), 0);
+    int32_t n = add(m, c, HLO_NEGATE, "n", arr(1, 8), 1, p);
+    run(m);
+    check(m, c, p, "R");
+    check(m, c, n, "R");
+    hlo_module_free(m);
+}
+
+/* ================================================================ elementwise */
+
+static void test_elementwise_forward(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t a = add(m, c, HLO_PARAMETER, "a", arr(2, 8, 16), 0);
+    int32_t b = add(m, c, HLO_PARAMETER, "b", arr(2, 8, 16), 0);
+    int32_t s = add(m, c, HLO_ADD, "s", arr(2, 8, 16), 2, a, b);
+    int32_t e = add(m, c, HLO_EXP, "e", arr(2, 8, 16), 1, s);
+    annotate(m, c, a, "{0,1}{}");
+    run(m);
+    check(m, c, a, "{0,1}{}");
+    check(m, c, s, "{0,1}{}");
+    check(m, c, e, "{0,1}{}");
+    check(m, c, b, "{0,1}{}"); /* sibling operand, through add's backward rule */
+    hlo_module_free(m);
+}
+
+static void test_elementwise_backward(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t a = add(m, c, HLO_PARAMETER, "a", arr(2, 8, 16), 0);
+    int32_t n = add(m, c, HLO_NEGATE, "n", arr(2, 8, 16), 1, a);
+    int32_t cv = add(m, c, HLO_CONVERT, "cv", arr(2, 8, 16), 1, n);
+    hlo_inst(m, c, cv)->shape.type = ET_BF16;
+    int32_t r = add(m, c, HLO_COPY, "r", arr(2, 8, 16), 1, cv);
+    annotate(m, c, r, "{}{2}");
+    run(m);
+    check(m, c, cv, "{}{2}");
+    check(m, c, n, "{}{2}");
+    check(m, c, a, "{}{2}");
+    hlo_module_free(m);
+}
+
+/* compare/select/clamp are elementwise; clamp's scalar bounds stay replicated. */
+static void test_select_clamp_compare(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t x = add(m, c, HLO_PARAMETER, "x", arr(1, 64), 0);
+    int32_t y = add(m, c, HLO_PARAMETER, "y", arr(1, 64), 0);
+    int32_t lo = add(m, c, HLO_CONSTANT, "lo", arr(0), 0);
+    int32_t hi = add(m, c, HLO_CONSTANT, "hi", arr(0), 0);
+    int32_t cmp = add(m, c, HLO_COMPARE, "cmp", arr(1, 64), 2, x, y);
+    hlo_inst(m, c, cmp)->shape.type = ET_PRED;
+    int32_t sel = add(m, c, HLO_SELECT, "sel", arr(1, 64), 3, cmp, x, y);
+    int32_t cl = add(m, c, HLO_CLAMP, "cl", arr(1, 64), 3, lo, sel, hi);
+    annotate(m, c, y, "{1,2}");
+    run(m);
+    check(m, c, cmp, "{1,2}");
+    check(m, c, x, "{1,2}");
+    check(m, c, sel, "{1,2}");
+    check(m, c, cl, "{1,2}");
+    check(m, c, lo, "R");
+    check(m, c, hi, "R");
+    hlo_module_free(m);
+}
+
+/* ================================================================ broadcast */
+
+static void test_broadcast_forward(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t v = add(m, c, HLO_PARAMETER, "v", arr(1, 16), 0);
+    int32_t b = add(m, c, HLO_BROADCAST, "b", arr(3, 4, 16, 2), 1, v);
+    hlo_attrs_mut(m, hlo_inst(m, c, b))->dimensions = ints(m, 1, 1);
+    annotate(m, c, v, "{0}");
+    run(m);
+    check(m, c, b, "{}{0}{}");
+    hlo_module_free(m);
+}
+
+static void test_broadcast_backward(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t v = add(m, c, HLO_PARAMETER, "v", arr(2, 16, 8), 0);
+    int32_t b = add(m, c, HLO_BROADCAST, "b", arr(3, 8, 4, 16), 1, v);
+    hlo_attrs_mut(m, hlo_inst(m, c, b))->dimensions = ints(m, 2, 2, 0);
+    int32_t r = add(m, c, HLO_NEGATE, "r", arr(3, 8, 4, 16), 1, b);
+    annotate(m, c, r, "{0}{1}{2}"); /* new dim 1 is dropped, 2 -> operand 0, 0 -> operand 1 */
+    run(m);
+    check(m, c, b, "{0}{1}{2}");
+    check(m, c, v, "{2}{0}");
+    hlo_module_free(m);
+}
+
+/* A size-1 operand dim broadcast to a larger dim carries nothing. */
+static void test_broadcast_degenerate_dim(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t v = add(m, c, HLO_PARAMETER, "v", arr(2, 1, 8), 0);
+    int32_t b = add(m, c, HLO_BROADCAST, "b", arr(2, 16, 8), 1, v);
+    hlo_attrs_mut(m, hlo_inst(m, c, b))->dimensions = ints(m, 2, 0, 1);
+    int32_t r = add(m, c, HLO_NEGATE, "r", arr(2, 16, 8), 1, b);
+    annotate(m, c, r, "{0}{1}");
+    run(m);
+    check(m, c, v, "{}{1}");
+    hlo_module_free(m);
+}
+
+/* ================================================================ transpose */
+
+static void test_transpose_forward_backward(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t a = add(m, c, HLO_PARAMETER, "a", arr(3, 4, 8, 16), 0);
+    int32_t t = add(m, c, HLO_TRANSPOSE, "t", arr(3, 16, 4, 8), 1, a);
+    hlo_attrs_mut(m, hlo_inst(m, c, t))->dimensions = ints(m, 3, 2, 0, 1);
+    int32_t b = add(m, c, HLO_PARAMETER, "b", arr(3, 4, 8, 16), 0);
+    int32_t t2 = add(m, c, HLO_TRANSPOSE, "t2", arr(3, 16, 4, 8), 1, b);
+    hlo_attrs_mut(m, hlo_inst(m, c, t2))->dimensions = ints(m, 3, 2, 0, 1);
+    annotate(m, c, a, "{0}{}{1,2}");
+    annotate(m, c, t2, "{}{2}{0}");
+    run(m);
+    check(m, c, t, "{1,2}{0}{}");  /* out dim k = in dim perm[k] */
+    check(m, c, b, "{2}{0}{}");    /* in dim perm[k] = out dim k */
+    hlo_module_free(m);
+}
+
+/* ================================================================ reshape */
+
+static void test_reshape_split(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    /* A.5 example: [8,2048]{4,1} -> [2,4,2048] gives {2,2,1}: atom 0 to dim 0, atom 1 to dim 1. */
+    int32_t a = add(m, c, HLO_PARAMETER, "a", arr(2, 8, 2048), 0);
+    int32_t r = add(m, c, HLO_RESHAPE, "r", arr(3, 2, 4, 2048), 1, a);
+    /* [8] split 2 ways -> [4,2]: 4 % 2 == 0, the run stays on the major dim. */
+    int32_t b = add(m, c, HLO_PARAMETER, "b", arr(1, 8), 0);
+    int32_t rb = add(m, c, HLO_RESHAPE, "rb", arr(2, 4, 2), 1, b);
+    annotate(m, c, a, "{0,1}{}");
+    annotate(m, c, b, "{2}");
+    run(m);
+    check(m, c, r, "{0}{1}{}");
+    check(m, c, rb, "{2}{}");
+    hlo_module_free(m);
+}
+
+static void test_reshape_merge_and_fail(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    /* [16,4]{4,1} -> [64]{4} */
+    int32_t a = add(m, c, HLO_PARAMETER, "a", arr(2, 16, 4), 0);
+    int32_t ra = add(m, c, HLO_RESHAPE, "ra", arr(1, 64), 1, a);
+    /* [16,4]{1,4} -> [64] fails: the minor dim is split (non-contiguous shards). */
+    int32_t b = add(m, c, HLO_PARAMETER, "b", arr(2, 16, 4), 0);
+    int32_t rb = add(m, c, HLO_RESHAPE, "rb", arr(1, 64), 1, b);
+    /* [2,4]{2,2} -> [8]{4}: shard size 1 on dim 0, so the runs concatenate. */
+    int32_t d = add(m, c, HLO_PARAMETER, "d", arr(2, 2, 4), 0);
+    int32_t rd = add(m, c, HLO_RESHAPE, "rd", arr(1, 8), 1, d);
+    /* [6] split 4 ways -> [2,3]: 6 % 4 != 0, no propagation. */
+    int32_t e = add(m, c, HLO_PARAMETER, "e", arr(1, 6), 0);
+    int32_t re = add(m, c, HLO_RESHAPE, "re", arr(2, 2, 3), 1, e);
+    annotate(m, c, a, "{0,1}{}");
+    annotate(m, c, b, "{}{0,1}");
+    annotate(m, c, d, "{2}{0}");
+    annotate(m, c, e, "{0,1}");
+    run(m);
+    check(m, c, ra, "{0,1}");
+    check(m, c, rb, "R");
+    check(m, c, rd, "{2,0}");
+    check(m, c, re, "R");
+    hlo_module_free(m);
+}
+
+static void test_reshape_size1_dims_and_backward(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t a = add(m, c, HLO_PARAMETER, "a", arr(2, 8, 16), 0);
+    int32_t r = add(m, c, HLO_RESHAPE, "r", arr(4, 1, 8, 1, 16), 1, a);
+    int32_t b = add(m, c, HLO_PARAMETER, "b", arr(3, 8, 1, 16), 0);
+    int32_t rb = add(m, c, HLO_RESHAPE, "rb", arr(2, 8, 16), 1, b);
+    int32_t x = add(m, c, HLO_PARAMETER, "x", arr(1, 64), 0);
+    int32_t rx = add(m, c, HLO_RESHAPE, "rx", arr(2, 8, 8), 1, x);
+    annotate(m, c, a, "{0}{1,2}");
+    annotate(m, c, b, "{0}{}{1}");
+    annotate(m, c, rx, "{0,1}{}"); /* backward: [8,8]{4,1} -> [64]{4} */
+    run(m);
+    check(m, c, r, "{}{0}{}{1,2}");
+    check(m, c, rb, "{0}{1}");
+    check(m, c, x, "{0,1}");
+    hlo_module_free(m);
+}
+
+/* ================================================================ reduce */
+
+static int32_t add_reducer(HloModule *m)
+{
+    int32_t rc = hlo_add_computation(m, "sum", false);
+    int32_t x = add(m, rc, HLO_PARAMETER, "x", arr(0), 0);
+    int32_t y = add(m, rc, HLO_PARAMETER, "y", arr(0), 0);
+    hlo_attrs_mut(m, hlo_inst(m, rc, y))->param_number = 1;
+    add(m, rc, HLO_ADD, "s", arr(0), 2, x, y);
+    return rc;
+}
+
+static void test_reduce_forward_backward(void **state)
+{
+    (void)state;
+    HloModule *m = hlo_module_new("m");
+    const char *names[] = {"model"};
+    int64_t sizes[] = {8};
+    char err[64];
+    assert_true(mesh_init(&m->mesh, 1, names, sizes, err, sizeof err));
+    m->has_mesh = true;
+    int32_t rc = add_reducer(m);
+    int32_t c = hlo_add_computation(m, "main", true);
+    int32_t a = add(m, c, HLO_PARAMETER, "a", arr(3, 8, 16, 32), 0);
+    int32_t z = add(m, c, HLO_CONSTANT, "z", arr(0), 0);
+    int32_t r = add(m, c, HLO_REDUCE, "r", arr(2, 8, 32), 2, a, z);
+    hlo_attrs_mut(m, hlo_inst(m, c, r))->dimensions = ints(m, 1, 1);
+    hlo_attrs_mut(m, hlo_inst(m, c, r))->to_apply = rc;
+    int32_t b = add(m, c, HLO_PARAMETER, "b", arr(2, 8, 16), 0);
+    int32_t rb = add(m, c, HLO_REDUCE, "rb", arr(1, 16), 2, b, z);
+    hlo_attrs_mut(m, hlo_inst(m, c, rb))->dimensions = ints(m, 1, 0);
+    hlo_attrs_mut(m, hlo_inst(m, c, rb))->to_apply = rc;
+    annotate(m, c, a, "{0}{1}{2}"); /* dim 1 (reduced) is dropped: no partial */
+    annotate(m, c, rb, "{1,2}");
+    run(m);
+    check_all_set(m);
+    check(m, c, r, "{0}{2}");
+    check(m, c, b, "{}{1,2}");
+    check(m, c, z, "R");
+    for (int32_t i = 0; i < 3; i++) check(m, rc, i, "R"); /* the reducer: replicated scalars */
+    hlo_module_free(m);
+}
+
+static void test_variadic_reduce(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t a = add(m, c, HLO_PARAMETER, "a", arr(2, 8, 16), 0);
+    int32_t b = add(m, c, HLO_PARAMETER, "b", arr(2, 8, 16), 0);
+    int32_t z = add(m, c, HLO_CONSTANT, "z", arr(0), 0);
+    Shape el[2] = {arr(1, 8), arr(1, 8)};
+    Shape ts = shape_scalar(ET_TUPLE);
+    ts.n_elems = 2;
+    ts.elems = el;
+    int32_t r = add(m, c, HLO_REDUCE, "r", ts, 4, a, b, z, z);
+    hlo_attrs_mut(m, hlo_inst(m, c, r))->dimensions = ints(m, 1, 1);
+    annotate(m, c, a, "{0}{1}");
+    run(m);
+    check_leaf(m, c, r, 0, "{0}");
+    check_leaf(m, c, r, 1, "{0}");
+    check(m, c, b, "{0}{}"); /* back from output leaf 1 */
+    hlo_module_free(m);
+}
+
+/* ================================================================ dot */
+
+static int32_t add_dot(HloModule *m, int32_t c, const char *name, Shape s, int32_t l, int32_t r, int nb,
+                       const int *lb, const int *rb, int nc, const int *lc, const int *rcn)
+{
+    int32_t d = add(m, c, HLO_DOT, name, s, 2, l, r);
+    HloAttrs *a = hlo_attrs_mut(m, hlo_inst(m, c, d));
+    int64_t v[4][SPMDC_MAX_RANK];
+    for (int k = 0; k < nb; k++) v[0][k] = lb[k], v[1][k] = rb[k];
+    for (int k = 0; k < nc; k++) v[2][k] = lc[k], v[3][k] = rcn[k];
+    a->lhs_batch = hlo_intlist(m, v[0], nb);
+    a->rhs_batch = hlo_intlist(m, v[1], nb);
+    a->lhs_contracting = hlo_intlist(m, v[2], nc);
+    a->rhs_contracting = hlo_intlist(m, v[3], nc);
+    return d;
+}
+
+/* [B,M,K] x [B,K,N] -> [B,M,N]: batch and free dims forward; the other
+ * operand's batch dim backward. */
+static void test_dot_forward_batch_and_free(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(true, &c);
+    int32_t l = add(m, c, HLO_PARAMETER, "l", arr(3, 4, 8, 16), 0);
+    int32_t r = add(m, c, HLO_PARAMETER, "r", arr(3, 4, 16, 32), 0);
+    int zero = 0, two = 2, one = 1;
+    int32_t d = add_dot(m, c, "d", arr(3, 4, 8, 32), l, r, 1, &zero, &zero, 1, &two, &one);
+    annotate(m, c, l, "{0}{1,2}{}");
+    run(m);
+    check(m, c, d, "{0}{1,2}{}");
+    check(m, c, r, "{0}{}{}");
+    hlo_module_free(m);
+}
+
+/* Contracting dim split on both operands over the same atoms: nothing on
+ * the output, and no partial is created. */
+static void test_dot_contracting_both_gives_nothing(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t l = add(m, c, HLO_PARAMETER, "l", arr(2, 64, 128), 0);
+    int32_t r = add(m, c, HLO_PARAMETER, "r", arr(2, 128, 32), 0);
+    int one = 1, zero = 0;
+    int32_t d = add_dot(m, c, "d", arr(2, 64, 32), l, r, 0, NULL, NULL, 1, &one, &zero);
+    int32_t n = add(m, c, HLO_NEGATE, "n", arr(2, 64, 32), 1, d);
+    annotate(m, c, l, "{}{0,1,2}");
+    annotate(m, c, r, "{0,1,2}{}");
+    run(m);
+    check(m, c, d, "R");
+    check(m, c, n, "R");
+    assert_int_equal(hlo_inst(m, c, d)->sharding->partial, 0);
+    hlo_module_free(m);
+}
+
+static void test_dot_backward_from_output(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(true, &c);
+    int32_t l = add(m, c, HLO_PARAMETER, "l", arr(2, 64, 128), 0);
+    int32_t r = add(m, c, HLO_PARAMETER, "r", arr(2, 128, 32), 0);
+    int one = 1, zero = 0;
+    int32_t d = add_dot(m, c, "d", arr(2, 64, 32), l, r, 0, NULL, NULL, 1, &one, &zero);
+    annotate(m, c, d, "{0}{1,2}");
+    run(m);
+    check(m, c, l, "{0}{}");
+    check(m, c, r, "{}{1,2}");
+    hlo_module_free(m);
+}
+
+/* lhs contracting dim k pairs with rhs contracting dim k. */
+static void test_dot_contracting_from_other_operand(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t l = add(m, c, HLO_PARAMETER, "l", arr(3, 8, 16, 4), 0);
+    int32_t r = add(m, c, HLO_PARAMETER, "r", arr(3, 4, 32, 16), 0);
+    int lc[] = {1, 2}, rcn[] = {2, 0};
+    int32_t d = add_dot(m, c, "d", arr(2, 8, 32), l, r, 0, NULL, NULL, 2, lc, rcn);
+    annotate(m, c, l, "{}{0,1}{2}");
+    annotate(m, c, d, "R");
+    run(m);
+    check(m, c, r, "{2}{}{0,1}");
+    check(m, c, d, "R");
+    hlo_module_free(m);
+}
+
+/* Forward prefers the larger operand: both free dims want atom 0; the rhs
+ * (16x64 f32 = 4096 bytes) beats the lhs (8x16 f32 = 512 bytes). */
+static void test_dot_larger_operand_first(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t l = add(m, c, HLO_PARAMETER, "l", arr(2, 8, 16), 0);
+    int32_t r = add(m, c, HLO_PARAMETER, "r", arr(2, 16, 64), 0);
+    int one = 1, zero = 0;
+    int32_t d = add_dot(m, c, "d", arr(2, 8, 64), l, r, 0, NULL, NULL, 1, &one, &zero);
+    annotate(m, c, l, "{0}{}");
+    annotate(m, c, r, "{}{0}");
+    /* Swap sizes: same program with the lhs larger. */
+    int32_t l2 = add(m, c, HLO_PARAMETER, "l2", arr(2, 64, 16), 0);
+    int32_t r2 = add(m, c, HLO_PARAMETER, "r2", arr(2, 16, 8), 0);
+    int32_t d2 = add_dot(m, c, "d2", arr(2, 64, 8), l2, r2, 0, NULL, NULL, 1, &one, &zero);
+    annotate(m, c, l2, "{0}{}");
+    annotate(m, c, r2, "{}{0}");
+    run(m);
+    check(m, c, d, "{}{0}");
+    check(m, c, d2, "{0}{}");
+    hlo_module_free(m);
+}
+
+/* Megatron MLP over model=8: X replicated, A split on dim 1, B on dim 0. */
+static void test_megatron_mlp(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t x = add(m, c, HLO_PARAMETER, "X", arr(2, 8192, 8192), 0);
+    int32_t a = add(m, c, HLO_PARAMETER, "A", arr(2, 8192, 8192), 0);
+    int32_t b = add(m, c, HLO_PARAMETER, "B", arr(2, 8192, 8192), 0);
+    int one = 1, zero = 0;
+    int32_t h = add_dot(m, c, "H", arr(2, 8192, 8192), x, a, 0, NULL, NULL, 1, &one, &zero);
+    int32_t g = add(m, c, HLO_TANH, "G", arr(2, 8192, 8192), 1, h);
+    int32_t y = add_dot(m, c, "Y", arr(2, 8192, 8192), g, b, 0, NULL, NULL, 1, &one, &zero);
+    int32_t y2 = add_dot(m, c, "Y2", arr(2, 8192, 8192), g, b, 0, NULL, NULL, 1, &one, &zero);
+    annotate(m, c, x, "R");
+    annotate(m, c, a, "{}{0,1,2}");
+    annotate(m, c, b, "{0,1,2}{}");
+    annotate(m, c, y, "R");
+    run(m);
+    check(m, c, h, "{}{0,1,2}");
+    check(m, c, g, "{}{0,1,2}");
+    check(m, c, y, "R");
+    check(m, c, y2, "R"); /* unannotated: the contracting split gives nothing */
+    check(m, c, x, "R");
+    hlo_module_free(m);
+}
+
+/* ================================================================ tuples */
+
+static void test_tuple_and_gte(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t a = add(m, c, HLO_PARAMETER, "a", arr(1, 8), 0);
+    int32_t b = add(m, c, HLO_PARAMETER, "b", arr(2, 8, 4), 0);
+    int32_t s = add(m, c, HLO_PARAMETER, "s", arr(1, 16), 0);
+    Shape inner_el[2] = {arr(1, 8), arr(2, 8, 4)};
+    Shape inner = shape_scalar(ET_TUPLE);
+    inner.n_elems = 2;
+    inner.elems = inner_el;
+    int32_t t1 = add(m, c, HLO_TUPLE, "t1", inner, 2, a, b);
+    Shape outer_el[2] = {arr(1, 16), inner};
+    Shape outer = shape_scalar(ET_TUPLE);
+    outer.n_elems = 2;
+    outer.elems = outer_el;
+    int32_t t2 = add(m, c, HLO_TUPLE, "t2", outer, 2, s, t1);
+    int32_t g1 = add(m, c, HLO_GET_TUPLE_ELEMENT, "g1", inner, 1, t2);
+    hlo_attrs_mut(m, hlo_inst(m, c, g1))->index = 1;
+    int32_t g2 = add(m, c, HLO_GET_TUPLE_ELEMENT, "g2", arr(2, 8, 4), 1, g1);
+    hlo_attrs_mut(m, hlo_inst(m, c, g2))->index = 1;
+    int32_t g0 = add(m, c, HLO_GET_TUPLE_ELEMENT, "g0", arr(1, 16), 1, t2);
+    int32_t n0 = add(m, c, HLO_NEGATE, "n0", arr(1, 16), 1, g0);
+    annotate(m, c, a, "{0}");
+    annotate(m, c, n0, "{1}"); /* flows back: n0 -> g0 -> t2 leaf 0 -> s */
+    run(m);
+    check_all_set(m);
+    check_leaf(m, c, t1, 0, "{0}");
+    check_leaf(m, c, t1, 1, "R");
+    check_leaf(m, c, t2, 0, "{1}");
+    check_leaf(m, c, t2, 1, "{0}");
+    check_leaf(m, c, t2, 2, "R");
+    check_leaf(m, c, g1, 0, "{0}");
+    check(m, c, g2, "R");
+    check(m, c, g0, "{1}");
+    check(m, c, s, "{1}");
+    hlo_module_free(m);
+}
+
+/* parameter, constant, iota: nothing forward, everything from their users. */
+static void test_leaves_take_from_users(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t io = add(m, c, HLO_IOTA, "io", arr(2, 64, 8), 0);
+    int32_t k = add(m, c, HLO_CONSTANT, "k", arr(2, 64, 8), 0);
+    int32_t p = add(m, c, HLO_PARAMETER, "p", arr(2, 64, 8), 0);
+    int32_t s1 = add(m, c, HLO_ADD, "s1", arr(2, 64, 8), 2, io, k);
+    int32_t s2 = add(m, c, HLO_MULTIPLY, "s2", arr(2, 64, 8), 2, s1, p);
+    annotate(m, c, s2, "{0,1}{2}");
+    run(m);
+    check(m, c, s1, "{0,1}{2}");
+    check(m, c, io, "{0,1}{2}");
+    check(m, c, k, "{0,1}{2}");
+    check(m, c, p, "{0,1}{2}");
+    hlo_module_free(m);
+}
+
+/* opt-barrier is a leafwise identity on tuples; bitcast-convert passes only
+ * when the shape is unchanged. */
+static void test_opt_barrier_and_bitcast_convert(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t a = add(m, c, HLO_PARAMETER, "a", arr(1, 8), 0);
+    int32_t b = add(m, c, HLO_PARAMETER, "b", arr(2, 8, 4), 0);
+    Shape el[2] = {arr(1, 8), arr(2, 8, 4)};
+    Shape ts = shape_scalar(ET_TUPLE);
+    ts.n_elems = 2;
+    ts.elems = el;
+    int32_t t = add(m, c, HLO_TUPLE, "t", ts, 2, a, b);
+    int32_t ob = add(m, c, HLO_OPTIMIZATION_BARRIER, "ob", ts, 1, t);
+    int32_t g = add(m, c, HLO_GET_TUPLE_ELEMENT, "g", arr(2, 8, 4), 1, ob);
+    hlo_attrs_mut(m, hlo_inst(m, c, g))->index = 1;
+    int32_t bc = add(m, c, HLO_BITCAST_CONVERT, "bc", arr(1, 8), 1, a);
+    hlo_inst(m, c, bc)->shape.type = ET_S32;
+    int32_t x = add(m, c, HLO_PARAMETER, "x", arr(1, 8), 0);
+    hlo_inst(m, c, x)->shape.type = ET_F64;
+    int32_t bw = add(m, c, HLO_BITCAST_CONVERT, "bw", arr(2, 8, 2), 1, x); /* f64[8] -> f32[8,2] */
+    annotate(m, c, a, "{2}");
+    annotate(m, c, g, "{}{0}");
+    annotate(m, c, x, "{1}");
+    run(m);
+    check_leaf(m, c, ob, 0, "{2}");
+    check_leaf(m, c, ob, 1, "{}{0}");
+    check(m, c, b, "{}{0}");
+    check(m, c, bc, "{2}");
+    check(m, c, bw, "R");
+    hlo_module_free(m);
+}
+
+/* Malformed attributes (verify would reject them) never crash the pass;
+ * the ops simply pass nothing. */
+static void test_malformed_attrs_pass_nothing(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t a = add(m, c, HLO_PARAMETER, "a", arr(2, 8, 8), 0);
+    int32_t t = add(m, c, HLO_TRANSPOSE, "t", arr(2, 8, 8), 1, a);
+    hlo_attrs_mut(m, hlo_inst(m, c, t))->dimensions = ints(m, 2, 0, 0);
+    int32_t b = add(m, c, HLO_BROADCAST, "b", arr(2, 8, 8), 1, a);
+    hlo_attrs_mut(m, hlo_inst(m, c, b))->dimensions = ints(m, 1, 5);
+    int32_t r = add(m, c, HLO_REDUCE, "r", arr(1, 8), 2, a, a);
+    hlo_attrs_mut(m, hlo_inst(m, c, r))->dimensions = ints(m, 1, 9);
+    int one = 1, nine = 9;
+    int32_t d = add_dot(m, c, "d", arr(2, 8, 8), a, a, 0, NULL, NULL, 1, &one, &nine);
+    int32_t rs = add(m, c, HLO_RESHAPE, "rs", arr(1, 63), 1, a);
+    int32_t g = add(m, c, HLO_GET_TUPLE_ELEMENT, "g", arr(2, 8, 8), 1, a);
+    int32_t bad = add(m, c, HLO_NEGATE, "bad", arr(2, 8, 8), 0); /* arity 1 with no operand */
+    annotate(m, c, a, "{0}{1}");
+    run(m);
+    check_all_set(m);
+    check(m, c, t, "R");
+    check(m, c, b, "R");
+    check(m, c, r, "R");
+    check(m, c, d, "R");
+    check(m, c, rs, "R");
+    check(m, c, g, "R");
+    check(m, c, bad, "R");
+    hlo_module_free(m);
+}
+
+/* A while is opaque: replicated result; body and condition get replicated
+ * parameters and roots. */
+static void test_while_is_opaque(void **state)
+{
+    (void)state;
+    HloModule *m = hlo_module_new("m");
+    const char *names[] = {"model"};
+    int64_t sizes[] = {8};
+    char err[64];
+    assert_true(mesh_init(&m->mesh, 1, names, sizes, err, sizeof err));
+    m->has_mesh = true;
+    int32_t cond = hlo_add_computation(m, "cond", false);
+    int32_t cp = add(m, cond, HLO_PARAMETER, "cp", arr(1, 16), 0);
+    add(m, cond, HLO_CONSTANT, "cr", arr(0), 0);
+    int32_t body = hlo_add_computation(m, "body", false);
+    int32_t bp = add(m, body, HLO_PARAMETER, "bp", arr(1, 16), 0);
+    int32_t br = add(m, body, HLO_NEGATE, "br", arr(1, 16), 1, bp);
+    int32_t c = hlo_add_computation(m, "main", true);
+    int32_t p = add(m, c, HLO_PARAMETER, "p", arr(1, 16), 0);
+    int32_t w = add(m, c, HLO_WHILE, "w", arr(1, 16), 1, p);
+    hlo_attrs_mut(m, hlo_inst(m, c, w))->condition = cond;
+    hlo_attrs_mut(m, hlo_inst(m, c, w))->body = body;
+    int32_t n = add(m, c, HLO_NEGATE, "n", arr(1, 16), 1, w);
+    annotate(m, c, p, "{0}");
+    annotate(m, c, n, "{1}");
+    run(m);
+    check_all_set(m);
+    check(m, c, w, "R");
+    check(m, cond, cp, "R");
+    check(m, body, bp, "R");
+    check(m, body, br, "R");
+    hlo_module_free(m);
+}
+
+/* ================================================================ annotations */
+
+static void test_sharding_custom_call_and_copy(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t x = add(m, c, HLO_PARAMETER, "x", arr(2, 8, 8), 0);
+    int32_t cc = add(m, c, HLO_CUSTOM_CALL, "cc", arr(2, 8, 8), 1, x);
+    hlo_attrs_mut(m, hlo_inst(m, c, cc))->custom_call_target = "Sharding";
+    int32_t y = add(m, c, HLO_COPY, "y", arr(2, 8, 8), 1, cc);
+    /* Any other custom-call is opaque: result replicated, operand gets nothing. */
+    int32_t z = add(m, c, HLO_PARAMETER, "z", arr(2, 8, 8), 0);
+    int32_t oc = add(m, c, HLO_CUSTOM_CALL, "oc", arr(2, 8, 8), 1, z);
+    hlo_attrs_mut(m, hlo_inst(m, c, oc))->custom_call_target = "TopK";
+    int32_t w = add(m, c, HLO_NEGATE, "w", arr(2, 8, 8), 1, oc);
+    annotate(m, c, cc, "{1}{0}");
+    annotate(m, c, w, "{0}{}");
+    run(m);
+    check(m, c, cc, "{1}{0}");
+    check(m, c, y, "{1}{0}");
+    check(m, c, x, "{1}{0}");
+    check(m, c, oc, "R");
+    check(m, c, z, "R");
+    hlo_module_free(m);
+}
+
+/* Ops without a rule: result replicated, even when the operand or a user is
+ * split; their operands get nothing. */
+static void test_opaque_default(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t a = add(m, c, HLO_PARAMETER, "a", arr(1, 16), 0);
+    int32_t s = add(m, c, HLO_SLICE, "s", arr(1, 8), 1, a);
+    int32_t n = add(m, c, HLO_NEGATE, "n", arr(1, 8), 1, s);
+    int32_t b = add(m, c, HLO_PARAMETER, "b", arr(1, 16), 0);
+    int32_t rv = add(m, c, HLO_REVERSE, "rv", arr(1, 16), 1, b);
+    annotate(m, c, a, "{0}");
+    annotate(m, c, rv, "{0}");
+    run(m);
+    check(m, c, s, "R");
+    check(m, c, n, "R");
+    check(m, c, b, "R");
+    check(m, c, rv, "{0}");
+    hlo_module_free(m);
+}
+
+static void test_user_annotations_not_overwritten(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t a = add(m, c, HLO_PARAMETER, "a", arr(2, 8, 8), 0);
+    int32_t n1 = add(m, c, HLO_NEGATE, "n1", arr(2, 8, 8), 1, a);
+    int32_t n2 = add(m, c, HLO_NEGATE, "n2", arr(2, 8, 8), 1, n1);
+    int32_t n3 = add(m, c, HLO_NEGATE, "n3", arr(2, 8, 8), 1, n2);
+    int32_t n4 = add(m, c, HLO_NEGATE, "n4", arr(2, 8, 8), 1, n3);
+    annotate(m, c, a, "{0}{}");
+    annotate(m, c, n2, "R");
+    annotate(m, c, n4, "{}{1}");
+    Sharding *before = hlo_inst(m, c, n2)->sharding;
+    run(m);
+    assert_ptr_equal(hlo_inst(m, c, n2)->sharding, before);
+    check(m, c, a, "{0}{}");
+    check(m, c, n1, "{0}{}");
+    check(m, c, n2, "R");
+    check(m, c, n3, "{}{1}");
+    check(m, c, n4, "{}{1}");
+    hlo_module_free(m);
+}
+
+/* Partial (unreduced) atoms stay on the annotated value; the tiling flows
+ * on without them. */
+static void test_partial_kept_not_propagated(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t a = add(m, c, HLO_PARAMETER, "a", arr(2, 8, 8), 0);
+    int32_t n = add(m, c, HLO_NEGATE, "n", arr(2, 8, 8), 1, a);
+    int32_t b = add(m, c, HLO_PARAMETER, "b", arr(2, 8, 8), 0);
+    int32_t nb = add(m, c, HLO_NEGATE, "nb", arr(2, 8, 8), 1, b);
+    annotate(m, c, a, "{0}{} partial=2");
+    annotate(m, c, b, "{}{} partial=1");
+    run(m);
+    check_all_set(m);
+    check(m, c, a, "{0}{} partial=2");
+    check(m, c, n, "{0}{}");
+    check(m, c, b, "{}{} partial=1");
+    check(m, c, nb, "R");
+    hlo_module_free(m);
+}
+
+/* MANUAL spreads to its neighbours and beats a tiling; MAXIMAL spreads not. */
+static void test_manual_and_maximal(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t a = add(m, c, HLO_PARAMETER, "a", arr(1, 8), 0);
+    int32_t b = add(m, c, HLO_PARAMETER, "b", arr(1, 8), 0);
+    int32_t s = add(m, c, HLO_ADD, "s", arr(1, 8), 2, a, b);
+    int32_t d = add(m, c, HLO_PARAMETER, "d", arr(1, 8), 0);
+    int32_t nd = add(m, c, HLO_NEGATE, "nd", arr(1, 8), 1, d);
+    annotate(m, c, a, "{0}");
+    annotate(m, c, b, "M");
+    HloInst *dd = hlo_inst(m, c, d);
+    dd->sharding = ARENA_NEW(m->arena, Sharding);
+    *dd->sharding = sharding_maximal(3);
+    dd->sharding_from_user = true;
+    run(m);
+    check(m, c, s, "M");
+    check(m, c, nd, "R");
+    hlo_module_free(m);
+}
+
+/* ================================================================ lattice */
+
+static void test_merge_compatible_and_conflicts(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(true, &c);
+    /* Different dims over disjoint atoms: both. */
+    int32_t a = add(m, c, HLO_PARAMETER, "a", arr(2, 8, 8), 0);
+    int32_t b = add(m, c, HLO_PARAMETER, "b", arr(2, 8, 8), 0);
+    int32_t s = add(m, c, HLO_ADD, "s", arr(2, 8, 8), 2, a, b);
+    /* Same atom wanted by two dims: the first operand wins. */
+    int32_t c1 = add(m, c, HLO_PARAMETER, "c1", arr(2, 8, 8), 0);
+    int32_t c2 = add(m, c, HLO_PARAMETER, "c2", arr(2, 8, 8), 0);
+    int32_t s2 = add(m, c, HLO_ADD, "s2", arr(2, 8, 8), 2, c1, c2);
+    /* A run that is a major prefix of the other's is extended. */
+    int32_t e1 = add(m, c, HLO_PARAMETER, "e1", arr(2, 8, 8), 0);
+    int32_t e2 = add(m, c, HLO_PARAMETER, "e2", arr(2, 8, 8), 0);
+    int32_t s3 = add(m, c, HLO_ADD, "s3", arr(2, 8, 8), 2, e1, e2);
+    /* Different runs on one dim: the existing one is kept. */
+    int32_t f1 = add(m, c, HLO_PARAMETER, "f1", arr(2, 8, 8), 0);
+    int32_t f2 = add(m, c, HLO_PARAMETER, "f2", arr(2, 8, 8), 0);
+    int32_t s4 = add(m, c, HLO_ADD, "s4", arr(2, 8, 8), 2, f1, f2);
+    annotate(m, c, a, "{0}{}");
+    annotate(m, c, b, "{}{1,2}");
+    annotate(m, c, c1, "{0}{}");
+    annotate(m, c, c2, "{}{0}");
+    annotate(m, c, e1, "{1}{}");
+    annotate(m, c, e2, "{1,2}{}");
+    annotate(m, c, f1, "{0}{}");
+    annotate(m, c, f2, "{1,2}{}");
+    run(m);
+    check(m, c, s, "{0}{1,2}");
+    check(m, c, s2, "{0}{}");
+    check(m, c, s3, "{1,2}{}");
+    check(m, c, s4, "{0}{}");
+    hlo_module_free(m);
+}
+
+/* Information zig-zags: each rung needs one more forward+backward sweep
+ * (add_j precedes add_{j-1} in program order). */
+static void test_fixed_point_needs_several_sweeps(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    enum { K = 6 };
+    int32_t v[K + 1], s[K];
+    char nm[16];
+    for (int j = 0; j <= K; j++) {
+        snprintf(nm, sizeof nm, "v%d", j);
+        v[j] = add(m, c, HLO_PARAMETER, nm, arr(1, 64), 0);
+    }
+    for (int j = K - 1; j >= 0; j--) {
+        snprintf(nm, sizeof nm, "s%d", j);
+        s[j] = add(m, c, HLO_ADD, nm, arr(1, 64), 2, v[j], v[j + 1]);
+    }
+    annotate(m, c, v[0], "{2,0}");
+    run(m);
+    for (int j = 0; j < K; j++) check(m, c, s[j], "{2,0}");
+    for (int j = 0; j <= K; j++) check(m, c, v[j], "{2,0}");
+    hlo_module_free(m);
+}
+
+/* The sweep bound: a 300-rung zig-zag stops at a valid, partial answer. */
+static void test_sweep_bound(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    enum { K = 300 };
+    int32_t v[K + 1];
+    char nm[16];
+    for (int j = 0; j <= K; j++) {
+        snprintf(nm, sizeof nm, "v%d", j);
+        v[j] = add(m, c, HLO_PARAMETER, nm, arr(1, 64), 0);
+    }
+    for (int j = K - 1; j >= 0; j--) {
+        snprintf(nm, sizeof nm, "s%d", j);
+        add(m, c, HLO_ADD, nm, arr(1, 64), 2, v[j], v[j + 1]);
+    }
+    annotate(m, c, v[0], "{0}");
+    run(m);
+    check_all_set(m);
+    check(m, c, v[1], "{0}");
+    check(m, c, v[K], "R"); /* 4 phases x 64 sweeps, one rung each, cannot reach rung 300 */
+    hlo_module_free(m);
+}
+
+/* Phase order: elementwise (phase 0) settles the broadcast's result before
+ * broadcast forward (phase 3) could offer its own. */
+static void test_broadcast_comes_last(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t v = add(m, c, HLO_PARAMETER, "v", arr(1, 16), 0);
+    int32_t b = add(m, c, HLO_BROADCAST, "b", arr(2, 16, 16), 1, v);
+    hlo_attrs_mut(m, hlo_inst(m, c, b))->dimensions = ints(m, 1, 1);
+    int32_t w = add(m, c, HLO_PARAMETER, "w", arr(2, 16, 16), 0);
+    int32_t s = add(m, c, HLO_ADD, "s", arr(2, 16, 16), 2, b, w);
+    annotate(m, c, v, "{0,1,2}");
+    annotate(m, c, w, "{0,1,2}{}");
+    run(m);
+    check(m, c, s, "{0,1,2}{}");
+    check(m, c, b, "{0,1,2}{}");
+    hlo_module_free(m);
+}
+
+/* Dot and reduce (phase 1) wait until pass-through ops settled. */
+static void test_passthrough_before_dot(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t l = add(m, c, HLO_PARAMETER, "l", arr(2, 16, 16), 0);
+    int32_t r = add(m, c, HLO_PARAMETER, "r", arr(2, 16, 16), 0);
+    int one = 1, zero = 0;
+    int32_t d = add_dot(m, c, "d", arr(2, 16, 16), l, r, 0, NULL, NULL, 1, &one, &zero);
+    int32_t w = add(m, c, HLO_PARAMETER, "w", arr(2, 16, 16), 0);
+    int32_t s = add(m, c, HLO_ADD, "s", arr(2, 16, 16), 2, d, w);
+    annotate(m, c, l, "{0}{}");  /* dot forward would give d {0}{} */
+    annotate(m, c, w, "{}{0}");  /* but the add's backward gives d {}{0} first */
+    run(m);
+    check(m, c, d, "{}{0}");
+    check(m, c, r, "{}{0}");
+    check(m, c, s, "{}{0}");
+    hlo_module_free(m);
+}
+
+/* ================================================================ meshes, computations */
+
+static void test_mesh_2d(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(true, &c);
+    /* x (atom 0) on the batch, y (atoms 1,2) on the features. */
+    int32_t in = add(m, c, HLO_PARAMETER, "in", arr(2, 32, 64), 0);
+    int32_t w = add(m, c, HLO_PARAMETER, "w", arr(2, 64, 128), 0);
+    int one = 1, zero = 0;
+    int32_t d = add_dot(m, c, "d", arr(2, 32, 128), in, w, 0, NULL, NULL, 1, &one, &zero);
+    int32_t r = add(m, c, HLO_RESHAPE, "r", arr(3, 32, 4, 32), 1, d);
+    int32_t t = add(m, c, HLO_TRANSPOSE, "t", arr(3, 4, 32, 32), 1, r);
+    hlo_attrs_mut(m, hlo_inst(m, c, t))->dimensions = ints(m, 3, 1, 0, 2);
+    annotate(m, c, in, "{0}{}");
+    annotate(m, c, w, "{}{1,2}");
+    run(m);
+    check(m, c, d, "{0}{1,2}");
+    check(m, c, r, "{0}{1,2}{}"); /* 128 split 4 -> [4,32]: the run goes to the major 4 */
+    check(m, c, t, "{1,2}{0}{}");
+    hlo_module_free(m);
+}
+
+/* Non-entry computations: parameters and root are replicated; user
+ * annotations inside still propagate to inner values. */
+static void test_non_entry_computation(void **state)
+{
+    (void)state;
+    HloModule *m = hlo_module_new("m");
+    const char *names[] = {"model"};
+    int64_t sizes[] = {8};
+    char err[64];
+    assert_true(mesh_init(&m->mesh, 1, names, sizes, err, sizeof err));
+    m->has_mesh = true;
+    int32_t body = hlo_add_computation(m, "body", false);
+    int32_t bp = add(m, body, HLO_PARAMETER, "bp", arr(1, 16), 0);
+    int32_t bn = add(m, body, HLO_NEGATE, "bn", arr(1, 16), 1, bp);
+    int32_t bc = add(m, body, HLO_COPY, "bc", arr(1, 16), 1, bn);
+    int32_t br = add(m, body, HLO_NEGATE, "br", arr(1, 16), 1, bc);
+    annotate(m, body, bc, "{0}");
+    int32_t c = hlo_add_computation(m, "main", true);
+    int32_t p = add(m, c, HLO_PARAMETER, "p", arr(1, 16), 0);
+    int32_t call = add(m, c, HLO_CALL, "call", arr(1, 16), 1, p);
+    hlo_attrs_mut(m, hlo_inst(m, c, call))->to_apply = body;
+    int32_t n = add(m, c, HLO_NEGATE, "n", arr(1, 16), 1, call);
+    annotate(m, c, n, "{1}");
+    run(m);
+    check_all_set(m);
+    check(m, body, bp, "R");
+    check(m, body, bn, "{0}");
+    check(m, body, br, "R");
+    check(m, c, call, "R");
+    check(m, c, p, "R");
+    hlo_module_free(m);
+}
+
+static void test_named_form_follows_input(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t a = add(m, c, HLO_PARAMETER, "a", arr(1, 8), 0);
+    int32_t n = add(m, c, HLO_NEGATE, "n", arr(1, 8), 1, a);
+    int32_t k = add(m, c, HLO_CONSTANT, "k", arr(0), 0);
+    annotate(m, c, a, "{0}");
+    hlo_inst(m, c, a)->sharding->named_form = true;
+    run(m);
+    assert_true(hlo_inst(m, c, n)->sharding->named_form);
+    assert_true(hlo_inst(m, c, k)->sharding->named_form);
+    hlo_module_free(m);
+}
+
+/* ================================================================ determinism, scale */
+
+static HloModule *build_mixed(int32_t *c)
+{
+    HloModule *m = new_module(true, c);
+    int32_t x = add(m, *c, HLO_PARAMETER, "x", arr(2, 32, 64), 0);
+    int32_t w = add(m, *c, HLO_PARAMETER, "w", arr(2, 64, 128), 0);
+    int one = 1, zero = 0;
+    int32_t d = add_dot(m, *c, "d", arr(2, 32, 128), x, w, 0, NULL, NULL, 1, &one, &zero);
+    int32_t v = add(m, *c, HLO_PARAMETER, "v", arr(1, 128), 0);
+    int32_t b = add(m, *c, HLO_BROADCAST, "b", arr(2, 32, 128), 1, v);
+    hlo_attrs_mut(m, hlo_inst(m, *c, b))->dimensions = ints(m, 1, 1);
+    int32_t s = add(m, *c, HLO_ADD, "s", arr(2, 32, 128), 2, d, b);
+    int32_t r = add(m, *c, HLO_RESHAPE, "r", arr(3, 32, 8, 16), 1, s);
+    int32_t z = add(m, *c, HLO_CONSTANT, "z", arr(0), 0);
+    int32_t red = add(m, *c, HLO_REDUCE, "red", arr(2, 32, 8), 2, r, z);
+    hlo_attrs_mut(m, hlo_inst(m, *c, red))->dimensions = ints(m, 1, 2);
+    annotate(m, *c, x, "{0}{}");
+    annotate(m, *c, w, "{}{2,1}");
+    return m;
+}
+
+static void test_deterministic(void **state)
+{
+    (void)state;
+    int32_t c1, c2;
+    HloModule *m1 = build_mixed(&c1);
+    HloModule *m2 = build_mixed(&c2);
+    run(m1);
+    run(m2);
+    run(m2); /* a second run changes nothing either */
+    for (int32_t i = 0; i < m1->comps[c1].n_insts; i++) {
+        const Sharding *a = hlo_inst(m1, c1, i)->sharding, *b = hlo_inst(m2, c2, i)->sharding;
+        assert_true(sharding_equal(a, b));
+        assert_int_equal(a->kind, b->kind);
+    }
+    check(m1, c1, hlo_find_inst(m1, c1, "s"), "{0}{2,1}");
+    check(m1, c1, hlo_find_inst(m1, c1, "v"), "{2,1}");
+    check(m1, c1, hlo_find_inst(m1, c1, "r"), "{0}{2,1}{}");
+    check(m1, c1, hlo_find_inst(m1, c1, "red"), "{0}{2,1}");
+    hlo_module_free(m1);
+    hlo_module_free(m2);
+}
+
+static double now_sec(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* 1M-instruction elementwise chain.  Timed; nothing asserted about time. */
+static void test_million_instruction_chain(void **state)
+{
+    (void)state;
+    enum { N = 1000000 };
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    Shape s = arr(2, 8, 128);
+    int32_t prev = add(m, c, HLO_PARAMETER, "p", s, 0);
+    annotate(m, c, prev, "{}{0,1,2}");
+    char nm[24];
+    for (int32_t i = 1; i < N; i++) {
+        snprintf(nm, sizeof nm, "n%d", (int)i);
+        prev = hlo_add_inst(m, c, i % 2 ? HLO_NEGATE : HLO_EXP, nm, &s, &prev, 1);
+    }
+    double t0 = now_sec();
+    run(m);
+    double t1 = now_sec();
+    printf("propagate: %d-instruction chain in %.3f s\n", N, t1 - t0);
+    check(m, c, prev, "{}{0,1,2}");
+    check(m, c, N / 2, "{}{0,1,2}");
+    hlo_module_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rule_table_covers_every_opcode),
+        cmocka_unit_test(test_nothing_annotated_is_replicated),
+        cmocka_unit_test(test_no_mesh_gives_replicated),
+        cmocka_unit_test(test_elementwise_forward),
+        cmocka_unit_test(test_elementwise_backward),
+        cmocka_unit_test(test_select_clamp_compare),
+        cmocka_unit_test(test_broadcast_forward),
+        cmocka_unit_test(test_broadcast_backward),
+        cmocka_unit_test(test_broadcast_degenerate_dim),
+        cmocka_unit_test(test_transpose_forward_backward),
+        cmocka_unit_test(test_reshape_split),
+        cmocka_unit_test(test_reshape_merge_and_fail),
+        cmocka_unit_test(test_reshape_size1_dims_and_backward),
+        cmocka_unit_test(test_reduce_forward_backward),
+        cmocka_unit_test(test_variadic_reduce),
+        cmocka_unit_test(test_dot_forward_batch_and_free),
+        cmocka_unit_test(test_dot_contracting_both_gives_nothing),
+        cmocka_unit_test(test_dot_backward_from_output),
+        cmocka_unit_test(test_dot_contracting_from_other_operand),
+        cmocka_unit_test(test_dot_larger_operand_first),
+        cmocka_unit_test(test_megatron_mlp),
+        cmocka_unit_test(test_tuple_and_gte),
+        cmocka_unit_test(test_leaves_take_from_users),
+        cmocka_unit_test(test_opt_barrier_and_bitcast_convert),
+        cmocka_unit_test(test_malformed_attrs_pass_nothing),
+        cmocka_unit_test(test_while_is_opaque),
+        cmocka_unit_test(test_sharding_custom_call_and_copy),
+        cmocka_unit_test(test_opaque_default),
+        cmocka_unit_test(test_user_annotations_not_overwritten),
+        cmocka_unit_test(test_partial_kept_not_propagated),
+        cmocka_unit_test(test_manual_and_maximal),
+        cmocka_unit_test(test_merge_compatible_and_conflicts),
+        cmocka_unit_test(test_fixed_point_needs_several_sweeps),
+        cmocka_unit_test(test_sweep_bound),
+        cmocka_unit_test(test_broadcast_comes_last),
+        cmocka_unit_test(test_passthrough_before_dot),
+        cmocka_unit_test(test_mesh_2d),
+        cmocka_unit_test(test_non_entry_computation),
+        cmocka_unit_test(test_named_form_follows_input),
+        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_million_instruction_chain),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,66 @@
+#!/bin/sh
+# test_xla_parse.sh SPMDC [FILE.hlo...] - does XLA accept what spmdc emits?
+#
+# Compiles every example (default: examples/*.hlo next to this script) with
+# `SPMDC compile FILE --report none`, plus the named-axis examples again at a
+# second mesh size (`--mesh model=4`, `--mesh data=4,model=2`), and runs
+# `tools/check_xla_parse.py --compile` on each per-device program: XLA's own
+# HLO parser, StableHLO conversion + MLIR shape verification, and a full
+# XLA:CPU compile for the program's devices (no execution).
+#
+# Exit status: 0 all accepted (or skipped: no python3 / jax), 1 a compile
+# failed or XLA rejected an output, 2 usage.  Meant for ctest:
+#   add_test(NAME xla/parse COMMAND sh tools/test_xla_parse.sh $<TARGET_FILE:spmdc>)
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+if [ $# -lt 1 ]; then
+  echo "usage: test_xla_parse.sh SPMDC [FILE.hlo...]" >&2
+  exit 2
+fi
+spmdc=$1
+shift
+if [ ! -x "$spmdc" ]; then
+  echo "test_xla_parse.sh: $spmdc is not an executable" >&2
+  exit 2
+fi
+if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import jax' >/dev/null 2>&1; then
+  echo "skipped: jax not installed"
+  exit 0
+fi
+[ $# -eq 0 ] && set -- "$here"/../examples/*.hlo
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+n=0
+# run_one FILE TAG [--mesh SPEC]: compile, then hand the output to XLA.
+run_one() {
+  f=$1
+  tag=$2
+  shift 2
+  n=$((n + 1))
+  out="$tmp/$n.$(basename "$f" .hlo)$tag.hlo"
+  if ! "$spmdc" compile "$f" "$@" -o "$out" --report none 2>"$tmp/err"; then
+    echo "FAIL compile: $(basename "$f")${*:+ $*}"
+    sed 's/^/    /' "$tmp/err" | head -n 10
+    fail=1
+    return
+  fi
+  if msg=$(python3 "$here/check_xla_parse.py" --compile "$out" 2>&1); then
+    echo "ok: $(basename "$f")${*:+ $*}"
+  else
+    echo "FAIL xla: $(basename "$f")${*:+ $*}"
+    printf '%s\n' "$msg" | sed 's/^/    /' | head -n 20
+    fail=1
+  fi
+}
+
+for f in "$@"; do
+  run_one "$f" ""
+  if grep -q 'sharding={mesh\[data=2,model=4\]' "$f"; then
+    run_one "$f" ".m2" --mesh data=4,model=2
+  elif grep -q 'sharding={mesh\[model=8\]' "$f"; then
+    run_one "$f" ".m4" --mesh model=4
+  fi
+done
+exit $fail
