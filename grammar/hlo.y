@@ -6,9 +6,9 @@
  * header, a computation head, each instruction, a computation end) are handed
  * to the ParseCtx's sink as they are reduced, and their nodes are then freed,
  * so memory stays bounded by one instruction; no AST pointer is kept on the
- * parser stack across a hand-over.  Attribute values are
- * generic token trees (see ast.h); the only things the grammar knows are the
- * module / computation / instruction skeleton and shapes.
+ * parser stack across a hand-over.  Attribute values are generic token trees
+ * (see ast.h); the only things the grammar knows are the module / computation
+ * / instruction skeleton and shapes.
  *
  * Pure parser: no globals; the scanner and the ParseCtx are parameters.
  * Syntax errors read `m.hlo:3:14: error: unexpected ')', expected identifier
@@ -92,6 +92,7 @@ int hlo_yylex(HLO_YYSTYPE *lval, AstLoc *lloc, void *scanner);
 %token ELLIPSIS "'...'"
 %token TPAREN "'T('"
 %token LAYOUT_LBRACE "layout '{'"
+%token SECTION "stack frame section"
 
 %type <tok> name word
 %type <flag> opt_entry opt_root
@@ -107,7 +108,20 @@ int hlo_yylex(HLO_YYSTYPE *lval, AstLoc *lloc, void *scanner);
 
 module
     : comps
-    | header comps
+    | header sections comps
+    ;
+
+/* The stack frame index newer XLA prints after the header (FileNames,
+ * FunctionNames, FileLocations, StackFrames): `N "text"` or `N {k=v ...}`
+ * lines.  Accepted and dropped. */
+sections
+    : %empty
+    | sections SECTION section_entries
+    ;
+
+section_entries
+    : %empty
+    | section_entries INT prim              {}
     ;
 
 header
@@ -275,6 +289,7 @@ prim
     | NAME_PCT                              { $$ = ast_tok_val(cx, AV_NAME, $1, &@1); }
     | LABEL                                 { $$ = ast_tok_val(cx, AV_LABEL, $1, &@1); }
     | ATTRNAME prim                         { $$ = ast_attr(cx, $1, $2, &@$); }
+    | '='                                   { $$ = ast_punct(cx, AP_EQ, &@1); }
     ;
 
 cont

@@ -94,12 +94,13 @@ void *arena_alloc(Arena *a, size_t size, size_t align)
     if (align == 0) align = 1;
     a->total += size;
 #ifdef SPMDC_ARENA_DEBUG
-    (void)align;
     if (a->n_blocks == a->cap_blocks) {
         a->cap_blocks = a->cap_blocks ? a->cap_blocks * 2 : 64;
         a->blocks = xrealloc(a->blocks, a->cap_blocks * sizeof(void *));
     }
-    void *p = xcalloc(1, size);
+    void *p = NULL;
+    if (posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size ? size : 1) != 0) spmdc_oom();
+    memset(p, 0, size);
     a->blocks[a->n_blocks++] = p;
     return p;
 #else

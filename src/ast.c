@@ -67,8 +67,12 @@ static const struct {
 };
 #undef KW
 
-int ast_scan_word(const char *s, size_t n)
+int ast_scan_word(const char *s, size_t n, int depth)
 {
+    static const char *const sections[] = {"FileNames", "FunctionNames", "FileLocations", "StackFrames"};
+    if (depth == 0 && s[0] >= 'F' && s[0] <= 'S')
+        for (size_t k = 0; k < 4; k++)
+            if (strlen(sections[k]) == n && memcmp(sections[k], s, n) == 0) return TOK_SECTION;
     for (size_t k = 0; k < sizeof KEYWORDS / sizeof KEYWORDS[0]; k++)
         if (KEYWORDS[k].len == n && KEYWORDS[k].word[0] == s[0] && memcmp(KEYWORDS[k].word, s, n) == 0)
             return KEYWORDS[k].tok;
@@ -457,7 +461,7 @@ static bool starts_value(const char *name)
         "'-inf'", "string", "'{...}' text", "size (AxB)", "padding (lo_hi)", "dim labels", "'true'", "'false'",
         "'inf'", "'maximal'", "'replicated'", "'manual'", "'unknown'", "'unreduced'", "'last_tile_dim_replicate'",
         "'shard_as'", "'shard_like'", "'<='", "'->'", "'...'", "'T('", "'{'", "'('", "'['", "'?'", "':'", "'*'",
-        "'#'", "'+'", "'~'"};
+        "'#'", "'+'", "'~'", "'='"};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (strcmp(name, v[i]) == 0) return true;
     return false;
@@ -493,6 +497,27 @@ static void put_expected(StrBuf *b, const char *const *expected, int n)
     put_list(b, expected, n, NULL);
 }
 
+/* Lua-style help for bracket mistakes: at end of file, where the innermost
+ * open bracket is; at a closing bracket of the wrong kind, which one it met. */
+static void note_open_bracket(ParseCtx *cx, bool at_eof, const char *unexpected_name)
+{
+    const ScanState *st = cx->scan;
+    if (!st) return;
+    const AstLoc *open = NULL;
+    if (at_eof && st->depth > 0) {
+        open = &st->open_loc[st->depth - 1];
+    } else if (!at_eof && unexpected_name && st->depth < AST_MAX_NESTING && unexpected_name[0] == '\'' &&
+               strchr("}])", unexpected_name[1]) && unexpected_name[2] == '\'') {
+        /* the scanner already counted this closer against open_loc[depth] */
+        open = &st->open_loc[st->depth];
+        char c = cx->text[open->off], want = c == '{' ? '}' : c == '[' ? ']' : ')';
+        if (open->end <= open->off || want == unexpected_name[1]) open = NULL;
+    }
+    if (open && open->end > open->off)
+        diag_note(cx->diag, open->span, "'%.*s' opened here is %s", (int)(open->end - open->off),
+                  cx->text + open->off, at_eof ? "never closed" : "still open");
+}
+
 void ast_syntax_error(ParseCtx *cx, const AstLoc *loc, bool at_eof, const char *unexpected_name,
                       const char *const *expected, int n_expected)
 {
@@ -509,11 +534,7 @@ void ast_syntax_error(ParseCtx *cx, const AstLoc *loc, bool at_eof, const char *
     }
     put_expected(&b, expected, n_expected);
     diag_error(cx->diag, loc->span, "%s", sb_cstr(&b));
-    if (at_eof && cx->scan && cx->scan->depth > 0) {
-        const AstLoc *open = &cx->scan->open_loc[cx->scan->depth - 1];
-        diag_note(cx->diag, open->span, "'%.*s' opened here is never closed", (int)(open->end - open->off),
-                  cx->text + open->off);
-    }
+    note_open_bracket(cx, at_eof, unexpected_name);
     if (!at_eof && unexpected_name && strcmp(unexpected_name, "attribute name") == 0 &&
         (has_name(expected, n_expected, "identifier") || has_name(expected, n_expected, "'='")))
         diag_note(cx->diag, loc->span, "'name=' reads as an attribute name; an instruction needs a space "

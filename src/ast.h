@@ -12,9 +12,10 @@
  * offsets [off, end) into the source text, so verbatim attribute text and
  * layout tails can be sliced out of the input exactly as written.
  *
- * Everything lives in one parse arena (ParseCtx.arena) that parse_hlo
- * destroys when lowering is done; token text points into the caller's
- * source buffer (STRING values, which are unescaped, into the arena).
+ * Nodes live in the parse arena (ParseCtx.arena), which is reset after each
+ * hand-over to the sink (header, computation head, instruction, computation
+ * end): the tree of one instruction exists at a time.  Token text points into
+ * the caller's source buffer; unescaped STRING values into ParseCtx.keep.
  */
 #ifndef SPMDC_AST_H
 #define SPMDC_AST_H
@@ -47,7 +48,7 @@ typedef enum AstValKind {
     AV_DECIMAL,   /* 1.5e3 */
     AV_NAN,       /* nan, -nan, nan(0x1) */
     AV_NEGINF,    /* -inf */
-    AV_STRING,    /* "..." (t.s is the unescaped text) */
+    AV_STRING,    /* "..." or '...' (t.s is the unescaped text) */
     AV_BLOB,      /* {...} JSON after backend_config= / in frontend_attributes */
     AV_DXD,       /* 3x3 */
     AV_PAD,       /* 0_0x1_2 */
@@ -66,7 +67,7 @@ typedef enum AstValKind {
 } AstValKind;
 
 typedef enum AstPunct {
-    AP_NONE, AP_LE, AP_ARROW, AP_COLON, AP_QUESTION, AP_ELLIPSIS, AP_STAR, AP_HASH, AP_PLUS, AP_TILDE
+    AP_NONE, AP_LE, AP_ARROW, AP_COLON, AP_QUESTION, AP_ELLIPSIS, AP_STAR, AP_HASH, AP_PLUS, AP_TILDE, AP_EQ
 } AstPunct;
 
 typedef struct AstShape AstShape;
@@ -197,8 +198,9 @@ typedef struct ScanState {
 
 /* Fills *loc for the matched text and advances line/col/off past it. */
 void ast_scan_advance(ScanState *st, AstLoc *loc, const char *text, size_t len);
-/* Token kind of a bare word (keyword, element type or IDENT). */
-int ast_scan_word(const char *s, size_t n);
+/* Token kind of a bare word (keyword, element type or IDENT); at bracket
+ * depth 0 the stack frame section names are SECTION. */
+int ast_scan_word(const char *s, size_t n, int depth);
 /* Fills tok for an INT; false (after reporting) if it fits neither int64 nor uint64. */
 bool ast_scan_int(ScanState *st, const AstLoc *loc, AstTok *tok);
 /* Unescapes a STRING token's text (with the quotes) into the arena. */

@@ -8,7 +8,9 @@
  *      shardings use as many axes as it has, the file's axis names are copied
  *      onto it in order (--mesh 2x4 on a file written for mesh[x=2,y=4] is
  *      x=2,y=4), so named shardings bind and print back with their names.
- *      Any other axis count is an error.
+ *      Any other axis count is an error, and so is an axis of the file's
+ *      mesh that --mesh lacks (reported once); axes of --mesh that the file
+ *      does not name replicate.
  *   2. the mesh written in the file's named shardings; every named sharding
  *      must use the same axes, in the same order, with the same sizes.
  *   3. num_partitions from the module header (one axis d0);
@@ -34,11 +36,17 @@ typedef struct MeshEvidence {
     bool ok;
 } MeshEvidence;
 
+/* "x=2,y=4" of a named sharding's mesh. */
+static void print_syntax_axes(StrBuf *b, const ShardingSyntax *s)
+{
+    for (int32_t i = 0; i < s->n_mesh_axes; i++)
+        sb_printf(b, "%s%s=%lld", i ? "," : "", s->mesh_axis_names[i], (long long)s->mesh_axis_sizes[i]);
+}
+
 static void print_syntax_mesh(StrBuf *b, const ShardingSyntax *s)
 {
     sb_puts(b, "mesh[");
-    for (int32_t i = 0; i < s->n_mesh_axes; i++)
-        sb_printf(b, "%s%s=%lld", i ? "," : "", s->mesh_axis_names[i], (long long)s->mesh_axis_sizes[i]);
+    print_syntax_axes(b, s);
     sb_putc(b, ']');
 }
 
@@ -114,31 +122,38 @@ static bool mesh_from_named(Mesh *mesh, const ShardingSyntax *s, DiagEngine *dia
     return true;
 }
 
-/* --mesh given: copy the file's axis names onto a numeric mesh (see top). */
+/* --mesh given: copy the file's axis names onto a numeric mesh (see top),
+ * then check that every axis of the file's mesh exists (reported once, at
+ * the first named sharding, rather than at every sharding). */
 static bool adopt_names(Mesh *mesh, const ShardingSyntax *named, DiagEngine *diag)
 {
-    if (mesh->named || !named)
+    if (!named)
         return true;
-    if (named->n_mesh_axes != mesh->n_axes) {
-        StrBuf a = {0}, b = {0};
-        print_syntax_mesh(&a, named);
-        mesh_print(&b, mesh);
-        diag_error(diag, named->span, "the shardings use %s (%d axes) but --mesh %s has %d; name the axes, "
-                   "e.g. --mesh %s=%lld", sb_cstr(&a), (int)named->n_mesh_axes, sb_cstr(&b), (int)mesh->n_axes,
-                   named->mesh_axis_names[0], (long long)mesh->n_devices);
-        sb_free(&a);
-        sb_free(&b);
-        return false;
+    StrBuf a = {0}, b = {0}, c = {0};
+    print_syntax_mesh(&a, named);
+    mesh_print(&b, mesh);
+    print_syntax_axes(&c, named);
+    bool ok = true;
+    if (!mesh->named && named->n_mesh_axes != mesh->n_axes) {
+        diag_error(diag, named->span, "the shardings use %s (%d axes) but --mesh %s has %d; name the axes, e.g. "
+                   "--mesh %s", sb_cstr(&a), (int)named->n_mesh_axes, sb_cstr(&b), (int)mesh->n_axes, sb_cstr(&c));
+        ok = false;
+    } else if (!mesh->named) {
+        for (int32_t i = 0; i < mesh->n_axes; i++)
+            snprintf(mesh->axes[i].name, sizeof mesh->axes[i].name, "%s", named->mesh_axis_names[i]);
+        mesh->named = true;
     }
-    for (int32_t i = 0; i < mesh->n_axes; i++) {
-        const char *n = named->mesh_axis_names[i];
-        for (int32_t j = 0; j < i; j++)
-            if (strcmp(named->mesh_axis_names[j], n) == 0)
-                return true; /* duplicate names: sharding_bind reports it */
-        snprintf(mesh->axes[i].name, sizeof mesh->axes[i].name, "%s", n);
+    for (int32_t i = 0; ok && i < named->n_mesh_axes; i++) {
+        if (mesh_axis_index(mesh, named->mesh_axis_names[i]) < 0) {
+            diag_error(diag, named->span, "axis '%s' of the shardings' %s is not in --mesh %s",
+                       named->mesh_axis_names[i], sb_cstr(&a), sb_cstr(&b));
+            ok = false;
+        }
     }
-    mesh->named = true;
-    return true;
+    sb_free(&a);
+    sb_free(&b);
+    sb_free(&c);
+    return ok;
 }
 
 static bool choose_mesh(HloModule *m, PassCtx *cx, const MeshEvidence *ev, Mesh *mesh)

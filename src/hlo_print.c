@@ -45,6 +45,11 @@ static void put_list_if(StrBuf *b, const char *name, IntList l)
         put_list(b, name, l);
 }
 
+static const char *comp_name(const HloModule *m, int64_t c)
+{
+    return c >= 0 && c < m->n_comps ? m->comps[c].name : "?";
+}
+
 static void put_comp(StrBuf *b, const HloModule *m, const char *name, int32_t c)
 {
     if (c >= 0 && c < m->n_comps)
@@ -170,18 +175,31 @@ static void put_padding(StrBuf *b, const HloAttrs *a)
     }
 }
 
-/* One window field ("size=3x3") if any dim differs from dflt (always for size). */
-static void put_window_field(StrBuf *b, const Window *w, const char *name, size_t off, int64_t dflt, bool *first)
+enum { WF_SIZE, WF_STRIDE, WF_LHS_DILATE, WF_RHS_DILATE };
+
+static int64_t window_field(const WindowDim *d, int which)
+{
+    switch (which) {
+    case WF_SIZE: return d->size;
+    case WF_STRIDE: return d->stride;
+    case WF_LHS_DILATE: return d->lhs_dilate;
+    default: return d->rhs_dilate;
+    }
+}
+
+/* One window field ("stride=2x1") if any dim differs from dflt (size:
+ * always, dflt < 0). */
+static void put_window_field(StrBuf *b, const Window *w, const char *name, int which, int64_t dflt, bool *first)
 {
     bool any = dflt < 0;
     for (int32_t d = 0; d < w->rank && !any; d++)
-        any = *(const int64_t *)((const char *)&w->dims[d] + off) != dflt;
+        any = window_field(&w->dims[d], which) != dflt;
     if (!any)
         return;
     sb_printf(b, "%s%s=", *first ? "" : " ", name);
     *first = false;
     for (int32_t d = 0; d < w->rank; d++)
-        sb_printf(b, "%s%" PRId64, d ? "x" : "", *(const int64_t *)((const char *)&w->dims[d] + off));
+        sb_printf(b, "%s%" PRId64, d ? "x" : "", window_field(&w->dims[d], which));
 }
 
 static void put_window(StrBuf *b, const Window *w)
@@ -189,8 +207,8 @@ static void put_window(StrBuf *b, const Window *w)
     bool first = true, pad = false, rev = false;
     sb_puts(b, ", window={");
     if (w && w->rank > 0) {
-        put_window_field(b, w, "size", offsetof(WindowDim, size), -1, &first);
-        put_window_field(b, w, "stride", offsetof(WindowDim, stride), 1, &first);
+        put_window_field(b, w, "size", WF_SIZE, -1, &first);
+        put_window_field(b, w, "stride", WF_STRIDE, 1, &first);
         for (int32_t d = 0; d < w->rank; d++) {
             pad |= w->dims[d].pad_lo != 0 || w->dims[d].pad_hi != 0;
             rev |= w->dims[d].reversal;
@@ -200,8 +218,8 @@ static void put_window(StrBuf *b, const Window *w)
             for (int32_t d = 0; d < w->rank; d++)
                 sb_printf(b, "%s%" PRId64 "_%" PRId64, d ? "x" : "", w->dims[d].pad_lo, w->dims[d].pad_hi);
         }
-        put_window_field(b, w, "lhs_dilate", offsetof(WindowDim, lhs_dilate), 1, &first);
-        put_window_field(b, w, "rhs_dilate", offsetof(WindowDim, rhs_dilate), 1, &first);
+        put_window_field(b, w, "lhs_dilate", WF_LHS_DILATE, 1, &first);
+        put_window_field(b, w, "rhs_dilate", WF_RHS_DILATE, 1, &first);
         if (rev) {
             sb_puts(b, " rhs_reversal=");
             for (int32_t d = 0; d < w->rank; d++)
@@ -390,7 +408,7 @@ static void put_calls(StrBuf *b, const HloModule *m, const HloInst *inst, const 
         } else {
             sb_puts(b, ", branch_computations={");
             for (int32_t k = 0; k < a->branches.n; k++)
-                sb_printf(b, "%s%%%s", k ? ", " : "", m->comps[a->branches.v[k]].name);
+                sb_printf(b, "%s%%%s", k ? ", " : "", comp_name(m, a->branches.v[k]));
             sb_putc(b, '}');
         }
         break;
@@ -410,7 +428,7 @@ static void put_calls(StrBuf *b, const HloModule *m, const HloInst *inst, const 
         if (a->called.n > 0) {
             sb_puts(b, ", called_computations={");
             for (int32_t k = 0; k < a->called.n; k++)
-                sb_printf(b, "%s%%%s", k ? ", " : "", m->comps[a->called.v[k]].name);
+                sb_printf(b, "%s%%%s", k ? ", " : "", comp_name(m, a->called.v[k]));
             sb_putc(b, '}');
         }
         break;

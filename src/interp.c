@@ -258,7 +258,10 @@ static HloOpcode detect_binop(const HloComputation *comp)
     if (hlo_opcode_category(r->op) != 'B' || r->op == HLO_COMPLEX || r->n_operands != 2) return HLO_OPCODE_COUNT;
     const HloInst *a = &comp->insts[r->operands[0]], *b = &comp->insts[r->operands[1]];
     if (a->op != HLO_PARAMETER || b->op != HLO_PARAMETER) return HLO_OPCODE_COUNT;
-    if (hlo_attrs(a)->param_number != 0 || hlo_attrs(b)->param_number != 1) return HLO_OPCODE_COUNT;
+    int64_t pa = hlo_attrs(a)->param_number, pb = hlo_attrs(b)->param_number;
+    bool commutes = r->op == HLO_ADD || r->op == HLO_MULTIPLY || r->op == HLO_MAXIMUM || r->op == HLO_MINIMUM ||
+                    r->op == HLO_AND || r->op == HLO_OR || r->op == HLO_XOR;
+    if (!(pa == 0 && pb == 1) && !(commutes && pa == 1 && pb == 0)) return HLO_OPCODE_COUNT;
     if (a->shape.rank != 0 || b->shape.rank != 0 || a->shape.type != b->shape.type) return HLO_OPCODE_COUNT;
     if (r->op != HLO_COMPARE && r->shape.type != a->shape.type) return HLO_OPCODE_COUNT;
     return r->op;
@@ -721,11 +724,15 @@ static bool eval_conditional(Interp *ip, const HloInst *inst, const SimValue *op
 
 static bool eval_custom_call(const Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
 {
+    /* annotations that are identities (hlo-input.md §4.4, §5) */
+    static const char *const identity[] = {"Sharding", "xla.sdy.FuncResultSharding", "ShardBarrierFrom",
+                                           "ShardBarrierTo", "LayoutConstraint"};
     const char *t = hlo_attrs(inst)->custom_call_target;
-    if (t && strcmp(t, "Sharding") == 0 && inst->n_operands == 1) {
-        *out = sim_value_share(&ops[0]);
-        return true;
-    }
+    for (size_t k = 0; t && k < sizeof identity / sizeof identity[0]; k++)
+        if (strcmp(t, identity[k]) == 0 && inst->n_operands == 1 && interp_shape_matches(&ops[0], &inst->shape)) {
+            *out = sim_value_share(&ops[0]);
+            return true;
+        }
     return interp_error(ip, inst, "the interpreter does not support custom-call target \"%s\"", t ? t : "");
 }
 

@@ -24,6 +24,14 @@ static int64_t count_of(const Shape *s)
     return n;
 }
 
+static bool same_dims(const Shape *a, const Shape *b)
+{
+    if (a->rank != b->rank) return false;
+    for (int32_t d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d]) return false;
+    return true;
+}
+
 static bool comp_index_ok(const Interp *ip, const HloInst *inst, int32_t c)
 {
     if (c < 0 || c >= ip->sh->m->n_comps) return interp_error(ip, inst, "missing to_apply computation");
@@ -444,12 +452,35 @@ static void conv_point(const ConvCtx *x, AccKind kind, const void *L, const void
         *(int64_t *)acc_out = (int64_t)acci;
 }
 
+/* Every dimension number names a distinct dimension of its operand. */
+static bool conv_dims_ok(const ConvDims *cd)
+{
+    int32_t r = cd->n_spatial + 2;
+    uint32_t used[3] = {0, 0, 0}; /* lhs, kernel, output */
+    int64_t dims[3][SPMDC_MAX_RANK + 2];
+    dims[0][0] = cd->in_batch, dims[0][1] = cd->in_feature;
+    dims[1][0] = cd->k_in, dims[1][1] = cd->k_out;
+    dims[2][0] = cd->out_batch, dims[2][1] = cd->out_feature;
+    for (int32_t i = 0; i < cd->n_spatial; i++) {
+        dims[0][i + 2] = cd->in_spatial[i];
+        dims[1][i + 2] = cd->k_spatial[i];
+        dims[2][i + 2] = cd->out_spatial[i];
+    }
+    for (int32_t o = 0; o < 3; o++)
+        for (int32_t i = 0; i < r; i++) {
+            int64_t d = dims[o][i];
+            if (d < 0 || d >= r || (used[o] >> d) & 1) return false;
+            used[o] |= 1u << d;
+        }
+    return true;
+}
+
 static bool conv_setup(const Interp *ip, const HloInst *inst, const Shape *ls, const Shape *rs, ConvCtx *x)
 {
     const HloAttrs *a = hlo_attrs(inst);
     const ConvDims *cd = a->conv;
     const Shape *os = &inst->shape;
-    if (!cd || ls->rank != cd->n_spatial + 2 || rs->rank != ls->rank || os->rank != ls->rank)
+    if (!cd || ls->rank != cd->n_spatial + 2 || rs->rank != ls->rank || os->rank != ls->rank || !conv_dims_ok(cd))
         return interp_error(ip, inst, "convolution dimension labels do not fit the operands");
     memset(x, 0, sizeof *x);
     x->cd = cd;
@@ -509,12 +540,9 @@ static bool variadic_inputs(const Interp *ip, const HloInst *inst, const SimValu
 {
     if (inst->n_operands < 2 || inst->n_operands % 2) return interp_error(ip, inst, "expected inputs and as many init values");
     *n = inst->n_operands / 2;
-    for (int32_t j = 1; j < *n; j++) {
-        const Shape *a = &ops[0].shape, *b = &ops[j].shape;
-        bool same = a->rank == b->rank;
-        for (int32_t d = 0; d < a->rank && same; d++) same = a->dims[d] == b->dims[d];
-        if (!same) return interp_error(ip, inst, "inputs 0 and %d have different dimensions", j);
-    }
+    for (int32_t j = 1; j < *n; j++)
+        if (!same_dims(&ops[0].shape, &ops[j].shape))
+            return interp_error(ip, inst, "inputs 0 and %d have different dimensions", j);
     return true;
 }
 
@@ -580,7 +608,9 @@ bool interp_reduce_window(Interp *ip, const HloInst *inst, const SimValue *ops, 
     if (n > 16) return interp_error(ip, inst, "too many reduce-window inputs");
     if (!init_outputs(ip, inst, &ops[n], n, outs)) return false;
     const Shape *os = &outs[0].shape;
-    if (os->rank != in->rank) {
+    bool fits = os->rank == in->rank;
+    for (int32_t j = 1; j < n && fits; j++) fits = same_dims(&outs[j].shape, os);
+    if (!fits) {
         release_all(outs, n);
         return interp_error(ip, inst, "result rank differs from the operand rank");
     }
@@ -761,6 +791,12 @@ bool interp_gather(Interp *ip, const HloInst *inst, const SimValue *ops, SimValu
     for (int32_t d = 0; d < os->rank; d++)
         if (!list_has(&a->offset_dims, d)) batch_dims[nb++] = d;
     if (n_off != a->offset_dims.n) return interp_error(ip, inst, "offset_dims do not match the slice dimensions");
+    for (int32_t d = 0; d < in->rank; d++)
+        if (a->slice_sizes.v[d] < 0 || a->slice_sizes.v[d] > in->dims[d])
+            return interp_error(ip, inst, "slice size of dimension %d exceeds the operand", d);
+    for (int32_t j = 0; j < n_off; j++)
+        if (a->offset_dims.v[j] < 0 || a->offset_dims.v[j] >= os->rank || os->dims[a->offset_dims.v[j]] > a->slice_sizes.v[off_op[j]])
+            return interp_error(ip, inst, "offset dimension %d does not fit the slice", j);
     int64_t ist[SPMDC_MAX_RANK], oi[SPMDC_MAX_RANK] = {0}, G[SPMDC_MAX_RANK + 1], S[SPMDC_MAX_RANK];
     num_strides(in->dims, in->rank, ist);
     int es = num_elem_bytes(os->type);
@@ -789,7 +825,7 @@ bool interp_scatter(Interp *ip, const HloInst *inst, const SimValue *ops, SimVal
     const HloAttrs *a = hlo_attrs(inst);
     int32_t n = (inst->n_operands - 1) / 2;
     if (inst->n_operands < 3 || inst->n_operands % 2 == 0 || n > 16) return interp_error(ip, inst, "scatter needs 2n+1 operands");
-    const Shape *in = &ops[0].shape, *us = &ops[2 * n].shape;
+    const Shape *in = &ops[0].shape, *us = &ops[n + 1].shape;
     IndexMap im = {&ops[n], a->index_vector_dim, &a->scatter_dims_to_operand_dims, &a->input_batching_dims,
                    &a->scatter_indices_batching_dims};
     int64_t win_op[SPMDC_MAX_RANK], sc_dims[SPMDC_MAX_RANK + 1], wsize[SPMDC_MAX_RANK];
@@ -802,6 +838,12 @@ bool interp_scatter(Interp *ip, const HloInst *inst, const SimValue *ops, SimVal
         if (!list_has(&a->update_window_dims, d)) sc_dims[ns++] = d;
     if (nw != a->update_window_dims.n || !elem_type_is_integral(ops[n].shape.type))
         return interp_error(ip, inst, "update_window_dims do not match the operand");
+    for (int32_t j = 0; j < nw; j++)
+        if (a->update_window_dims.v[j] < 0 || a->update_window_dims.v[j] >= us->rank)
+            return interp_error(ip, inst, "update_window_dims out of range");
+    for (int32_t j = 1; j < n; j++)
+        if (!same_dims(&ops[j].shape, in) || !same_dims(&ops[n + 1 + j].shape, us))
+            return interp_error(ip, inst, "operand %d or its updates differ in dimensions from operand 0", j);
     for (int32_t j = 0; j < nw; j++) wsize[win_op[j]] = us->dims[a->update_window_dims.v[j]];
     SimValue outs[16];
     for (int32_t j = 0; j < n; j++) outs[j] = sim_value_clone(&ops[j]);

@@ -230,8 +230,8 @@ void mesh_groups(const Mesh *m, const int8_t *order, int32_t n_order, int64_t *o
     int64_t stride[SPMDC_MAX_ATOMS], radix[SPMDC_MAX_ATOMS], digit[SPMDC_MAX_ATOMS];
     int32_t n_other = other_atoms(m, order, n_order, all);
     int32_t n_all = n_other + n_order;
-    if (n_order)
-        memcpy(all + n_other, order, (size_t)n_order);
+    for (int32_t i = 0; i < n_order; i++)
+        all[n_other + i] = order[i];
     /* Enumerate the digits of (other atoms..., order atoms...) row-major:
      * the first n_other digits pick the group, the rest the member. */
     for (int32_t i = 0; i < n_all; i++) {
@@ -290,8 +290,8 @@ bool mesh_groups_iota(StrBuf *b, const Mesh *m, const int8_t *order, int32_t n_o
     if (m->n_devices <= 1)
         return false;
     int32_t n_other = other_atoms(m, order, n_order, perm);
-    if (n_order)
-        memcpy(perm + n_other, order, (size_t)n_order);
+    for (int32_t i = 0; i < n_order; i++)
+        perm[n_other + i] = order[i];
     for (int32_t i = 0; i < n_order; i++)
         group_size *= m->atom_size[order[i]];
     sb_printf(b, "[%lld,%lld]", (long long)(m->n_devices / group_size), (long long)group_size);

@@ -36,6 +36,9 @@
 /* uthash tables live in the parse arena: nothing is freed one by one. */
 #define uthash_malloc(sz) arena_alloc(hash_arena, (sz), 16)
 #define uthash_free(ptr, sz) ((void)(ptr), (void)(sz))
+/* FNV-1a: good for short names, and (unlike the default Jenkins hash) no
+ * switch fall-through for clang's -Wimplicit-fallthrough to reject. */
+#define HASH_FUNCTION(keyptr, keylen, hashv) HASH_FNV(keyptr, keylen, hashv)
 #include <uthash.h>
 
 /* printf arguments for a token, shortened for messages. */
@@ -232,8 +235,9 @@ static bool split_nums(const char *s, uint32_t len, char sep, int64_t *out, int 
         uint64_t v = 0;
         uint32_t start = i;
         for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
-            v = v * 10 + (uint64_t)(s[i] - '0');
-            if (v > (uint64_t)INT64_MAX) return false;
+            uint64_t d = (uint64_t)(s[i] - '0');
+            if (v > ((uint64_t)INT64_MAX - d) / 10) return false;
+            v = v * 10 + d;
         }
         if (i == start || k >= max) return false;
         out[k++] = neg ? -(int64_t)v : (int64_t)v;
@@ -458,14 +462,18 @@ static bool lower_literal(Lower *lw, const Shape *s, const AstVal *v, Literal *o
         out->elided = true; /* `{...}`: values unspecified, none stored */
         return true;
     }
-    /* Never allocate more than the text can hold: a short text cannot list
-     * a huge constant, and lit_nested reports the first short group. */
-    LitFill lf = {s->type, s, n, n < (int64_t)lw->cx->len + 1 ? n : (int64_t)lw->cx->len + 1, 0, NULL, NULL};
-    if (elem_type_is_float(s->type) || elem_type_is_complex(s->type))
-        lf.f = ARENA_ARRAY(lw->m->arena, double, (lf.cap ? lf.cap : 1) * (elem_type_is_complex(s->type) ? 2 : 1));
-    else
-        lf.i = ARENA_ARRAY(lw->m->arena, int64_t, lf.cap ? lf.cap : 1);
+    /* Pass 1 checks the structure and every value without storing (so a
+     * short text claiming a huge shape allocates nothing); pass 2 stores. */
+    LitFill lf = {s->type, s, n, 0, 0, NULL, NULL};
     if (!lit_nested(lw, &lf, v, 0)) return false;
+    SPMDC_ASSERT(lf.k == n);
+    lf.cap = n;
+    lf.k = 0;
+    if (elem_type_is_float(s->type) || elem_type_is_complex(s->type))
+        lf.f = ARENA_ARRAY(lw->m->arena, double, (n ? n : 1) * (elem_type_is_complex(s->type) ? 2 : 1));
+    else
+        lf.i = ARENA_ARRAY(lw->m->arena, int64_t, n ? n : 1);
+    lit_nested(lw, &lf, v, 0);
     out->i = lf.i;
     out->f = lf.f;
     return true;
@@ -610,6 +618,8 @@ static bool at_comp(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a,
 
 static bool at_complist(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
 {
+    if (spec->off == offsetof(HloAttrs, branches) && a->branches_by_pred)
+        return err(lw, &attr->loc, "branch_computations= cannot be combined with true_computation=/false_computation=");
     if (!is_group(v, AV_BRACE)) return want(lw, attr, v, "a list of computations like {%a, %b}");
     IntList l = {ast_count(v->child), NULL};
     l.v = ARENA_ARRAY(lw->m->arena, int64_t, l.n ? l.n : 1);
@@ -628,6 +638,8 @@ static bool at_branch(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *
 {
     int32_t c;
     if (!comp_ref(lw, attr, v, &c)) return false;
+    if (a->branches.n && !a->branches_by_pred)
+        return err(lw, &attr->loc, "%.*s= cannot be combined with branch_computations=", TOKF(attr->t));
     if (a->branches.n < 2) {
         int64_t *b = ARENA_ARRAY(lw->m->arena, int64_t, 2);
         b[0] = b[1] = -1;
@@ -1187,13 +1199,20 @@ typedef struct AxisUse {
     int32_t n_sub;
 } AxisUse;
 
-/* `x` or `x:(pre)size` (the prims of one element). */
+/* `x`, `'x'`, `"x"`, or a sub-axis `x:(pre)size` / `'x':(pre)size` (one element's prims). */
 static bool sh_axis_ref(Lower *lw, const AstVal *e, ShardingSyntax *s, AxisUse *use, AxisRefSyntax *out)
 {
-    const AstVal *p = e->child;
-    bool sub = p && p->kind == AV_LABEL;
-    const AstVal *pre = sub ? p->next : NULL, *size = pre ? pre->next : NULL;
-    if (!p || (!sub && (p->kind != AV_WORD || p->next)) ||
+    const AstVal *p = e->child, *pre = NULL, *size = NULL;
+    bool sub = false;
+    if (p && p->kind == AV_LABEL) {
+        sub = true;
+        pre = p->next;
+    } else if (p && p->kind == AV_STRING && p->next && p->next->kind == AV_PUNCT && p->next->punct == AP_COLON) {
+        sub = true;
+        pre = p->next->next;
+    }
+    size = pre ? pre->next : NULL;
+    if (!p || (!sub && ((p->kind != AV_WORD && p->kind != AV_STRING) || p->next)) ||
         (sub && (!is_group(pre, AV_PAREN) || !elem_single(pre->child) || !size || size->next)))
         return err(lw, &e->loc, "expected a mesh axis like x or x:(2)2, found %s", describe(lw, e));
     int32_t a = -1;
@@ -1208,7 +1227,7 @@ static bool sh_axis_ref(Lower *lw, const AstVal *e, ShardingSyntax *s, AxisUse *
             return false;
         int64_t whole = s->mesh_axis_sizes[a], span = mul_capped(out->pre_size, out->size, whole);
         if (out->pre_size < 1 || out->size < 1 || span < 0 || whole % span != 0)
-            return err(lw, &e->loc, "sub-axis %.*s:(%lld)%lld does not fit axis '%s' of size %lld", TOKF(p->t),
+            return err(lw, &e->loc, "sub-axis %s:(%lld)%lld does not fit axis '%s' of size %lld", out->name,
                        (long long)out->pre_size, (long long)out->size, out->name, (long long)whole);
     } else {
         out->size = s->mesh_axis_sizes[a];
@@ -1274,20 +1293,26 @@ static bool sh_mesh(Lower *lw, const AstVal *word, const AstVal *axes, ShardingS
     }
     int64_t prod = 1;
     for (const AstVal *e = axes->child; e; e = e->next) {
-        const AstVal *a = elem_single(e);
-        if (!a || a->kind != AV_ATTR)
-            return err(lw, &e->loc, "expected a mesh axis like x=2, found %s", describe(lw, e));
+        /* x=2 (ATTR), or 'x'=2 / "x"=2 (STRING '=' INT) */
+        const AstVal *a = e->child, *sz = NULL;
+        if (a && a->kind == AV_ATTR && !a->next)
+            sz = a->child;
+        else if (a && a->kind == AV_STRING && a->next && a->next->punct == AP_EQ && a->next->next &&
+                 !a->next->next->next)
+            sz = a->next->next;
+        if (!sz) return err(lw, &e->loc, "expected a mesh axis like x=2, found %s", describe(lw, e));
         if (s->n_mesh_axes == SPMDC_MAX_MESH_AXES)
             return err(lw, &e->loc, "mesh has more than %d axes", SPMDC_MAX_MESH_AXES);
-        if (a->t.n >= 32) return err(lw, &a->loc, "mesh axis name '%.*s' is longer than 31 bytes", TOKF(a->t));
+        if (a->t.n >= 32 || a->t.n == 0 || memchr(a->t.s, 0, a->t.n))
+            return err(lw, &a->loc, "mesh axis name '%.*s' is empty or longer than 31 bytes", TOKF(a->t));
         for (int32_t k = 0; k < s->n_mesh_axes; k++)
             if (ast_tok_eq(a->t, s->mesh_axis_names[k]))
                 return err(lw, &a->loc, "mesh axis '%.*s' is declared twice", TOKF(a->t));
         int64_t size;
-        if (!int_of(lw, a->child, "mesh axis size", &size)) return false;
+        if (!int_of(lw, sz, "mesh axis size", &size)) return false;
         prod = mul_capped(prod, size, SPMDC_MAX_DEVICES);
         if (size < 1 || prod < 0)
-            return err(lw, &a->child->loc, "mesh axis sizes must be at least 1 and the mesh at most %d devices",
+            return err(lw, &sz->loc, "mesh axis sizes must be at least 1 and the mesh at most %d devices",
                        SPMDC_MAX_DEVICES);
         s->mesh_axis_names[s->n_mesh_axes] = ast_tok_str(lw->m->arena, a->t);
         s->mesh_axis_sizes[s->n_mesh_axes++] = size;

@@ -74,6 +74,7 @@ typedef enum StepKind {
     STEP_REDUCE_SCATTER, /* dim: scattered dim; atoms appended to it (minor) */
     STEP_ALL_TO_ALL,     /* atoms: suffix of `dim` moved to the end of `dim2` */
     STEP_ALL_GATHER,     /* atoms: suffix of `dim` gathered away */
+    STEP_COLLECTIVE_PERMUTE, /* same tiles per dim in another device order; atoms: those involved */
 } StepKind;
 
 typedef struct ReshardStep {
@@ -96,7 +97,9 @@ typedef struct ReshardPlan {
 
 /* Decides how an array of shape `global` moves from state `from` to `to`
  * (both even).  Order: local slices first (they shrink the data), then
- * reduce-scatters, all-reduces, all-to-alls, and all-gathers last.  False
+ * reduce-scatters, all-reduces, all-to-alls, and all-gathers last; a
+ * single collective-permute instead when both states have the same tile
+ * count on every dim (only the device order differs) and that is cheaper.  False
  * when impossible: `to` is partial over atoms `from` is not (or with another
  * kind).  plan->bytes is the per-device total. */
 bool reshard_plan(const Mesh *m, const Shape *global, const Spec *from, const Spec *to, ReshardPlan *plan);

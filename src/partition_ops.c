@@ -193,37 +193,69 @@ static bool h_iota(Part *p, int32_t i)
 
 /* ================================================================ elementwise */
 
-/* Whether `op` applied to two values partial over the same atoms with
- * reduction `kind` gives a value partial with that kind. */
-static bool linear_in_partial(HloOpcode op, ReduceKind kind)
+/* Whether a pending reduction of kind k passes through op when exactly the
+ * operands in `carriers` (bit k: operand k) are partial and the others are
+ * the same on every device of the reduction group:
+ * sum(a)+sum(b) = sum(a+b), sum(a)*b = sum(a*b), -sum(a) = sum(-a),
+ * max(max(a), b) = max(max(a, b)), ... */
+static bool passes_partial(HloOpcode op, ReduceKind k, uint32_t carriers, int32_t n_ops)
 {
+    bool all = carriers == (1u << n_ops) - 1;
     switch (op) {
     case HLO_ADD:
-    case HLO_SUBTRACT: return kind == REDUCE_SUM;
-    case HLO_MAXIMUM: return kind == REDUCE_MAX;
-    case HLO_MINIMUM: return kind == REDUCE_MIN;
-    case HLO_MULTIPLY: return kind == REDUCE_PROD;
-    case HLO_AND: return kind == REDUCE_AND;
-    case HLO_OR: return kind == REDUCE_OR;
+    case HLO_SUBTRACT: return k == REDUCE_SUM && all;
+    case HLO_MULTIPLY: return (k == REDUCE_SUM && (carriers == 1 || carriers == 2)) || (k == REDUCE_PROD && all);
+    case HLO_DIVIDE: return k == REDUCE_SUM && carriers == 1;
+    case HLO_NEGATE: return k == REDUCE_SUM;
+    case HLO_MAXIMUM: return k == REDUCE_MAX;
+    case HLO_MINIMUM: return k == REDUCE_MIN;
+    case HLO_AND: return k == REDUCE_AND;
+    case HLO_OR: return k == REDUCE_OR;
     default: return false;
     }
 }
 
-/* The partial candidates of a linear binary op whose operands are both
- * partial over the same atoms with the same kind. */
+/* The operands whose current state is partial, if the op lets that pending
+ * reduction through (all of them partial over the same atoms, same kind);
+ * 0 otherwise.  *state: one carrier's state. */
+static uint32_t partial_carriers(const Part *p, int32_t i, Spec *state)
+{
+    const HloInst *in = part_in(p, i);
+    uint32_t carriers = 0;
+    if (in->n_operands > 8)
+        return 0;
+    for (int32_t k = 0; k < in->n_operands; k++) {
+        Spec s = operand_state(p, i, k);
+        if (!s.partial)
+            continue;
+        if (operand_shape(p, i, k)->rank != in->shape.rank || (carriers && (s.partial != state->partial ||
+                                                                            s.kind != state->kind)))
+            return 0;
+        *state = s;
+        carriers |= 1u << k;
+    }
+    if (!carriers || !passes_partial(in->op, (ReduceKind)state->kind, carriers, in->n_operands))
+        return 0;
+    return carriers;
+}
+
+/* The partial candidates: the declared state or an operand's, carrying the
+ * pending reduction through. */
 static void partial_cands(const Part *p, int32_t i, Spec *cands, int32_t *nc)
 {
     const HloInst *in = part_in(p, i);
-    if (in->n_operands != 2)
+    Spec a;
+    if (!partial_carriers(p, i, &a))
         return;
-    Spec a = operand_state(p, i, 0), b = operand_state(p, i, 1);
-    if (!a.partial || a.partial != b.partial || a.kind != b.kind || !linear_in_partial(in->op, (ReduceKind)a.kind))
-        return;
-    if (operand_shape(p, i, 0)->rank != in->shape.rank || operand_shape(p, i, 1)->rank != in->shape.rank)
-        return;
-    Spec bases[3] = {decl0(p, i), a, b};
-    for (int32_t k = 0; k < 3; k++) {
-        Spec c = strip_partial(bases[k]);
+    Spec c = strip_partial(decl0(p, i));
+    c.partial = a.partial;
+    c.kind = a.kind;
+    if (spec_valid(&c))
+        add_cand(cands, nc, &c);
+    for (int32_t k = 0; k < in->n_operands; k++) {
+        if (operand_shape(p, i, k)->rank != in->shape.rank)
+            continue;
+        c = strip_partial(operand_state(p, i, k));
         c.partial = a.partial;
         c.kind = a.kind;
         if (spec_valid(&c))
@@ -231,19 +263,28 @@ static void partial_cands(const Part *p, int32_t i, Spec *cands, int32_t *nc)
     }
 }
 
-static int64_t elementwise_cost(Part *p, int32_t i, const Spec *c)
+/* The state operand k must be in for the op to run in state c. */
+static Spec elementwise_want(const Part *p, int32_t i, int32_t k, const Spec *c, uint32_t carriers)
+{
+    Spec want;
+    const Shape *os = operand_shape(p, i, k);
+    if (os->rank != part_in(p, i)->shape.rank)
+        spec_replicated(&want, os->rank);
+    else if (c->partial && !(carriers & (1u << k)))
+        want = strip_partial(*c);
+    else
+        want = *c;
+    return want;
+}
+
+static int64_t elementwise_cost(Part *p, int32_t i, const Spec *c, uint32_t carriers)
 {
     const HloInst *in = part_in(p, i);
     int64_t bytes = result_cost(p, i, c);
     for (int32_t k = 0; k < in->n_operands && bytes < PART_INF_COST; k++) {
-        const Shape *os = operand_shape(p, i, k);
-        Spec want;
-        if (os->rank == in->shape.rank)
-            want = *c;
-        else if (c->partial)
+        if (c->partial && operand_shape(p, i, k)->rank != in->shape.rank)
             return PART_INF_COST;
-        else
-            spec_replicated(&want, os->rank);
+        Spec want = elementwise_want(p, i, k, c, carriers);
         bytes += part_cost(p, in->operands[k], &want);
     }
     return bytes;
@@ -254,7 +295,7 @@ static bool h_elementwise(Part *p, int32_t i)
     const HloInst *in = part_in(p, i);
     if (!shape_is_array(&in->shape))
         return default_action(p, i);
-    Spec cands[MAX_CANDS];
+    Spec cands[MAX_CANDS], carrier;
     int32_t nc = 0;
     Spec o = decl0(p, i), os = strip_partial(o);
     add_cand(cands, &nc, &o);
@@ -265,12 +306,13 @@ static bool h_elementwise(Part *p, int32_t i)
         Spec s = strip_partial(operand_state(p, i, k));
         add_cand(cands, &nc, &s);
     }
+    uint32_t carriers = partial_carriers(p, i, &carrier);
     partial_cands(p, i, cands, &nc);
     int32_t best = -1;
     int64_t best_bytes = PART_INF_COST;
     double best_work = HUGE_VAL;
     for (int32_t c = 0; c < nc; c++) {
-        int64_t bytes = elementwise_cost(p, i, &cands[c]);
+        int64_t bytes = elementwise_cost(p, i, &cands[c], carriers);
         double work = local_elems(p, &cands[c], &in->shape);
         if (bytes < PART_INF_COST && better(bytes, work, best_bytes, best_work)) {
             best = c;
@@ -281,21 +323,18 @@ static bool h_elementwise(Part *p, int32_t i)
     if (best < 0)
         return default_action(p, i);
     const Spec *c = &cands[best];
-    int32_t ops[8];
-    int32_t *opv = in->n_operands <= 8 ? ops : ARENA_ARRAY(p->scratch, int32_t, in->n_operands);
+    int32_t *opv = ARENA_ARRAY(p->scratch, int32_t, in->n_operands ? in->n_operands : 1);
     for (int32_t k = 0; k < in->n_operands; k++) {
-        Spec want;
-        const Shape *s = operand_shape(p, i, k);
-        if (s->rank == in->shape.rank)
-            want = *c;
-        else
-            spec_replicated(&want, s->rank);
+        Spec want = elementwise_want(p, i, k, c, carriers);
         if ((opv[k] = part_operand(p, i, k, &want)) < 0)
             return false;
     }
     Shape l = spec_local_shape(c, p->mesh, &in->shape);
     int32_t r = part_clone(p, i, part_result_name(p, i, c, c->partial ? "partial" : "local"), &l, opv, in->n_operands);
-    const VState *src = c->partial ? part_primary(p, in->operands[0]) : NULL;
+    const VState *src = NULL;
+    for (int32_t k = 0; k < in->n_operands && c->partial && !src; k++)
+        if (carriers & (1u << k))
+            src = part_primary(p, in->operands[k]);
     part_set_result(p, i, r, c, src ? src->origin : -1, src ? src->origin_reason : NULL);
     return true;
 }
@@ -475,6 +514,25 @@ static const char *dot_partial_reason(Part *p, int32_t i, const DotDims *dd, con
     return r;
 }
 
+/* pass 1 (2): the lhs's (rhs's) pending sum goes through the dot, which is
+ * linear in it, when the candidate leaves those atoms unused elsewhere (the
+ * other operand is the same on all devices of the sum). */
+static bool dot_pass_partial(const Part *p, int32_t i, int pass, DotCand *dc)
+{
+    if (pass == 0)
+        return true;
+    Spec s = operand_state(p, i, pass - 1);
+    uint32_t busy = spec_used(&dc->l) | spec_used(&dc->r) | spec_used(&dc->out) | dc->out.partial;
+    if (!s.partial || s.kind != REDUCE_SUM || (s.partial & busy))
+        return false;
+    Spec *opnd = pass == 1 ? &dc->l : &dc->r;
+    opnd->partial = s.partial;
+    opnd->kind = REDUCE_SUM;
+    dc->out.partial |= s.partial;
+    dc->out.kind = REDUCE_SUM;
+    return true;
+}
+
 static bool dot_choose(Part *p, int32_t i, const DotDims *dd, DotCand *best)
 {
     const HloInst *in = part_in(p, i);
@@ -486,28 +544,34 @@ static bool dot_choose(Part *p, int32_t i, const DotDims *dd, DotCand *best)
     int64_t best_bytes = PART_INF_COST;
     double best_work = HUGE_VAL;
     bool found = false;
-    for (int a = 0; a < nopt[0]; a++)
-        for (int b = 0; b < nopt[1]; b++)
-            for (int c = 0; c < nopt[2]; c++)
-                for (int d = 0; d < nopt[3]; d++) {
-                    int src[4] = {opts[0][a], opts[1][b], opts[2][c], opts[3][d]};
-                    DotCand dc;
-                    if (!dot_build(dd, &L, &R, &O, src, &dc) || !spec_is_even(&dc.l, p->mesh, ls, NULL) ||
-                        !spec_is_even(&dc.r, p->mesh, rs, NULL) || !spec_is_even(&dc.out, p->mesh, &in->shape, NULL))
-                        continue;
-                    int64_t bytes = part_cost(p, in->operands[0], &dc.l);
-                    if (bytes < PART_INF_COST)
-                        bytes += part_cost(p, in->operands[1], &dc.r);
-                    if (bytes < PART_INF_COST)
-                        bytes += result_cost(p, i, &dc.out);
-                    double work = dot_work(p, dd, &dc, i);
-                    if (bytes < PART_INF_COST && better(bytes, work, best_bytes, best_work)) {
-                        *best = dc;
-                        best_bytes = bytes;
-                        best_work = work;
-                        found = true;
-                    }
-                }
+    /* every (batch, contracting, lhs-free, rhs-free) source, and which
+     * operand's pending sum passes through (none, lhs, rhs); first wins ties */
+    int32_t total = nopt[0] * nopt[1] * nopt[2] * nopt[3] * 3;
+    for (int32_t k = 0; k < total; k++) {
+        int32_t x = k / 3, pass = k % 3;
+        int src[4];
+        for (int32_t g = 3; g >= 0; g--) {
+            src[g] = opts[g][x % nopt[g]];
+            x /= nopt[g];
+        }
+        DotCand dc;
+        if (!dot_build(dd, &L, &R, &O, src, &dc) || !dot_pass_partial(p, i, pass, &dc) ||
+            !spec_is_even(&dc.l, p->mesh, ls, NULL) || !spec_is_even(&dc.r, p->mesh, rs, NULL) ||
+            !spec_is_even(&dc.out, p->mesh, &in->shape, NULL))
+            continue;
+        int64_t bytes = part_cost(p, in->operands[0], &dc.l);
+        if (bytes < PART_INF_COST)
+            bytes += part_cost(p, in->operands[1], &dc.r);
+        if (bytes < PART_INF_COST)
+            bytes += result_cost(p, i, &dc.out);
+        double work = dot_work(p, dd, &dc, i);
+        if (bytes < PART_INF_COST && better(bytes, work, best_bytes, best_work)) {
+            *best = dc;
+            best_bytes = bytes;
+            best_work = work;
+            found = true;
+        }
+    }
     return found;
 }
 
@@ -523,8 +587,10 @@ static bool h_dot(Part *p, int32_t i)
         return false;
     Shape l = spec_local_shape(&c.out, p->mesh, &in->shape);
     int32_t r = part_clone(p, i, part_result_name(p, i, &c.out, c.out.partial ? "partial" : "local"), &l, ops, 2);
-    const char *why = c.out.partial ? dot_partial_reason(p, i, &dd, &c.l) : NULL;
-    part_set_result(p, i, r, &c.out, c.out.partial ? i : -1, why);
+    uint32_t own = c.out.partial & ~(c.l.partial | c.r.partial);
+    const VState *src = !own && c.out.partial ? part_primary(p, in->operands[c.l.partial ? 0 : 1]) : NULL;
+    const char *why = own ? dot_partial_reason(p, i, &dd, &c.l) : src ? src->origin_reason : NULL;
+    part_set_result(p, i, r, &c.out, own ? i : src ? src->origin : -1, why);
     return true;
 }
 
@@ -616,24 +682,21 @@ static bool reduce_build(const HloInst *in, const Spec *X, const Spec *O, int ke
     return !(partial && kind == REDUCE_NONE);
 }
 
-static bool h_reduce(Part *p, int32_t i)
+/* The cheapest way to run reduce i: kept dims from the operand's or the
+ * declared state, reduced dims split (partial result) or gathered, the
+ * operand's own partial passed through or reduced first. */
+static bool reduce_choose(Part *p, int32_t i, ReduceKind kind, bool ident, ReduceCand *best)
 {
     const HloInst *in = part_in(p, i);
-    if (in->n_operands != 2 || !shape_is_array(&in->shape))
-        return default_action(p, i);
-    ReduceKind kind = part_reducer_kind(p->in, hlo_attrs(in)->to_apply);
-    bool ident = kind != REDUCE_NONE && init_is_identity(part_in(p, in->operands[1]), kind);
     Spec Xp = operand_state(p, i, 0), X = strip_partial(Xp), O = decl0(p, i);
     const Shape *xs = operand_shape(p, i, 0);
-    ReduceCand best, c;
+    ReduceCand c;
     int64_t best_bytes = PART_INF_COST;
     double best_work = HUGE_VAL;
     for (int keep = 0; keep < 2; keep++)
         for (int red = 0; red < 2; red++)
             for (int pass = 0; pass < 2; pass++) {
-                if ((red || pass) && !ident)
-                    continue;
-                if (pass && !Xp.partial)
+                if (((red || pass) && !ident) || (pass && !Xp.partial))
                     continue;
                 if (!reduce_build(in, pass ? &Xp : &X, &O, keep, red, pass, kind, &c) ||
                     !spec_is_even(&c.opnd, p->mesh, xs, NULL))
@@ -643,12 +706,47 @@ static bool h_reduce(Part *p, int32_t i)
                     bytes += result_cost(p, i, &c.out);
                 double work = local_elems(p, &c.opnd, xs);
                 if (bytes < PART_INF_COST && better(bytes, work, best_bytes, best_work)) {
-                    best = c;
+                    *best = c;
                     best_bytes = bytes;
                     best_work = work;
                 }
             }
-    if (best_bytes >= PART_INF_COST)
+    return best_bytes < PART_INF_COST;
+}
+
+/* Why the result of reduce i is partial: its own split reduced dims, or
+ * the operand's pending partial passed through. */
+static const char *reduce_origin(Part *p, int32_t i, const ReduceCand *c, int32_t *origin)
+{
+    const HloInst *in = part_in(p, i);
+    uint32_t own = c->out.partial & ~c->opnd.partial;
+    *origin = -1;
+    if (own) {
+        int8_t atoms[SPMDC_MAX_ATOMS];
+        int32_t n = 0;
+        for (int32_t a = 0; a < SPMDC_MAX_ATOMS; a++)
+            if (own & (1u << a))
+                atoms[n++] = (int8_t)a;
+        *origin = i;
+        return part_fmt(p, "%s: reduced dims of %s sharded on '%s'", in->name, part_in(p, in->operands[0])->name,
+                        part_axes_text(p, atoms, n));
+    }
+    if (!c->out.partial)
+        return NULL;
+    const VState *src = part_primary(p, in->operands[0]);
+    *origin = src->origin;
+    return src->origin_reason;
+}
+
+static bool h_reduce(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    if (in->n_operands != 2 || !shape_is_array(&in->shape))
+        return default_action(p, i);
+    ReduceKind kind = part_reducer_kind(p->in, hlo_attrs(in)->to_apply);
+    bool ident = kind != REDUCE_NONE && init_is_identity(part_in(p, in->operands[1]), kind);
+    ReduceCand best;
+    if (!reduce_choose(p, i, kind, ident, &best))
         return default_action(p, i);
     Spec init;
     spec_replicated(&init, 0);
@@ -657,23 +755,8 @@ static bool h_reduce(Part *p, int32_t i)
         return false;
     Shape l = spec_local_shape(&best.out, p->mesh, &in->shape);
     int32_t r = part_clone(p, i, part_result_name(p, i, &best.out, best.out.partial ? "partial" : "local"), &l, ops, 2);
-    const char *why = NULL;
-    int32_t origin = -1;
-    uint32_t own = best.out.partial & ~best.opnd.partial;
-    if (own) {
-        int8_t atoms[SPMDC_MAX_ATOMS];
-        int32_t n = 0;
-        for (int32_t a = 0; a < SPMDC_MAX_ATOMS; a++)
-            if (own & (1u << a))
-                atoms[n++] = (int8_t)a;
-        why = part_fmt(p, "%s: reduced dims of %s sharded on '%s'", in->name, part_in(p, in->operands[0])->name,
-                       part_axes_text(p, atoms, n));
-        origin = i;
-    } else if (best.out.partial) {
-        const VState *src = part_primary(p, in->operands[0]);
-        origin = src->origin;
-        why = src->origin_reason;
-    }
+    int32_t origin;
+    const char *why = reduce_origin(p, i, &best, &origin);
     part_set_result(p, i, r, &best.out, origin, why);
     return true;
 }
@@ -686,7 +769,8 @@ static bool h_reduce(Part *p, int32_t i)
 typedef bool (*WantFn)(const Part *p, int32_t i, const Spec *res, Spec *want);
 typedef bool (*ForwardFn)(const Part *p, int32_t i, const Spec *x, Spec *res);
 
-static bool choose_unary(Part *p, int32_t i, WantFn want_of, ForwardFn forward, Spec *res, Spec *want)
+static bool choose_unary(Part *p, int32_t i, WantFn want_of, ForwardFn forward, ForwardFn near, Spec *res,
+                         Spec *want)
 {
     const HloInst *in = part_in(p, i);
     Spec cands[8];
@@ -697,6 +781,8 @@ static bool choose_unary(Part *p, int32_t i, WantFn want_of, ForwardFn forward, 
     if (forward(p, i, &x, &f))
         add_cand(cands, &nc, &f);
     if (forward(p, i, &xs, &f))
+        add_cand(cands, &nc, &f);
+    if (near && near(p, i, &os, &f))
         add_cand(cands, &nc, &f);
     int64_t best_bytes = PART_INF_COST;
     double best_work = HUGE_VAL;
@@ -732,12 +818,12 @@ static bool emit_unary(Part *p, int32_t i, const Spec *res, const Spec *want)
     return true;
 }
 
-static bool unary_handler(Part *p, int32_t i, WantFn want_of, ForwardFn forward)
+static bool unary_handler(Part *p, int32_t i, WantFn want_of, ForwardFn forward, ForwardFn near)
 {
     const HloInst *in = part_in(p, i);
     Spec res, want;
     if (!shape_is_array(&in->shape) || !shape_is_array(operand_shape(p, i, 0)) ||
-        !choose_unary(p, i, want_of, forward, &res, &want))
+        !choose_unary(p, i, want_of, forward, near, &res, &want))
         return default_action(p, i);
     return emit_unary(p, i, &res, &want);
 }
@@ -792,8 +878,10 @@ static bool broadcast_forward(const Part *p, int32_t i, const Spec *x, Spec *res
 /* Reshape: dims are grouped into runs with equal element counts on both
  * sides; a group's sharding carries over iff only its major-most non-1 dim is
  * split (on the source side) and its tile count divides the major-most non-1
- * dim of the other side (a contiguous split of the group's linear range). */
-static bool reshape_map(const Mesh *m, const Shape *from, const Shape *to, const Spec *fs, Spec *ts)
+ * dim of the other side (a contiguous split of the group's linear range).
+ * relax: a group that does not carry over is left unsplit instead of
+ * failing (the caller then brings the source to the mapped-back state). */
+static bool reshape_map(const Mesh *m, const Shape *from, const Shape *to, const Spec *fs, Spec *ts, bool relax)
 {
     spec_replicated(ts, to->rank);
     ts->partial = fs->partial;
@@ -813,40 +901,51 @@ static bool reshape_map(const Mesh *m, const Shape *from, const Shape *to, const
                 return false;
         }
         int32_t fmaj = -1, tmaj = -1;
+        bool ok = true;
         for (int32_t d = i0; d < i; d++) {
-            if (spec_dim_n(fs, d) > 0 && fmaj >= 0)
-                return false;
             if (from->dims[d] > 1 && fmaj < 0)
                 fmaj = d;
             if (spec_dim_n(fs, d) > 0 && d != fmaj)
-                return false;
+                ok = false;
         }
         for (int32_t d = j0; d < j && tmaj < 0; d++)
             if (to->dims[d] > 1)
                 tmaj = d;
-        if (fmaj >= 0 && spec_dim_n(fs, fmaj) > 0) {
+        if (ok && fmaj >= 0 && spec_dim_n(fs, fmaj) > 0) {
             int64_t t = spec_dim_tiles(fs, m, fmaj);
             if (tmaj < 0 || to->dims[tmaj] % t != 0)
-                return false;
-            spec_set_dim(ts, tmaj, spec_dim(fs, fmaj), spec_dim_n(fs, fmaj));
+                ok = false;
+            else
+                spec_set_dim(ts, tmaj, spec_dim(fs, fmaj), spec_dim_n(fs, fmaj));
         }
+        if (!ok && !relax)
+            return false;
     }
     return true;
 }
 
 static bool reshape_want(const Part *p, int32_t i, const Spec *res, Spec *want)
 {
-    return reshape_map(p->mesh, &part_in(p, i)->shape, operand_shape(p, i, 0), res, want);
+    return reshape_map(p->mesh, &part_in(p, i)->shape, operand_shape(p, i, 0), res, want, false);
 }
 
+/* Forward from the operand state, keeping the groups that carry over. */
 static bool reshape_forward(const Part *p, int32_t i, const Spec *x, Spec *res)
 {
-    return reshape_map(p->mesh, operand_shape(p, i, 0), &part_in(p, i)->shape, x, res);
+    return reshape_map(p->mesh, operand_shape(p, i, 0), &part_in(p, i)->shape, x, res, true);
 }
 
-static bool h_transpose(Part *p, int32_t i) { return unary_handler(p, i, transpose_want, transpose_forward); }
-static bool h_broadcast(Part *p, int32_t i) { return unary_handler(p, i, broadcast_want, broadcast_forward); }
-static bool h_reshape(Part *p, int32_t i) { return unary_handler(p, i, reshape_want, reshape_forward); }
+/* The result state closest to res that a local reshape can produce. */
+static bool reshape_near(const Part *p, int32_t i, const Spec *res, Spec *out)
+{
+    Spec back;
+    return reshape_map(p->mesh, &part_in(p, i)->shape, operand_shape(p, i, 0), res, &back, true) &&
+           reshape_forward(p, i, &back, out);
+}
+
+static bool h_transpose(Part *p, int32_t i) { return unary_handler(p, i, transpose_want, transpose_forward, NULL); }
+static bool h_broadcast(Part *p, int32_t i) { return unary_handler(p, i, broadcast_want, broadcast_forward, NULL); }
+static bool h_reshape(Part *p, int32_t i) { return unary_handler(p, i, reshape_want, reshape_forward, reshape_near); }
 
 /* ================================================================ pass-through ops */
 

@@ -272,6 +272,7 @@ static void push(Planner *pl, StepKind k, int32_t dim, int32_t dim2, const int8_
     case STEP_REDUCE_SCATTER: st->bytes = comm_bytes_per_device(COLL_REDUCE_SCATTER, g, before_b, after_b); break;
     case STEP_ALL_TO_ALL: st->bytes = comm_bytes_per_device(COLL_ALL_TO_ALL, g, before_b, after_b); break;
     case STEP_ALL_GATHER: st->bytes = comm_bytes_per_device(COLL_ALL_GATHER, g, before_b, after_b); break;
+    case STEP_COLLECTIVE_PERMUTE: st->bytes = comm_bytes_per_device(COLL_COLLECTIVE_PERMUTE, g, before_b, after_b); break;
     }
     plan->bytes += st->bytes;
     pl->c = *after;
@@ -465,15 +466,116 @@ static bool wide_equal(const Wide *a, const Wide *b)
     return true;
 }
 
-bool reshard_plan(const Mesh *m, const Shape *global, const Spec *from, const Spec *to, ReshardPlan *plan)
+/* Picks a free atom (bit in *free) whose size divides f, preferring atoms of
+ * `want` (in order), then atoms the target leaves replicated; -1 if none. */
+static int32_t pick_free_atom(const Mesh *m, uint32_t free, int64_t f, const int8_t *want, int32_t n_want,
+                              uint32_t target_used)
+{
+    for (int32_t k = 0; k < n_want; k++)
+        if ((free & (1u << want[k])) && f % m->atom_size[want[k]] == 0)
+            return want[k];
+    for (int32_t pass = 0; pass < 2; pass++)
+        for (int32_t a = 0; a < m->n_atoms; a++)
+            if ((free & (1u << a)) && f % m->atom_size[a] == 0 && (pass == 1 || !(target_used & (1u << a))))
+                return a;
+    return -1;
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Appends atoms (from *avail, sizes multiplying to f) to dim d of s. */
+static bool grow_dim(const Mesh *m, Spec *s, int32_t d, int64_t f, uint32_t *avail, const Spec *prefer,
+                     uint32_t avoid)
+{
+    int8_t run[SPMDC_MAX_ATOMS];
+    int32_t n = spec_dim_n(s, d);
+    memcpy(run, spec_dim(s, d), (size_t)n);
+    while (f > 1) {
+        int32_t a = pick_free_atom(m, *avail, f, spec_dim(prefer, d), spec_dim_n(prefer, d), avoid);
+        if (a < 0)
+            return false;
+        run[n++] = (int8_t)a;
+        *avail &= ~(1u << a);
+        f /= m->atom_size[a];
+    }
+    spec_set_dim(s, d, run, n);
+    return true;
+}
+
+static ReshardStep *add_step(ReshardPlan *plan, StepKind k, const Spec *after)
+{
+    ReshardStep *st = &plan->steps[plan->n_steps++];
+    memset(st, 0, sizeof *st);
+    st->kind = k;
+    st->dim = st->dim2 = -1;
+    st->after = *after;
+    return st;
+}
+
+/* The permute plan, for non-partial states: on every dim, slice locally with
+ * free atoms up to c = lcm(source tiles, target tiles) (mid1), permute to the
+ * target extended by surplus atoms up to c (mid2: each device receives its
+ * whole new block from exactly one device), then all-gather the surplus off
+ * each dim.  Any step may be empty. */
+static bool permute_plan(const Mesh *m, const Shape *global, const Spec *from, const Spec *to, ReshardPlan *plan)
 {
     plan->n_steps = 0;
     plan->bytes = 0;
     plan->full_remat = false;
-    if (from->rank != to->rank || !spec_valid(to) || !spec_valid(from))
+    if (from->partial || to->partial || spec_equal(from, to))
         return false;
-    if ((to->partial & ~from->partial) || (to->partial && to->kind != from->kind))
-        return false;
+    Spec mid1 = *from, mid2 = *to;
+    uint32_t all = (1u << m->n_atoms) - 1;
+    uint32_t free1 = all & ~spec_used(from), free2 = all & ~spec_used(to);
+    for (int32_t d = 0; d < from->rank; d++) {
+        int64_t a = spec_dim_tiles(from, m, d), b = spec_dim_tiles(to, m, d), c = a / gcd64(a, b) * b;
+        if (global->dims[d] % c != 0 || !grow_dim(m, &mid1, d, c / a, &free1, to, spec_used(to)) ||
+            !grow_dim(m, &mid2, d, c / b, &free2, &mid1, spec_used(from)))
+            return false;
+    }
+    if (!spec_equal(&mid1, from))
+        add_step(plan, STEP_SLICE, &mid1);
+    if (!spec_equal(&mid1, &mid2)) {
+        ReshardStep *st = add_step(plan, STEP_COLLECTIVE_PERMUTE, &mid2);
+        uint32_t moved = spec_used(&mid1) | spec_used(&mid2);
+        for (int32_t a = 0; a < SPMDC_MAX_ATOMS; a++)
+            if (moved & (1u << a))
+                st->atoms[st->n_atoms++] = (int8_t)a;
+        Shape l = spec_local_shape(&mid1, m, global);
+        st->bytes = comm_bytes_per_device(COLL_COLLECTIVE_PERMUTE, group_size(m, st->atoms, st->n_atoms),
+                                          shape_byte_size(&l), shape_byte_size(&l));
+        plan->bytes += st->bytes;
+    }
+    Spec cur = mid2;
+    for (int32_t d = 0; d < cur.rank; d++) {
+        int32_t keep = spec_dim_n(to, d), n = spec_dim_n(&cur, d);
+        if (n == keep)
+            continue;
+        Spec next = cur;
+        spec_set_dim(&next, d, spec_dim(&cur, d), keep);
+        ReshardStep *st = add_step(plan, STEP_ALL_GATHER, &next);
+        st->dim = d;
+        st->n_atoms = n - keep;
+        memcpy(st->atoms, spec_dim(&cur, d) + keep, (size_t)(n - keep));
+        Shape lb = spec_local_shape(&cur, m, global), la = spec_local_shape(&next, m, global);
+        st->bytes = comm_bytes_per_device(COLL_ALL_GATHER, group_size(m, st->atoms, st->n_atoms), shape_byte_size(&lb),
+                                          shape_byte_size(&la));
+        plan->bytes += st->bytes;
+        cur = next;
+    }
+    return plan->n_steps > 0;
+}
+
+static bool greedy_plan(const Mesh *m, const Shape *global, const Spec *from, const Spec *to, ReshardPlan *plan)
+{
     Wide t;
     widen(to, &t);
     Planner pl = {m, global, &t, {0}, plan};
@@ -487,6 +589,28 @@ bool reshard_plan(const Mesh *m, const Shape *global, const Spec *from, const Sp
         return false; /* unreachable for valid states */
     }
     return false;
+}
+
+bool reshard_plan(const Mesh *m, const Shape *global, const Spec *from, const Spec *to, ReshardPlan *plan)
+{
+    plan->n_steps = 0;
+    plan->bytes = 0;
+    plan->full_remat = false;
+    if (from->rank != to->rank || !spec_valid(to) || !spec_valid(from))
+        return false;
+    if ((to->partial & ~from->partial) || (to->partial && to->kind != from->kind))
+        return false;
+    if (!greedy_plan(m, global, from, to, plan))
+        return false;
+    ReshardPlan cp;
+    if (permute_plan(m, global, from, to, &cp) &&
+        (cp.bytes < plan->bytes || (cp.bytes == plan->bytes && cp.n_steps < plan->n_steps))) {
+        plan->n_steps = cp.n_steps;
+        memcpy(plan->steps, cp.steps, sizeof(ReshardStep) * (size_t)cp.n_steps);
+        plan->bytes = cp.bytes;
+        plan->full_remat = false;
+    }
+    return true;
 }
 
 int64_t reshard_cost(const Mesh *m, const Shape *global, const Spec *from, const Spec *to)
@@ -509,6 +633,7 @@ static const char *step_role(StepKind k)
     case STEP_REDUCE_SCATTER: return "reduce-scatter";
     case STEP_ALL_TO_ALL: return "all-to-all";
     case STEP_ALL_GATHER: return "all-gather";
+    case STEP_COLLECTIVE_PERMUTE: return "collective-permute";
     }
     return "reshard";
 }
@@ -606,6 +731,57 @@ static int32_t lower_all_to_all(Part *p, int32_t v, const Shape *global, const S
     return v2 >= 0 ? v4 : -1;
 }
 
+/* Mixed-radix index of device's coordinates on the atoms of mask (ascending). */
+static int64_t mask_index(const Mesh *m, uint32_t mask, int64_t dev)
+{
+    int64_t r = 0;
+    for (int32_t a = 0; a < m->n_atoms; a++)
+        if (mask & (1u << a))
+            r = r * m->atom_size[a] + mesh_atom_coord(m, dev, a);
+    return r;
+}
+
+/* Where a device's block sits in state s: its tile index on every dim, then
+ * its index among the devices holding the same block. */
+static int64_t block_key(const Mesh *m, const Spec *s, int64_t dev)
+{
+    int64_t k = 0;
+    for (int32_t d = 0; d < s->rank; d++) {
+        const int8_t *at = spec_dim(s, d);
+        int64_t t = 0;
+        for (int32_t i = 0; i < s->n[d]; i++)
+            t = t * m->atom_size[at[i]] + mesh_atom_coord(m, dev, at[i]);
+        k = k * spec_dim_tiles(s, m, d) + t;
+    }
+    uint32_t rep = ((1u << m->n_atoms) - 1) & ~spec_used(s);
+    return k * mesh_mask_size(m, rep) + mask_index(m, rep, dev);
+}
+
+/* Device d gets its new block from the device whose old block has the same
+ * key: pairs {src, d}, listed by source. */
+static int32_t lower_permute(Part *p, int32_t v, const Shape *global, const Spec *before, const ReshardStep *st,
+                             const char *name)
+{
+    const Mesh *m = p->mesh;
+    int64_t nd = m->n_devices;
+    int64_t *holder = ARENA_ARRAY(p->scratch, int64_t, nd), *dst_of = ARENA_ARRAY(p->scratch, int64_t, nd);
+    for (int64_t e = 0; e < nd; e++)
+        holder[block_key(m, before, e)] = e;
+    for (int64_t d = 0; d < nd; d++)
+        dst_of[holder[block_key(m, &st->after, d)]] = d;
+    Shape l = spec_local_shape(&st->after, m, global);
+    int32_t r = part_emit(p, HLO_COLLECTIVE_PERMUTE, name, &l, &v, 1);
+    HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, r));
+    a->channel_id = p->next_channel++;
+    a->n_pairs = (int32_t)nd;
+    a->pairs = ARENA_ARRAY(p->out->arena, int64_t, 2 * nd);
+    for (int64_t s = 0; s < nd; s++) {
+        a->pairs[2 * s] = s;
+        a->pairs[2 * s + 1] = dst_of[s];
+    }
+    return r;
+}
+
 static int32_t lower_step(Part *p, int32_t v, const Shape *global, const Spec *before, const ReshardStep *st,
                           LowerNames *nm)
 {
@@ -632,6 +808,7 @@ static int32_t lower_step(Part *p, int32_t v, const Shape *global, const Spec *b
         set_collective(p, r, st->atoms, st->n_atoms, true);
         set_dims(p, r, st->dim);
         return r;
+    case STEP_COLLECTIVE_PERMUTE: return lower_permute(p, v, global, before, st, name);
     }
     return -1;
 }
@@ -642,6 +819,7 @@ static CollectiveKind step_collective(StepKind k)
     case STEP_ALL_REDUCE: return COLL_ALL_REDUCE;
     case STEP_REDUCE_SCATTER: return COLL_REDUCE_SCATTER;
     case STEP_ALL_TO_ALL: return COLL_ALL_TO_ALL;
+    case STEP_COLLECTIVE_PERMUTE: return COLL_COLLECTIVE_PERMUTE;
     default: return COLL_ALL_GATHER;
     }
 }

@@ -720,6 +720,10 @@ static bool bind_tiled(const ShardingSyntax *syn, const Mesh *m, int32_t rank, S
         if (P > SPMDC_MAX_DEVICES)
             break;
     }
+    if (P < 0) {
+        diag_error(diag, syn->span, "sharding %s has a tile dim < 1", syn_text(tmp, syn));
+        return false;
+    }
     if (P != m->n_devices) {
         diag_error(diag, syn->span, "sharding %s uses %lld devices but the mesh has %lld", syn_text(tmp, syn),
                    (long long)P, (long long)m->n_devices);

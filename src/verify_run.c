@@ -14,6 +14,7 @@
  * from the reference is named.  Exit 0: all outputs match; 1: a mismatch or
  * an error in the input; 2: a usage error.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -39,6 +40,7 @@ typedef struct NameEntry {
 
 typedef struct VerifyRun {
     const char *in_path, *prog_path;
+    uint32_t prog_fid;       /* diag file id of --program (0 = partitioned here) */
     uint64_t seed;
     DiagEngine *diag;
     PassCtx cx;
@@ -432,12 +434,13 @@ static void print_cmp(StrBuf *b, const VerifyRun *vr, const char *label, const S
         sb_printf(b, "%s%s\n", c->why, c->shape_bad ? ": MISMATCH" : "");
         return;
     }
-    if (c->exact)
-        sb_printf(b, "exact, %lld of %lld elements differ, max abs error %.2g", (long long)c->n_bad, (long long)c->n_total,
-                  c->max_abs);
-    else
-        sb_printf(b, "max abs error %.2g, max rel error %.2g, tolerance %.2g", c->max_abs,
-                  c->scale > 0 ? c->max_abs / c->scale : c->max_abs, rtol);
+    if (c->exact) {
+        sb_printf(b, "exact, %lld of %lld elements differ", (long long)c->n_bad, (long long)c->n_total);
+        if (c->bad) sb_printf(b, ", max abs error %.2g", c->max_abs);
+    } else {
+        double rel = c->scale > 0 ? c->max_abs / c->scale : c->max_abs;
+        sb_printf(b, "max abs error %.2g, max rel error %.2g %s %.2g", c->max_abs, rel, c->bad ? ">" : "<=", rtol);
+    }
     sb_puts(b, c->bad ? ": MISMATCH\n" : ": ok\n");
     if (!c->bad || c->worst_dev < 0) return;
     sb_puts(b, "    worst element [");
@@ -513,12 +516,14 @@ static int32_t *entry_params(const HloModule *m, int32_t *n, DiagEngine *diag)
 static bool check_program(VerifyRun *vr)
 {
     const HloModule *p = vr->p;
+    SrcSpan file = SRC_SPAN_NONE;
+    file.begin.file_id = file.end.file_id = vr->prog_fid;
     if (p->entry < 0) {
-        diag_error(vr->diag, SRC_SPAN_NONE, "the partitioned program has no entry computation");
+        diag_error(vr->diag, file, "the partitioned program has no entry computation");
         return false;
     }
     if (p->num_partitions > 0 && p->num_partitions != vr->n_dev) {
-        diag_error(vr->diag, SRC_SPAN_NONE, "the partitioned program has num_partitions=%lld, the mesh %lld devices",
+        diag_error(vr->diag, file, "the partitioned program has num_partitions=%lld, but the mesh has %lld devices",
                    (long long)p->num_partitions, (long long)vr->n_dev);
         return false;
     }
@@ -696,8 +701,9 @@ static bool localize(VerifyRun *vr, StrBuf *b)
     return ok;
 }
 
-/* Compares the outputs; appends the report to b; *mismatch set. */
-static bool compare_outputs(VerifyRun *vr, const SimValue *ref, const SimValue *outs, StrBuf *b, int32_t *n_bad,
+/* Compares every output leaf with the reference and appends one line each
+ * to b; *n_bad of the *n_out compared outputs differ. */
+static void compare_outputs(VerifyRun *vr, const SimValue *ref, const SimValue *outs, StrBuf *b, int32_t *n_bad,
                             int32_t *n_out)
 {
     const HloComputation *mc = hlo_comp(vr->m, vr->m->entry);
@@ -721,7 +727,6 @@ static bool compare_outputs(VerifyRun *vr, const SimValue *ref, const SimValue *
         *n_bad += c.bad;
         free(ls);
     }
-    return true;
 }
 
 /* ---------------------------------------------------------------- command */
@@ -746,7 +751,8 @@ static int parse_args(int argc, char **argv, VerifyRun *vr, SpmdcOptions *opt)
     };
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_MESH: {
             char err[200];
@@ -759,8 +765,9 @@ static int parse_args(int argc, char **argv, VerifyRun *vr, SpmdcOptions *opt)
         }
         case OPT_SEED: {
             char *end;
+            errno = 0;
             vr->seed = strtoull(optarg, &end, 10);
-            if (!*optarg || *end || optarg[0] == '-') {
+            if (!*optarg || *end || optarg[0] == '-' || errno) {
                 fprintf(stderr, "spmdc: error: --seed takes a non-negative integer, not '%s'\n", optarg);
                 return 2;
             }
@@ -768,7 +775,13 @@ static int parse_args(int argc, char **argv, VerifyRun *vr, SpmdcOptions *opt)
         }
         case OPT_PROGRAM: vr->prog_path = optarg; break;
         case OPT_HELP: usage(stdout); return -1;
-        default: usage(stderr); return 2;
+        case ':':
+            fprintf(stderr, "spmdc: error: option '%s' needs an argument\n", argv[optind - 1]);
+            return 2;
+        default:
+            fprintf(stderr, "spmdc: error: unknown option '%s'\n", argv[optind - 1]);
+            usage(stderr);
+            return 2;
         }
     }
     if (optind != argc - 1) {
@@ -805,8 +818,8 @@ static bool load(VerifyRun *vr, char **texts)
     if (vr->prog_path) {
         texts[1] = driver_read_file(vr->prog_path, &len);
         if (!texts[1]) return false;
-        fid = diag_add_file(vr->diag, vr->prog_path, texts[1], len);
-        vr->p = parse_hlo(texts[1], len, fid, vr->diag);
+        vr->prog_fid = diag_add_file(vr->diag, vr->prog_path, texts[1], len);
+        vr->p = parse_hlo(texts[1], len, vr->prog_fid, vr->diag);
         if (!vr->p || !verify_module(vr->p, vr->diag)) return false;
     } else {
         CommReport rep;

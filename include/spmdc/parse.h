@@ -18,7 +18,15 @@
 /* Parses text[0..len) (need not be NUL-terminated; may contain anything).
  * path is used in diagnostics; the text must be registered with
  * diag_add_file by the caller, whose file_id is passed.  Returns the module,
- * or NULL after reporting >= 1 error (nothing leaks either way). */
+ * or NULL after reporting >= 1 error (nothing leaks either way).
+ * Checked here: syntax, names (undefined / duplicate / used before their
+ * definition, computations defined before their callers), attribute value
+ * kinds, literals against their shapes, operand shapes where the text writes
+ * them (`add(f32[4] %x, ...)`), the signature against parameters and root,
+ * and sharding syntax (ShardingSyntax; inst->sharding stays NULL).  Dynamic
+ * dimensions, nested operand instructions and mesh device_ids are rejected.
+ * Linear time; peak memory is the module plus one instruction's parse tree.
+ * An elided constant `{...}` has Literal.elided set and i/f NULL. */
 HloModule *parse_hlo(const char *text, size_t len, uint32_t file_id, DiagEngine *diag);
 
 /* Chooses the module's mesh and binds every instruction's sharding_src to

@@ -11,12 +11,13 @@
  *    it; atoms not used by any dim are replicated; `partial` atoms mark a
  *    pending reduction (the value is correct only after reducing over them).
  *
- * Binding (sharding_bind_module) picks the module's mesh (--mesh, else the
- * named meshes in the file, else the device count that positional shardings
- * or num_partitions imply), rebinding named axes by name so `--mesh model=4`
- * recompiles a file written for model=8, and factors positional tile
- * assignments into runs of atoms; a device order that is no transposed iota
- * over the atoms is an error naming the instruction.
+ * Binding (bind_shardings in parse.h, then sharding_bind per value) picks
+ * the module's mesh (--mesh, else the named meshes in the file, else
+ * num_partitions or the device count that positional shardings imply),
+ * rebinding named axes by name so `--mesh model=4` recompiles a file written
+ * for model=8, and factors positional tile assignments into runs of atoms; a
+ * device order that is no transposed iota over the atoms is an error at the
+ * sharding.
  *
  * Shard shapes follow XLA: dim d of size N split into t tiles has local size
  * ceil(N/t); tile i covers [i*c, min((i+1)*c, N)).

@@ -196,7 +196,7 @@ static void test_numeric_mesh_axis_count_mismatch(void **state)
     set_mesh(f, "8");
     param(f, f->comp, "a", named(f, 2, "x=2,y=4", "y", "x"));
     bind_fails(f, "in.hlo:2:5: error: the shardings use mesh[x=2,y=4] (2 axes) but --mesh d0=8 has 1; name the "
-                  "axes, e.g. --mesh x=8\n");
+                  "axes, e.g. --mesh x=2,y=4\n");
 }
 
 static void test_named_meshes_disagree(void **state)
@@ -213,7 +213,9 @@ static void test_named_axis_not_in_mesh(void **state)
     Fx *f = *state;
     set_mesh(f, "data=2,model=4");
     param(f, f->comp, "a", named(f, 4, "model=8,seq=2", "model", NULL));
-    bind_fails(f, "in.hlo:4:5: error: axis 'seq' of sharding {mesh[model=8,seq=2], [{model}, {}]} is not in the mesh "
+    param(f, f->comp, "b", named(f, 5, "model=8,seq=2", NULL, "seq"));
+    /* reported once, at the first named sharding */
+    bind_fails(f, "in.hlo:4:5: error: axis 'seq' of the shardings' mesh[model=8,seq=2] is not in --mesh "
                   "data=2,model=4\n");
 }
 

@@ -964,6 +964,119 @@ static void test_opcode_table_walk(void **state)
     }
 }
 
+static void test_more_elementwise(void **state)
+{
+    (void)state;
+    /* expm1(0) = 0, log1p(0) = 0, cbrt(27) = 3, tan(0) = 0, erf(0) = 0, real(x) = x, imag(x) = 0 */
+    static const HloOpcode ops[] = {HLO_EXPM1, HLO_LOG1P, HLO_CBRT, HLO_TAN, HLO_ERF, HLO_REAL, HLO_IMAG};
+    static const double in[] = {0, 0, 27, 0, 0, -2.5, -2.5}, want[] = {0, 0, 3, 0, 0, -2.5, 0};
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        SimValue r = unary(ops[k], SC(F32), ET_F32, val_f(SC(F32), &in[k], 1));
+        expect_f(&r, &want[k], 1);
+        sim_value_release(&r);
+    }
+    /* atan2(1, 1) = pi/4 = 0.78539816339... -> f32 0.785398185253143310546875; atan2(0, -1) = pi -> f32 3.1415927410125732421875 */
+    SimValue r = binary(HLO_ATAN2, SH(F32, 2), ET_F32, val_f(SH(F32, 2), DL(1, 0)), val_f(SH(F32, 2), DL(1, -1)));
+    EXPECT_F(&r, 0.785398185253143310546875, 3.1415927410125732421875);
+    sim_value_release(&r);
+    r = binary(HLO_OR, SH(S32, 2), ET_S32, val_i(SH(S32, 2), DL(12, -16)), val_i(SH(S32, 2), DL(3, 1)));
+    EXPECT_I(&r, 15, -15);
+    sim_value_release(&r);
+    r = binary(HLO_XOR, SH(PRED, 4), ET_PRED, val_i(SH(PRED, 4), DL(0, 0, 1, 1)), val_i(SH(PRED, 4), DL(0, 1, 0, 1)));
+    EXPECT_I(&r, 0, 1, 1, 0);
+    sim_value_release(&r);
+    /* u64 values above 2^63 compare and divide unsigned */
+    r = binary(HLO_MAXIMUM, SC(U64), ET_U64, val_i(SC(U64), DL(-1.0)), val_i(SC(U64), DL(5)));
+    EXPECT_I(&r, -1); /* 0xFFFFFFFFFFFFFFFF is the maximum */
+    sim_value_release(&r);
+    /* complex on floats is not supported */
+    HloModule *m = hlo_module_new("t");
+    TB e = tb_new(m, "main", true);
+    int32_t a = tb_param(&e, 0, SC(F32)), b = tb_param(&e, 1, SC(F32));
+    tb_add(&e, HLO_COMPLEX, SC(F32), OPS(a, b));
+    SimValue args[2] = {val_f(SC(F32), DL(1)), val_f(SC(F32), DL(2))};
+    assert_string_equal(run_fail(m, args, 2), "spmdc: error: complex.2: complex is not defined on f32\n");
+    hlo_module_free(m);
+}
+
+static void test_leaves_and_bitcast(void **state)
+{
+    (void)state;
+    HloModule *m = hlo_module_new("t");
+    TB e = tb_new(m, "main", true);
+    int32_t p = tb_param(&e, 0, SH(F32, 2, 2));
+    int32_t bc = tb_add(&e, HLO_BITCAST, SH(S32, 4), OPS(p)); /* same bytes, 4-byte ints */
+    int32_t rid = tb_leaf(&e, HLO_REPLICA_ID, SC(U32));
+    int32_t tok = tb_leaf(&e, HLO_AFTER_ALL, SC(TOKEN));
+    Shape el[3] = {SH(S32, 4), SC(U32), SC(TOKEN)};
+    Shape ts = {.type = ET_TUPLE, .n_elems = 3, .elems = el};
+    tb_add(&e, HLO_TUPLE, ts, OPS(bc, rid, tok));
+    SimValue arg = val_f(SH(F32, 2, 2), DL(1, -2, 0.5, 0));
+    SimValue r = run(m, &arg, 1);
+    EXPECT_I(&r.elems[0], 0x3f800000, (int32_t)0xc0000000, 0x3f000000, 0); /* IEEE bits of 1, -2, 0.5, 0 */
+    EXPECT_I(&r.elems[1], 0);
+    assert_int_equal(r.elems[2].shape.type, ET_TOKEN);
+    sim_value_release(&r);
+    hlo_module_free(m);
+}
+
+static void test_gather_batching_and_base_dilation(void **state)
+{
+    (void)state;
+    HloModule *m = hlo_module_new("t");
+    int32_t addc = tb_binop_comp(m, "add", ET_S32, HLO_ADD, false);
+    TB e = tb_new(m, "main", true);
+    /* per-batch lookup: out[b] = operand[b][indices[b]] = [op[0][2], op[1][0]] = [3, 4] */
+    int32_t op = tb_param(&e, 0, SH(S32, 2, 3)), ix = tb_param(&e, 1, SH(S32, 2));
+    int32_t g = tb_add(&e, HLO_GATHER, SH(S32, 2), OPS(op, ix));
+    HloAttrs *a = tb_attrs(&e, g);
+    tb_set_list(&e, &a->collapsed_slice_dims, IL(1));
+    tb_set_list(&e, &a->start_index_map, IL(1));
+    tb_set_list(&e, &a->operand_batching_dims, IL(0));
+    tb_set_list(&e, &a->start_indices_batching_dims, IL(0));
+    tb_set_list(&e, &a->slice_sizes, IL(1, 1));
+    a->index_vector_dim = 1;
+    /* reduce-window, base dilation 2 on [1,2,3] -> [1,_,2,_,3]; size 2: holes are skipped -> [1,2,2,3] */
+    int32_t v = tb_param(&e, 2, SH(S32, 3)), z = tb_const(&e, SC(S32), DL(0));
+    int32_t rw = tb_add(&e, HLO_REDUCE_WINDOW, SH(S32, 4), OPS(v, z));
+    Window *w = ARENA_NEW(m->arena, Window);
+    w->rank = 1;
+    w->dims[0] = (WindowDim){2, 1, 0, 0, 2, 1, false};
+    tb_attrs(&e, rw)->window = w;
+    tb_attrs(&e, rw)->to_apply = addc;
+    Shape el[2] = {SH(S32, 2), SH(S32, 4)};
+    Shape ts = {.type = ET_TUPLE, .n_elems = 2, .elems = el};
+    tb_add(&e, HLO_TUPLE, ts, OPS(g, rw));
+    SimValue args[3] = {val_i(SH(S32, 2, 3), DL(1, 2, 3, 4, 5, 6)), val_i(SH(S32, 2), DL(2, 0)), val_i(SH(S32, 3), DL(1, 2, 3))};
+    SimValue r = run(m, args, 3);
+    EXPECT_I(&r.elems[0], 3, 4);
+    EXPECT_I(&r.elems[1], 1, 2, 2, 3);
+    sim_value_release(&r);
+    hlo_module_free(m);
+}
+
+static void test_convolution_batch_groups(void **state)
+{
+    (void)state;
+    /* batch_group_count 2: lhs batches {0} and {1} pair with output features {0} and {1}.
+     * lhs f32[2,1,2] (b, f, 0) = [[[1,2]], [[3,4]]], kernel f32[1,2,1] (i, o, 0) = [[[10],[100]]]
+     * out f32[1,2,2]: feature 0 = 10*[1,2] = [10,20], feature 1 = 100*[3,4] = [300,400] */
+    HloModule *m = hlo_module_new("t");
+    TB e = tb_new(m, "main", true);
+    int32_t l = tb_param(&e, 0, SH(F32, 2, 1, 2)), k = tb_const(&e, SH(F32, 1, 2, 1), DL(10, 100));
+    int32_t cv = tb_add(&e, HLO_CONVOLUTION, SH(F32, 1, 2, 2), OPS(l, k));
+    ConvDims *cd = ARENA_NEW(m->arena, ConvDims);
+    *cd = (ConvDims){.n_spatial = 1, .in_batch = 0, .in_feature = 1, .in_spatial = {2}, .k_in = 0, .k_out = 1,
+                     .k_spatial = {2}, .out_batch = 0, .out_feature = 1, .out_spatial = {2}};
+    tb_attrs(&e, cv)->conv = cd;
+    tb_attrs(&e, cv)->batch_group_count = 2;
+    SimValue arg = val_f(SH(F32, 2, 1, 2), DL(1, 2, 3, 4));
+    SimValue r = run(m, &arg, 1);
+    EXPECT_F(&r, 10, 20, 300, 400);
+    sim_value_release(&r);
+    hlo_module_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -988,6 +1101,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_value_print_share, setup, teardown),
         cmocka_unit_test_setup_teardown(test_opcode_table_walk, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_more_elementwise, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_leaves_and_bitcast, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gather_batching_and_base_dilation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_convolution_batch_groups, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,7 +39,7 @@ static const struct {
     {TOK_KW_UNREDUCED, "unreduced"}, {TOK_KW_LAST_TILE_DIM_REPLICATE, "last_tile_dim_replicate"},
     {TOK_KW_SHARD_AS, "shard_as"},  {TOK_KW_SHARD_LIKE, "shard_like"}, {TOK_LE, "<="},
     {TOK_ARROW, "->"},              {TOK_ELLIPSIS, "..."},      {TOK_TPAREN, "T("},
-    {TOK_LAYOUT_LBRACE, "LAYOUT{"}, {TOK_HLO_YYerror, "ERROR"},
+    {TOK_LAYOUT_LBRACE, "LAYOUT{"}, {TOK_HLO_YYerror, "ERROR"}, {TOK_SECTION, "SECTION"},
 };
 
 /* Tokens with text print it in parentheses. */
@@ -237,6 +237,17 @@ static void test_strings_unescaped(void **state)
     lexed_free(&lx);
 }
 
+static void test_single_quotes_and_sections(void **state)
+{
+    (void)state;
+    /* XLA 0.10 quotes mesh axis names with single quotes. */
+    expect_tokens("mesh['model'=8] 'a\\'b'", "IDENT(mesh) '[' STRING(model) '=' INT(8) ']' STRING(a'b)");
+    /* Stack frame section names are keywords only outside brackets. */
+    expect_tokens("FileNames 1 \"a.py\" StackFrames { StackFrames }",
+                  "SECTION INT(1) STRING(a.py) SECTION '{' IDENT(StackFrames) '}'");
+    expect_error("'open", "ERROR", "t.hlo:1:1: error: unterminated string: \"'\" has no closing \"'\"\n");
+}
+
 static void test_comments_skipped(void **state)
 {
     (void)state;
@@ -332,6 +343,7 @@ int main(void)
         cmocka_unit_test(test_layout_brace),
         cmocka_unit_test(test_iota_transpose),
         cmocka_unit_test(test_strings_unescaped),
+        cmocka_unit_test(test_single_quotes_and_sections),
         cmocka_unit_test(test_comments_skipped),
         cmocka_unit_test(test_backend_config_blob),
         cmocka_unit_test(test_frontend_attribute_blobs),

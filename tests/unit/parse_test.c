@@ -196,6 +196,20 @@ static void test_header_attrs_kept_verbatim(void **state)
     parsed_free(&p);
 }
 
+/* Newer XLA prints a stack frame index between the header and the computations. */
+static void test_stack_frame_sections_skipped(void **state)
+{
+    (void)state;
+    Parsed p = parse_ok("HloModule m, num_partitions=2\n\nFileNames\n1 \"export.py\"\n\nFunctionNames\n1 \"<module>\"\n\n"
+                        "FileLocations\n1 {file_name_id=1 function_name_id=1 line=172 end_line=172 column=13}\n\n"
+                        "StackFrames\n1 {file_location_id=1 parent_frame_id=1}\n2 {file_location_id=1}\n\n"
+                        "ENTRY %main {\n  ROOT %x = f32[2] parameter(0), metadata={op_name=\"x\" stack_frame_id=2}\n}\n");
+    assert_int_equal(p.m->num_partitions, 2);
+    assert_int_equal(p.m->n_comps, 1);
+    assert_string_equal(hlo_attrs(find(p.m, "main", "x"))->raw[0].text, "{op_name=\"x\" stack_frame_id=2}");
+    parsed_free(&p);
+}
+
 static void test_execution_thread_and_comments(void **state)
 {
     (void)state;
@@ -577,6 +591,9 @@ static void test_attribute_errors(void **state)
                   "has 2\n");
     expect_errors(entry("  a = f32[8] parameter(0)\n  b = f32[8] copy(a), replica_groups=[2,3]<=[4]"),
                   "t.hlo:4:38: error: replica_groups [2,3] must hold exactly the 4 devices of its iota source\n");
+    expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] copy(a), window={size=99999999999999999999x1}"),
+                  "t.hlo:4:36: error: window size= expects one number per dimension like 3x3, found size "
+                  "'99999999999999999999x1'\n");
     expect_errors(entry("  a = f32[8] parameter(0)\n  b = f32[8] copy(a), source_target_pairs={{0,1,2}}"),
                   "t.hlo:4:44: error: a source_target pair needs exactly 2 ids, found 3\n");
 }
@@ -704,6 +721,17 @@ static void test_sharding_named(void **state)
     assert_true(s->named_replicated);
     assert_int_equal(s->n_dims, 0);
     parsed_free(&p);
+    /* XLA 0.10 spells axis names quoted, with either quote. */
+    s = sharding_of("{mesh['data'=2,\"model\"=4], [{'model'}, {\"data\":(1)2}]}", &p);
+    assert_int_equal(s->kind, SSYN_NAMED);
+    assert_string_equal(s->mesh_axis_names[0], "data");
+    assert_string_equal(s->mesh_axis_names[1], "model");
+    assert_int_equal(s->mesh_axis_sizes[1], 4);
+    assert_string_equal(s->dim_axes[0][0].name, "model");
+    assert_string_equal(s->dim_axes[1][0].name, "data");
+    assert_int_equal(s->dim_axes[1][0].pre_size, 1);
+    assert_int_equal(s->dim_axes[1][0].size, 2);
+    parsed_free(&p);
     s = sharding_of("{maximal_mesh[device_id=3]}", &p);
     assert_int_equal(s->kind, SSYN_MAXIMAL);
     assert_int_equal(s->device, 3);
@@ -801,7 +829,9 @@ static void test_syntax_errors(void **state)
     /* One error per bad instruction: the parser resynchronises at the next one. */
     expect_errors(entry("  a = f32[2] parameter(0))\n  b = f32[2] copy(a)\n  c = f32[2] copy(a]"),
                   "t.hlo:3:26: error: unexpected ')', expected ',', '}' or an instruction\n"
-                  "t.hlo:5:20: error: unexpected ']', expected ',', ')' or a value\n");
+                  "t.hlo:2:9: note: '{' opened here is still open\n"
+                  "t.hlo:5:20: error: unexpected ']', expected ',', ')' or a value\n"
+                  "t.hlo:5:18: note: '(' opened here is still open\n");
 }
 
 static void test_nul_and_limits(void **state)
@@ -845,6 +875,7 @@ int main(void)
         cmocka_unit_test(test_verbose_style),
         cmocka_unit_test(test_no_header_last_computation_is_entry),
         cmocka_unit_test(test_header_attrs_kept_verbatim),
+        cmocka_unit_test(test_stack_frame_sections_skipped),
         cmocka_unit_test(test_execution_thread_and_comments),
         cmocka_unit_test(test_inferred_shapes),
         cmocka_unit_test(test_shapes_and_layouts),

@@ -131,6 +131,10 @@ static void assert_dims(const Shape *s, int32_t rank, int64_t d0, int64_t d1)
 
 /* ================================================================ numerics */
 
+/* The random program being checked (printed when it fails). */
+static const char *g_program_text;
+static int g_program_index = -1;
+
 /* Device dev's block of global value g under state s (even shardings). */
 static SimValue block(const Mesh *m, const SimValue *g, const Spec *s, int64_t dev)
 {
@@ -262,11 +266,13 @@ static int32_t check_numerics(const Compiled *cc)
     SimValue *louts = calloc((size_t)nd, sizeof(SimValue));
     if (!sim_run_spmd(out, &on, largs, n_params, louts, diag)) {
         char *txt = print_module(out);
-        fail_msg("simulating the output failed: %s\n%s", diag_text(diag), txt);
+        fail_msg("simulating the output failed: %s\n%s\n--- input:\n%s", diag_text(diag), txt,
+                 g_program_text ? g_program_text : "");
     }
     if (c.mismatches) {
         char *txt = print_module(out);
-        fail_msg("%d mismatches, first: %s\n%s", c.mismatches, c.first, txt);
+        fail_msg("%d mismatches, first: %s\n%s\n--- input (random program %d):\n%s", c.mismatches, c.first, txt,
+                 g_program_index, g_program_text ? g_program_text : "");
     }
     /* the root is always named like the input root */
     assert_int_equal(c.in_of_out[oe->root], ie->root);
@@ -287,6 +293,15 @@ static int32_t check_numerics(const Compiled *cc)
     free(param_inst);
     diag_destroy(diag);
     return c.checked;
+}
+
+static int32_t check_numerics_or_print(const Compiled *c, const char *text, int k)
+{
+    g_program_text = text;
+    g_program_index = k;
+    int32_t r = check_numerics(c);
+    g_program_text = NULL;
+    return r;
 }
 
 /* compile + numerics check; returns the compiled module (caller frees). */
@@ -589,6 +604,39 @@ static void test_add_of_partials_stays_partial(void **state)
     compiled_free(&c);
 }
 
+static void test_partial_flows_through_linear_ops(void **state)
+{
+    (void)state;
+    /* h = x.a contracts over the split dim (partial f32[16,64], 4,096 B);
+     * p = h.w with w replicated is linear in h, so the pending sum flows on
+     * and only p (f32[16,4] = 256 B) is all-reduced: 2*3/4*256 = 384 B
+     * instead of 2*3/4*4,096 = 6,144 B for h plus nothing for p. */
+    static const char text[] =
+        "HloModule pass\n"
+        "\n"
+        "ENTRY %main (x: f32[16,64], a: f32[64,64], w: f32[64,4]) -> f32[16,4] {\n"
+        "  %x = f32[16,64] parameter(0), sharding={mesh[m=4], [{}, {m}]}\n"
+        "  %a = f32[64,64] parameter(1), sharding={mesh[m=4], [{m}, {}]}\n"
+        "  %w = f32[64,4] parameter(2), sharding={mesh[m=4], [{}, {}]}\n"
+        "  %h = f32[16,64] dot(%x, %a), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+        "  %p = f32[16,4] dot(%h, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+        "  %two = f32[] constant(2)\n"
+        "  %b2 = f32[16,4] broadcast(%two), dimensions={}\n"
+        "  %n = f32[16,4] negate(%p)\n"
+        "  ROOT %s = f32[16,4] multiply(%n, %b2), sharding={mesh[m=4], [{}, {}]}\n"
+        "}\n";
+    Compiled c = compile_checked(text, NULL);
+    assert_int_equal(c.rep.n_records, 1);
+    assert_int_equal(c.rep.records[0].kind, COLL_ALL_REDUCE);
+    assert_int_equal(c.rep.records[0].bytes_per_device, 384);
+    assert_int_equal(c.rep.records[0].operand_dims[1], 4);
+    /* the reduction is blamed on the dot that made the value partial */
+    assert_string_equal(c.rep.records[0].cause_instruction, "h");
+    assert_string_equal(out_inst(&c, "p.partial")->name, "p.partial");
+    assert_int_equal(hlo_find_inst(c.out, c.out->entry, "h"), -1); /* h never exists reduced */
+    compiled_free(&c);
+}
+
 static void test_reduce_over_split_dim(void **state)
 {
     (void)state;
@@ -829,6 +877,342 @@ static void test_deep_chain(void **state)
     free(text);
 }
 
+
+/* ================================================================ random programs */
+
+typedef struct RVal {
+    char name[16];
+    int32_t rank;
+    int64_t dims[4];
+} RVal;
+
+typedef struct RGen {
+    uint64_t seed;
+    StrBuf b;
+    RVal vals[64];
+    int32_t n;
+    int32_t n_params;
+    StrBuf params;
+} RGen;
+
+static uint32_t rnd(RGen *g, uint32_t n)
+{
+    g->seed = g->seed * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)((g->seed >> 33) % n);
+}
+
+static void put_shape(StrBuf *b, const RVal *v)
+{
+    sb_puts(b, "f32[");
+    for (int32_t d = 0; d < v->rank; d++)
+        sb_printf(b, "%s%lld", d ? "," : "", (long long)v->dims[d]);
+    sb_puts(b, "]");
+}
+
+/* A random named sharding over mesh x=2,y=4 for v (axes at most once). */
+static void put_sharding(RGen *g, StrBuf *b, const RVal *v)
+{
+    static const char *axes[2] = {"x", "y"};
+    static const int64_t size[2] = {2, 4};
+    int32_t where[2];
+    int64_t tiles[4] = {1, 1, 1, 1};
+    for (int k = 0; k < 2; k++) {
+        where[k] = (int32_t)rnd(g, (uint32_t)v->rank + 1) - 1; /* -1: unused */
+        if (where[k] >= 0 && v->dims[where[k]] % (tiles[where[k]] * size[k]) != 0)
+            where[k] = -1; /* keep it even */
+        if (where[k] >= 0)
+            tiles[where[k]] *= size[k];
+    }
+    bool swap = rnd(g, 2);
+    sb_puts(b, ", sharding={mesh[x=2,y=4], [");
+    for (int32_t d = 0; d < v->rank; d++) {
+        sb_puts(b, d ? ", {" : "{");
+        bool first = true;
+        for (int k0 = 0; k0 < 2; k0++) {
+            int k = swap ? 1 - k0 : k0;
+            if (where[k] == d) {
+                sb_printf(b, "%s%s", first ? "" : ", ", axes[k]);
+                first = false;
+            }
+        }
+        sb_puts(b, "}");
+    }
+    sb_puts(b, "]}");
+}
+
+static RVal *new_val(RGen *g, int32_t rank, const int64_t *dims)
+{
+    RVal *v = &g->vals[g->n];
+    snprintf(v->name, sizeof v->name, "v%d", (int)g->n);
+    g->n++;
+    v->rank = rank;
+    memcpy(v->dims, dims, sizeof(int64_t) * (size_t)rank);
+    return v;
+}
+
+static RVal *new_param(RGen *g, int32_t rank, const int64_t *dims)
+{
+    RVal *v = new_val(g, rank, dims);
+    sb_printf(&g->params, "%s%s: ", g->n_params ? ", " : "", v->name);
+    put_shape(&g->params, v);
+    sb_printf(&g->b, "  %%%s = ", v->name);
+    put_shape(&g->b, v);
+    sb_printf(&g->b, " parameter(%d)", (int)g->n_params++);
+    put_sharding(g, &g->b, v);
+    sb_puts(&g->b, "\n");
+    return v;
+}
+
+static int64_t rdim(RGen *g) { return rnd(g, 2) ? 8 : 16; }
+
+/* Begins the line of a new value: "  %vN = f32[..] ". */
+static RVal *begin(RGen *g, int32_t rank, const int64_t *dims)
+{
+    RVal *v = new_val(g, rank, dims);
+    sb_printf(&g->b, "  %%%s = ", v->name);
+    put_shape(&g->b, v);
+    sb_puts(&g->b, " ");
+    return v;
+}
+
+static void end(RGen *g, RVal *v)
+{
+    if (rnd(g, 3) == 0)
+        put_sharding(g, &g->b, v);
+    sb_puts(&g->b, "\n");
+}
+
+static RVal *pick(RGen *g) { return &g->vals[rnd(g, (uint32_t)g->n)]; }
+
+static void gen_op(RGen *g)
+{
+    RVal a = *pick(g);
+    int64_t d[4];
+    memcpy(d, a.dims, sizeof d);
+    RVal *v;
+    switch (rnd(g, 9)) {
+    case 0: { /* binary elementwise with a same-shape value */
+        RVal b = a;
+        for (int32_t k = 0; k < g->n; k++)
+            if (g->vals[k].rank == a.rank && !memcmp(g->vals[k].dims, a.dims, sizeof(int64_t) * (size_t)a.rank) &&
+                rnd(g, 2))
+                b = g->vals[k];
+        static const char *ops[] = {"add", "multiply", "subtract", "maximum"};
+        v = begin(g, a.rank, d);
+        sb_printf(&g->b, "%s(%%%s, %%%s)", ops[rnd(g, 4)], a.name, b.name);
+        break;
+    }
+    case 1: { /* transpose */
+        int64_t perm[4] = {0, 1, 2, 3};
+        for (int32_t k = a.rank - 1; k > 0; k--) {
+            int32_t j = (int32_t)rnd(g, (uint32_t)k + 1);
+            int64_t t = perm[k];
+            perm[k] = perm[j];
+            perm[j] = t;
+        }
+        for (int32_t k = 0; k < a.rank; k++)
+            d[k] = a.dims[perm[k]];
+        v = begin(g, a.rank, d);
+        sb_printf(&g->b, "transpose(%%%s), dimensions=", a.name);
+        sb_int_list(&g->b, perm, a.rank, "{", ",", "}");
+        break;
+    }
+    case 2: { /* broadcast: a new dim of 8 somewhere */
+        if (a.rank >= 3)
+            return;
+        int32_t at = (int32_t)rnd(g, (uint32_t)a.rank + 1);
+        int64_t nd[4], map[4];
+        for (int32_t k = 0, o = 0; o <= a.rank; o++) {
+            if (o == at) {
+                nd[o] = 8;
+            } else {
+                nd[o] = a.dims[k];
+                map[k++] = o;
+            }
+        }
+        v = begin(g, a.rank + 1, nd);
+        sb_printf(&g->b, "broadcast(%%%s), dimensions=", a.name);
+        sb_int_list(&g->b, map, a.rank, "{", ",", "}");
+        break;
+    }
+    case 3: { /* reshape: merge two dims or split one in two */
+        int64_t nd[4];
+        int32_t r;
+        if (a.rank >= 2 && rnd(g, 2)) {
+            int32_t k = (int32_t)rnd(g, (uint32_t)a.rank - 1);
+            r = 0;
+            for (int32_t j = 0; j < a.rank; j++) {
+                if (j == k + 1)
+                    nd[r - 1] *= a.dims[j];
+                else
+                    nd[r++] = a.dims[j];
+            }
+        } else if (a.rank < 3) {
+            int32_t k = (int32_t)rnd(g, (uint32_t)a.rank);
+            r = 0;
+            for (int32_t j = 0; j < a.rank; j++) {
+                if (j == k) {
+                    nd[r++] = a.dims[j] / 4;
+                    nd[r++] = 4;
+                } else {
+                    nd[r++] = a.dims[j];
+                }
+            }
+        } else {
+            return;
+        }
+        for (int32_t k = 0; k < r; k++)
+            if (nd[k] > 64 || nd[k] < 2)
+                return;
+        v = begin(g, r, nd);
+        sb_printf(&g->b, "reshape(%%%s)", a.name);
+        break;
+    }
+    case 4: { /* dot with a fresh or existing rhs: contract a's last dim */
+        if (a.rank < 2 || a.rank > 3)
+            return;
+        int64_t k = a.dims[a.rank - 1], n = rdim(g);
+        RVal *b = NULL;
+        int64_t bd[3];
+        int32_t br = a.rank;
+        if (a.rank == 2) {
+            bd[0] = k;
+            bd[1] = n;
+        } else {
+            bd[0] = a.dims[0];
+            bd[1] = k;
+            bd[2] = n;
+        }
+        for (int32_t j = 0; j < g->n && !b; j++)
+            if (g->vals[j].rank == br && !memcmp(g->vals[j].dims, bd, sizeof(int64_t) * (size_t)br) && rnd(g, 2))
+                b = &g->vals[j];
+        RVal bb = b ? *b : *new_param(g, br, bd);
+        int64_t od[3];
+        if (a.rank == 2) {
+            od[0] = a.dims[0];
+            od[1] = bb.dims[1];
+        } else {
+            od[0] = a.dims[0];
+            od[1] = a.dims[1];
+            od[2] = bb.dims[2];
+        }
+        v = begin(g, a.rank, od);
+        if (a.rank == 2)
+            sb_printf(&g->b, "dot(%%%s, %%%s), lhs_contracting_dims={1}, rhs_contracting_dims={0}", a.name, bb.name);
+        else
+            sb_printf(&g->b, "dot(%%%s, %%%s), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, "
+                      "rhs_contracting_dims={1}", a.name, bb.name);
+        break;
+    }
+    case 5: { /* reduce over one dim, sum or max */
+        if (a.rank < 2)
+            return;
+        int32_t k = (int32_t)rnd(g, (uint32_t)a.rank);
+        int64_t nd[4];
+        for (int32_t j = 0, o = 0; j < a.rank; j++)
+            if (j != k)
+                nd[o++] = a.dims[j];
+        bool mx = rnd(g, 2);
+        v = begin(g, a.rank - 1, nd);
+        sb_printf(&g->b, "reduce(%%%s, %%%s), dimensions={%d}, to_apply=%%%s", a.name, mx ? "ninf" : "zero", (int)k,
+                  mx ? "max" : "add");
+        break;
+    }
+    case 6: { /* slice the first half of a dim */
+        int32_t k = (int32_t)rnd(g, (uint32_t)a.rank);
+        d[k] = a.dims[k] / 2;
+        v = begin(g, a.rank, d);
+        sb_printf(&g->b, "slice(%%%s), slice={", a.name);
+        for (int32_t j = 0; j < a.rank; j++)
+            sb_printf(&g->b, "%s[0:%lld]", j ? ", " : "", (long long)d[j]);
+        sb_puts(&g->b, "}");
+        break;
+    }
+    case 7: { /* concatenate with itself */
+        int32_t k = (int32_t)rnd(g, (uint32_t)a.rank);
+        d[k] = a.dims[k] * 2;
+        if (d[k] > 32)
+            return;
+        v = begin(g, a.rank, d);
+        sb_printf(&g->b, "concatenate(%%%s, %%%s), dimensions={%d}", a.name, a.name, (int)k);
+        break;
+    }
+    default: { /* a sharding annotation */
+        v = begin(g, a.rank, d);
+        sb_printf(&g->b, "custom-call(%%%s), custom_call_target=\"Sharding\"", a.name);
+        put_sharding(g, &g->b, v);
+        sb_puts(&g->b, "\n");
+        return;
+    }
+    }
+    end(g, v);
+}
+
+static char *random_program(uint64_t seed)
+{
+    RGen g;
+    memset(&g, 0, sizeof g);
+    g.seed = seed * 7919 + 17;
+    StrBuf body = {0};
+    g.b = body;
+    int64_t d[3] = {rdim(&g), rdim(&g), rdim(&g)};
+    new_param(&g, 2 + (int32_t)rnd(&g, 2), d);
+    sb_puts(&g.b, "  %zero = f32[] constant(0)\n  %ninf = f32[] constant(-inf)\n");
+    int32_t steps = 4 + (int32_t)rnd(&g, 8);
+    for (int32_t s = 0; s < steps && g.n < 40; s++)
+        gen_op(&g);
+    StrBuf t = {0};
+    sb_puts(&t, "HloModule rnd\n\n%add (p: f32[], q: f32[]) -> f32[] {\n  %p = f32[] parameter(0)\n"
+                "  %q = f32[] parameter(1)\n  ROOT %s = f32[] add(%p, %q)\n}\n\n"
+                "%max (p: f32[], q: f32[]) -> f32[] {\n  %p = f32[] parameter(0)\n  %q = f32[] parameter(1)\n"
+                "  ROOT %s = f32[] maximum(%p, %q)\n}\n\nENTRY %main (");
+    sb_puts(&t, sb_cstr(&g.params));
+    sb_puts(&t, ") -> ");
+    RVal *last = &g.vals[g.n - 1];
+    put_shape(&t, last);
+    sb_puts(&t, " {\n");
+    sb_puts(&t, sb_cstr(&g.b));
+    sb_printf(&t, "  ROOT %%out = ");
+    put_shape(&t, last);
+    sb_printf(&t, " copy(%%%s)", last->name);
+    put_sharding(&g, &t, last);
+    sb_puts(&t, "\n}\n");
+    char *r = strdup(sb_cstr(&t));
+    sb_free(&t);
+    sb_free(&g.b);
+    sb_free(&g.params);
+    return r;
+}
+
+static void test_random_programs(void **state)
+{
+    (void)state;
+    const char *env = getenv("SPMDC_RANDOM_PROGRAMS");
+    int n = env ? atoi(env) : 150;
+    int checked = 0;
+    for (int k = 0; k < n; k++) {
+        char *text = random_program((uint64_t)k);
+        const char *dump = getenv("SPMDC_RANDOM_DUMP"); /* a directory: write the programs there */
+        if (dump) {
+            char path[512];
+            snprintf(path, sizeof path, "%s/rnd%03d.hlo", dump, k);
+            FILE *f = fopen(path, "w");
+            if (f) {
+                fputs(text, f);
+                fclose(f);
+            }
+        }
+        Compiled c = compile(text, NULL);
+        if (!c.ok) {
+            fail_msg("program %d does not compile: %s\n%s", k, diag_text(c.diag), text);
+        }
+        checked += check_numerics_or_print(&c, text, k);
+        compiled_free(&c);
+        free(text);
+    }
+    assert_true(checked > n); /* every program checks several named values */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -844,6 +1228,7 @@ int main(void)
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_chain_numerics),
         cmocka_unit_test(test_add_of_partials_stays_partial),
+        cmocka_unit_test(test_partial_flows_through_linear_ops),
         cmocka_unit_test(test_reduce_over_split_dim),
         cmocka_unit_test(test_reduce_nonidentity_init_gathers),
         cmocka_unit_test(test_ops_numerics),
@@ -851,6 +1236,7 @@ int main(void)
         cmocka_unit_test(test_default_action_warns),
         cmocka_unit_test(test_while_replicated_body),
         cmocka_unit_test(test_deep_chain),
+        cmocka_unit_test(test_random_programs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

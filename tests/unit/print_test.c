@@ -582,7 +582,7 @@ static const char RT_POSITIONAL[] =
     "sharding={devices=[2,1,4]<=[8] last_tile_dims={unreduced}}\n"
     "  %c = f32[] constant(0), sharding={replicated}\n"
     "  %r = f32[8] reduce(%dot, %c), dimensions={1}, to_apply=%sum, sharding={maximal device=3}\n"
-    "  %i = s32[8,4] iota(), iota_dimension=1, sharding={devices=[1,2,4]<=[2,2,2]T(0,2,1) last_tile_dims={unreduced, replicated}}\n"
+    "  %i = s32[8,4] iota(), iota_dimension=1, sharding={devices=[1,2,2,2]<=[2,2,2]T(0,2,1) last_tile_dims={unreduced, replicated}}\n"
     "  %sl = f32[4,16] slice(%p), slice={[0:8:2], [0:16]}\n"
     "  %t = (f32[8], s32[8,4]) tuple(%r, %i), sharding={{replicated}, {devices=[8,1]<=[8]}}\n"
     "  ROOT %ar = f32[8] all-reduce(%r), channel_id=1, replica_groups=[2,4]<=[8], use_global_device_ids=true, "
@@ -619,12 +619,49 @@ static const char RT_NAMED[] =
     "sharding={mesh[x=2,y=4], [{}, {}]}\n"
     "}\n";
 
+static const char RT_KINDS[] =
+    "HloModule rt4, num_partitions=4\n"
+    "\n"
+    "ENTRY %main {\n"
+    "  %a = f32[8] parameter(0), sharding={manual}\n"
+    "  %b = f32[8] parameter(1), sharding={unreduced}\n"
+    "  %c = f32[8] parameter(2), sharding={unknown}\n"
+    "  %d = f32[8,8] parameter(3), sharding={devices=[2,2]<=[4]}\n"
+    "  %e = (f32[8], f32[8,8]) parameter(4), sharding={{manual}, {unknown}}\n"
+    "  ROOT %t = (f32[8], f32[8]) tuple(%a, %b), sharding={{manual}, {unreduced}}\n"
+    "}\n";
+
+static const char RT_NAMED_KINDS[] =
+    "HloModule rt5\n"
+    "\n"
+    "ENTRY %main {\n"
+    "  %a = f32[8,8] parameter(0), sharding={mesh[x=2,y=2], replicated}\n"
+    "  %b = f32[8,8] parameter(1), sharding={mesh[x=2,y=2], unreduced}\n"
+    "  %c = f32[8,8] parameter(2), sharding={mesh[x=2,y=2], manual}\n"
+    "  %d = f32[8,8] parameter(3), sharding={mesh[x=2,y=2], [{x, ?}, {?}]}\n"
+    "  %e = f32[8,8] parameter(4), sharding={mesh[x=2,y=2], [{}, {}], replicated={y}}\n"
+    "  ROOT %f = f32[] parameter(5), sharding={mesh[x=2,y=2], unreduced}\n"
+    "}\n";
+static const char RT_NAMED_KINDS_BOUND[] =
+    "HloModule rt5\n"
+    "\n"
+    "ENTRY %main {\n"
+    "  %a = f32[8,8] parameter(0), sharding={mesh[x=2,y=2], [{}, {}]}\n"
+    "  %b = f32[8,8] parameter(1), sharding={mesh[x=2,y=2], [{}, {}], unreduced={x, y}}\n"
+    "  %c = f32[8,8] parameter(2), sharding={mesh[x=2,y=2], manual}\n"
+    "  %d = f32[8,8] parameter(3), sharding={mesh[x=2,y=2], [{x}, {}]}\n"
+    "  %e = f32[8,8] parameter(4), sharding={mesh[x=2,y=2], [{}, {}]}\n"
+    "  ROOT %f = f32[] parameter(5), sharding={mesh[x=2,y=2], unreduced}\n"
+    "}\n";
+
 static void test_round_trips(void **state)
 {
     (void)state;
     round_trip(RT_POSITIONAL, NULL);
     round_trip(RT_EXPLICIT, RT_EXPLICIT_BOUND);
     round_trip(RT_NAMED, NULL);
+    round_trip(RT_KINDS, NULL);
+    round_trip(RT_NAMED_KINDS, RT_NAMED_KINDS_BOUND);
 }
 
 int main(void)

@@ -20,7 +20,9 @@
 #include <time.h>
 
 #include "spmdc/hlo.h"
+#include "spmdc/parse.h"
 #include "spmdc/propagate.h"
+#include "spmdc/verify.h"
 
 /* ================================================================ helpers */
 
@@ -1139,6 +1141,124 @@ static void test_named_form_follows_input(void **state)
     hlo_module_free(m);
 }
 
+/* ================================================================ from HLO text */
+
+/* parse -> verify -> bind -> propagate, as the driver does. */
+static HloModule *propagate_text(DiagEngine *d, const char *text)
+{
+    uint32_t f = diag_add_file(d, "t.hlo", text, strlen(text));
+    diag_set_show_source(d, false);
+    HloModule *m = parse_hlo(text, strlen(text), f, d);
+    if (!m) fail_msg("parse failed: %s", diag_text(d));
+    PassCtx cx = {arena_create(), d, NULL};
+    bool ok = verify_module(m, d) && bind_shardings(m, &cx);
+    arena_reset(cx.scratch);
+    ok = ok && propagate_shardings(m, &cx);
+    arena_destroy(cx.scratch);
+    if (!ok) fail_msg("pipeline failed: %s", diag_text(d));
+    check_all_set(m);
+    return m;
+}
+
+/* The printed sharding of instruction `name` of computation `comp`. */
+static void assert_printed(const HloModule *m, const char *comp, const char *name, const char *want)
+{
+    int32_t c = hlo_find_computation(m, comp);
+    assert_true(c >= 0);
+    int32_t i = hlo_find_inst(m, c, name);
+    assert_true(i >= 0);
+    StrBuf b = {0};
+    sharding_print(&b, hlo_inst(m, c, i)->sharding, &m->mesh);
+    if (strcmp(sb_cstr(&b), want) != 0) fail_msg("%s: got %s, want %s", name, sb_cstr(&b), want);
+    sb_free(&b);
+}
+
+static void test_text_megatron_positional(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "HloModule megatron, num_partitions=8\n"
+        "ENTRY main {\n"
+        "  x = bf16[8192,8192] parameter(0), sharding={replicated}\n"
+        "  a = bf16[8192,8192] parameter(1), sharding={devices=[1,8]<=[8]}\n"
+        "  b = bf16[8192,8192] parameter(2), sharding={devices=[8,1]<=[8]}\n"
+        "  h = bf16[8192,8192] dot(x, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+        "  g = bf16[8192,8192] tanh(h)\n"
+        "  ROOT y = bf16[8192,8192] dot(g, b), lhs_contracting_dims={1}, rhs_contracting_dims={0},"
+        " sharding={replicated}\n"
+        "}\n";
+    DiagEngine *d = diag_create(NULL);
+    HloModule *m = propagate_text(d, text);
+    assert_printed(m, "main", "h", "{devices=[1,8]<=[8]}");
+    assert_printed(m, "main", "g", "{devices=[1,8]<=[8]}");
+    assert_printed(m, "main", "y", "{replicated}");
+    assert_printed(m, "main", "x", "{replicated}");
+    hlo_module_free(m);
+    diag_destroy(d);
+}
+
+static void test_text_named_2d(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "HloModule mlp2d\n"
+        "sum {\n"
+        "  a = f32[] parameter(0)\n"
+        "  b = f32[] parameter(1)\n"
+        "  ROOT s = f32[] add(a, b)\n"
+        "}\n"
+        "ENTRY main {\n"
+        "  x = f32[32,64] parameter(0), sharding={mesh[x=2,y=4], [{x}, {}]}\n"
+        "  w = f32[64,128] parameter(1), sharding={mesh[x=2,y=4], [{}, {y}]}\n"
+        "  v = f32[128] parameter(2)\n"
+        "  d = f32[32,128] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+        "  bv = f32[32,128] broadcast(v), dimensions={1}\n"
+        "  s = f32[32,128] add(d, bv)\n"
+        "  r = f32[32,8,16] reshape(s)\n"
+        "  c = f32[32,8,16] custom-call(r), custom_call_target=\"Sharding\","
+        " sharding={mesh[x=2,y=4], [{x}, {\"y\":(1)2}, {}]}\n"
+        "  n = f32[32,8,16] negate(c)\n"
+        "  z = f32[] constant(0)\n"
+        "  ROOT red = f32[32,8] reduce(n, z), dimensions={2}, to_apply=sum\n"
+        "}\n";
+    DiagEngine *d = diag_create(NULL);
+    HloModule *m = propagate_text(d, text);
+    assert_printed(m, "main", "d", "{mesh[x=2,y=4], [{x}, {y}]}");
+    assert_printed(m, "main", "v", "{mesh[x=2,y=4], [{y}]}"); /* broadcast backward */
+    assert_printed(m, "main", "bv", "{mesh[x=2,y=4], [{x}, {y}]}");
+    assert_printed(m, "main", "r", "{mesh[x=2,y=4], [{x}, {y}, {}]}"); /* 128 = 8x16: y stays on the 8 */
+    assert_printed(m, "main", "n", "{mesh[x=2,y=4], [{x}, {y:(1)2}, {}]}");
+    assert_printed(m, "main", "red", "{mesh[x=2,y=4], [{x}, {y:(1)2}]}");
+    assert_printed(m, "sum", "s", "{mesh[x=2,y=4], replicated}");
+    hlo_module_free(m);
+    diag_destroy(d);
+}
+
+static void test_text_tuple_and_unknown(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "HloModule t, num_partitions=4\n"
+        "ENTRY main {\n"
+        "  p = (f32[8,4], f32[8]) parameter(0), sharding={{devices=[4,1]<=[4]}, {replicated}}\n"
+        "  a = f32[8,4] get-tuple-element(p), index=0\n"
+        "  b = f32[8] get-tuple-element(p), index=1\n"
+        "  n = f32[8,4] negate(a)\n"
+        "  nb = f32[8] negate(b), sharding={unknown}\n"
+        "  t = (f32[8,4], f32[8]) tuple(n, nb)\n"
+        "  ROOT r = f32[4,8] transpose(n), dimensions={1,0}\n"
+        "}\n";
+    DiagEngine *d = diag_create(NULL);
+    HloModule *m = propagate_text(d, text);
+    assert_printed(m, "main", "a", "{devices=[4,1]<=[4]}");
+    assert_printed(m, "main", "n", "{devices=[4,1]<=[4]}");
+    assert_printed(m, "main", "nb", "{replicated}");
+    assert_printed(m, "main", "t", "{{devices=[4,1]<=[4]}, {replicated}}");
+    assert_printed(m, "main", "r", "{devices=[1,4]<=[4]}");
+    hlo_module_free(m);
+    diag_destroy(d);
+}
+
 /* ================================================================ determinism, scale */
 
 static HloModule *build_mixed(int32_t *c)
@@ -1256,6 +1376,9 @@ int main(void)
         cmocka_unit_test(test_mesh_2d),
         cmocka_unit_test(test_non_entry_computation),
         cmocka_unit_test(test_named_form_follows_input),
+        cmocka_unit_test(test_text_megatron_positional),
+        cmocka_unit_test(test_text_named_2d),
+        cmocka_unit_test(test_text_tuple_and_unknown),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_million_instruction_chain),
     };

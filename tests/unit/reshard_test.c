@@ -224,19 +224,51 @@ static void test_plan_slice_before_reduce(void **state)
 static void test_plan_general_path_full_remat(void **state)
 {
     (void)state;
-    /* dim 0 over x -> dim 0 over y0: nothing to move by all-to-all, so the
-     * value is gathered whole and sliced again: a full rematerialization. */
+    /* dim 0 over x, partial over y0 -> dim 0 over y0: y0 cannot be
+     * reduce-scattered onto dim 0 behind x, so the partial is all-reduced
+     * (local f32[32,64] = 8,192 B, n=2: 8,192 B), x is gathered away (result
+     * f32[64,64] = 16,384 B, n=2: 8,192 B) and y0 sliced in: the whole tensor
+     * was gathered, a full rematerialization. */
     Mesh m = mk_mesh("x=2,y=4");
     Shape s = shp(ET_F32, 2, 64, 64, 0);
     ReshardPlan plan;
-    Spec from = sp("0|"), to = sp("1|");
+    Spec from = sp("0|+p1"), to = sp("1|");
+    assert_true(reshard_plan(&m, &s, &from, &to, &plan));
+    assert_int_equal(plan.n_steps, 3);
+    assert_int_equal(plan.steps[0].kind, STEP_ALL_REDUCE);
+    assert_int_equal(plan.steps[1].kind, STEP_ALL_GATHER);
+    assert_int_equal(plan.steps[2].kind, STEP_SLICE);
+    assert_true(plan.full_remat);
+    assert_int_equal(plan.bytes, 16384);
+}
+
+static void test_plan_permute_then_gather(void **state)
+{
+    (void)state;
+    /* dim 0 over (x, y) -> dim 0 over y: permute to (y, x) (local f32[8,64]
+     * = 2,048 B moves once), then gather x off (result f32[16,64] = 4,096 B,
+     * n=2: 2,048 B): 4,096 B instead of gathering everything (7/8 of
+     * 16,384 = 14,336 B) and slicing. */
+    Mesh m = mk_mesh("x=2,y=4");
+    Shape s = shp(ET_F32, 2, 64, 64, 0);
+    ReshardPlan plan;
+    Spec from = sp("012|"), to = sp("12|");
     assert_true(reshard_plan(&m, &s, &from, &to, &plan));
     assert_int_equal(plan.n_steps, 2);
-    assert_int_equal(plan.steps[0].kind, STEP_ALL_GATHER);
-    assert_int_equal(plan.steps[1].kind, STEP_SLICE);
-    assert_true(plan.full_remat);
-    /* gathered result f32[64,64] = 16,384 B, n=2: 8,192 */
-    assert_int_equal(plan.bytes, 8192);
+    assert_int_equal(plan.steps[0].kind, STEP_COLLECTIVE_PERMUTE);
+    assert_int_equal(plan.steps[0].bytes, 2048);
+    assert_int_equal(plan.steps[1].kind, STEP_ALL_GATHER);
+    assert_int_equal(plan.steps[1].bytes, 2048);
+    assert_false(plan.full_remat);
+    /* dim 0 over x (2 tiles) -> dim 0 over y (4 tiles): slice y0 in locally
+     * (f32[16,64] = 4,096 B left), permute: 4,096 B (a gather of x would send
+     * 8,192 B) */
+    Spec f2 = sp("0|"), t2 = sp("12|");
+    assert_true(reshard_plan(&m, &s, &f2, &t2, &plan));
+    assert_int_equal(plan.n_steps, 2);
+    assert_int_equal(plan.steps[0].kind, STEP_SLICE);
+    assert_int_equal(plan.steps[1].kind, STEP_COLLECTIVE_PERMUTE);
+    assert_int_equal(plan.bytes, 4096);
 }
 
 static void test_plan_partial_gather_then_all_to_all(void **state)
@@ -259,6 +291,33 @@ static void test_plan_partial_gather_then_all_to_all(void **state)
     /* all-to-all of f32[32,64] = 8,192 B over x (n=2): 4,096 */
     assert_int_equal(plan.steps[1].bytes, 4096);
     assert_false(plan.full_remat);
+}
+
+static void test_plan_reorder_collective_permute(void **state)
+{
+    (void)state;
+    /* dim 0 over (x, y) -> dim 0 over (y, x): same 8 tiles, another device
+     * order.  One collective-permute of the local s32[1,8] (32 B) instead of
+     * gathering all of it (7/8 * 256 = 224 B) and slicing. */
+    Mesh m = mk_mesh("x=2,y=4");
+    Shape s = shp(ET_S32, 2, 8, 8, 0);
+    ReshardPlan plan;
+    Spec from = sp("012|"), to = sp("120|");
+    assert_true(reshard_plan(&m, &s, &from, &to, &plan));
+    assert_int_equal(plan.n_steps, 1);
+    assert_int_equal(plan.steps[0].kind, STEP_COLLECTIVE_PERMUTE);
+    assert_int_equal(plan.bytes, 32);
+    assert_false(plan.full_remat);
+    /* a dim swap with equal tile counts stays an all-to-all pair when that is
+     * cheaper: [{x},{y0}] -> [{y0},{x}] on x=2,y=2 is two all-to-alls of
+     * 1/2 * 64 B each = 64 B, the permute 64 B too: the permute wins the tie
+     * (one collective instead of two) */
+    Mesh m2 = mk_mesh("x=2,y=2");
+    Spec f2 = sp("0|1"), t2 = sp("1|0");
+    assert_true(reshard_plan(&m2, &s, &f2, &t2, &plan));
+    assert_int_equal(plan.n_steps, 1);
+    assert_int_equal(plan.steps[0].kind, STEP_COLLECTIVE_PERMUTE);
+    assert_int_equal(plan.bytes, 64); /* local s32[4,4] = 64 B */
 }
 
 static void test_plan_cannot_create_partial(void **state)
@@ -447,9 +506,33 @@ static Arr eval_local(Eval *e, const HloInst *in, int32_t i, int64_t dev, const 
     return arr_new(0, NULL);
 }
 
+static void eval_permute(Eval *e, const HloInst *in, int32_t i)
+{
+    const HloAttrs *a = hlo_attrs(in);
+    assert_true(a->channel_id > 0);
+    bool *seen_src = calloc((size_t)e->nd, sizeof(bool)), *seen_dst = calloc((size_t)e->nd, sizeof(bool));
+    for (int64_t dev = 0; dev < e->nd; dev++)
+        *val(e, i, dev) = arr_new(in->shape.rank, in->shape.dims); /* zeros where nothing arrives */
+    for (int32_t k = 0; k < a->n_pairs; k++) {
+        int64_t src = a->pairs[2 * k], dst = a->pairs[2 * k + 1];
+        assert_false(seen_src[src]);
+        assert_false(seen_dst[dst]);
+        seen_src[src] = seen_dst[dst] = true;
+        free(val(e, i, dst)->v);
+        *val(e, i, dst) = arr_copy(val(e, in->operands[0], src));
+        check_shape(in, val(e, i, dst));
+    }
+    free(seen_src);
+    free(seen_dst);
+}
+
 static void eval_collective(Eval *e, const HloInst *in, int32_t i)
 {
     const HloAttrs *a = hlo_attrs(in);
+    if (in->op == HLO_COLLECTIVE_PERMUTE) {
+        eval_permute(e, in, i);
+        return;
+    }
     const ReplicaGroups *g = &a->replica_groups;
     assert_true(a->channel_id > 0);
     assert_int_equal(g->n_groups * g->group_size, e->nd);
@@ -812,7 +895,6 @@ static void test_numeric_exhaustive_partial_x2_y2_z2(void **state)
 static void test_numeric_mesh_8_and_6(void **state)
 {
     (void)state;
-    /* a prime factor 3: atoms of different sizes (6 = 2*3 -> x0=2, x1=3) */
     Mesh m = mk_mesh("a=2,b=2");
     Spec f = sp("0|1"), t = sp("1|0");
     check_numeric(&m, &f, &t);
@@ -1003,11 +1085,42 @@ static void test_partial_reduce_scatter_program(void **state)
     hlo_module_free(in);
 }
 
+static void test_collective_permute_program(void **state)
+{
+    (void)state;
+    /* x=2,y=4, device = 4x + y: [{x,y}, {}] -> [{y,x}, {}].  Device d needs
+     * tile 2y + x, which device 2y + x holds: pairs by source
+     * {0,0},{1,4},{2,1},{3,5},{4,2},{5,6},{6,3},{7,7}. */
+    Mesh m = mk_mesh("x=2,y=4");
+    Spec from = sp("012|"), to = sp("120|");
+    Shape ps;
+    Spec pspec;
+    HloModule *in = reshard_module(&m, &from, &to, &ps, &pspec);
+    Run run;
+    assert_true(run_partition(in, &run));
+    const HloInst *c[8];
+    assert_int_equal(collectives(run.out, c, 8), 1);
+    assert_int_equal(c[0]->op, HLO_COLLECTIVE_PERMUTE);
+    const HloAttrs *a = hlo_attrs(c[0]);
+    static const int64_t pairs[16] = {0, 0, 1, 4, 2, 1, 3, 5, 4, 2, 5, 6, 6, 3, 7, 7};
+    assert_int_equal(a->n_pairs, 8);
+    assert_memory_equal(a->pairs, pairs, sizeof pairs);
+    assert_int_equal(a->channel_id, 1);
+    assert_false(a->use_global_device_ids);
+    assert_int_equal(a->replica_groups.n_groups, 0);
+    assert_int_equal(run.rep.records[0].kind, COLL_COLLECTIVE_PERMUTE);
+    assert_int_equal(run.rep.records[0].bytes_per_device, 32); /* s32[1,8] */
+    assert_int_equal(run.rep.n_warnings, 0);
+    run_free(&run);
+    hlo_module_free(in);
+    check_numeric(&m, &from, &to);
+}
+
 static void test_full_remat_warning(void **state)
 {
     (void)state;
     Mesh m = mk_mesh("x=2,y=4");
-    Spec from = sp("0|"), to = sp("1|");
+    Spec from = sp("0|+p1"), to = sp("1|");
     Shape ps;
     Spec pspec;
     HloModule *in = reshard_module(&m, &from, &to, &ps, &pspec);
@@ -1032,12 +1145,15 @@ int main(void)
         cmocka_unit_test(test_plan_partial_2d_scatter_then_reduce),
         cmocka_unit_test(test_plan_slice_before_reduce),
         cmocka_unit_test(test_plan_general_path_full_remat),
+        cmocka_unit_test(test_plan_permute_then_gather),
         cmocka_unit_test(test_plan_partial_gather_then_all_to_all),
+        cmocka_unit_test(test_plan_reorder_collective_permute),
         cmocka_unit_test(test_plan_cannot_create_partial),
         cmocka_unit_test(test_2d_gather_groups),
         cmocka_unit_test(test_all_to_all_program),
         cmocka_unit_test(test_replicated_to_split_program),
         cmocka_unit_test(test_partial_reduce_scatter_program),
+        cmocka_unit_test(test_collective_permute_program),
         cmocka_unit_test(test_full_remat_warning),
         cmocka_unit_test(test_numeric_mesh_8_and_6),
         cmocka_unit_test(test_numeric_exhaustive_x2_y4),

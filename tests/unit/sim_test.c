@@ -191,7 +191,13 @@ static HloModule *one_collective(HloOpcode op, Shape in, Shape out, int32_t redu
     HloModule *m = hlo_module_new("t");
     int32_t red = -1;
     if (reducer_kind == 1) red = tb_binop_comp(m, "add", in.type, HLO_ADD, false);
-    if (reducer_kind == 2) red = tb_binop_comp(m, "add_swapped", in.type, HLO_ADD, true); /* interpreted */
+    if (reducer_kind == 2) { /* p0 - (-p1): an add the interpreter runs instruction by instruction */
+        TB r = tb_new(m, "add_generic", false);
+        int32_t p0 = tb_param(&r, 0, shape_scalar(in.type)), p1 = tb_param(&r, 1, shape_scalar(in.type));
+        int32_t n1 = tb_add(&r, HLO_NEGATE, shape_scalar(in.type), OPS(p1));
+        tb_add(&r, HLO_SUBTRACT, shape_scalar(in.type), OPS(p0, n1));
+        red = r.c;
+    }
     if (reducer_kind == 3) red = tb_binop_comp(m, "max", in.type, HLO_MAXIMUM, false);
     TB e = tb_new(m, "main", true);
     int32_t p = tb_param(&e, 0, in);

@@ -1,0 +1,1 @@
+verify ints_small.hlo --mesh model=2

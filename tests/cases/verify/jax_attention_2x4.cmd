@@ -1,0 +1,1 @@
+verify ../../../examples/jax_attention.hlo --mesh 2x4

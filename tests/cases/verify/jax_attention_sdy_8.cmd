@@ -1,0 +1,1 @@
+verify ../../../examples/jax_attention_sdy.hlo --mesh 8

@@ -1,0 +1,1 @@
+verify ../../../examples/jax_mlp.hlo --mesh 8

@@ -1,0 +1,1 @@
+verify no_such_file.hlo

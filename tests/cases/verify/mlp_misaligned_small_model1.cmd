@@ -1,0 +1,1 @@
+verify mlp_misaligned_small.hlo --mesh model=1

@@ -1,0 +1,1 @@
+verify ../../../examples/mlp_small.hlo --mesh model=8 --program mlp_small_groups.bad.hlo

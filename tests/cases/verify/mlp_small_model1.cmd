@@ -1,0 +1,1 @@
+verify ../../../examples/mlp_small.hlo --mesh model=1

@@ -1,0 +1,1 @@
+verify ../../../examples/named_quoted_small.hlo --mesh model=1

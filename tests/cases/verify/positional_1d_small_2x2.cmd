@@ -1,0 +1,1 @@
+verify ../../../examples/positional_1d_small.hlo --mesh 2x2

@@ -1,0 +1,1 @@
+verify ../../../examples/positional_small.hlo --mesh 8

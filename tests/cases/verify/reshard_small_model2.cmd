@@ -1,0 +1,1 @@
+verify reshard_small.hlo --mesh model=2

@@ -1,0 +1,1 @@
+verify syntax_error.hlo

@@ -1,0 +1,1 @@
+verify unsupported_c64.hlo --mesh 2

@@ -1,0 +1,1 @@
+verify unsupported_rng.hlo --mesh 2

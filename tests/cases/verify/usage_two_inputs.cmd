@@ -1,0 +1,1 @@
+verify softmax_small.hlo ints_small.hlo
