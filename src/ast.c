@@ -67,7 +67,16 @@ static const struct {
 };
 #undef KW
 
-int ast_scan_word(const char *s, size_t n, int depth)
+/* shape.h's element type table with the lengths precomputed (hot in the scanner). */
+#define ET(e, str, bits, cls) {str, sizeof str - 1, ET_##e},
+static const struct {
+    const char *name;
+    size_t len;
+    ElemType type;
+} ELEM_TYPES[] = {SPMDC_ELEM_TYPES(ET){"opaque_type", 11, ET_OPAQUE}};
+#undef ET
+
+int ast_scan_word(const char *s, size_t n, int depth, AstTok *tok)
 {
     static const char *const sections[] = {"FileNames", "FunctionNames", "FileLocations", "StackFrames"};
     if (depth == 0 && s[0] >= 'F' && s[0] <= 'S')
@@ -77,7 +86,13 @@ int ast_scan_word(const char *s, size_t n, int depth)
         if (KEYWORDS[k].len == n && KEYWORDS[k].word[0] == s[0] && memcmp(KEYWORDS[k].word, s, n) == 0)
             return KEYWORDS[k].tok;
     /* Element type names start with one of these letters (pred s32 u8 f32 bf16 c64 token opaque). */
-    if (n <= 13 && strchr("psufbcto", s[0]) && elem_type_from_name(s, n) != ET_INVALID) return TOK_PRIMTYPE;
+    if (n <= 13 && strchr("psufbcto", s[0])) {
+        for (size_t k = 0; k < sizeof ELEM_TYPES / sizeof ELEM_TYPES[0]; k++)
+            if (ELEM_TYPES[k].len == n && memcmp(ELEM_TYPES[k].name, s, n) == 0) {
+                tok->i = ELEM_TYPES[k].type;
+                return TOK_PRIMTYPE;
+            }
+    }
     return TOK_IDENT;
 }
 

@@ -35,7 +35,8 @@ typedef struct AstLoc {
 } AstLoc;
 
 /* Token text (not NUL-terminated) and, for INT, its value (u64 literals
- * above INT64_MAX keep their bit pattern; is_u64 says so). */
+ * above INT64_MAX keep their bit pattern; is_u64 says so); for PRIMTYPE the
+ * ElemType. */
 typedef struct AstTok {
     const char *s;
     uint32_t n;
@@ -199,8 +200,9 @@ typedef struct ScanState {
 /* Fills *loc for the matched text and advances line/col/off past it. */
 void ast_scan_advance(ScanState *st, AstLoc *loc, const char *text, size_t len);
 /* Token kind of a bare word (keyword, element type or IDENT); at bracket
- * depth 0 the stack frame section names are SECTION. */
-int ast_scan_word(const char *s, size_t n, int depth);
+ * depth 0 the stack frame section names are SECTION.  For PRIMTYPE, tok->i
+ * is set to the ElemType. */
+int ast_scan_word(const char *s, size_t n, int depth, AstTok *tok);
 /* Fills tok for an INT; false (after reporting) if it fits neither int64 nor uint64. */
 bool ast_scan_int(ScanState *st, const AstLoc *loc, AstTok *tok);
 /* Unescapes a STRING token's text (with the quotes) into the arena. */

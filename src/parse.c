@@ -254,7 +254,7 @@ static bool split_nums(const char *s, uint32_t len, char sep, int64_t *out, int 
 static bool lower_array_shape(Lower *lw, const AstShape *as, Shape *out)
 {
     memset(out, 0, sizeof *out);
-    out->type = elem_type_from_name(as->type.s, as->type.n);
+    out->type = (ElemType)as->type.i; /* the scanner looked it up */
     bool ok = true;
     int32_t rank = 0;
     for (const AstVal *d = as->dims; d; d = d->next, rank++) {

@@ -134,7 +134,6 @@ typedef struct Part {
     int32_t ic;                 /* input entry computation */
     int32_t oc;                 /* output entry computation (until the final reorder) */
     int32_t *comp_map;          /* input computation -> output computation (-1: entry) */
-    const HloUsers *users;      /* of the input entry */
     PVal *vals;                 /* per input entry instruction */
     NameEnt *names;             /* names used in the output entry (uthash) */
     OffsetEnt *offsets;         /* offset tables by (atoms, chunk) (uthash) */
