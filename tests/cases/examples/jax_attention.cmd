@@ -1,0 +1,1 @@
+compile ../../../examples/jax_attention.hlo --report json

@@ -1,0 +1,1 @@
+compile ../../../examples/jax_attention_sdy.hlo --report json

@@ -1,0 +1,1 @@
+compile ../../../examples/jax_mlp.hlo --report json

@@ -1,0 +1,1 @@
+compile ../../../examples/jax_mlp_sdy.hlo --report json

@@ -1,0 +1,1 @@
+compile ../../../examples/mlp.hlo --mesh model=2 --report json

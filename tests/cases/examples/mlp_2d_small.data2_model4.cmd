@@ -1,0 +1,1 @@
+compile ../../../examples/mlp_2d_small.hlo --report json

@@ -1,0 +1,1 @@
+compile ../../../examples/mlp_misaligned.hlo --mesh model=8 --report json

@@ -1,0 +1,1 @@
+compile ../../../examples/named_quoted_small.hlo --report json

@@ -1,0 +1,1 @@
+compile ../../../examples/positional_1d_small.hlo --report json

@@ -1,0 +1,1 @@
+compile ../../../examples/positional_small.hlo --report json

@@ -1,0 +1,203 @@
+/* cli_test.c - the spmdc binary end to end on the examples: the report's
+ * byte counts, each worked out by hand beside its assertion, and the CLI's
+ * contracts (exit codes, no output file on error, determinism).
+ * Needs SPMDC_BIN and SPMDC_SOURCE_DIR (set by ctest). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *bin, *src;
+
+/* Runs a shell command line, returns its exit status; stdout captured in *out (malloc'd). */
+static int run(const char *cmdline, char **out)
+{
+    FILE *p = popen(cmdline, "r");
+    assert_non_null(p);
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while ((got = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+        n += got;
+        if (n + 1 >= cap) buf = realloc(buf, cap *= 2);
+    }
+    buf[n] = 0;
+    int st = pclose(p);
+    if (out) *out = buf;
+    else free(buf);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The JSON report of `spmdc compile example --mesh mesh`. */
+static json_t *report(const char *example, const char *mesh)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s compile %s/examples/%s %s%s --report json --report-out /dev/stdout -o /dev/null",
+             bin, src, example, mesh ? "--mesh " : "", mesh ? mesh : "");
+    char *out;
+    assert_int_equal(run(cmd, &out), 0);
+    json_error_t err;
+    json_t *j = json_loads(out, 0, &err);
+    free(out);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "schema")), "spmdc.report/v1");
+    return j;
+}
+
+static json_t *coll(json_t *j, size_t i) { return json_array_get(json_object_get(j, "collectives"), i); }
+static size_t n_coll(json_t *j) { return json_array_size(json_object_get(j, "collectives")); }
+static long long num(json_t *o, const char *k) { return json_integer_value(json_object_get(o, k)); }
+static const char *str(json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
+
+static void test_mlp_megatron_all_reduce(void **state)
+{
+    (void)state;
+    /* Y = (X.A).B, bf16[8192,8192]: Y per device = 8192*8192*2 = 134,217,728 B.
+     * One all-reduce over `model`, ring cost 2(n-1)/n * B. */
+    const struct { const char *mesh; long long n, bytes; } cases[] = {
+        {"model=8", 8, 234881024}, /* 2*7/8 * 134,217,728 */
+        {"model=4", 4, 201326592}, /* 2*3/4 * 134,217,728 */
+        {"model=2", 2, 134217728}, /* 2*1/2 * 134,217,728 */
+    };
+    for (size_t k = 0; k < 3; k++) {
+        json_t *j = report("mlp.hlo", cases[k].mesh);
+        assert_int_equal(n_coll(j), 1);
+        json_t *c = coll(j, 0);
+        assert_string_equal(str(c, "kind"), "all-reduce");
+        assert_string_equal(str(c, "dtype"), "bf16");
+        assert_int_equal(num(c, "group_size"), cases[k].n);
+        assert_int_equal(num(c, "num_groups"), 1);
+        assert_int_equal(num(c, "bytes_per_device"), cases[k].bytes);
+        assert_int_equal(num(json_object_get(j, "totals"), "bytes_per_device"), cases[k].bytes);
+        json_decref(j);
+    }
+}
+
+static void test_mlp_parameter_memory(void **state)
+{
+    (void)state;
+    json_t *j = report("mlp.hlo", "model=8");
+    json_t *m = json_object_get(j, "memory");
+    /* X replicated 134,217,728 + A [8192,1024] 16,777,216 + B [1024,8192] 16,777,216. */
+    assert_int_equal(num(m, "parameter_bytes_per_device"), 167772160);
+    /* Three bf16[8192,8192]: 3 * 134,217,728. */
+    assert_int_equal(num(m, "parameter_bytes_unpartitioned"), 402653184);
+    json_decref(j);
+}
+
+static void test_mlp_misaligned_costs(void **state)
+{
+    (void)state;
+    json_t *j = report("mlp_misaligned.hlo", "model=8");
+    assert_int_equal(n_coll(j), 2);
+    /* A arrives split on its input dim: local [1024,8192] bf16 = 16,777,216 B;
+     * the all-to-all that moves the split to dim 1 sends 7/8 of it. */
+    assert_string_equal(str(coll(j, 0), "kind"), "all-to-all");
+    assert_int_equal(num(coll(j, 0), "bytes_per_device"), 14680064);
+    /* Then the same all-reduce as the aligned MLP: 2*7/8 * 134,217,728. */
+    assert_string_equal(str(coll(j, 1), "kind"), "all-reduce");
+    assert_int_equal(num(coll(j, 1), "bytes_per_device"), 234881024);
+    /* 14,680,064 + 234,881,024 */
+    assert_int_equal(num(json_object_get(j, "totals"), "bytes_per_device"), 249561088);
+    json_decref(j);
+}
+
+static void test_2d_mesh_groups(void **state)
+{
+    (void)state;
+    json_t *j = report("mlp_2d_small.hlo", NULL); /* data=2, model=4 */
+    assert_int_equal(n_coll(j), 1);
+    json_t *c = coll(j, 0);
+    /* Y local f32[32,64] (batch 64 split over data=2) = 8,192 B; all-reduce over
+     * model (n=4) in 2 groups (one per data index): 2*3/4 * 8,192 = 12,288. */
+    assert_int_equal(num(c, "group_size"), 4);
+    assert_int_equal(num(c, "num_groups"), 2);
+    assert_int_equal(num(c, "bytes_per_device"), 12288);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(c, "axes"), 0)), "model");
+    json_decref(j);
+}
+
+static void test_jax_exports(void **state)
+{
+    (void)state;
+    /* JAX MLP block: the second matmul's output f32[8,128] = 4,096 B, all-reduce
+     * over model=8: 2*7/8 * 4,096 = 7,168. */
+    json_t *j = report("jax_mlp.hlo", NULL);
+    assert_int_equal(n_coll(j), 1);
+    assert_int_equal(num(coll(j, 0), "bytes_per_device"), 7168);
+    json_decref(j);
+    /* Attention block on data=2, model=4: output projection f32[4,16,128] =
+     * 32,768 B, all-reduce over model (n=4): 2*3/4 * 32,768 = 49,152. */
+    j = report("jax_attention.hlo", NULL);
+    assert_int_equal(n_coll(j), 1);
+    assert_int_equal(num(coll(j, 0), "group_size"), 4);
+    assert_int_equal(num(coll(j, 0), "num_groups"), 2);
+    assert_int_equal(num(coll(j, 0), "bytes_per_device"), 49152);
+    json_decref(j);
+}
+
+static void test_error_writes_nothing(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/spmdc_cli_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char in[300], out[300], cmd[1024];
+    snprintf(in, sizeof in, "%s/bad.hlo", dir);
+    snprintf(out, sizeof out, "%s/out.hlo", dir);
+    FILE *f = fopen(in, "w");
+    fputs("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT r = f32[4] frobnicate(p)\n}\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s compile %s -o %s 2>&1", bin, in, out);
+    char *text;
+    assert_int_equal(run(cmd, &text), 1);
+    assert_non_null(strstr(text, "bad.hlo:4:"));
+    assert_non_null(strstr(text, "error:"));
+    free(text);
+    struct stat st;
+    assert_int_not_equal(stat(out, &st), 0); /* no partial output */
+    snprintf(cmd, sizeof cmd, "%s compile --report bogus %s 2>/dev/null", bin, in);
+    assert_int_equal(run(cmd, NULL), 2); /* usage error */
+    unlink(in);
+    rmdir(dir);
+}
+
+static void test_deterministic(void **state)
+{
+    (void)state;
+    char cmd[1024];
+    char *a, *b;
+    snprintf(cmd, sizeof cmd, "%s compile %s/examples/jax_attention.hlo --report json 2>&1", bin, src);
+    assert_int_equal(run(cmd, &a), 0);
+    assert_int_equal(run(cmd, &b), 0);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+}
+
+int main(void)
+{
+    bin = getenv("SPMDC_BIN");
+    src = getenv("SPMDC_SOURCE_DIR");
+    if (!bin || !src) {
+        fprintf(stderr, "cli_test: SPMDC_BIN and SPMDC_SOURCE_DIR must be set (ctest sets them)\n");
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mlp_megatron_all_reduce),
+        cmocka_unit_test(test_mlp_parameter_memory),
+        cmocka_unit_test(test_mlp_misaligned_costs),
+        cmocka_unit_test(test_2d_mesh_groups),
+        cmocka_unit_test(test_jax_exports),
+        cmocka_unit_test(test_error_writes_nothing),
+        cmocka_unit_test(test_deterministic),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
