@@ -106,7 +106,8 @@ void *arena_alloc(Arena *a, size_t size, size_t align)
 #else
     Chunk *c = a->head;
     if (c) {
-        size_t off = (c->used + (align - 1)) & ~(align - 1);
+        uintptr_t base = (uintptr_t)c->data;
+        size_t off = (size_t)(((base + c->used + (align - 1)) & ~(uintptr_t)(align - 1)) - base);
         if (off <= c->cap && size <= c->cap - off) {
             c->used = off + size;
             memset(c->data + off, 0, size);
@@ -118,11 +119,12 @@ void *arena_alloc(Arena *a, size_t size, size_t align)
     Chunk *n = xmalloc(sizeof(Chunk) + cap);
     n->next = a->head;
     n->cap = cap;
-    n->used = 0;
     a->head = n;
-    n->used = size;
-    memset(n->data, 0, size);
-    return n->data;
+    uintptr_t base = (uintptr_t)n->data;
+    size_t off = (size_t)(((base + (align - 1)) & ~(uintptr_t)(align - 1)) - base);
+    n->used = off + size;
+    memset(n->data + off, 0, size);
+    return n->data + off;
 #endif
 }
 

@@ -36,9 +36,6 @@
 /* uthash tables live in the parse arena: nothing is freed one by one. */
 #define uthash_malloc(sz) arena_alloc(hash_arena, (sz), 16)
 #define uthash_free(ptr, sz) ((void)(ptr), (void)(sz))
-/* FNV-1a: good for short names, and (unlike the default Jenkins hash) no
- * switch fall-through for clang's -Wimplicit-fallthrough to reject. */
-#define HASH_FUNCTION(keyptr, keylen, hashv) HASH_FNV(keyptr, keylen, hashv)
 #include <uthash.h>
 
 /* printf arguments for a token, shortened for messages. */

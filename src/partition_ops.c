@@ -973,7 +973,9 @@ static uint32_t touched_dims(const Part *p, int32_t i, int32_t *n_data)
     case HLO_CONCATENATE:
     case HLO_SORT:
         *n_data = in->n_operands;
-        /* fallthrough */
+        for (int32_t k = 0; k < a->dimensions.n; k++)
+            t |= 1u << a->dimensions.v[k];
+        return t;
     case HLO_REVERSE:
         for (int32_t k = 0; k < a->dimensions.n; k++)
             t |= 1u << a->dimensions.v[k];

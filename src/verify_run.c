@@ -21,8 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-/* FNV: Jenkins' switch trips clang's -Wimplicit-fallthrough inside uthash. */
-#define HASH_FUNCTION(keyptr, keylen, hashv) HASH_FNV(keyptr, keylen, hashv)
 #include <uthash.h>
 
 #include "sim_internal.h"

@@ -16,6 +16,7 @@
 #ifndef SPMDC_DIAG_H
 #define SPMDC_DIAG_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,7 +52,8 @@ void diag_set_error_limit(DiagEngine *d, int limit);
 void diag_error(DiagEngine *d, SrcSpan span, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void diag_warning(DiagEngine *d, SrcSpan span, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void diag_note(DiagEngine *d, SrcSpan span, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void diag_report(DiagEngine *d, DiagLevel level, SrcSpan span, const char *fmt, va_list ap);
+void diag_report(DiagEngine *d, DiagLevel level, SrcSpan span, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 
 int diag_error_count(const DiagEngine *d);
 int diag_warning_count(const DiagEngine *d);

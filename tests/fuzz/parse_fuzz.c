@@ -1,11 +1,10 @@
 /* parse_fuzz.c - libFuzzer entry: parse_hlo on arbitrary bytes.
  *
- * Built only with -DSPMDC_FUZZ=ON and clang.  For coverage-guided fuzzing
- * the library itself must be instrumented too, so configure like this:
+ * Built only with -DSPMDC_FUZZ=ON and clang (which also instruments the
+ * library with -fsanitize=fuzzer-no-link, so the fuzzer sees coverage):
  *
- *   CC=clang cmake -S . -B build-fuzz -DSPMDC_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug \
- *       -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined"
- *   make -C build-fuzz parse_fuzz
+ *   CC=clang cmake -S . -B build-fuzz -DSPMDC_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug
+ *   make -C build-fuzz parse_fuzz compile_fuzz
  *   mkdir -p corpus && cp tests/cases/"*"/"*".hlo corpus/
  *   build-fuzz/parse_fuzz -max_total_time=300 -timeout=5 -rss_limit_mb=2048 corpus
  *
