@@ -13,7 +13,9 @@
  *      does not name replicate.
  *   2. the mesh written in the file's named shardings; every named sharding
  *      must use the same axes, in the same order, with the same sizes.
- *   3. num_partitions from the module header (one axis d0);
+ *   3. num_partitions from the module header (one axis d0), or the same
+ *      count with the axis names of the header's xla.sdy.meshes when it
+ *      holds exactly one mesh of that many devices (Shardy exports);
  *   4. the device count of the first positional sharding (one axis d0);
  *   5. enough devices for the largest {maximal device=N} (one axis d0);
  *   6. one device.
@@ -25,6 +27,7 @@
 #include "spmdc/parse.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* What the file's shardings say about the mesh. */
@@ -156,6 +159,61 @@ static bool adopt_names(Mesh *mesh, const ShardingSyntax *named, DiagEngine *dia
     return ok;
 }
 
+/* Reads `"name"=size, ...` after "#sdy.mesh<[" (quotes may be escaped as in
+ * frontend_attributes strings).  Returns the number of axes, 0 if malformed. */
+static int32_t scan_sdy_axes(const char *p, char names[][32], int64_t *sizes)
+{
+    int32_t n = 0;
+    for (;;) {
+        while (*p == ' ' || *p == '\\') p++;
+        if (*p == ']') return n;
+        if (*p++ != '"' || n == SPMDC_MAX_MESH_AXES) return 0;
+        size_t len = 0;
+        while (*p && *p != '"' && *p != '\\' && len < 31) names[n][len++] = *p++;
+        names[n][len] = 0;
+        while (*p == '\\') p++;
+        if (*p++ != '"' || *p++ != '=' || len == 0) return 0;
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || v < 1) return 0;
+        sizes[n++] = v;
+        p = end;
+        while (*p == ' ') p++;
+        if (*p == ',') p++;
+        else if (*p != ']') return 0;
+    }
+}
+
+/* The one mesh with axes in the header's xla.sdy.meshes (a Shardy export
+ * keeps its axis names there even when the shardings are positional), if
+ * its device count is n (or n == 0). */
+static bool mesh_from_sdy(const HloModule *m, int64_t n, Mesh *mesh)
+{
+    const char *text = NULL;
+    for (int32_t i = 0; i < m->n_raw; i++)
+        if (strcmp(m->raw[i].name, "frontend_attributes") == 0) text = m->raw[i].text;
+    if (!text || !strstr(text, "xla.sdy.meshes")) return false;
+    const char *hit = NULL;
+    for (const char *p = strstr(text, "#sdy.mesh<["); p; p = strstr(p + 1, "#sdy.mesh<[")) {
+        if (p[11] == ']') continue; /* empty or maximal mesh */
+        if (hit) return false;      /* several meshes: no single answer */
+        hit = p;
+    }
+    if (!hit) return false;
+    char names[SPMDC_MAX_MESH_AXES][32];
+    int64_t sizes[SPMDC_MAX_MESH_AXES];
+    int32_t k = scan_sdy_axes(hit + 11, names, sizes);
+    const char *ptrs[SPMDC_MAX_MESH_AXES];
+    for (int32_t i = 0; i < k; i++) ptrs[i] = names[i];
+    char err[200];
+    Mesh tmp;
+    if (k == 0 || !mesh_init(&tmp, k, ptrs, sizes, err, sizeof err)) return false;
+    if (n && tmp.n_devices != n) return false;
+    tmp.named = true;
+    *mesh = tmp;
+    return true;
+}
+
 static bool choose_mesh(HloModule *m, PassCtx *cx, const MeshEvidence *ev, Mesh *mesh)
 {
     if (cx->opt && cx->opt->has_mesh) {
@@ -175,6 +233,9 @@ static bool choose_mesh(HloModule *m, PassCtx *cx, const MeshEvidence *ev, Mesh 
         }
         return true;
     }
+    int64_t implied = m->num_partitions > 0 ? m->num_partitions : ev->positional ? ev->positional_devices : 0;
+    if (implied && mesh_from_sdy(m, implied, mesh))
+        return true;
     if (m->num_partitions > 0)
         return mesh_1d(mesh, m->num_partitions, SRC_SPAN_NONE, cx->diag);
     if (ev->positional)
