@@ -1,0 +1,1 @@
+verify ints_small.hlo --mesh data=2,model=4

@@ -1,0 +1,1 @@
+verify ../../../examples/mlp_2d_small.hlo --mesh 2x4

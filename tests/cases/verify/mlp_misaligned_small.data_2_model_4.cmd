@@ -1,0 +1,1 @@
+verify mlp_misaligned_small.hlo --mesh data=2,model=4

@@ -1,0 +1,1 @@
+verify ../../../examples/mlp_small.hlo --mesh data=2,model=2

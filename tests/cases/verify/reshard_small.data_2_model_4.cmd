@@ -1,0 +1,1 @@
+verify reshard_small.hlo --mesh data=2,model=4
