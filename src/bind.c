@@ -138,8 +138,9 @@ static bool adopt_names(Mesh *mesh, const ShardingSyntax *named, DiagEngine *dia
     print_syntax_axes(&c, named);
     bool ok = true;
     if (!mesh->named && named->n_mesh_axes != mesh->n_axes) {
-        diag_error(diag, named->span, "the shardings use %s (%d axes) but --mesh %s has %d; name the axes, e.g. "
-                   "--mesh %s", sb_cstr(&a), (int)named->n_mesh_axes, sb_cstr(&b), (int)mesh->n_axes, sb_cstr(&c));
+        diag_error(diag, named->span, "the shardings use %s (%d %s) but --mesh %s has %d; name the axes, e.g. "
+                   "--mesh %s", sb_cstr(&a), (int)named->n_mesh_axes, named->n_mesh_axes == 1 ? "axis" : "axes",
+                   sb_cstr(&b), (int)mesh->n_axes, sb_cstr(&c));
         ok = false;
     } else if (!mesh->named) {
         for (int32_t i = 0; i < mesh->n_axes; i++)

@@ -1,8 +1,10 @@
 /* driver.c - file I/O and the front half of the pipeline shared by the
  * subcommands (see driver.h). */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "spmdc/driver.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,16 +34,24 @@ char *driver_read_file(const char *path, size_t *len)
         n += got;
         if (got == 0) break;
     }
-    int bad = ferror(f);
+    int bad = ferror(f), saved = errno;
     if (f != stdin) fclose(f);
     if (bad) {
-        fprintf(stderr, "spmdc: error: cannot read %s\n", path);
+        fprintf(stderr, "spmdc: error: cannot read %s: %s\n", path, strerror(saved));
         free(buf);
         return NULL;
     }
     buf[n] = 0;
     *len = n;
     return buf;
+}
+
+/* Writes data to an open stream and closes it; false on any failure. */
+static bool write_close(FILE *f, const char *data, size_t len)
+{
+    bool ok = f && fwrite(data, 1, len, f) == len;
+    if (f) ok = (fclose(f) == 0) && ok;
+    return ok;
 }
 
 bool driver_write_file(const char *path, const char *data, size_t len)
@@ -54,32 +64,45 @@ bool driver_write_file(const char *path, const char *data, size_t len)
         return true;
     }
     struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    bool exists = stat(path, &st) == 0; /* follows symlinks */
+    if (exists && !S_ISREG(st.st_mode)) {
         /* A device or pipe (-o /dev/null, a FIFO): write in place, never rename over it. */
-        FILE *f = fopen(path, "wb");
-        bool ok = f && fwrite(data, 1, len, f) == len;
-        if (f) ok = (fclose(f) == 0) && ok;
-        if (!ok) fprintf(stderr, "spmdc: error: cannot write %s: %s\n", path, strerror(errno));
-        return ok;
-    }
-    size_t pl = strlen(path);
-    char *tmp = xmalloc(pl + 16);
-    snprintf(tmp, pl + 16, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
+        if (write_close(fopen(path, "wb"), data, len)) return true;
         fprintf(stderr, "spmdc: error: cannot write %s: %s\n", path, strerror(errno));
-        free(tmp);
         return false;
     }
-    FILE *f = fdopen(fd, "wb");
-    bool ok = f && fwrite(data, 1, len, f) == len;
-    if (f) ok = (fclose(f) == 0) && ok;
-    if (ok && rename(tmp, path) != 0) ok = false;
-    if (!ok) {
-        fprintf(stderr, "spmdc: error: cannot write %s: %s\n", path, strerror(errno));
-        unlink(tmp);
+    /* Write the file a symlink points to, not over the link; keep an existing
+     * file's mode, else the usual 0666 & ~umask. */
+    char *target = exists ? realpath(path, NULL) : NULL;
+    const char *dst = target ? target : path;
+    mode_t mode;
+    if (exists) {
+        mode = st.st_mode & 07777;
+    } else {
+        mode_t mask = umask(0);
+        umask(mask);
+        mode = 0666 & ~mask;
     }
+    size_t pl = strlen(dst);
+    char *tmp = xmalloc(pl + 16);
+    snprintf(tmp, pl + 16, "%s.tmpXXXXXX", dst);
+    int fd = mkstemp(tmp);
+    bool ok = fd >= 0;
+    if (ok) {
+        ok = fchmod(fd, mode) == 0;
+        FILE *f = fdopen(fd, "wb");
+        if (!f) close(fd);
+        ok = write_close(f, data, len) && ok;
+        ok = ok && rename(tmp, dst) == 0;
+        if (!ok) {
+            int saved = errno;
+            unlink(tmp);
+            errno = saved;
+        }
+    }
+    if (!ok) fprintf(stderr, "spmdc: error: cannot write %s: %s\n", path, strerror(errno));
     free(tmp);
+    free(target);
     return ok;
 }
 

@@ -3,12 +3,13 @@
  *
  *   spmdc compile IN.hlo [--mesh SPEC] [-o OUT.hlo] [--report text|json|none]
  *                        [--report-out FILE] [--dump-after parse|propagate]
- *   spmdc verify IN.hlo --mesh SPEC [--seed N] [--program OUT.hlo]
+ *   spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo]
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "spmdc/diag.h"
 #include "spmdc/driver.h"
@@ -26,13 +27,23 @@ static void usage(FILE *f)
 {
     fputs("usage: spmdc compile IN.hlo [--mesh SPEC] [-o OUT.hlo] [--report text|json|none]\n"
           "                            [--report-out FILE] [--dump-after parse|propagate]\n"
-          "       spmdc verify IN.hlo --mesh SPEC [--seed N] [--program OUT.hlo]\n"
+          "       spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo]\n"
           "       spmdc --help | --version\n"
           "\n"
           "SPEC is a device count (8), a shape (2x4) or named axes (x=2,y=4).\n"
           "compile writes the per-device program to stdout (or -o) and the\n"
           "communication report to stderr (or --report-out).  See docs/cli.md.\n",
           f);
+}
+
+/* Whether two output paths are the same regular file (or the same name). */
+static bool same_file(const char *a, const char *b)
+{
+    if (strcmp(a, "-") == 0 || strcmp(b, "-") == 0) return false;
+    if (strcmp(a, b) == 0) return true;
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
 }
 
 enum { OPT_MESH = 256, OPT_REPORT, OPT_REPORT_OUT, OPT_DUMP_AFTER, OPT_HELP };
@@ -58,7 +69,7 @@ static int cmd_compile(int argc, char **argv)
         case OPT_MESH: {
             char err[200];
             if (!mesh_parse_spec(optarg, &opt.mesh, err, sizeof err)) {
-                fprintf(stderr, "spmdc: error: --mesh %s: %s\n", optarg, err);
+                fprintf(stderr, "spmdc: error: %s\n", err);
                 return 2;
             }
             opt.has_mesh = true;
@@ -90,6 +101,11 @@ static int cmd_compile(int argc, char **argv)
         return 2;
     }
     const char *in_path = argv[optind];
+    if (report_out && same_file(out_path, report_out)) {
+        fprintf(stderr, "spmdc: error: -o and --report-out name the same file '%s'; the report would overwrite "
+                        "the program\n", report_out);
+        return 2;
+    }
     size_t len;
     char *text = driver_read_file(in_path, &len);
     if (!text) return 1;

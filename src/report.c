@@ -201,7 +201,8 @@ static void put_human(StrBuf *b, int64_t v)
     if (v < 1024) return;
     double x = (double)v / 1024.0;
     int u = 0;
-    while (x >= 1024.0 && u < 5) x /= 1024.0, u++;
+    /* Roll over when rounding to one decimal would print 1024.0. */
+    while (x >= 1023.95 && u < 5) x /= 1024.0, u++;
     sb_printf(b, "(%.1f %s)", x, units[u]);
 }
 

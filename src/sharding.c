@@ -742,11 +742,28 @@ static bool bind_tiled(const ShardingSyntax *syn, const Mesh *m, int32_t rank, S
             return false; /* reported by apply_subgroup */
     }
     if (!ok) {
-        diag_error(diag, syn->span,
-                   "the device order of sharding %s is not a transposed iota over the mesh %s "
-                   "(every tile dim must be a run of the mesh's prime factors); such device orders are not "
-                   "supported",
-                   syn_text(tmp, syn), mesh_text(tmp2, m));
+        /* A plain iota order fits the mesh whose axes are its tile dims: say so. */
+        bool plain = syn->devices ? true : !syn->has_perm;
+        for (int64_t k = 0; syn->devices && k < syn->n_devices; k++)
+            if (syn->devices[k] != k) plain = false;
+        char hint[128] = "";
+        size_t used = 0;
+        for (int32_t d = 0; plain && d < syn->n_tile_dims && used + 24 < sizeof hint; d++)
+            if (syn->tile_dims[d] > 1)
+                used += (size_t)snprintf(hint + used, sizeof hint - used, "%s%lld", used ? "x" : "",
+                                         (long long)syn->tile_dims[d]);
+        if (used)
+            diag_error(diag, syn->span,
+                       "the device order of sharding %s is not a transposed iota over the mesh %s "
+                       "(every tile dim must be a run of the mesh's prime factors); pass a mesh whose axes "
+                       "follow the tiling, e.g. --mesh %s",
+                       syn_text(tmp, syn), mesh_text(tmp2, m), hint);
+        else
+            diag_error(diag, syn->span,
+                       "the device order of sharding %s is not a transposed iota over the mesh %s "
+                       "(every tile dim must be a run of the mesh's prime factors); such device orders are not "
+                       "supported",
+                       syn_text(tmp, syn), mesh_text(tmp2, m));
         return false;
     }
     sharding_normalize(out);

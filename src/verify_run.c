@@ -755,7 +755,7 @@ static int parse_args(int argc, char **argv, VerifyRun *vr, SpmdcOptions *opt)
         case OPT_MESH: {
             char err[200];
             if (!mesh_parse_spec(optarg, &opt->mesh, err, sizeof err)) {
-                fprintf(stderr, "spmdc: error: --mesh %s: %s\n", optarg, err);
+                fprintf(stderr, "spmdc: error: %s\n", err);
                 return 2;
             }
             opt->has_mesh = true;
@@ -792,6 +792,33 @@ static int parse_args(int argc, char **argv, VerifyRun *vr, SpmdcOptions *opt)
 }
 
 /* Loads IN (propagated) and the per-device program; false after errors. */
+/* The simulator is an interpreter: refuse modules whose entry computation
+ * would take minutes (more than 2^31 elements produced, or 2^33 multiply-adds
+ * in dots) rather than run silently for a long time. */
+static bool small_enough(VerifyRun *vr)
+{
+    const HloComputation *c = hlo_comp(vr->m, vr->m->entry);
+    double elems = 0, macs = 0;
+    for (int32_t i = 0; i < c->n_insts; i++) {
+        const HloInst *in = &c->insts[i];
+        double n = shape_is_array(&in->shape) ? (double)shape_elem_count(&in->shape) : 0;
+        elems += n;
+        if (in->op == HLO_DOT) {
+            const HloInst *lhs = &c->insts[in->operands[0]];
+            const IntList *k = &hlo_attrs(in)->lhs_contracting;
+            double kk = 1;
+            for (int32_t j = 0; j < k->n; j++) kk *= (double)lhs->shape.dims[k->v[j]];
+            macs += n * kk;
+        }
+    }
+    if (elems <= 2147483648.0 && macs <= 8589934592.0) return true;
+    diag_error(vr->diag, SRC_SPAN_NONE,
+               "%s is too large to simulate (%.2g elements, %.2g multiply-adds in dots; the limits are 2.1e9 "
+               "and 8.6e9): verify a smaller twin with the same shardings (e.g. examples/mlp_small.hlo)",
+               vr->in_path, elems, macs);
+    return false;
+}
+
 static bool load(VerifyRun *vr, char **texts)
 {
     size_t len;
@@ -811,6 +838,7 @@ static bool load(VerifyRun *vr, char **texts)
         if (!mesh_init(&vr->mesh, 0, NULL, NULL, err, sizeof err)) return false;
     }
     vr->n_dev = vr->mesh.n_devices > 0 ? vr->mesh.n_devices : 1;
+    if (!small_enough(vr)) return false;
     vr->param_inst = entry_params(vr->m, &vr->n_params, vr->diag);
     if (!vr->param_inst) return false;
     if (vr->prog_path) {

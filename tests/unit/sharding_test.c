@@ -639,8 +639,8 @@ static void test_bind_errors(void **state)
     ShardingSyntax k = syn_iota(2, (int64_t[]){3, 4}, 1, (int64_t[]){12}, NULL, false);
     bind_err(f, &k, &m12, &v2,
              "spmdc: error: the device order of sharding {devices=[3,4]<=[12]} is not a transposed iota over the "
-             "mesh d0=12 (every tile dim must be a run of the mesh's prime factors); such device orders are not "
-             "supported\n");
+             "mesh d0=12 (every tile dim must be a run of the mesh's prime factors); pass a mesh whose axes follow "
+             "the tiling, e.g. --mesh 3x4\n");
 }
 
 /* Random positional syntaxes (often invalid) never crash; whenever one binds,
