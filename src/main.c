@@ -36,14 +36,16 @@ static void usage(FILE *f)
           f);
 }
 
-/* Whether two output paths are the same regular file (or the same name). */
+/* Whether two output paths name the same regular file (devices such as
+ * /dev/null may be named twice). */
 static bool same_file(const char *a, const char *b)
 {
     if (strcmp(a, "-") == 0 || strcmp(b, "-") == 0) return false;
-    if (strcmp(a, b) == 0) return true;
     struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev &&
-           sa.st_ino == sb.st_ino;
+    bool has_a = stat(a, &sa) == 0;
+    if (has_a && !S_ISREG(sa.st_mode)) return false; /* /dev/null twice is fine */
+    if (strcmp(a, b) == 0) return true;
+    return has_a && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 enum { OPT_MESH = 256, OPT_REPORT, OPT_REPORT_OUT, OPT_DUMP_AFTER, OPT_HELP };
