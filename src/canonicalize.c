@@ -9,57 +9,17 @@
  */
 #include "spmdc/canonicalize.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
 
-typedef struct NameEntry {
-    const char *name;
-    UT_hash_handle hh;
-} NameEntry;
+#include "spmdc/names.h"
 
 typedef struct Rewriter {
     HloModule *m;
     HloInst *out;
     int32_t n_out, cap_out;
-    NameEntry *names; /* every name in use in the computation being built */
-    NameEntry *pool;  /* entries, allocated from scratch */
-    int32_t n_pool, cap_pool;
+    NameSet names;    /* every name in use in the computation being built (scratch) */
     Arena *scratch;
 } Rewriter;
-
-static bool name_taken(Rewriter *rw, const char *name)
-{
-    NameEntry *e;
-    HASH_FIND_STR(rw->names, name, e);
-    return e != NULL;
-}
-
-static void name_add(Rewriter *rw, const char *name)
-{
-    NameEntry *e = ARENA_NEW(rw->scratch, NameEntry);
-    e->name = name;
-    HASH_ADD_KEYPTR(hh, rw->names, e->name, strlen(e->name), e);
-}
-
-/* name, or name.N with the smallest N >= 1 not yet in use. */
-static const char *unique_name(Rewriter *rw, const char *name)
-{
-    if (!name_taken(rw, name)) return name;
-    size_t n = strlen(name) + 24;
-    char *buf = malloc(n);
-    const char *r = NULL;
-    for (long k = 1;; k++) {
-        snprintf(buf, n, "%s.%ld", name, k);
-        if (!name_taken(rw, buf)) {
-            r = arena_strdup(rw->m->arena, buf);
-            break;
-        }
-    }
-    free(buf);
-    return r;
-}
 
 static int32_t emit(Rewriter *rw, const HloInst *src)
 {
@@ -94,8 +54,7 @@ static int32_t inline_body(Rewriter *rw, const HloComputation *callee, const int
             continue;
         }
         HloInst copy = *in;
-        copy.name = unique_name(rw, in->name);
-        name_add(rw, copy.name);
+        copy.name = names_unique(&rw->names, in->name, rw->m->arena);
         copy.operands = map_operands(rw, in, map);
         if (in->attrs) {
             copy.attrs = ARENA_NEW(rw->m->arena, HloAttrs);
@@ -123,7 +82,8 @@ static void rewrite_computation(HloModule *m, int32_t ci, Arena *scratch)
 {
     HloComputation *c = &m->comps[ci];
     Rewriter rw = {.m = m, .scratch = scratch};
-    for (int32_t i = 0; i < c->n_insts; i++) name_add(&rw, c->insts[i].name);
+    names_init(&rw.names, scratch);
+    for (int32_t i = 0; i < c->n_insts; i++) names_add(&rw.names, c->insts[i].name);
     int32_t *map = ARENA_ARRAY(scratch, int32_t, c->n_insts);
     for (int32_t i = 0; i < c->n_insts; i++) {
         const HloInst *in = &c->insts[i];
@@ -147,7 +107,6 @@ static void rewrite_computation(HloModule *m, int32_t ci, Arena *scratch)
     c->insts = rw.out;
     c->n_insts = rw.n_out;
     c->cap_insts = rw.cap_out;
-    HASH_CLEAR(hh, rw.names);
 }
 
 static void mark_reachable(const HloModule *m, int32_t ci, bool *live)

@@ -56,6 +56,15 @@ static void put_comp(StrBuf *b, const HloModule *m, const char *name, int32_t c)
         sb_printf(b, ", %s=%%%s", name, m->comps[c].name);
 }
 
+/* ", name={%a, %b}" */
+static void put_comp_list(StrBuf *b, const HloModule *m, const char *name, const IntList *l)
+{
+    sb_printf(b, ", %s={", name);
+    for (int32_t k = 0; k < l->n; k++)
+        sb_printf(b, "%s%%%s", k ? ", " : "", comp_name(m, l->v[k]));
+    sb_putc(b, '}');
+}
+
 /* A double spelled with the fewest digits that read back to the same value
  * ("0.1", "1e+10", "3"), or nan / inf / -inf. */
 static void put_double(StrBuf *b, double v)
@@ -406,10 +415,7 @@ static void put_calls(StrBuf *b, const HloModule *m, const HloInst *inst, const 
             put_comp(b, m, "true_computation", (int32_t)a->branches.v[0]);
             put_comp(b, m, "false_computation", (int32_t)a->branches.v[1]);
         } else {
-            sb_puts(b, ", branch_computations={");
-            for (int32_t k = 0; k < a->branches.n; k++)
-                sb_printf(b, "%s%%%s", k ? ", " : "", comp_name(m, a->branches.v[k]));
-            sb_putc(b, '}');
+            put_comp_list(b, m, "branch_computations", &a->branches);
         }
         break;
     case HLO_CALL:
@@ -425,12 +431,7 @@ static void put_calls(StrBuf *b, const HloModule *m, const HloInst *inst, const 
             }
             sb_putc(b, '"');
         }
-        if (a->called.n > 0) {
-            sb_puts(b, ", called_computations={");
-            for (int32_t k = 0; k < a->called.n; k++)
-                sb_printf(b, "%s%%%s", k ? ", " : "", comp_name(m, a->called.v[k]));
-            sb_putc(b, '}');
-        }
+        if (a->called.n > 0) put_comp_list(b, m, "called_computations", &a->called);
         break;
     default:
         break;

@@ -10,6 +10,9 @@
  * state it needs (part_get); the cheapest available state is resharded by
  * the one transition catalogue of reshard.c (decide = reshard_plan, lower =
  * reshard_lower) and every intermediate state is remembered for reuse.
+ * That decision step is also the one place that warns
+ * "full-rematerialization" (check_remat): a split value left whole on every
+ * device although no sharding asked for it.
  * Finally the entry root is resharded to its declared sharding, and the
  * computations are ordered callee-first (reducers the collectives need are
  * added on the way).
@@ -26,11 +29,6 @@
 #include <uthash.h>
 
 #include "partition_internal.h"
-
-struct NameEnt {
-    const char *name;
-    UT_hash_handle hh;
-};
 
 typedef struct OffsetKey {
     int8_t atoms[SPMDC_MAX_ATOMS];
@@ -79,35 +77,8 @@ const char *part_axes_text(Part *p, const int8_t *atoms, int32_t n)
 
 /* ================================================================ names */
 
-static bool name_taken(Part *p, const char *name)
-{
-    NameEnt *e = NULL;
-    HASH_FIND_STR(p->names, name, e);
-    return e != NULL;
-}
-
-static void name_add(Part *p, const char *name)
-{
-    NameEnt *e = ARENA_NEW(p->scratch, NameEnt);
-    e->name = name;
-    HASH_ADD_KEYPTR(hh, p->names, e->name, strlen(e->name), e);
-}
-
-static const char *unique_name(Part *p, const char *cand)
-{
-    if (!name_taken(p, cand)) {
-        const char *r = arena_strdup(p->scratch, cand);
-        name_add(p, r);
-        return r;
-    }
-    for (int k = 1;; k++) {
-        const char *r = part_fmt(p, "%s.%d", cand, k);
-        if (!name_taken(p, r)) {
-            name_add(p, r);
-            return r;
-        }
-    }
-}
+/* cand, or cand.N (smallest N >= 1) if taken; in scratch, and now taken. */
+static const char *unique_name(Part *p, const char *cand) { return names_unique(&p->names, cand, p->scratch); }
 
 const char *part_name(Part *p, const char *base, const char *role)
 {
@@ -526,6 +497,135 @@ static const char *default_reason(Part *p, int32_t v, const Spec *from, const Sp
                     part_spec_text(p, to));
 }
 
+/* ================================================================ rematerialization */
+
+/* "dim 0", "dims 0 and 2", "dims 0, 1 and 2". */
+static const char *dims_text(Part *p, uint32_t mask)
+{
+    int32_t n = 0, total = 0;
+    for (int32_t d = 0; d < 32; d++)
+        total += (mask >> d) & 1u;
+    const char *r = total == 1 ? "dim" : "dims";
+    for (int32_t d = 0; d < 32; d++) {
+        if (!(mask & (1u << d)))
+            continue;
+        n++;
+        r = part_fmt(p, "%s%s%d", r, n == 1 ? " " : n == total ? " and " : ", ", (int)d);
+    }
+    return r;
+}
+
+/* Why op ci cannot keep its operand's split dims `dims` (its handler's
+ * limit_dims). */
+static const char *limit_text(Part *p, const HloInst *ci, uint32_t dims)
+{
+    const char *d = dims_text(p, dims), *verb = NULL;
+    switch (ci->op) {
+    case HLO_SLICE: verb = "slicing"; break;
+    case HLO_PAD: verb = "padding"; break;
+    case HLO_CONCATENATE: verb = "concatenating along"; break;
+    case HLO_REVERSE: verb = "reversing"; break;
+    case HLO_SORT: verb = "sorting along"; break;
+    case HLO_DYNAMIC_SLICE: verb = "dynamic-slicing"; break;
+    case HLO_DYNAMIC_UPDATE_SLICE: verb = "updating a dynamic slice of"; break;
+    case HLO_REDUCE_WINDOW: verb = "windowing"; break;
+    case HLO_RESHAPE: {
+        StrBuf b = {0};
+        shape_print(&b, &ci->shape, false);
+        const char *r = part_fmt(p, "reshaping its split %s to %s is not partitioned yet: the shards are not "
+                                 "contiguous pieces of the result", d, sb_cstr(&b));
+        sb_free(&b);
+        return r;
+    }
+    case HLO_REDUCE:
+        return part_fmt(p, "reducing its split %s is not partitioned yet for this reducer and init value", d);
+    default: return part_fmt(p, "%s along its split %s is not partitioned yet", hlo_opcode_name(ci->op), d);
+    }
+    return part_fmt(p, "%s its split %s is not partitioned yet", verb, d);
+}
+
+static bool leaves_replicated(const Spec *s, int32_t n)
+{
+    for (int32_t k = 0; k < n; k++)
+        if (!spec_is_replicated(&s[k]))
+            return false;
+    return true;
+}
+
+/* Why leaf `leaf` of value v, split in state `from`, is brought whole to
+ * every device (state `want`, nothing split) for the consumer in cause, or
+ * NULL when a sharding asked for that:
+ *  - v's own sharding is `want` and is the user's (annotated) or the entry
+ *    result's: an intended gather;
+ *  - the consumer's handler declared a gathered dim as one it cannot keep
+ *    split (p->limit_dims): forced, a warning even if the consumer is
+ *    annotated replicated (its operand need not have been whole);
+ *  - the consumer is a Sharding custom-call, or its own result is replicated
+ *    by an annotation (or as the entry result) and gathering the operand
+ *    instead was the cheaper way: intended;
+ *  - anything else (in practice: the consumer is replicated only by
+ *    default, e.g. the result of an op propagation has no rule for) is a
+ *    warning. */
+static const char *remat_cause(Part *p, int32_t v, int32_t leaf, const Spec *from, const Spec *want,
+                               const Cause *cause)
+{
+    int32_t root = p->in->comps[p->ic].root;
+    Spec decl;
+    part_decl(p, v, leaf, &decl);
+    if (spec_equal(want, &decl) && (v == root || part_in(p, v)->sharding_from_user))
+        return NULL;
+    if (cause->inst < 0)
+        return "no instruction asked for it";
+    const HloInst *ci = part_in(p, cause->inst);
+    if (p->limit_dims == PART_LIMIT_ALL)
+        return part_fmt(p, "no partitioning rule for this %s yet: it runs at full size on every device",
+                        hlo_opcode_name(ci->op));
+    uint32_t gathered = 0;
+    for (int32_t d = 0; d < from->rank; d++)
+        if (spec_dim_n(from, d) > spec_dim_n(want, d))
+            gathered |= 1u << d;
+    if (p->limit_dims & gathered)
+        return limit_text(p, ci, p->limit_dims & gathered);
+    const char *target = hlo_attrs(ci)->custom_call_target;
+    if (ci->op == HLO_CUSTOM_CALL && target && strcmp(target, "Sharding") == 0)
+        return NULL;
+    bool rep = leaves_replicated(part_decl_leaves(p, cause->inst), p->vals[cause->inst].n_leaves);
+    if (rep && (ci->sharding_from_user || cause->inst == root))
+        return NULL;
+    if (rep)
+        return part_fmt(p, "%s is replicated only by default: it has no annotation and propagation gives it "
+                        "nothing; annotate it", ci->name);
+    return part_fmt(p, "the cheapest plan found for %s uses it whole", ci->name);
+}
+
+/* The one place that warns "full-rematerialization", when the plan for
+ * leaf `leaf` of value v (global shape gs) from `from` to `want`:
+ *  - ends with the whole array on every device although `from` was split,
+ *    and no sharding asked for that (remat_cause), or
+ *  - goes through the whole array to reach a split target (plan->full_remat:
+ *    the catalogue cannot reorder the axes of a pending reduction). */
+static void check_remat(Part *p, int32_t v, int32_t leaf, const Shape *gs, const Spec *from, const Spec *want,
+                        const ReshardPlan *plan, const Cause *cause)
+{
+    if (!p->rep)
+        return;
+    const char *why = NULL;
+    if (plan->full_remat)
+        why = part_fmt(p, "its reshard to %s goes through the whole array", part_spec_text(p, want));
+    else if (spec_used(from) != 0 && spec_used(want) == 0)
+        why = remat_cause(p, v, leaf, from, want, cause);
+    if (!why)
+        return;
+    const HloInst *vi = part_in(p, v), *ci = cause->inst >= 0 ? part_in(p, cause->inst) : vi;
+    StrBuf b = {0};
+    shape_print(&b, gs, false);
+    const char *what = shape_is_tuple(&vi->shape) ? part_fmt(p, "leaf %d of %s", (int)leaf, vi->name) : vi->name;
+    report_warn(p->rep, "full-rematerialization", ci->name, ci->span.begin.line,
+                part_fmt(p, "%s: %s split %s is all-gathered to its full size on every device for %s (%s)", what,
+                         sb_cstr(&b), part_spec_text(p, from), ci->name, why));
+    sb_free(&b);
+}
+
 /* Reshards array value v from its cheapest state to want. */
 static int32_t get_array(Part *p, int32_t v, const Spec *want, const Cause *cause)
 {
@@ -548,10 +648,7 @@ static int32_t get_array(Part *p, int32_t v, const Spec *want, const Cause *caus
         return -1;
     }
     Cause c = {cause->inst, default_reason(p, v, &best->leaves[0], want, cause)};
-    if (plan->full_remat)
-        report_warn(p->rep, "full-rematerialization", ci->name, ci->span.begin.line,
-                    part_fmt(p, "%s: %s is gathered to full size to go from %s to %s", ci->name, part_in(p, v)->name,
-                             part_spec_text(p, &best->leaves[0]), part_spec_text(p, want)));
+    check_remat(p, v, 0, gs, &best->leaves[0], want, plan, cause);
     Spec decl;
     part_decl(p, v, 0, &decl);
     LowerNames nm = {part_in(p, v)->name, &decl, find_state(p, v, &decl) != NULL};
@@ -593,6 +690,7 @@ static int32_t reshard_tree(Part *p, int32_t v, int32_t local, const Shape *s, c
                        part_in(p, v)->name, (int)leaf, part_spec_text(p, &from[leaf]), part_spec_text(p, &to[leaf]));
             return -1;
         }
+        check_remat(p, v, leaf, s, &from[leaf], &to[leaf], plan, cause);
         LowerNames nm = {part_in(p, v)->name, NULL, true};
         Cause c = {cause->inst, default_reason(p, v, &from[leaf], &to[leaf], cause)};
         return reshard_lower(p, local, s, &from[leaf], plan, &nm, &c, -1, NULL, NULL, NULL);
@@ -776,6 +874,7 @@ static void part_init(Part *p, const HloModule *in, CommReport *rep, PassCtx *cx
     p->rep = rep;
     p->cx = cx;
     p->scratch = arena_create();
+    names_init(&p->names, p->scratch);
     p->ic = in->entry;
     p->pid = -1;
     p->zero = -1;
@@ -793,8 +892,6 @@ static void part_init(Part *p, const HloModule *in, CommReport *rep, PassCtx *cx
 
 static void part_fini(Part *p)
 {
-    NameEnt *n, *nt;
-    HASH_ITER(hh, p->names, n, nt) { HASH_DEL(p->names, n); }
     OffsetEnt *o, *ot;
     HASH_ITER(hh, p->offsets, o, ot) { HASH_DEL(p->offsets, o); }
     arena_destroy(p->scratch);
@@ -819,8 +916,7 @@ bool partition_module(const HloModule *in, HloModule **out, CommReport *rep, Pas
         p.oc = hlo_add_computation(p.out, ie->name, true);
         hlo_comp(p.out, p.oc)->span = ie->span;
         for (int32_t i = 0; i < ie->n_insts; i++)
-            if (!name_taken(&p, ie->insts[i].name))
-                name_add(&p, ie->insts[i].name);
+            names_add(&p.names, ie->insts[i].name);
         ok = partition_entry(&p);
     }
     if (ok) {

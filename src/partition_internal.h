@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "spmdc/hlo.h"
+#include "spmdc/names.h"
 #include "spmdc/partition.h"
 #include "spmdc/report.h"
 
@@ -121,7 +122,6 @@ typedef struct PVal {
     VState *states;             /* first: what the value's handler produced */
 } PVal;
 
-typedef struct NameEnt NameEnt;
 typedef struct OffsetEnt OffsetEnt;
 
 typedef struct Part {
@@ -135,14 +135,21 @@ typedef struct Part {
     int32_t oc;                 /* output entry computation (until the final reorder) */
     int32_t *comp_map;          /* input computation -> output computation (-1: entry) */
     PVal *vals;                 /* per input entry instruction */
-    NameEnt *names;             /* names used in the output entry (uthash) */
+    NameSet names;              /* names used in the output entry (in scratch) */
     OffsetEnt *offsets;         /* offset tables by (atoms, chunk) (uthash) */
     int32_t pid;                /* partition-id instruction, or -1 */
     int32_t zero;               /* s32[] constant 0, or -1 */
     int32_t reducers[REDUCE_OR + 1][ET_COUNT]; /* output computation, or -1 */
     int64_t next_channel;
     bool *comp_sharded;         /* input computation (with callees) holds a split value */
+    /* Dims of its (array) operands that the op being partitioned cannot keep
+     * split, declared by its handler before it asks for them (0: none;
+     * PART_LIMIT_ALL: default action).  A full gather of a split value that
+     * such a dim forces is an involuntary rematerialization (part_get warns). */
+    uint32_t limit_dims;
 } Part;
+
+#define PART_LIMIT_ALL UINT32_MAX
 
 /* Why a reshard happens, for the report. */
 typedef struct Cause {

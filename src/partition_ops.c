@@ -13,8 +13,10 @@
  *
  * An opcode without a handler takes default_action: every operand is
  * gathered to full size, the op runs unpartitioned on every device, and the
- * result is sliced later by its consumers ("full-rematerialization" warning
- * when that gathered anything).
+ * result is sliced later by its consumers.  A handler that cannot keep some
+ * operand dims split declares them in p->limit_dims before asking for its
+ * operands; part_get (partition.c) then warns "full-rematerialization" when
+ * that brings a split value whole to every device.
  */
 #include <math.h>
 #include <string.h>
@@ -118,23 +120,13 @@ static bool default_action(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
     int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, in->n_operands ? in->n_operands : 1);
-    bool gathered = false;
+    p->limit_dims = PART_LIMIT_ALL;
     for (int32_t k = 0; k < in->n_operands; k++) {
-        int32_t v = in->operands[k], n;
-        Spec *want = replicated_leaves(p, &part_in(p, v)->shape, &n);
-        const VState *st = part_primary(p, v);
-        for (int32_t l = 0; l < n; l++)
-            if (!spec_is_replicated(&st->leaves[l]))
-                gathered = true;
+        Spec *want = replicated_leaves(p, &part_in(p, in->operands[k])->shape, NULL);
         ops[k] = part_operand(p, i, k, want);
         if (ops[k] < 0)
             return false;
     }
-    if (gathered)
-        report_warn(p->rep, "full-rematerialization", in->name, in->span.begin.line,
-                    part_fmt(p, "%s: no partitioning rule for %s with split operands; they are gathered to full "
-                             "size and the op runs unpartitioned on every device",
-                             in->name, hlo_opcode_name(in->op)));
     Spec *leaves = replicated_leaves(p, &in->shape, NULL);
     int32_t r = part_clone(p, i, part_result_name(p, i, leaves, "full"), &in->shape, ops, in->n_operands);
     part_set_result(p, i, r, leaves, -1, NULL);
@@ -745,6 +737,10 @@ static bool h_reduce(Part *p, int32_t i)
         return default_action(p, i);
     ReduceKind kind = part_reducer_kind(p->in, hlo_attrs(in)->to_apply);
     bool ident = kind != REDUCE_NONE && init_is_identity(part_in(p, in->operands[1]), kind);
+    if (!ident) /* the reduced dims must be whole: no partial result to combine */
+        for (int32_t k = 0; k < hlo_attrs(in)->dimensions.n; k++)
+            if (hlo_attrs(in)->dimensions.v[k] >= 0 && hlo_attrs(in)->dimensions.v[k] < 32)
+                p->limit_dims |= 1u << hlo_attrs(in)->dimensions.v[k];
     ReduceCand best;
     if (!reduce_choose(p, i, kind, ident, &best))
         return default_action(p, i);
@@ -880,8 +876,10 @@ static bool broadcast_forward(const Part *p, int32_t i, const Spec *x, Spec *res
  * split (on the source side) and its tile count divides the major-most non-1
  * dim of the other side (a contiguous split of the group's linear range).
  * relax: a group that does not carry over is left unsplit instead of
- * failing (the caller then brings the source to the mapped-back state). */
-static bool reshape_map(const Mesh *m, const Shape *from, const Shape *to, const Spec *fs, Spec *ts, bool relax)
+ * failing (the caller then brings the source to the mapped-back state).
+ * *bad (if not NULL) gets the source dims of the groups that do not. */
+static bool reshape_map(const Mesh *m, const Shape *from, const Shape *to, const Spec *fs, Spec *ts, bool relax,
+                        uint32_t *bad)
 {
     spec_replicated(ts, to->rank);
     ts->partial = fs->partial;
@@ -918,6 +916,9 @@ static bool reshape_map(const Mesh *m, const Shape *from, const Shape *to, const
             else
                 spec_set_dim(ts, tmaj, spec_dim(fs, fmaj), spec_dim_n(fs, fmaj));
         }
+        if (!ok && bad)
+            for (int32_t d = i0; d < i; d++)
+                *bad |= 1u << d;
         if (!ok && !relax)
             return false;
     }
@@ -926,26 +927,35 @@ static bool reshape_map(const Mesh *m, const Shape *from, const Shape *to, const
 
 static bool reshape_want(const Part *p, int32_t i, const Spec *res, Spec *want)
 {
-    return reshape_map(p->mesh, &part_in(p, i)->shape, operand_shape(p, i, 0), res, want, false);
+    return reshape_map(p->mesh, &part_in(p, i)->shape, operand_shape(p, i, 0), res, want, false, NULL);
 }
 
 /* Forward from the operand state, keeping the groups that carry over. */
 static bool reshape_forward(const Part *p, int32_t i, const Spec *x, Spec *res)
 {
-    return reshape_map(p->mesh, operand_shape(p, i, 0), &part_in(p, i)->shape, x, res, true);
+    return reshape_map(p->mesh, operand_shape(p, i, 0), &part_in(p, i)->shape, x, res, true, NULL);
 }
 
 /* The result state closest to res that a local reshape can produce. */
 static bool reshape_near(const Part *p, int32_t i, const Spec *res, Spec *out)
 {
     Spec back;
-    return reshape_map(p->mesh, &part_in(p, i)->shape, operand_shape(p, i, 0), res, &back, true) &&
+    return reshape_map(p->mesh, &part_in(p, i)->shape, operand_shape(p, i, 0), res, &back, true, NULL) &&
            reshape_forward(p, i, &back, out);
 }
 
 static bool h_transpose(Part *p, int32_t i) { return unary_handler(p, i, transpose_want, transpose_forward, NULL); }
 static bool h_broadcast(Part *p, int32_t i) { return unary_handler(p, i, broadcast_want, broadcast_forward, NULL); }
-static bool h_reshape(Part *p, int32_t i) { return unary_handler(p, i, reshape_want, reshape_forward, reshape_near); }
+/* The operand dims whose split (in the operand's current state) a local
+ * reshape cannot keep are the handler's limit. */
+static bool h_reshape(Part *p, int32_t i)
+{
+    const Shape *xs = operand_shape(p, i, 0);
+    Spec x = operand_state(p, i, 0), res;
+    if (shape_is_array(xs) && shape_is_array(&part_in(p, i)->shape))
+        reshape_map(p->mesh, xs, &part_in(p, i)->shape, &x, &res, true, &p->limit_dims);
+    return unary_handler(p, i, reshape_want, reshape_forward, reshape_near);
+}
 
 /* ================================================================ pass-through ops */
 
@@ -1065,6 +1075,7 @@ static bool h_passthrough(Part *p, int32_t i)
     uint32_t t = touched_dims(p, i, &n_data);
     if (!passthrough_ok(p, i))
         return default_action(p, i);
+    p->limit_dims = t;
     Spec cands[4];
     int32_t nc = 0;
     Spec o = shape_is_tuple(&in->shape) ? part_decl_leaves(p, i)[0] : decl0(p, i);
@@ -1237,4 +1248,10 @@ static Handler handler_for(HloOpcode op)
     return default_action;
 }
 
-bool part_handle(Part *p, int32_t i) { return handler_for(part_in(p, i)->op)(p, i); }
+bool part_handle(Part *p, int32_t i)
+{
+    p->limit_dims = 0;
+    bool ok = handler_for(part_in(p, i)->op)(p, i);
+    p->limit_dims = 0;
+    return ok;
+}

@@ -120,6 +120,32 @@ void shape_print(StrBuf *b, const Shape *s, bool with_layout)
     }
 }
 
+/* Byte size of s, or -1 when it exceeds SPMDC_MAX_SHAPE_BYTES. */
+static int64_t checked_bytes(const Shape *s, int depth)
+{
+    if (depth > 64) return -1;
+    int64_t total = 0;
+    if (s->type == ET_TUPLE) {
+        for (int32_t i = 0; i < s->n_elems; i++) {
+            int64_t b = checked_bytes(&s->elems[i], depth + 1);
+            if (b < 0 || b > SPMDC_MAX_SHAPE_BYTES - total) return -1;
+            total += b;
+        }
+        return total;
+    }
+    int64_t n = 1;
+    for (int32_t i = 0; i < s->rank; i++) {
+        if (s->dims[i] < 0 || __builtin_mul_overflow(n, s->dims[i], &n) || n > SPMDC_MAX_SHAPE_BYTES) return -1;
+    }
+    int bits = elem_type_bits(s->type);
+    int64_t bytes;
+    if (__builtin_mul_overflow(n, (int64_t)(bits ? bits : 8), &bytes)) return -1;
+    bytes = (bytes + 7) / 8;
+    return bytes > SPMDC_MAX_SHAPE_BYTES ? -1 : bytes;
+}
+
+bool shape_size_fits(const Shape *s) { return checked_bytes(s, 0) >= 0; }
+
 int32_t shape_leaf_count(const Shape *s)
 {
     if (s->type != ET_TUPLE) return 1;

@@ -21,6 +21,9 @@ args=$(cat "$base.cmd")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 outfile=$(printf '%s\n' $args | awk 'p {print; exit} $0 == "-o" {p = 1}')
+# Only a plain file name in the case's own directory is ever removed (never
+# /dev/null or anything outside the case directory).
+case $outfile in */*|"") outfile="" ;; esac
 [ -n "$outfile" ] && rm -f "$outfile"
 # shellcheck disable=SC2086
 "$spmdc" $args >"$tmp/stdout" 2>"$tmp/stderr"

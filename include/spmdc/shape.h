@@ -104,6 +104,14 @@ bool shape_equal(const Shape *a, const Shape *b);
 /* Appends the HLO spelling: "f32[8,16]{1,0}" (layout only if with_layout and
  * has_layout), "(f32[2], s32[])" for tuples. */
 void shape_print(StrBuf *b, const Shape *s, bool with_layout);
+/* Largest array (or tuple total) spmdc handles: 2^62 bytes, so that element
+ * counts, byte sizes and the cost model's products never overflow int64. */
+#define SPMDC_MAX_SHAPE_BYTES (INT64_C(1) << 62)
+/* True iff every leaf's element count and byte size, and the tuple's total
+ * byte size, are at most SPMDC_MAX_SHAPE_BYTES (computed without overflow).
+ * Callers check this before shape_elem_count/shape_byte_size on untrusted
+ * shapes (verify_module does, for every instruction). */
+bool shape_size_fits(const Shape *s);
 /* Number of array leaves of a (nested) tuple; 1 for arrays. */
 int32_t shape_leaf_count(const Shape *s);
 

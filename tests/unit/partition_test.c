@@ -700,6 +700,15 @@ static void test_reduce_nonidentity_init_gathers(void **state)
     assert_int_equal(c.rep.n_records, 1);
     assert_int_equal(c.rep.records[0].kind, COLL_ALL_GATHER);
     assert_int_equal(c.rep.records[0].bytes_per_device, 1536);
+    /* x is whole on every device because of the reduce's init, not because
+     * anything asked for it */
+    assert_int_equal(c.rep.n_warnings, 1);
+    assert_string_equal(c.rep.warnings[0].kind, "full-rematerialization");
+    assert_string_equal(c.rep.warnings[0].instruction, "r");
+    assert_int_equal(c.rep.warnings[0].line, 12);
+    assert_string_equal(c.rep.warnings[0].message,
+                        "x: f32[8,64] split [{}, {m}] is all-gathered to its full size on every device for r "
+                        "(reducing its split dim 1 is not partitioned yet for this reducer and init value)");
     compiled_free(&c);
 }
 
@@ -790,6 +799,10 @@ static void test_default_action_warns(void **state)
     assert_int_equal(c.rep.n_warnings, 1);
     assert_string_equal(c.rep.warnings[0].kind, "full-rematerialization");
     assert_string_equal(c.rep.warnings[0].instruction, "b");
+    assert_int_equal(c.rep.warnings[0].line, 5);
+    assert_string_equal(c.rep.warnings[0].message,
+                        "x: f32[8,16] split [{m}, {}] is all-gathered to its full size on every device for b "
+                        "(no partitioning rule for this bitcast-convert yet: it runs at full size on every device)");
     assert_int_equal(out_inst(&c, "b.full")->op, HLO_BITCAST_CONVERT);
     compiled_free(&c);
 }
@@ -834,6 +847,235 @@ static void test_while_replicated_body(void **state)
         assert_non_null(strstr(diag_text(c.diag), "loop: computation"));
     }
     compiled_free(&c);
+}
+
+/* ================================================================ rematerialization warnings */
+
+/* Lines 1-16; the case's body starts on line 17.  x: f32[16,8] = 512 B,
+ * split 4 ways on dim 0 (128 B a device); gathering it whole over the 4
+ * devices sends 3/4 * 512 = 384 B per device. */
+static const char REMAT_HEAD[] =
+    "HloModule remat\n"
+    "\n"
+    "%add (a: f32[], b: f32[]) -> f32[] {\n"
+    "  %a = f32[] parameter(0)\n"
+    "  %b = f32[] parameter(1)\n"
+    "  ROOT %s = f32[] add(%a, %b)\n"
+    "}\n"
+    "\n"
+    "%lt (a: f32[], b: f32[]) -> pred[] {\n"
+    "  %a = f32[] parameter(0)\n"
+    "  %b = f32[] parameter(1)\n"
+    "  ROOT %c = pred[] compare(%a, %b), direction=LT\n"
+    "}\n"
+    "\n"
+    "ENTRY %main {\n"
+    "  %x = f32[16,8] parameter(0), sharding={mesh[d=4], [{d}, {}]}\n";
+
+typedef struct RematCase {
+    const char *body;   /* lines 17... of the entry, without the closing brace */
+    int64_t bytes;      /* report total, per device */
+    const char *inst;   /* the warnings' instruction ... */
+    uint32_t line;      /* ... and its line */
+    const char *msg[2]; /* expected messages in order (NULL: fewer) */
+} RematCase;
+
+/* Compiles REMAT_HEAD + body, checks the numbers on every device, and
+ * asserts exactly the expected full-rematerialization warnings. */
+static void check_remat_case(const RematCase *rc)
+{
+    StrBuf b = {0};
+    sb_printf(&b, "%s%s}\n", REMAT_HEAD, rc->body);
+    Compiled c = compile_checked(sb_cstr(&b), NULL);
+    assert_int_equal(report_total_bytes(&c.rep), rc->bytes);
+    int32_t n = rc->msg[0] ? rc->msg[1] ? 2 : 1 : 0;
+    if (c.rep.n_warnings != n)
+        fail_msg("%d warnings, want %d, for:\n%s\nfirst: %s", (int)c.rep.n_warnings, (int)n, rc->body,
+                 c.rep.n_warnings ? c.rep.warnings[0].message : "-");
+    for (int32_t k = 0; k < n; k++) {
+        assert_string_equal(c.rep.warnings[k].kind, "full-rematerialization");
+        assert_string_equal(c.rep.warnings[k].instruction, rc->inst);
+        assert_int_equal(c.rep.warnings[k].line, rc->line);
+        assert_string_equal(c.rep.warnings[k].message, rc->msg[k]);
+    }
+    compiled_free(&c);
+    sb_free(&b);
+}
+
+#define X_WHOLE "x: f32[16,8] split [{d}, {}] is all-gathered to its full size on every device for "
+
+/* An op that cannot keep a split dim gathers its operand whole: warned for
+ * every such op, whatever the op's own result sharding is. */
+static void test_remat_warning_per_op(void **state)
+{
+    (void)state;
+    static const RematCase cases[] = {
+        /* slice on the split dim: x gathered (384 B), the result f32[12,8]
+         * sliced locally to [{d}, {}] (3 rows a device) */
+        {"  ROOT %s = f32[12,8] slice(%x), slice={[1:13], [0:8]}, sharding={mesh[d=4], [{d}, {}]}\n", 384, "s", 17,
+         {X_WHOLE "s (slicing its split dim 0 is not partitioned yet)", NULL}},
+        /* the same slice with its result replicated by default (propagation
+         * has no rule for slice): still forced by the slice */
+        {"  ROOT %s = f32[12,8] slice(%x), slice={[1:13], [0:8]}\n", 384, "s", 17,
+         {X_WHOLE "s (slicing its split dim 0 is not partitioned yet)", NULL}},
+        /* pad on the split dim: f32[20,8], 5 rows a device */
+        {"  %z = f32[] constant(0)\n"
+         "  ROOT %p = f32[20,8] pad(%x, %z), padding=2_2x0_0, sharding={mesh[d=4], [{d}, {}]}\n",
+         384, "p", 18, {X_WHOLE "p (padding its split dim 0 is not partitioned yet)", NULL}},
+        /* concatenate along the split dim: both operands gathered, 2 x 384 B */
+        {"  %y = f32[16,8] parameter(1), sharding={mesh[d=4], [{d}, {}]}\n"
+         "  ROOT %c = f32[32,8] concatenate(%x, %y), dimensions={0}, sharding={mesh[d=4], [{d}, {}]}\n",
+         768, "c", 18,
+         {X_WHOLE "c (concatenating along its split dim 0 is not partitioned yet)",
+          "y: f32[16,8] split [{d}, {}] is all-gathered to its full size on every device for c (concatenating "
+          "along its split dim 0 is not partitioned yet)"}},
+        /* reverse of the split dim */
+        {"  ROOT %r = f32[16,8] reverse(%x), dimensions={0}, sharding={mesh[d=4], [{d}, {}]}\n", 384, "r", 17,
+         {X_WHOLE "r (reversing its split dim 0 is not partitioned yet)", NULL}},
+        /* dynamic-slice of 8 rows at a runtime index: f32[8,8], 2 rows a device */
+        {"  %i = s32[] parameter(1)\n"
+         "  %z = s32[] constant(0)\n"
+         "  ROOT %r = f32[8,8] dynamic-slice(%x, %i, %z), dynamic_slice_sizes={8,8}, "
+         "sharding={mesh[d=4], [{d}, {}]}\n",
+         384, "r", 19, {X_WHOLE "r (dynamic-slicing its split dim 0 is not partitioned yet)", NULL}},
+        /* dynamic-update-slice of 4 rows: x gathered; u (replicated) is not */
+        {"  %u = f32[4,8] parameter(1)\n"
+         "  %i = s32[] parameter(2)\n"
+         "  %z = s32[] constant(0)\n"
+         "  ROOT %r = f32[16,8] dynamic-update-slice(%x, %u, %i, %z), sharding={mesh[d=4], [{d}, {}]}\n",
+         384, "r", 20, {X_WHOLE "r (updating a dynamic slice of its split dim 0 is not partitioned yet)", NULL}},
+        /* sort along the split dim */
+        {"  ROOT %r = f32[16,8] sort(%x), dimensions={0}, to_apply=%lt, sharding={mesh[d=4], [{d}, {}]}\n", 384,
+         "r", 17, {X_WHOLE "r (sorting along its split dim 0 is not partitioned yet)", NULL}},
+        /* reduce-window with a window of 2 rows: f32[8,8], 2 rows a device */
+        {"  %z = f32[] constant(0)\n"
+         "  ROOT %r = f32[8,8] reduce-window(%x, %z), window={size=2x1 stride=2x1}, to_apply=%add, "
+         "sharding={mesh[d=4], [{d}, {}]}\n",
+         384, "r", 18, {X_WHOLE "r (windowing its split dim 0 is not partitioned yet)", NULL}},
+        /* reshape [8,16] split on dim 1 -> [128]: a device's columns are not
+         * a contiguous piece of the result, so x2 (512 B) is gathered whole */
+        {"  %x2 = f32[8,16] parameter(1), sharding={mesh[d=4], [{}, {d}]}\n"
+         "  ROOT %r = f32[128] reshape(%x2)\n",
+         384, "r", 18,
+         {"x2: f32[8,16] split [{}, {d}] is all-gathered to its full size on every device for r (reshaping its "
+          "split dim 1 to f32[128] is not partitioned yet: the shards are not contiguous pieces of the result)",
+          NULL}},
+        /* pad on the unsplit dim 1, its result replicated only by default:
+         * gathering x (384 B) is cheaper than gathering the f32[16,40] pad
+         * (3/4 * 2,560 = 1,920 B), but nothing asked for a whole x */
+        {"  %z = f32[] constant(0)\n"
+         "  %p = f32[16,40] pad(%x, %z), padding=0_0x16_16\n"
+         "  ROOT %n = f32[16,40] negate(%p), sharding={mesh[d=4], [{d}, {}]}\n",
+         384, "p", 18,
+         {X_WHOLE "p (p is replicated only by default: it has no annotation and propagation gives it nothing; "
+                  "annotate it)",
+          NULL}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        check_remat_case(&cases[k]);
+}
+
+/* A gather that a sharding asked for is not a warning. */
+static void test_remat_intended_no_warning(void **state)
+{
+    (void)state;
+    static const RematCase cases[] = {
+        /* the result annotated replicated: computed on shards, all-gathered
+         * at the end (384 B), as asked */
+        {"  ROOT %n = f32[16,8] negate(%x), sharding={replicated}\n", 384, NULL, 0, {NULL, NULL}},
+        /* an explicit reshard to replicated (Sharding custom-call), then the
+         * slice runs on the whole value: the gather is the user's */
+        {"  %c = f32[16,8] custom-call(%x), custom_call_target=\"Sharding\", sharding={replicated}\n"
+         "  ROOT %s = f32[12,8] slice(%c), slice={[1:13], [0:8]}\n",
+         384, NULL, 0, {NULL, NULL}},
+        /* n is annotated replicated (computed split, 0 B, then gathered for
+         * the slice, 384 B): n's own sharding asks for it whole */
+        {"  %n = f32[16,8] negate(%x), sharding={replicated}\n"
+         "  ROOT %s = f32[12,8] slice(%n), slice={[1:13], [0:8]}, sharding={mesh[d=4], [{d}, {}]}\n",
+         384, NULL, 0, {NULL, NULL}},
+        /* slicing the unsplit dim only: no communication at all */
+        {"  ROOT %s = f32[16,4] slice(%x), slice={[0:16], [2:6]}, sharding={mesh[d=4], [{d}, {}]}\n", 0, NULL, 0,
+         {NULL, NULL}},
+        /* a sum over the split dim (identity init): a partial result, one
+         * all-reduce of f32[8] = 32 B (2 * 3/4 * 32 = 48 B), nothing gathered */
+        {"  %z = f32[] constant(0)\n"
+         "  ROOT %r = f32[8] reduce(%x, %z), dimensions={0}, to_apply=%add\n",
+         48, NULL, 0, {NULL, NULL}},
+        /* a one-to-one reshape keeps the split: [16,8] on dim 0 -> [128] */
+        {"  ROOT %r = f32[128] reshape(%x), sharding={mesh[d=4], [{d}]}\n", 0, NULL, 0, {NULL, NULL}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        check_remat_case(&cases[k]);
+}
+
+/* A tuple operand is gathered leaf by leaf: the warning names the leaf.
+ * The while has no rule; its operand's leaf 0 (x, 384 B to gather) is whole
+ * on every device, the result sliced back locally for r. */
+static void test_remat_warning_tuple_leaf(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "HloModule tup\n"
+        "\n"
+        "%cond (c: (f32[16,8], s32[])) -> pred[] {\n"
+        "  %c = (f32[16,8], s32[]) parameter(0)\n"
+        "  %i = s32[] get-tuple-element(%c), index=1\n"
+        "  %n = s32[] constant(3)\n"
+        "  ROOT %lt = pred[] compare(%i, %n), direction=LT\n"
+        "}\n"
+        "\n"
+        "%body (b: (f32[16,8], s32[])) -> (f32[16,8], s32[]) {\n"
+        "  %b = (f32[16,8], s32[]) parameter(0)\n"
+        "  %v = f32[16,8] get-tuple-element(%b), index=0\n"
+        "  %w = f32[16,8] add(%v, %v)\n"
+        "  %i = s32[] get-tuple-element(%b), index=1\n"
+        "  %one = s32[] constant(1)\n"
+        "  %j = s32[] add(%i, %one)\n"
+        "  ROOT %t = (f32[16,8], s32[]) tuple(%w, %j)\n"
+        "}\n"
+        "\n"
+        "ENTRY %main {\n"
+        "  %x = f32[16,8] parameter(0), sharding={mesh[d=4], [{d}, {}]}\n"
+        "  %z = s32[] constant(0)\n"
+        "  %init = (f32[16,8], s32[]) tuple(%x, %z)\n"
+        "  %loop = (f32[16,8], s32[]) while(%init), condition=%cond, body=%body\n"
+        "  ROOT %r = f32[16,8] get-tuple-element(%loop), index=0, sharding={mesh[d=4], [{d}, {}]}\n"
+        "}\n";
+    Compiled c = compile_checked(text, NULL);
+    assert_int_equal(report_total_bytes(&c.rep), 384);
+    assert_int_equal(c.rep.n_warnings, 1);
+    assert_string_equal(c.rep.warnings[0].instruction, "loop");
+    assert_int_equal(c.rep.warnings[0].line, 24);
+    assert_string_equal(c.rep.warnings[0].message,
+                        "leaf 0 of init: f32[16,8] split [{d}, {}] is all-gathered to its full size on every device "
+                        "for loop (no partitioning rule for this while yet: it runs at full size on every device)");
+    compiled_free(&c);
+}
+
+/* The example programs gather nothing whole: no warning on any of them, at
+ * the meshes of their golden cases. */
+static void test_remat_examples_silent(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file, *mesh;
+    } ex[] = {
+        {"mlp.hlo", "model=8"},          {"mlp.hlo", "model=2"},
+        {"mlp_small.hlo", "model=4"},    {"mlp_2d_small.hlo", NULL},
+        {"mlp_2d_small.hlo", "data=4,model=2"}, {"mlp_misaligned.hlo", "model=8"},
+        {"jax_mlp.hlo", NULL},           {"jax_mlp_sdy.hlo", NULL},
+        {"jax_attention.hlo", NULL},     {"jax_attention_sdy.hlo", NULL},
+        {"named_quoted_small.hlo", NULL}, {"positional_small.hlo", NULL},
+        {"positional_1d_small.hlo", NULL},
+    };
+    for (size_t k = 0; k < sizeof ex / sizeof ex[0]; k++) {
+        char *text = read_example(ex[k].file);
+        Compiled c = compile_ok(text, ex[k].mesh);
+        if (c.rep.n_warnings != 0)
+            fail_msg("%s: %s", ex[k].file, c.rep.warnings[0].message);
+        compiled_free(&c);
+        free(text);
+    }
 }
 
 /* ================================================================ scale */
@@ -1235,6 +1477,10 @@ int main(void)
         cmocka_unit_test(test_dot_batch_dims),
         cmocka_unit_test(test_default_action_warns),
         cmocka_unit_test(test_while_replicated_body),
+        cmocka_unit_test(test_remat_warning_per_op),
+        cmocka_unit_test(test_remat_intended_no_warning),
+        cmocka_unit_test(test_remat_warning_tuple_leaf),
+        cmocka_unit_test(test_remat_examples_silent),
         cmocka_unit_test(test_deep_chain),
         cmocka_unit_test(test_random_programs),
     };

@@ -1129,6 +1129,13 @@ static void test_full_remat_warning(void **state)
     assert_int_equal(run.rep.n_warnings, 1);
     assert_string_equal(run.rep.warnings[0].kind, "full-rematerialization");
     assert_string_equal(run.rep.warnings[0].instruction, "s");
+    /* the plan all-reduces y:(1)2, gathers x (the whole array on every
+     * device) and slices y:(1)2 in: the target is split, the warning names
+     * the planner's detour (the hand-built module has no source lines) */
+    assert_int_equal(run.rep.warnings[0].line, 0);
+    assert_string_equal(run.rep.warnings[0].message,
+                        "r: s32[8,8] split [{x}, {}] partial(sum) over {y:(1)2} is all-gathered to its full size on "
+                        "every device for s (its reshard to [{y:(1)2}, {}] goes through the whole array)");
     run_free(&run);
     hlo_module_free(in);
 }

@@ -1,0 +1,867 @@
+/* parse_attrs.c - lowering of attribute values and constants (part of parse.c's
+ * AST -> IR lowering; shared state in parse_internal.h).
+ *
+ * parse_lower_attrs sorts an instruction's attributes three ways: the typed
+ * ones of the table ATTR_SPECS are checked and stored in HloAttrs by one
+ * at_* function each (integer lists, computation references, enums, slice,
+ * padding, window, dim_labels, replica groups in both the list and the iota
+ * form, source-target pairs); `sharding=` goes to parse_sharding.c; anything
+ * else (metadata, frontend_attributes, backend_config, unknown names) is kept
+ * verbatim as RawAttr.  A name given twice is an error.
+ * parse_lower_literal turns `constant(...)` text into a Literal: it checks
+ * the nesting and every value against the shape before it allocates, so a
+ * short text that claims a huge shape costs nothing.
+ * Everything the IR keeps goes to the module arena; temporaries to lw->tmp.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse_internal.h"
+
+/* ================================================================ value helpers */
+
+/* `{1,2,3}` -> IntList in the module arena.  NULL v is the empty list. */
+static bool intlist_of(Lower *lw, const AstVal *attr, const AstVal *v, IntList *out)
+{
+    if (!is_group(v, AV_BRACE)) return parse_want(lw, attr, v, "a list of integers like {0,1}");
+    int32_t n = ast_count(v->child);
+    int64_t *vals = n ? ARENA_ARRAY(lw->m->arena, int64_t, n) : NULL;
+    int32_t k = 0;
+    for (const AstVal *e = v->child; e; e = e->next) {
+        const AstVal *x = elem_single(e);
+        if (!x || x->kind != AV_INT || x->t.is_u64)
+            return parse_want(lw, attr, x ? x : e, "a list of integers like {0,1}");
+        vals[k++] = x->t.i;
+    }
+    out->n = n;
+    out->v = vals;
+    return true;
+}
+
+static bool bool_of(Lower *lw, const AstVal *attr, const AstVal *v, bool *out)
+{
+    *out = false;
+    if (is_word(v, "true")) *out = true;
+    else if (is_word(v, "false")) *out = false;
+    else return parse_want(lw, attr, v, "true or false");
+    return true;
+}
+
+/* Splits "3x3" / "1_2x-1_0" style text into numbers; false on overflow or
+ * malformed text.  Returns the count in *n (at most max). */
+static bool split_nums(const char *s, uint32_t len, char sep, int64_t *out, int max, int *n)
+{
+    int k = 0;
+    uint32_t i = 0;
+    while (i <= len) {
+        bool neg = i < len && s[i] == '-';
+        if (neg) i++;
+        uint64_t v = 0;
+        uint32_t start = i;
+        for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+            uint64_t d = (uint64_t)(s[i] - '0');
+            if (v > ((uint64_t)INT64_MAX - d) / 10) return false;
+            v = v * 10 + d;
+        }
+        if (i == start || k >= max) return false;
+        out[k++] = neg ? -(int64_t)v : (int64_t)v;
+        if (i == len) break;
+        if (s[i] != sep) return false;
+        i++;
+    }
+    *n = k;
+    return true;
+}
+
+/* ================================================================ literals */
+
+typedef struct LitFill {
+    ElemType type;
+    const Shape *shape;
+    int64_t n, cap, k; /* expected, allocated, written */
+    int64_t *i;
+    double *f;
+} LitFill;
+
+static bool lit_float(Lower *lw, const AstVal *v, double *out)
+{
+    *out = 0;
+    char buf[80];
+    switch ((AstValKind)v->kind) {
+    case AV_INT:
+    case AV_DECIMAL:
+        if (v->t.n >= sizeof buf) return parse_err(lw, &v->loc, "number %.*s is too long", TOKF(v->t));
+        memcpy(buf, v->t.s, v->t.n);
+        buf[v->t.n] = 0;
+        *out = strtod(buf, NULL);
+        return true;
+    case AV_NAN: *out = v->t.s[0] == '-' ? -NAN : NAN; return true;
+    case AV_NEGINF: *out = -INFINITY; return true;
+    case AV_WORD:
+        if (ast_tok_eq(v->t, "inf")) {
+            *out = INFINITY;
+            return true;
+        }
+        break;
+    default: break;
+    }
+    return parse_err(lw, &v->loc, "expected a number, found %s", describe(lw, v));
+}
+
+static bool lit_int(Lower *lw, const AstVal *v, ElemType t, int64_t *out)
+{
+    *out = 0;
+    if (t == ET_PRED && (is_word(v, "true") || is_word(v, "false"))) {
+        *out = is_word(v, "true");
+        return true;
+    }
+    if (v->kind != AV_INT)
+        return parse_err(lw, &v->loc, "expected %s for a %s constant, found %s",
+                         t == ET_PRED ? "true, false, 0 or 1" : "an integer", elem_type_name(t), describe(lw, v));
+    int bits = elem_type_bits(t);
+    int64_t x = v->t.i;
+    bool fits;
+    if (t == ET_PRED) fits = !v->t.is_u64 && (x == 0 || x == 1);
+    else if (elem_type_is_unsigned_int(t))
+        fits = (x >= 0 || v->t.is_u64) && (bits == 64 || (x >= 0 && x < ((int64_t)1 << bits)));
+    else fits = !v->t.is_u64 && (bits == 64 || (x >= -((int64_t)1 << (bits - 1)) && x < ((int64_t)1 << (bits - 1))));
+    if (!fits) return parse_err(lw, &v->loc, "%.*s does not fit in %s", TOKF(v->t), elem_type_name(t));
+    *out = x;
+    return true;
+}
+
+static bool lit_scalar(Lower *lw, LitFill *lf, const AstVal *v)
+{
+    int64_t k = lf->k++;
+    bool store = k < lf->cap;
+    if (elem_type_is_complex(lf->type)) {
+        if (!is_group(v, AV_PAREN) || ast_count(v->child) != 2)
+            return parse_err(lw, &v->loc, "expected a complex value like (1, 2), found %s", describe(lw, v));
+        double re, im;
+        if (!lit_float(lw, elem_single(v->child) ? elem_single(v->child) : v->child, &re)) return false;
+        if (!lit_float(lw, elem_single(v->child->next) ? elem_single(v->child->next) : v->child->next, &im))
+            return false;
+        if (store) {
+            lf->f[2 * k] = re;
+            lf->f[2 * k + 1] = im;
+        }
+        return true;
+    }
+    if (elem_type_is_float(lf->type)) {
+        double d;
+        if (!lit_float(lw, v, &d)) return false;
+        if (store) lf->f[k] = d;
+        return true;
+    }
+    int64_t x;
+    if (!lit_int(lw, v, lf->type, &x)) return false;
+    if (store) lf->i[k] = x;
+    return true;
+}
+
+/* Walks `{...}` nested (rank - level) deep; innermost groups hold dims[rank-1]. */
+static bool lit_nested(Lower *lw, LitFill *lf, const AstVal *v, int32_t level)
+{
+    const Shape *s = lf->shape;
+    if (level == s->rank) return lit_scalar(lw, lf, v);
+    if (!is_group(v, AV_BRACE))
+        return parse_err(lw, &v->loc, "expected '{' (a %s constant nests %d level%s of braces), found %s",
+                         parse_shape_str(lw, s), s->rank, s->rank == 1 ? "" : "s", describe(lw, v));
+    int32_t n = ast_count(v->child);
+    if (n != s->dims[level])
+        return parse_err(lw, &v->loc, "this group of a %s constant has %d value%s, expected %lld",
+                         parse_shape_str(lw, s), n, n == 1 ? "" : "s", (long long)s->dims[level]);
+    for (const AstVal *e = v->child; e; e = e->next) {
+        const AstVal *x = elem_single(e);
+        if (!x) return parse_err(lw, &e->loc, "expected one value, found %s", describe(lw, e));
+        if (!lit_nested(lw, lf, x, level + 1)) return false;
+    }
+    return true;
+}
+
+static bool lower_tuple_literal(Lower *lw, const Shape *s, const AstVal *v, Literal *out)
+{
+    if (!is_group(v, AV_PAREN) || ast_count(v->child) != s->n_elems)
+        return parse_err(lw, &v->loc, "a %s constant needs a tuple of %d literals like (1, {2,3}), found %s",
+                         parse_shape_str(lw, s), s->n_elems, describe(lw, v));
+    out->n_elems = s->n_elems;
+    out->elems = ARENA_ARRAY(lw->m->arena, Literal, s->n_elems ? s->n_elems : 1);
+    int32_t k = 0;
+    for (const AstVal *e = v->child; e; e = e->next, k++) {
+        const AstVal *x = elem_single(e);
+        if (!x) return parse_err(lw, &e->loc, "expected one literal, found %s", describe(lw, e));
+        if (!parse_lower_literal(lw, &s->elems[k], x, &out->elems[k])) return false;
+    }
+    return true;
+}
+
+bool parse_lower_literal(Lower *lw, const Shape *s, const AstVal *v, Literal *out)
+{
+    memset(out, 0, sizeof *out);
+    if (s->type == ET_TUPLE) return lower_tuple_literal(lw, s, v, out);
+    if (elem_type_bits(s->type) == 0)
+        return parse_err(lw, &v->loc, "constants of type %s are not supported", elem_type_name(s->type));
+    int64_t n = 1;
+    for (int32_t d = 0; d < s->rank && n >= 0; d++) n = mul_capped(n, s->dims[d], INT64_MAX / 4);
+    if (n < 0) return parse_err(lw, &v->loc, "constant of shape %s has too many elements", parse_shape_str(lw, s));
+    out->n = n;
+    const AstVal *inner = is_group(v, AV_BRACE) ? elem_single(v->child) : NULL;
+    if (s->rank > 0 && inner && inner->kind == AV_PUNCT && inner->punct == AP_ELLIPSIS && !v->child->next) {
+        out->elided = true; /* `{...}`: values unspecified, none stored */
+        return true;
+    }
+    /* Pass 1 checks the structure and every value without storing (so a
+     * short text claiming a huge shape allocates nothing); pass 2 stores. */
+    LitFill lf = {s->type, s, n, 0, 0, NULL, NULL};
+    if (!lit_nested(lw, &lf, v, 0)) return false;
+    SPMDC_ASSERT(lf.k == n);
+    lf.cap = n;
+    lf.k = 0;
+    if (elem_type_is_float(s->type) || elem_type_is_complex(s->type))
+        lf.f = ARENA_ARRAY(lw->m->arena, double, (n ? n : 1) * (elem_type_is_complex(s->type) ? 2 : 1));
+    else
+        lf.i = ARENA_ARRAY(lw->m->arena, int64_t, n ? n : 1);
+    lit_nested(lw, &lf, v, 0);
+    out->i = lf.i;
+    out->f = lf.f;
+    return true;
+}
+
+/* ================================================================ iota device lists */
+
+/* Checks `[dims] T(perm)` of an iota form; fills perm (identity without T). */
+bool parse_iota_source(Lower *lw, const AstVal *dims_v, const AstVal *perm_v, bool need_t, int64_t *dims,
+                              int32_t *nd, int32_t *perm, int64_t *total, int32_t max_dims)
+{
+    int32_t n = 0;
+    int64_t prod = 1;
+    for (const AstVal *e = dims_v->child; e; e = e->next) {
+        const AstVal *x = elem_single(e);
+        if (n == max_dims) return parse_err(lw, &e->loc, "iota source has more than %d dimensions", max_dims);
+        if (!parse_int_of(lw, x ? x : e, "iota source dimension", &dims[n])) return false;
+        if (dims[n] < 1) return parse_err(lw, &x->loc, "iota source dimensions must be at least 1");
+        prod = mul_capped(prod, dims[n++], SPMDC_MAX_DEVICES);
+        if (prod < 0) return parse_err(lw, &dims_v->loc, "iota source has more than %d devices", SPMDC_MAX_DEVICES);
+    }
+    if (n == 0) return parse_err(lw, &dims_v->loc, "iota source '[...]' is empty");
+    for (int32_t i = 0; i < n; i++) perm[i] = i;
+    if (!perm_v) {
+        if (need_t && n > 1)
+            return parse_err(lw, &dims_v->loc, "an iota source with %d dimensions needs a transpose: write T(...) "
+                                               "after '[...]', e.g. T(1,0)", n);
+        *nd = n;
+        *total = prod;
+        return true;
+    }
+    if (ast_count(perm_v->child) != n)
+        return parse_err(lw, &perm_v->loc, "T(...) must list %d dimension%s, one per iota source dimension", n,
+                         n == 1 ? "" : "s");
+    uint32_t seen = 0;
+    int32_t k = 0;
+    for (const AstVal *e = perm_v->child; e; e = e->next, k++) {
+        const AstVal *x = elem_single(e);
+        int64_t p;
+        if (!parse_int_of(lw, x ? x : e, "T(...)", &p)) return false;
+        if (p < 0 || p >= n || (seen >> p & 1))
+            return parse_err(lw, &x->loc, "T(...) must be a permutation of 0..%d", n - 1);
+        seen |= 1u << p;
+        perm[k] = (int32_t)p;
+    }
+    *nd = n;
+    *total = prod;
+    return true;
+}
+
+/* Device ids of reshape(transpose(iota(dims), perm)) in row-major order. */
+static void iota_expand(const int64_t *dims, int32_t nd, const int32_t *perm, int64_t total, int64_t *out)
+{
+    int64_t te[SPMDC_MAX_TILE_DIMS], stride[SPMDC_MAX_TILE_DIMS];
+    for (int32_t i = 0; i < nd; i++) te[i] = dims[perm[i]];
+    int64_t s = 1;
+    for (int32_t i = nd - 1; i >= 0; i--) {
+        stride[i] = s;
+        s *= dims[i];
+    }
+    for (int64_t l = 0; l < total; l++) {
+        int64_t rem = l, dev = 0;
+        for (int32_t i = nd - 1; i >= 0; i--) {
+            int64_t c = rem % te[i];
+            rem /= te[i];
+            dev += c * stride[perm[i]];
+        }
+        out[l] = dev;
+    }
+}
+
+/* ================================================================ typed attributes */
+
+typedef struct AttrSpec AttrSpec;
+typedef bool (*AttrFn)(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec);
+struct AttrSpec {
+    const char *name;
+    AttrFn fn;
+    size_t off;       /* HloAttrs field (or a small selector) */
+    bool whole_value; /* fn gets the value's first prim with its juxtaposed followers */
+};
+
+static bool at_intlist(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
+{
+    IntList l;
+    if (!intlist_of(lw, attr, v, &l)) return false;
+    memcpy((char *)a + spec->off, &l, sizeof l);
+    return true;
+}
+
+static bool at_int(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
+{
+    if (!v || v->kind != AV_INT || v->t.is_u64) return parse_want(lw, attr, v, "an integer");
+    if (v->t.i < 0) return parse_want(lw, attr, v, "a non-negative integer");
+    memcpy((char *)a + spec->off, &v->t.i, sizeof(int64_t));
+    return true;
+}
+
+static bool at_bool(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
+{
+    bool b;
+    if (!bool_of(lw, attr, v, &b)) return false;
+    memcpy((char *)a + spec->off, &b, sizeof b);
+    return true;
+}
+
+static bool at_string(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
+{
+    if (!v || v->kind != AV_STRING) return parse_want(lw, attr, v, "a string");
+    const char *s = ast_tok_str(lw->m->arena, v->t);
+    memcpy((char *)a + spec->off, &s, sizeof s);
+    return true;
+}
+
+/* A computation reference: must name a computation defined earlier. */
+static bool comp_ref(Lower *lw, const AstVal *attr, const AstVal *v, int32_t *out)
+{
+    *out = -1;
+    if (!v || (v->kind != AV_NAME && v->kind != AV_WORD)) return parse_want(lw, attr, v, "a computation name");
+    NameEnt *e = name_find(lw->comp_names, v->t.s, v->t.n);
+    if (!e) { /* maybe defined later: reported at the end of the module */
+        Pending *p = ARENA_NEW(lw->keep, Pending);
+        *p = (Pending){v->t, v->loc, lw->pending_comps};
+        lw->pending_comps = p;
+        return true;
+    }
+    if (e->idx >= lw->cur_comp) {
+        parse_err(lw, &v->loc, "computation '%.*s' calls itself", TOKF(v->t));
+        return false;
+    }
+    *out = e->idx;
+    return true;
+}
+
+static bool at_comp(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
+{
+    int32_t c;
+    if (!comp_ref(lw, attr, v, &c)) return false;
+    memcpy((char *)a + spec->off, &c, sizeof c);
+    return true;
+}
+
+static bool at_complist(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
+{
+    if (spec->off == offsetof(HloAttrs, branches) && a->branches_by_pred)
+        return parse_err(lw, &attr->loc,
+                         "branch_computations= cannot be combined with true_computation=/false_computation=");
+    if (!is_group(v, AV_BRACE)) return parse_want(lw, attr, v, "a list of computations like {%a, %b}");
+    IntList l = {ast_count(v->child), NULL};
+    l.v = ARENA_ARRAY(lw->m->arena, int64_t, l.n ? l.n : 1);
+    int32_t k = 0;
+    for (const AstVal *e = v->child; e; e = e->next) {
+        int32_t c;
+        if (!comp_ref(lw, attr, elem_single(e) ? elem_single(e) : e, &c)) return false;
+        l.v[k++] = c;
+    }
+    memcpy((char *)a + spec->off, &l, sizeof l);
+    return true;
+}
+
+/* true_computation= / false_computation=: branches[0] / branches[1]. */
+static bool at_branch(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
+{
+    int32_t c;
+    if (!comp_ref(lw, attr, v, &c)) return false;
+    if (a->branches.n && !a->branches_by_pred)
+        return parse_err(lw, &attr->loc, "%.*s= cannot be combined with branch_computations=", TOKF(attr->t));
+    if (a->branches.n < 2) {
+        int64_t *b = ARENA_ARRAY(lw->m->arena, int64_t, 2);
+        b[0] = b[1] = -1;
+        a->branches.v = b;
+        a->branches.n = 2;
+    }
+    a->branches.v[spec->off] = c;
+    a->branches_by_pred = true;
+    return true;
+}
+
+static bool at_enum(Lower *lw, const AstVal *attr, const AstVal *v, const char *const *names, int32_t *out)
+{
+    *out = 0;
+    for (int32_t i = 0; names[i]; i++)
+        if (is_word(v, names[i])) {
+            *out = i;
+            return true;
+        }
+    StrBuf b = {0};
+    sb_puts(&b, "one of");
+    for (int32_t i = 0; names[i]; i++) sb_printf(&b, "%s %s", i ? "," : "", names[i]);
+    bool r = parse_want(lw, attr, v, arena_strdup(lw->tmp, sb_cstr(&b)));
+    sb_free(&b);
+    return r;
+}
+
+static const char *const DIRECTIONS[] = {"EQ", "NE", "LT", "LE", "GT", "GE", NULL};
+static const char *const COMPARE_TYPES[] = {"FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED", "PARTIALORDER", NULL};
+static const char *const DISTRIBUTIONS[] = {"rng_uniform", "rng_normal", NULL};
+
+static bool at_direction(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
+{
+    (void)spec;
+    int32_t k;
+    if (!at_enum(lw, attr, v, DIRECTIONS, &k)) return false;
+    a->direction = (CompareDir)k;
+    return true;
+}
+
+static bool at_compare_type(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
+{
+    (void)spec;
+    int32_t k;
+    if (!at_enum(lw, attr, v, COMPARE_TYPES, &k)) return false;
+    a->compare_type = COMPARE_TYPES[k];
+    return true;
+}
+
+static bool at_distribution(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
+{
+    (void)spec;
+    int32_t k;
+    if (!at_enum(lw, attr, v, DISTRIBUTIONS, &k)) return false;
+    a->rng_distribution = DISTRIBUTIONS[k];
+    return true;
+}
+
+/* slice={[start:limit(:stride)], ...} */
+static bool at_slice(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
+{
+    (void)spec;
+    static const char what[] = "slice ranges like {[0:4], [2:8:2]}";
+    if (!is_group(v, AV_BRACE)) return parse_want(lw, attr, v, what);
+    int32_t n = ast_count(v->child);
+    int64_t *st = ARENA_ARRAY(lw->m->arena, int64_t, 3 * (n ? n : 1));
+    int32_t k = 0;
+    for (const AstVal *e = v->child; e; e = e->next, k++) {
+        const AstVal *r = elem_single(e);
+        const AstVal *x = is_group(r, AV_BRACKET) && r->child && !r->child->next ? r->child->child : NULL;
+        int64_t num[3] = {0, 0, 1};
+        int32_t got = 0;
+        for (; x && got < 3; got++) {
+            if (x->kind != AV_INT || x->t.is_u64) break;
+            num[got] = x->t.i;
+            x = x->next;
+            if (!x) {
+                got++;
+                break;
+            }
+            if (x->kind != AV_PUNCT || x->punct != AP_COLON) break;
+            x = x->next;
+        }
+        if (got < 2 || x) return parse_want(lw, attr, r ? r : e, what);
+        st[k] = num[0];
+        st[n + k] = num[1];
+        st[2 * n + k] = num[2];
+    }
+    a->slice_start = (IntList){n, st};
+    a->slice_limit = (IntList){n, st + n};
+    a->slice_stride = (IntList){n, st + 2 * n};
+    return true;
+}
+
+/* padding=lo_hi_interior x ... */
+static bool at_padding(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
+{
+    (void)spec;
+    static const char what[] = "a padding config like 0_0x1_2 (low_high[_interior] per dimension)";
+    if (!v || v->kind != AV_PAD) return parse_want(lw, attr, v, what);
+    int64_t dims[SPMDC_MAX_RANK * 3];
+    int32_t r = 0;
+    const char *s = v->t.s, *e = s + v->t.n;
+    int64_t *lo = ARENA_ARRAY(lw->m->arena, int64_t, 3 * SPMDC_MAX_RANK);
+    while (s < e) {
+        const char *x = memchr(s, 'x', (size_t)(e - s));
+        if (!x) x = e;
+        int n;
+        if (r == SPMDC_MAX_RANK || !split_nums(s, (uint32_t)(x - s), '_', dims, 3, &n) || n < 2 ||
+            (n == 3 && dims[2] < 0))
+            return parse_want(lw, attr, v, what);
+        lo[r] = dims[0];
+        lo[SPMDC_MAX_RANK + r] = dims[1];
+        lo[2 * SPMDC_MAX_RANK + r] = n == 3 ? dims[2] : 0;
+        r++;
+        s = x + 1;
+    }
+    a->pad_lo = (IntList){r, lo};
+    a->pad_hi = (IntList){r, lo + SPMDC_MAX_RANK};
+    a->pad_interior = (IntList){r, lo + 2 * SPMDC_MAX_RANK};
+    return true;
+}
+
+/* One window sub-attribute value: INT or DXD (pad: PAD) -> per-dim numbers. */
+static bool window_values(Lower *lw, const AstVal *sub, int64_t *vals, int *n, int64_t *pad_hi)
+{
+    const AstVal *v = sub->child;
+    bool is_pad = ast_tok_eq(sub->t, "pad");
+    if (is_pad && v && v->kind == AV_PAD) {
+        const char *s = v->t.s, *e = s + v->t.n;
+        int r = 0;
+        while (s < e) {
+            const char *x = memchr(s, 'x', (size_t)(e - s));
+            if (!x) x = e;
+            int64_t two[3];
+            int k;
+            if (r == SPMDC_MAX_RANK || !split_nums(s, (uint32_t)(x - s), '_', two, 2, &k) || k != 2) break;
+            vals[r] = two[0];
+            pad_hi[r++] = two[1];
+            s = x + 1;
+        }
+        if (s >= e) {
+            *n = r;
+            return true;
+        }
+    } else if (!is_pad && v && (v->kind == AV_INT || v->kind == AV_DXD) &&
+               split_nums(v->t.s, v->t.n, 'x', vals, SPMDC_MAX_RANK, n)) {
+        return true;
+    }
+    return parse_err(lw, v ? &v->loc : &sub->loc, "window %.*s= expects %s, found %s", TOKF(sub->t),
+                     is_pad ? "low_high per dimension like 1_1x0_0" : "one number per dimension like 3x3",
+                     describe(lw, v));
+}
+
+static bool at_window(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
+{
+    (void)spec;
+    static const char *const subs[] = {"size", "stride", "pad", "lhs_dilate", "rhs_dilate", "rhs_reversal", NULL};
+    if (!is_group(v, AV_BRACE) || (v->child && v->child->next))
+        return parse_want(lw, attr, v, "a window like {size=3x3 stride=2x2 pad=1_1x1_1}");
+    int64_t vals[6][SPMDC_MAX_RANK], pad_hi[SPMDC_MAX_RANK];
+    int n[6] = {0};
+    bool given[6] = {false};
+    int rank = -1;
+    for (const AstVal *sub = v->child ? v->child->child : NULL; sub; sub = sub->next) {
+        int k = -1;
+        for (int i = 0; sub->kind == AV_ATTR && subs[i]; i++)
+            if (ast_tok_eq(sub->t, subs[i])) k = i;
+        if (k < 0)
+            return parse_err(lw, &sub->loc, "unknown window field %s (expected size=, stride=, pad=, lhs_dilate=, "
+                                            "rhs_dilate= or rhs_reversal=)", describe(lw, sub));
+        if (given[k]) return parse_err(lw, &sub->loc, "window field '%s=' given twice", subs[k]);
+        given[k] = true;
+        if (!window_values(lw, sub, vals[k], &n[k], pad_hi)) return false;
+        if (rank >= 0 && n[k] != rank)
+            return parse_err(lw, &sub->loc, "window field '%s=' has %d dimension%s, but earlier fields have %d",
+                             subs[k], n[k], n[k] == 1 ? "" : "s", rank);
+        rank = n[k];
+    }
+    if (rank > 0 && !given[0]) return parse_err(lw, &v->loc, "window has no size=");
+    Window *w = ARENA_NEW(lw->m->arena, Window);
+    w->rank = rank < 0 ? 0 : rank;
+    for (int d = 0; d < w->rank; d++) {
+        WindowDim *wd = &w->dims[d];
+        wd->size = vals[0][d];
+        wd->stride = given[1] ? vals[1][d] : 1;
+        wd->pad_lo = given[2] ? vals[2][d] : 0;
+        wd->pad_hi = given[2] ? pad_hi[d] : 0;
+        wd->lhs_dilate = given[3] ? vals[3][d] : 1;
+        wd->rhs_dilate = given[4] ? vals[4][d] : 1;
+        wd->reversal = given[5] && vals[5][d] != 0;
+        if (wd->size < 1 || wd->stride < 1 || wd->lhs_dilate < 1 || wd->rhs_dilate < 1 ||
+            (given[5] && vals[5][d] != 0 && vals[5][d] != 1))
+            return parse_err(lw, &v->loc, "window dimension %d: size, stride and dilations must be at least 1 and "
+                                          "rhs_reversal 0 or 1", d);
+    }
+    a->window = w;
+    return true;
+}
+
+/* One part of dim_labels: letters give batch/feature (or in/out) positions,
+ * digits give spatial positions. */
+static bool dim_label_part(const char *s, int32_t n, char c0, char c1, int64_t *p0, int64_t *p1, int64_t *sp,
+                           int32_t *n_spatial)
+{
+    int32_t ns = 0;
+    uint32_t seen = 0;
+    *p0 = *p1 = -1;
+    for (int32_t i = 0; i < n; i++) {
+        if (s[i] == c0 && *p0 < 0) *p0 = i;
+        else if (s[i] == c1 && *p1 < 0) *p1 = i;
+        else if (s[i] >= '0' && s[i] <= '9' && s[i] - '0' < SPMDC_MAX_RANK && !(seen >> (s[i] - '0') & 1)) {
+            seen |= 1u << (s[i] - '0');
+            sp[s[i] - '0'] = i;
+            ns++;
+        } else if (s[i] != '?') {
+            return false;
+        }
+    }
+    *n_spatial = ns;
+    return *p0 >= 0 && *p1 >= 0 && seen == (1u << ns) - 1;
+}
+
+static bool at_dim_labels(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
+{
+    (void)spec;
+    if (!v || v->kind != AV_DIMLABELS) return parse_want(lw, attr, v, "convolution dim labels like b01f_01io->b01f");
+    /* The scanner guarantees the form <lhs>_<rhs>-><out>. */
+    const char *s = v->t.s, *e = s + v->t.n;
+    const char *us = memchr(s, '_', v->t.n);
+    const char *ar = us;
+    while (ar + 1 < e && !(ar[0] == '-' && ar[1] == '>')) ar++;
+    ConvDims *cd = ARENA_NEW(lw->m->arena, ConvDims);
+    int32_t n1, n2, n3;
+    if (!dim_label_part(s, (int32_t)(us - s), 'b', 'f', &cd->in_batch, &cd->in_feature, cd->in_spatial, &n1) ||
+        !dim_label_part(us + 1, (int32_t)(ar - us - 1), 'i', 'o', &cd->k_in, &cd->k_out, cd->k_spatial, &n2) ||
+        !dim_label_part(ar + 2, (int32_t)(e - ar - 2), 'b', 'f', &cd->out_batch, &cd->out_feature, cd->out_spatial,
+                        &n3) ||
+        n1 != n2 || n2 != n3)
+        return parse_err(lw, &v->loc, "malformed dim_labels %.*s: each part needs one b/f (i/o for the kernel) and "
+                                      "the same spatial digits 0..n-1", TOKF(v->t));
+    cd->n_spatial = n1;
+    a->conv = cd;
+    a->dim_labels = ast_tok_str(lw->m->arena, v->t);
+    return true;
+}
+
+/* replica_groups={{0,1},{2,3}} or [G,S]<=[dims]T(perm) (v is the whole value). */
+static bool at_replica_groups(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
+{
+    (void)spec;
+    ReplicaGroups *rg = &a->replica_groups;
+    if (is_group(v, AV_BRACE) && !v->next) {
+        int64_t n = ast_count(v->child), k = 0;
+        for (const AstVal *e = v->child; e; e = e->next) {
+            IntList l;
+            if (!intlist_of(lw, attr, elem_single(e) ? elem_single(e) : e, &l)) return false;
+            if (l.n == 0) return parse_err(lw, &e->loc, "empty replica group");
+            if (e == v->child) {
+                rg->group_size = l.n;
+                rg->ids = ARENA_ARRAY(lw->m->arena, int64_t, n * l.n);
+            } else if (l.n != rg->group_size) {
+                return parse_err(lw, &e->loc, "replica groups must all have the same size: this one has %d ids, the "
+                                              "first has %lld", l.n, (long long)rg->group_size);
+            }
+            memcpy(rg->ids + k, l.v, sizeof(int64_t) * (size_t)l.n);
+            k += l.n;
+        }
+        rg->n_groups = n;
+        return true;
+    }
+    const AstVal *gs = v, *le = gs ? gs->next : NULL, *src = le ? le->next : NULL, *t = src ? src->next : NULL;
+    if (!is_group(gs, AV_BRACKET) || !le || le->kind != AV_PUNCT || le->punct != AP_LE ||
+        !is_group(src, AV_BRACKET) || (t && (!is_group(t, AV_TPAREN) || t->next)))
+        return parse_want(lw, attr, v, "groups like {{0,1},{2,3}} or [2,2]<=[4]");
+    int64_t g[2], dims[SPMDC_MAX_TILE_DIMS], total = 0;
+    int32_t nd = 0, perm[SPMDC_MAX_TILE_DIMS];
+    if (ast_count(gs->child) != 2 || !elem_single(gs->child) || !elem_single(gs->child->next))
+        return parse_want(lw, attr, gs, "[groups,group_size] before '<='");
+    if (!parse_int_of(lw, elem_single(gs->child), "replica_groups", &g[0]) ||
+        !parse_int_of(lw, elem_single(gs->child->next), "replica_groups", &g[1]))
+        return false;
+    if (!parse_iota_source(lw, src, t, false, dims, &nd, perm, &total, SPMDC_MAX_TILE_DIMS)) return false;
+    if (g[0] < 1 || g[1] < 1 || mul_capped(g[0], g[1], SPMDC_MAX_DEVICES) != total)
+        return parse_err(lw, &gs->loc,
+                         "replica_groups [%lld,%lld] must hold exactly the %lld devices of its iota source",
+                         (long long)g[0], (long long)g[1], (long long)total);
+    rg->n_groups = g[0];
+    rg->group_size = g[1];
+    rg->ids = ARENA_ARRAY(lw->m->arena, int64_t, total);
+    iota_expand(dims, nd, perm, total, rg->ids);
+    return true;
+}
+
+static bool at_pairs(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
+{
+    (void)spec;
+    static const char what[] = "pairs like {{0,1},{1,0}}";
+    if (!is_group(v, AV_BRACE)) return parse_want(lw, attr, v, what);
+    int32_t n = ast_count(v->child), k = 0;
+    int64_t *p = ARENA_ARRAY(lw->m->arena, int64_t, 2 * (n ? n : 1));
+    for (const AstVal *e = v->child; e; e = e->next, k++) {
+        IntList l;
+        const AstVal *x = elem_single(e);
+        if (!x) return parse_want(lw, attr, e, what);
+        if (!intlist_of(lw, attr, x, &l)) return false;
+        if (l.n != 2) return parse_err(lw, &x->loc, "a source_target pair needs exactly 2 ids, found %d", l.n);
+        p[2 * k] = l.v[0];
+        p[2 * k + 1] = l.v[1];
+    }
+    a->n_pairs = n;
+    a->pairs = p;
+    return true;
+}
+
+#define F(field) offsetof(HloAttrs, field)
+static const AttrSpec ATTR_SPECS[] = {
+    {"dimensions", at_intlist, F(dimensions), false},
+    {"lhs_contracting_dims", at_intlist, F(lhs_contracting), false},
+    {"rhs_contracting_dims", at_intlist, F(rhs_contracting), false},
+    {"lhs_batch_dims", at_intlist, F(lhs_batch), false},
+    {"rhs_batch_dims", at_intlist, F(rhs_batch), false},
+    {"dynamic_slice_sizes", at_intlist, F(dynamic_slice_sizes), false},
+    {"offset_dims", at_intlist, F(offset_dims), false},
+    {"collapsed_slice_dims", at_intlist, F(collapsed_slice_dims), false},
+    {"start_index_map", at_intlist, F(start_index_map), false},
+    {"slice_sizes", at_intlist, F(slice_sizes), false},
+    {"operand_batching_dims", at_intlist, F(operand_batching_dims), false},
+    {"start_indices_batching_dims", at_intlist, F(start_indices_batching_dims), false},
+    {"update_window_dims", at_intlist, F(update_window_dims), false},
+    {"inserted_window_dims", at_intlist, F(inserted_window_dims), false},
+    {"scatter_dims_to_operand_dims", at_intlist, F(scatter_dims_to_operand_dims), false},
+    {"input_batching_dims", at_intlist, F(input_batching_dims), false},
+    {"scatter_indices_batching_dims", at_intlist, F(scatter_indices_batching_dims), false},
+    {"feature_group_count", at_int, F(feature_group_count), false},
+    {"batch_group_count", at_int, F(batch_group_count), false},
+    {"index", at_int, F(index), false},
+    {"iota_dimension", at_int, F(iota_dimension), false},
+    {"channel_id", at_int, F(channel_id), false},
+    {"index_vector_dim", at_int, F(index_vector_dim), false},
+    {"use_global_device_ids", at_bool, F(use_global_device_ids), false},
+    {"is_stable", at_bool, F(is_stable), false},
+    {"indices_are_sorted", at_bool, F(indices_are_sorted), false},
+    {"unique_indices", at_bool, F(unique_indices), false},
+    {"to_apply", at_comp, F(to_apply), false},
+    {"scatter", at_comp, F(to_apply), false},
+    {"select", at_comp, F(select), false},
+    {"condition", at_comp, F(condition), false},
+    {"body", at_comp, F(body), false},
+    {"true_computation", at_branch, 0, false},
+    {"false_computation", at_branch, 1, false},
+    {"branch_computations", at_complist, F(branches), false},
+    {"called_computations", at_complist, F(called), false},
+    {"custom_call_target", at_string, F(custom_call_target), false},
+    {"direction", at_direction, 0, false},
+    {"type", at_compare_type, 0, false}, /* compare only; elsewhere kept verbatim */
+    {"distribution", at_distribution, 0, false},
+    {"slice", at_slice, 0, false},
+    {"padding", at_padding, 0, false},
+    {"window", at_window, 0, false},
+    {"dim_labels", at_dim_labels, 0, false},
+    {"replica_groups", at_replica_groups, 0, true},
+    {"source_target_pairs", at_pairs, 0, false},
+};
+#undef F
+#define N_ATTR_SPECS ((int32_t)(sizeof ATTR_SPECS / sizeof ATTR_SPECS[0]))
+_Static_assert(sizeof ATTR_SPECS / sizeof ATTR_SPECS[0] <= 64, "attribute seen-mask is a uint64_t");
+
+/* ================================================================ verbatim attributes */
+
+static int cmp_attr_name(const void *pa, const void *pb)
+{
+    const AstVal *a = *(const AstVal *const *)pa, *b = *(const AstVal *const *)pb;
+    uint32_t n = a->t.n < b->t.n ? a->t.n : b->t.n;
+    int c = memcmp(a->t.s, b->t.s, n);
+    if (c == 0 && a->t.n != b->t.n) c = a->t.n < b->t.n ? -1 : 1;
+    if (c == 0) c = a->loc.off < b->loc.off ? -1 : a->loc.off > b->loc.off;
+    return c;
+}
+
+/* Reports every attribute of list[0..n) whose name an earlier one used. */
+bool parse_check_dup_names(Lower *lw, const AstVal **list, int32_t n)
+{
+    bool ok = true;
+    if (n <= 16) {
+        for (int32_t i = 1; i < n; i++)
+            for (int32_t j = 0; j < i; j++)
+                if (list[i]->t.n == list[j]->t.n && memcmp(list[i]->t.s, list[j]->t.s, list[i]->t.n) == 0) {
+                    ok = parse_err(lw, &list[i]->loc, "attribute '%.*s' is given twice", TOKF(list[i]->t));
+                    parse_note(lw, &list[j]->loc, "first given here");
+                    break;
+                }
+        return ok;
+    }
+    const AstVal **sorted = ARENA_ARRAY(lw->tmp, const AstVal *, n);
+    memcpy(sorted, list, sizeof(*sorted) * (size_t)n);
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_attr_name);
+    for (int32_t i = 1, first = 0; i < n; i++) {
+        if (sorted[i]->t.n == sorted[first]->t.n && memcmp(sorted[i]->t.s, sorted[first]->t.s, sorted[i]->t.n) == 0) {
+            ok = parse_err(lw, &sorted[i]->loc, "attribute '%.*s' is given twice", TOKF(sorted[i]->t));
+            parse_note(lw, &sorted[first]->loc, "first given here");
+        } else {
+            first = i;
+        }
+    }
+    return ok;
+}
+
+/* name=value kept as written: text is the value's source text. */
+RawAttr *parse_make_raw(Lower *lw, const AstVal **list, int32_t n)
+{
+    RawAttr *r = ARENA_ARRAY(lw->m->arena, RawAttr, n);
+    for (int32_t i = 0; i < n; i++) {
+        r[i].name = ast_tok_str(lw->m->arena, list[i]->t);
+        uint32_t off = list[i]->child->loc.off, end = list[i]->loc.end;
+        r[i].text = arena_strndup(lw->m->arena, lw->cx->text + off, end > off ? end - off : 0);
+    }
+    return r;
+}
+
+/* ================================================================ instruction attributes */
+
+/* Typed attributes into out->attrs, sharding= into out->sharding, the rest
+ * verbatim.  Duplicates are errors. */
+bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
+{
+    uint64_t seen = 0;
+    const AstVal *first[N_ATTR_SPECS], *sharding = NULL;
+    int32_t n_all = ast_count(ai->attrs), n_raw = 0;
+    const AstVal **raw = n_all ? ARENA_ARRAY(lw->tmp, const AstVal *, n_all) : NULL;
+    bool ok = true;
+    for (const AstVal *at = ai->attrs; at; at = at->next) {
+        NameEnt *e = name_find(lw->attr_specs, at->t.s, at->t.n);
+        if (e && ATTR_SPECS[e->idx].fn == at_compare_type && op != HLO_COMPARE) e = NULL;
+        if (ast_tok_eq(at->t, "sharding")) {
+            if (sharding) {
+                ok = parse_err(lw, &at->loc, "attribute 'sharding' is given twice");
+                parse_note(lw, &sharding->loc, "first given here");
+                continue;
+            }
+            sharding = at;
+            const AstVal *v = parse_attr_value(lw, at);
+            out->sharding = v ? parse_lower_sharding(lw, at, v) : NULL;
+            ok = out->sharding && ok;
+        } else if (e) {
+            if (seen >> e->idx & 1) {
+                ok = parse_err(lw, &at->loc, "attribute '%.*s' is given twice", TOKF(at->t));
+                parse_note(lw, &first[e->idx]->loc, "first given here");
+                continue;
+            }
+            seen |= (uint64_t)1 << e->idx;
+            first[e->idx] = at;
+            const AttrSpec *spec = &ATTR_SPECS[e->idx];
+            const AstVal *v = spec->whole_value ? at->child : parse_attr_value(lw, at);
+            out->any_attr = true;
+            ok = v && spec->fn(lw, at, v, &out->attrs, spec) && ok;
+        } else {
+            raw[n_raw++] = at;
+        }
+    }
+    if (n_raw) {
+        ok = parse_check_dup_names(lw, raw, n_raw) && ok;
+        out->attrs.raw = parse_make_raw(lw, raw, n_raw);
+        out->attrs.n_raw = n_raw;
+        out->any_attr = true;
+    }
+    return ok;
+}
+
+void parse_attrs_init(Lower *lw)
+{
+    for (int32_t k = 0; k < N_ATTR_SPECS; k++)
+        name_add(lw->keep, &lw->attr_specs, ATTR_SPECS[k].name, (uint32_t)strlen(ATTR_SPECS[k].name), k, NULL);
+}

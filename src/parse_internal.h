@@ -1,0 +1,169 @@
+/* parse_internal.h - what the three parts of the HLO text lowering share:
+ * parse.c (driver, names, computations, instructions), parse_attrs.c
+ * (literals, typed and verbatim attributes) and parse_sharding.c (the
+ * `sharding=` syntax).  Not part of the contract: only src/parse*.c include it.
+ */
+#ifndef SPMDC_PARSE_INTERNAL_H
+#define SPMDC_PARSE_INTERNAL_H
+
+#include "spmdc/parse.h"
+
+#include "ast.h"
+
+/* uthash tables live in the parse arena: nothing is freed one by one. */
+#define uthash_malloc(sz) arena_alloc(hash_arena, (sz), 16)
+#define uthash_free(ptr, sz) ((void)(ptr), (void)(sz))
+#include <uthash.h>
+
+/* printf arguments for a token, shortened for messages. */
+#define TOKF(t) (int)((t).n > 64 ? 64 : (t).n), (t).s
+
+typedef struct NameEnt {
+    const char *key;        /* into the source text (or static) */
+    uint32_t len;
+    int32_t idx;
+    AstLoc loc;             /* of the definition */
+    UT_hash_handle hh;
+} NameEnt;
+
+/* A name that was not (yet) defined where it was used; resolved at the end
+ * of the computation (operands) or of the module (computations), so the
+ * message can say "used before its definition" when it is defined later. */
+typedef struct Pending {
+    AstTok name;
+    AstLoc loc;
+    struct Pending *next;
+} Pending;
+
+typedef struct Lower {
+    ParseCtx *cx;
+    DiagEngine *diag;
+    int base_errors;        /* diag errors before parse_hlo began */
+    int n_errors;           /* errors the lowering reported itself */
+    HloModule *m;           /* created by the header or the first computation */
+    Arena *tmp;             /* = cx->arena: reset after every hand-over */
+    Arena *keep;            /* whole parse: computation names, tables, pending computations */
+    Arena *comp_arena;      /* one computation: instruction names, signature, pending operands */
+    NameEnt *comp_names;    /* computation name -> index */
+    NameEnt *inst_names;    /* current computation: name -> index */
+    NameEnt *opcodes;       /* opcode spelling -> HloOpcode */
+    NameEnt *attr_specs;    /* attribute name -> ATTR_SPECS index (parse_attrs.c) */
+    bool has_header;
+    AstTok module_name;
+    AstLoc module_name_loc;
+    int32_t entry;          /* computation marked ENTRY, or -1 */
+    AstLoc entry_loc;
+    Pending *pending_comps;
+    /* the computation being lowered */
+    int32_t cur_comp;
+    AstTok cur_comp_name;
+    AstLoc comp_start;
+    int comp_errors;        /* n_errors when it began */
+    int32_t n_insts;
+    int32_t root;
+    AstLoc root_loc;
+    Pending *pending_ops;
+    bool has_sig;
+    int32_t n_params;
+    Shape *param_shapes;    /* signature, lowered (NULL entry shapes on error) */
+    AstLoc *param_locs;
+    bool *param_ok;
+    Shape result;
+    bool result_ok;
+    AstLoc result_loc;
+} Lower;
+
+/* What an instruction's attribute list lowers to. */
+typedef struct InstOut {
+    HloAttrs attrs;
+    bool any_attr;
+    const ShardingSyntax *sharding;
+} InstOut;
+
+/* ---------------------------------------------------------------- small helpers */
+
+static inline const char *describe(Lower *lw, const AstVal *v) { return ast_describe(lw->cx, v); }
+
+static inline NameEnt *name_find(NameEnt *tab, const char *s, uint32_t n)
+{
+    NameEnt *e = NULL;
+    HASH_FIND(hh, tab, s, n, e);
+    return e;
+}
+
+/* Adds s[0..n) -> idx; the entry (and the table) live in hash_arena. */
+static inline NameEnt *name_add(Arena *hash_arena, NameEnt **tab, const char *s, uint32_t n, int32_t idx,
+                                const AstLoc *loc)
+{
+    NameEnt *e = ARENA_NEW(hash_arena, NameEnt);
+    e->key = s;
+    e->len = n;
+    e->idx = idx;
+    if (loc) e->loc = *loc;
+    HASH_ADD_KEYPTR(hh, *tab, e->key, e->len, e);
+    return e;
+}
+
+/* a * b, or -1 when it exceeds limit (both >= 0). */
+static inline int64_t mul_capped(int64_t a, int64_t b, int64_t limit)
+{
+    if (a < 0 || b < 0) return -1;
+    if (a != 0 && b > limit / a) return -1;
+    return a * b;
+}
+
+/* The only prim of an element, or NULL. */
+static inline const AstVal *elem_single(const AstVal *elem)
+{
+    return (elem && elem->child && !elem->child->next) ? elem->child : NULL;
+}
+
+static inline bool is_group(const AstVal *v, AstValKind k) { return v && v->kind == k; }
+
+static inline bool is_word(const AstVal *v, const char *w)
+{
+    return v && v->kind == AV_WORD && ast_tok_eq(v->t, w);
+}
+
+/* ---------------------------------------------------------------- parse.c */
+
+/* Reports an error at loc through lw->diag and counts it; returns false. */
+bool parse_err(Lower *lw, const AstLoc *loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A note (after an error) at loc. */
+void parse_note(Lower *lw, const AstLoc *loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The shape as text, in lw->tmp. */
+const char *parse_shape_str(Lower *lw, const Shape *s);
+/* The attribute's value, which must be one prim (NULL after an error). */
+const AstVal *parse_attr_value(Lower *lw, const AstVal *attr);
+/* "attribute 'x' expects <what>, found ..."; returns false. */
+bool parse_want(Lower *lw, const AstVal *attr, const AstVal *v, const char *what);
+/* v is a plain int64 integer (ctx names it in the message); 0 on error. */
+bool parse_int_of(Lower *lw, const AstVal *v, const char *ctx, int64_t *out);
+
+/* ---------------------------------------------------------------- parse_attrs.c */
+
+/* Fills lw->attr_specs (in lw->keep) from the typed-attribute table. */
+void parse_attrs_init(Lower *lw);
+/* Typed attributes into out->attrs, sharding= into out->sharding, the rest
+ * verbatim.  Duplicates are errors. */
+bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out);
+/* A constant of shape s written as v; arrays go to the module arena. */
+bool parse_lower_literal(Lower *lw, const Shape *s, const AstVal *v, Literal *out);
+/* Reports every attribute of list[0..n) whose name an earlier one used. */
+bool parse_check_dup_names(Lower *lw, const AstVal **list, int32_t n);
+/* name=value kept as written (module arena): text is the value's source text. */
+RawAttr *parse_make_raw(Lower *lw, const AstVal **list, int32_t n);
+/* Checks `[dims] T(perm)` of an iota device list (need_t: T(...) is required
+ * when there are several dims); fills dims[0..*nd), perm (identity without
+ * T) and *total, the device count. */
+bool parse_iota_source(Lower *lw, const AstVal *dims_v, const AstVal *perm_v, bool need_t, int64_t *dims,
+                       int32_t *nd, int32_t *perm, int64_t *total, int32_t max_dims);
+
+/* ---------------------------------------------------------------- parse_sharding.c */
+
+/* sharding=: a single sharding or a flat tuple `{{...}, {...}}`, syntax only
+ * (bind.c resolves it against the mesh).  In the module arena; NULL after an
+ * error. */
+const ShardingSyntax *parse_lower_sharding(Lower *lw, const AstVal *attr, const AstVal *v);
+
+#endif

@@ -1,0 +1,1 @@
+compile huge_shape.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile plain_iota_hint.hlo -o out.hlo

@@ -1,0 +1,1 @@
+verify plain_iota_hint.hlo --mesh 3x2

@@ -1,0 +1,1 @@
+compile huge_shape.hlo -o same.out --report-out same.out
