@@ -1,17 +1,22 @@
 /* arena.c - chunked bump allocator (see arena.h for the ownership rule). */
 #include "spmdc/arena.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define CHUNK_MIN (64u * 1024u)
+/* Allocations this large get a chunk of their own, kept behind the head so
+ * small allocations go on filling the head chunk. */
+#define DEDICATED_MIN (CHUNK_MIN / 4)
 
 typedef struct Chunk {
     struct Chunk *next;
     size_t cap;  /* usable bytes after the header */
     size_t used;
+    bool dedicated; /* holds exactly one large allocation (arena_realloc may grow it) */
     _Alignas(64) unsigned char data[];
 } Chunk;
 
@@ -105,6 +110,22 @@ void *arena_alloc(Arena *a, size_t size, size_t align)
     return p;
 #else
     Chunk *c = a->head;
+    if (size >= DEDICATED_MIN && align <= 16) {
+        /* malloc aligns to 16, and data sits at a multiple of 64 in Chunk. */
+        Chunk *d = xmalloc(sizeof(Chunk) + size);
+        d->cap = d->used = size;
+        d->dedicated = true;
+        if (c) {
+            d->next = c->next;
+            c->next = d;
+        } else {
+            d->next = NULL;
+            a->head = d;
+        }
+        memset(d->data, 0, size);
+        return d->data;
+    }
+    if (c && c->dedicated) c = NULL; /* never bump-allocate into a dedicated chunk */
     if (c) {
         uintptr_t base = (uintptr_t)c->data;
         size_t off = (size_t)(((base + c->used + (align - 1)) & ~(uintptr_t)(align - 1)) - base);
@@ -119,6 +140,7 @@ void *arena_alloc(Arena *a, size_t size, size_t align)
     Chunk *n = xmalloc(sizeof(Chunk) + cap);
     n->next = a->head;
     n->cap = cap;
+    n->dedicated = false;
     a->head = n;
     uintptr_t base = (uintptr_t)n->data;
     size_t off = (size_t)(((base + (align - 1)) & ~(uintptr_t)(align - 1)) - base);
@@ -126,6 +148,29 @@ void *arena_alloc(Arena *a, size_t size, size_t align)
     memset(n->data + off, 0, size);
     return n->data + off;
 #endif
+}
+
+void *arena_realloc(Arena *a, void *p, size_t old_size, size_t new_size, size_t align)
+{
+    if (!p) return arena_alloc(a, new_size, align);
+    if (new_size <= old_size) return p;
+#ifndef SPMDC_ARENA_DEBUG
+    if (old_size >= DEDICATED_MIN && align <= 16) {
+        for (Chunk **pp = &a->head; *pp; pp = &(*pp)->next) {
+            Chunk *c = *pp;
+            if (!c->dedicated || (void *)c->data != p) continue;
+            c = xrealloc(c, sizeof(Chunk) + new_size); /* glibc moves big blocks with mremap */
+            memset(c->data + old_size, 0, new_size - old_size);
+            c->cap = c->used = new_size;
+            *pp = c;
+            a->total += new_size - old_size;
+            return c->data;
+        }
+    }
+#endif
+    void *q = arena_alloc(a, new_size, align);
+    memcpy(q, p, old_size);
+    return q;
 }
 
 char *arena_strndup(Arena *a, const char *s, size_t len)

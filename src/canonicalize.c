@@ -25,9 +25,8 @@ static int32_t emit(Rewriter *rw, const HloInst *src)
 {
     if (rw->n_out == rw->cap_out) {
         int32_t cap = rw->cap_out ? rw->cap_out * 2 : 64;
-        HloInst *n = ARENA_ARRAY(rw->m->arena, HloInst, cap);
-        if (rw->n_out) memcpy(n, rw->out, sizeof(HloInst) * (size_t)rw->n_out);
-        rw->out = n;
+        rw->out = arena_realloc(rw->m->arena, rw->out, sizeof(HloInst) * (size_t)rw->cap_out,
+                                sizeof(HloInst) * (size_t)cap, _Alignof(HloInst));
         rw->cap_out = cap;
     }
     rw->out[rw->n_out] = *src;

@@ -53,9 +53,8 @@ int32_t hlo_add_computation(HloModule *m, const char *name, bool is_entry)
 {
     if (m->n_comps == m->cap_comps) {
         int32_t cap = m->cap_comps ? m->cap_comps * 2 : 8;
-        HloComputation *c = ARENA_ARRAY(m->arena, HloComputation, cap);
-        if (m->n_comps) memcpy(c, m->comps, sizeof(HloComputation) * (size_t)m->n_comps);
-        m->comps = c;
+        m->comps = arena_realloc(m->arena, m->comps, sizeof(HloComputation) * (size_t)m->cap_comps,
+                                 sizeof(HloComputation) * (size_t)cap, _Alignof(HloComputation));
         m->cap_comps = cap;
     }
     int32_t idx = m->n_comps++;
@@ -74,9 +73,8 @@ int32_t hlo_add_inst(HloModule *m, int32_t ci, HloOpcode op, const char *name, c
     HloComputation *c = &m->comps[ci];
     if (c->n_insts == c->cap_insts) {
         int32_t cap = c->cap_insts ? c->cap_insts * 2 : 16;
-        HloInst *n = ARENA_ARRAY(m->arena, HloInst, cap);
-        if (c->n_insts) memcpy(n, c->insts, sizeof(HloInst) * (size_t)c->n_insts);
-        c->insts = n;
+        c->insts = arena_realloc(m->arena, c->insts, sizeof(HloInst) * (size_t)c->cap_insts,
+                                 sizeof(HloInst) * (size_t)cap, _Alignof(HloInst));
         c->cap_insts = cap;
     }
     int32_t idx = c->n_insts++;

@@ -25,6 +25,12 @@ void arena_destroy(Arena *a);
 void arena_reset(Arena *a);
 /* size bytes aligned to align (a power of two <= 64), zero-filled. */
 void *arena_alloc(Arena *a, size_t size, size_t align);
+/* Grows p (old_size bytes, from arena_alloc/arena_realloc of this arena with
+ * the same align) to new_size bytes, zero-filling the new tail; returns the
+ * new address (p is invalid afterwards).  Large blocks (16 KiB and up) are
+ * grown in place or moved by realloc, so a doubling array costs O(final
+ * size) memory instead of leaving every old copy in the arena. */
+void *arena_realloc(Arena *a, void *p, size_t old_size, size_t new_size, size_t align);
 /* Copy of s (len bytes) with a terminating NUL. */
 char *arena_strndup(Arena *a, const char *s, size_t len);
 char *arena_strdup(Arena *a, const char *s);

@@ -54,12 +54,41 @@ static void test_strings(void **state)
     arena_destroy(a);
 }
 
+static void test_grow_in_place(void **state)
+{
+    (void)state;
+    Arena *a = arena_create();
+    /* Small: copied; the new tail is zeroed. */
+    int *p = ARENA_ARRAY(a, int, 4);
+    for (int i = 0; i < 4; i++) p[i] = i + 1;
+    p = arena_realloc(a, p, 4 * sizeof(int), 8 * sizeof(int), _Alignof(int));
+    assert_int_equal(p[3], 4);
+    assert_int_equal(p[7], 0);
+    /* Large, doubling 64 times over: contents survive, tails are zero, and
+     * the arena holds the final size plus the first small copies only. */
+    size_t n = 8192;
+    int64_t *v = ARENA_ARRAY(a, int64_t, n);
+    for (size_t i = 0; i < n; i++) v[i] = (int64_t)i;
+    for (int k = 0; k < 6; k++, n *= 2) {
+        v = arena_realloc(a, v, n * sizeof(int64_t), 2 * n * sizeof(int64_t), _Alignof(int64_t));
+        assert_int_equal(v[n], 0);
+        for (size_t i = n; i < 2 * n; i++) v[i] = (int64_t)i;
+        int *small = ARENA_NEW(a, int); /* interleaved small allocations */
+        *small = 7;
+    }
+    for (size_t i = 0; i < n; i++) assert_int_equal(v[i], (int64_t)i);
+    /* 16 + 32 bytes of ints, 8192*8 bytes grown to 524288*8, 6 small ints. */
+    assert_int_equal(arena_bytes_used(a), 16 + 32 + 524288 * 8 + 6 * sizeof(int));
+    arena_destroy(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_alignment_and_zero),
         cmocka_unit_test(test_large_and_many),
         cmocka_unit_test(test_strings),
+        cmocka_unit_test(test_grow_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
