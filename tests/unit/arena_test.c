@@ -77,8 +77,10 @@ static void test_grow_in_place(void **state)
         *small = 7;
     }
     for (size_t i = 0; i < n; i++) assert_int_equal(v[i], (int64_t)i);
+#ifndef SPMDC_ARENA_DEBUG /* (the debug allocator copies every time) */
     /* 16 + 32 bytes of ints, 8192*8 bytes grown to 524288*8, 6 small ints. */
     assert_int_equal(arena_bytes_used(a), 16 + 32 + 524288 * 8 + 6 * sizeof(int));
+#endif
     arena_destroy(a);
 }
 
