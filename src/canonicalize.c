@@ -8,6 +8,7 @@
  * name gets a ".N" suffix).  Invalidates any users/side tables.
  */
 #include "spmdc/canonicalize.h"
+#include "spmdc/sdy.h"
 
 #include <string.h>
 
@@ -160,8 +161,49 @@ static void prune(HloModule *m, Arena *scratch)
     }
 }
 
+static const char *frontend_attrs(const HloInst *in)
+{
+    const HloAttrs *a = hlo_attrs(in);
+    for (int32_t k = 0; k < a->n_raw; k++)
+        if (strcmp(a->raw[k].name, "frontend_attributes") == 0) return a->raw[k].text;
+    return NULL;
+}
+
+/* Values that carry a sharding only as a Shardy string (JAX's default
+ * export: out_shardings on xla.sdy.FuncResultSharding) get it as a user
+ * annotation; a string that does not bind is a warning, not an error. */
+static void import_sdy_shardings(HloModule *m, PassCtx *cx)
+{
+    if (!m->has_mesh || !m->mesh.named) return;
+    for (int32_t ci = 0; ci < m->n_comps; ci++) {
+        HloComputation *c = &m->comps[ci];
+        for (int32_t i = 0; i < c->n_insts; i++) {
+            HloInst *in = &c->insts[i];
+            const char *fa = in->sharding || in->sharding_src ? NULL : frontend_attrs(in);
+            ShardingSyntax syn;
+            if (!fa || !sdy_sharding_syntax(fa, &m->mesh, m->arena, &syn)) continue;
+            syn.span = in->span;
+            DiagEngine *quiet = diag_create(NULL);
+            diag_set_show_source(quiet, false);
+            Sharding *sh = ARENA_NEW(m->arena, Sharding);
+            if (sharding_bind(&syn, &m->mesh, &in->shape, sh, m->arena, quiet)) {
+                ShardingSyntax *keep = ARENA_NEW(m->arena, ShardingSyntax);
+                *keep = syn;
+                in->sharding_src = keep;
+                in->sharding = sh;
+                in->sharding_from_user = true;
+            } else {
+                diag_warning(cx->diag, in->span, "%s: ignoring its xla.sdy.sharding, which does not fit: %s", in->name,
+                             diag_text(quiet));
+            }
+            diag_destroy(quiet);
+        }
+    }
+}
+
 bool canonicalize_module(HloModule *m, PassCtx *cx)
 {
+    import_sdy_shardings(m, cx);
     bool changed = false;
     for (int32_t ci = 0; ci < m->n_comps; ci++) {
         if (!needs_rewrite(&m->comps[ci])) continue;

@@ -6,7 +6,10 @@
  *    sharding, so names in the per-device program still match the input;
  *  - custom-call "xla.sdy.FuncResultSharding" (a Shardy identity) becomes a
  *    copy;
- *  - computations no longer reachable from the entry are dropped.
+ *  - computations no longer reachable from the entry are dropped;
+ *  - a value whose sharding is written only as a Shardy string
+ *    (frontend_attributes xla.sdy.sharding, see sdy.h) gets it as a user
+ *    annotation.
  */
 #ifndef SPMDC_CANONICALIZE_H
 #define SPMDC_CANONICALIZE_H

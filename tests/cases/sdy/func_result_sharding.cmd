@@ -1,0 +1,1 @@
+compile func_result_sharding.hlo --report json

@@ -1,0 +1,1 @@
+verify func_result_sharding.hlo
