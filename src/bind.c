@@ -25,6 +25,7 @@
  * are left unbound for propagation to fill in.
  */
 #include "spmdc/parse.h"
+#include "spmdc/sdy.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,6 +220,13 @@ static bool choose_mesh(HloModule *m, PassCtx *cx, const MeshEvidence *ev, Mesh 
 {
     if (cx->opt && cx->opt->has_mesh) {
         *mesh = cx->opt->mesh;
+        Mesh sdy;
+        if (!mesh->named && !ev->named && mesh_from_sdy(m, 0, &sdy) && sdy.n_axes == mesh->n_axes) {
+            /* A numeric --mesh on a Shardy export takes the export's axis names. */
+            for (int32_t i = 0; i < mesh->n_axes; i++)
+                snprintf(mesh->axes[i].name, sizeof mesh->axes[i].name, "%s", sdy.axes[i].name);
+            mesh->named = true;
+        }
         return adopt_names(mesh, ev->named, cx->diag);
     }
     if (ev->named) {
@@ -257,14 +265,82 @@ static bool has_unknown(const ShardingSyntax *s)
     return false;
 }
 
-/* Binds every instruction's written sharding; reports every failure. */
-static bool bind_all(HloModule *m, DiagEngine *diag)
+static const char *frontend_attrs(const HloInst *in)
+{
+    const HloAttrs *a = hlo_attrs(in);
+    for (int32_t k = 0; k < a->n_raw; k++)
+        if (strcmp(a->raw[k].name, "frontend_attributes") == 0) return a->raw[k].text;
+    return NULL;
+}
+
+/* In a Shardy export (one mesh in xla.sdy.meshes, its axes all in the
+ * chosen mesh) each value's xla.sdy.sharding string is bound BY NAME in
+ * preference to its positional sharding=: that is what makes `--mesh`
+ * rebind such a file (another order or size of the axes), and it gives
+ * out_shardings to values that carry no sharding= at all.  A string spmdc
+ * cannot use is a warning, and the positional sharding (if any) is bound. */
+static bool bind_sdy(HloModule *m, HloInst *inst, DiagEngine *diag)
+{
+    ShardingSyntax syn;
+    char why[200];
+    SdyResult r = sdy_sharding_syntax(frontend_attrs(inst), &m->mesh, m->arena, &syn, why, sizeof why);
+    if (r == SDY_NONE) return false;
+    if (r == SDY_OK) {
+        syn.span = inst->span;
+        DiagEngine *quiet = diag_create(NULL);
+        diag_set_show_source(quiet, false);
+        Sharding *s = ARENA_NEW(m->arena, Sharding);
+        bool ok = sharding_bind(&syn, &m->mesh, &inst->shape, s, m->arena, quiet);
+        if (ok) {
+            ShardingSyntax *keep = ARENA_NEW(m->arena, ShardingSyntax);
+            *keep = syn;
+            inst->sharding_src = keep;
+            inst->sharding = s;
+            inst->sharding_from_user = true;
+        } else {
+            const char *t = diag_text(quiet);
+            const char *msg = strstr(t, "error: ");
+            snprintf(why, sizeof why, "%.*s", (int)strcspn(msg ? msg + 7 : t, "\n"), msg ? msg + 7 : t);
+        }
+        diag_destroy(quiet);
+        if (ok) return true;
+    }
+    diag_warning(diag, inst->span, "%s: ignoring its xla.sdy.sharding (%s)%s", inst->name, why,
+                 inst->sharding_src ? "; using its sharding= instead" : "");
+    return false;
+}
+
+static bool same_mesh_layout(const Mesh *a, const Mesh *b)
+{
+    if (a->n_axes != b->n_axes) return false;
+    for (int32_t i = 0; i < a->n_axes; i++)
+        if (strcmp(a->axes[i].name, b->axes[i].name) || a->axes[i].size != b->axes[i].size) return false;
+    return true;
+}
+
+/* Binds every instruction's written sharding; reports every failure.
+ * sdy: bind Shardy strings by name first (bind_sdy); sdy_moved: --mesh
+ * reorders or resizes the export's mesh, so a positional tiling without a
+ * Shardy string no longer means what it meant, and is dropped (warning). */
+static bool bind_all(HloModule *m, bool sdy, bool sdy_moved, DiagEngine *diag)
 {
     bool ok = true;
     for (int32_t c = 0; c < m->n_comps; c++) {
         HloComputation *comp = &m->comps[c];
         for (int32_t i = 0; i < comp->n_insts; i++) {
             HloInst *inst = &comp->insts[i];
+            if (sdy && bind_sdy(m, inst, diag))
+                continue;
+            if (sdy_moved && inst->sharding_src && inst->sharding_src->kind == SSYN_TILED) {
+                StrBuf b = {0};
+                mesh_print(&b, &m->mesh);
+                diag_warning(diag, inst->sharding_src->span,
+                             "%s: ignoring its positional sharding, written for the export's own mesh, which --mesh "
+                             "%s reorders or resizes; propagation decides it", inst->name, sb_cstr(&b));
+                sb_free(&b);
+                inst->sharding_src = NULL;
+                continue;
+            }
             if (!inst->sharding_src || has_unknown(inst->sharding_src))
                 continue;
             Sharding *s = ARENA_NEW(m->arena, Sharding);
@@ -291,5 +367,9 @@ bool bind_shardings(HloModule *m, PassCtx *cx)
         return false;
     m->mesh = mesh;
     m->has_mesh = true;
-    return bind_all(m, cx->diag);
+    Mesh sdy;
+    bool sdy_mode = mesh.named && mesh_from_sdy(m, 0, &sdy);
+    for (int32_t i = 0; sdy_mode && i < sdy.n_axes; i++)
+        if (mesh_axis_index(&mesh, sdy.axes[i].name) < 0) sdy_mode = false;
+    return bind_all(m, sdy_mode, sdy_mode && !same_mesh_layout(&mesh, &sdy), cx->diag);
 }

@@ -8,7 +8,6 @@
  * name gets a ".N" suffix).  Invalidates any users/side tables.
  */
 #include "spmdc/canonicalize.h"
-#include "spmdc/sdy.h"
 
 #include <string.h>
 
@@ -55,6 +54,8 @@ static int32_t inline_body(Rewriter *rw, const HloComputation *callee, const int
         }
         HloInst copy = *in;
         copy.name = names_unique(&rw->names, in->name, rw->m->arena);
+        copy.sharding_origin = -1; /* indices change: propagation sets it again */
+        copy.sharding_dim_origin = NULL;
         copy.operands = map_operands(rw, in, map);
         if (in->attrs) {
             copy.attrs = ARENA_NEW(rw->m->arena, HloAttrs);
@@ -89,8 +90,23 @@ static void rewrite_computation(HloModule *m, int32_t ci, Arena *scratch)
         const HloInst *in = &c->insts[i];
         HloInst copy = *in;
         copy.operands = map_operands(&rw, in, map);
+        copy.sharding_origin = -1; /* indices change: propagation sets it again */
+        copy.sharding_dim_origin = NULL;
         if (in->op == HLO_CALL) {
             int32_t root = inline_body(&rw, &m->comps[hlo_attrs(in)->to_apply], copy.operands);
+            if (shape_is_tuple(&in->shape)) {
+                /* A tuple needs no copy (users reach its leaves through
+                 * get-tuple-element); an annotation on the call moves to the
+                 * body's root unless that has its own. */
+                HloInst *r = &rw.out[root];
+                if (in->sharding && !r->sharding_from_user) {
+                    r->sharding = in->sharding;
+                    r->sharding_src = in->sharding_src;
+                    r->sharding_from_user = in->sharding_from_user;
+                }
+                map[i] = root;
+                continue;
+            }
             /* The call's value: a copy that keeps its name, sharding and span. */
             copy.op = HLO_COPY;
             copy.n_operands = 1;
@@ -161,49 +177,8 @@ static void prune(HloModule *m, Arena *scratch)
     }
 }
 
-static const char *frontend_attrs(const HloInst *in)
-{
-    const HloAttrs *a = hlo_attrs(in);
-    for (int32_t k = 0; k < a->n_raw; k++)
-        if (strcmp(a->raw[k].name, "frontend_attributes") == 0) return a->raw[k].text;
-    return NULL;
-}
-
-/* Values that carry a sharding only as a Shardy string (JAX's default
- * export: out_shardings on xla.sdy.FuncResultSharding) get it as a user
- * annotation; a string that does not bind is a warning, not an error. */
-static void import_sdy_shardings(HloModule *m, PassCtx *cx)
-{
-    if (!m->has_mesh || !m->mesh.named) return;
-    for (int32_t ci = 0; ci < m->n_comps; ci++) {
-        HloComputation *c = &m->comps[ci];
-        for (int32_t i = 0; i < c->n_insts; i++) {
-            HloInst *in = &c->insts[i];
-            const char *fa = in->sharding || in->sharding_src ? NULL : frontend_attrs(in);
-            ShardingSyntax syn;
-            if (!fa || !sdy_sharding_syntax(fa, &m->mesh, m->arena, &syn)) continue;
-            syn.span = in->span;
-            DiagEngine *quiet = diag_create(NULL);
-            diag_set_show_source(quiet, false);
-            Sharding *sh = ARENA_NEW(m->arena, Sharding);
-            if (sharding_bind(&syn, &m->mesh, &in->shape, sh, m->arena, quiet)) {
-                ShardingSyntax *keep = ARENA_NEW(m->arena, ShardingSyntax);
-                *keep = syn;
-                in->sharding_src = keep;
-                in->sharding = sh;
-                in->sharding_from_user = true;
-            } else {
-                diag_warning(cx->diag, in->span, "%s: ignoring its xla.sdy.sharding, which does not fit: %s", in->name,
-                             diag_text(quiet));
-            }
-            diag_destroy(quiet);
-        }
-    }
-}
-
 bool canonicalize_module(HloModule *m, PassCtx *cx)
 {
-    import_sdy_shardings(m, cx);
     bool changed = false;
     for (int32_t ci = 0; ci < m->n_comps; ci++) {
         if (!needs_rewrite(&m->comps[ci])) continue;

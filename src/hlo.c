@@ -81,6 +81,7 @@ int32_t hlo_add_inst(HloModule *m, int32_t ci, HloOpcode op, const char *name, c
     HloInst *in = &c->insts[idx];
     memset(in, 0, sizeof *in);
     in->op = op;
+    in->sharding_origin = -1;
     in->name = arena_strdup(m->arena, name);
     in->shape = hlo_copy_shape(m, shape);
     in->n_operands = n_operands;

@@ -374,8 +374,24 @@ static SimValue expand_scalar(const SimValue *v, const Shape *s)
     return r;
 }
 
+/* bitcast-convert between element types of different widths (u32[8,2] ->
+ * u64[8]): XLA reinterprets the bytes on a little-endian host, so the
+ * row-major buffers are the same bytes. */
+static bool eval_bitcast_resize(const Interp *ip, const HloInst *inst, const SimValue *a, SimValue *out)
+{
+    ElemType t = a->shape.type, rt = inst->shape.type;
+    if (elem_type_bits(t) < 8 || elem_type_bits(rt) < 8 || shape_byte_size(&a->shape) != shape_byte_size(&inst->shape))
+        return interp_error(ip, inst, "bitcast-convert from %s to %s does not keep the byte size", elem_type_name(t),
+                            elem_type_name(rt));
+    *out = sim_value_new(&inst->shape);
+    if (out->buf) memcpy(sim_value_data(out), sim_value_data(a), out->buf->bytes);
+    return true;
+}
+
 static bool eval_unary(const Interp *ip, const HloInst *inst, const SimValue *a, SimValue *out)
 {
+    if (inst->op == HLO_BITCAST_CONVERT && elem_type_bits(a->shape.type) != elem_type_bits(inst->shape.type))
+        return eval_bitcast_resize(ip, inst, a, out);
     if (!same_count(ip, inst, a)) return false;
     ElemType t = a->shape.type, rt = inst->shape.type;
     if (inst->op == HLO_CONVERT || inst->op == HLO_BITCAST_CONVERT) {
@@ -824,6 +840,21 @@ static bool eval_op(Interp *ip, int32_t c, const HloInst *inst, const SimValue *
     return interp_error(ip, inst, "the interpreter does not support opcode '%s'", hlo_opcode_name(inst->op));
 }
 
+/* Counts the instruction's work against SIM_WORK_LIMIT (see sim_internal.h). */
+static bool charge_work(Interp *ip, const HloInst *inst, const SimValue *ops)
+{
+    double n = shape_is_array(&inst->shape) ? (double)shape_elem_count(&inst->shape) : 1;
+    if (inst->op == HLO_DOT && ops[0].shape.type != ET_TUPLE) {
+        const IntList *k = &hlo_attrs(inst)->lhs_contracting;
+        for (int32_t j = 0; j < k->n; j++)
+            if (k->v[j] >= 0 && k->v[j] < ops[0].shape.rank) n *= (double)ops[0].shape.dims[k->v[j]];
+    }
+    ip->sh->work += n;
+    if (ip->sh->work <= SIM_WORK_LIMIT) return true;
+    return interp_error(ip, inst, "the simulation went past its budget of %.0e element operations (a loop with many "
+                        "trips?); verify a smaller twin of this module", SIM_WORK_LIMIT);
+}
+
 bool interp_eval(Interp *ip, int32_t c, int32_t i, const SimValue *env, const SimValue *params, int32_t n_params,
                  SimValue *out)
 {
@@ -845,6 +876,7 @@ bool interp_eval(Interp *ip, int32_t c, int32_t i, const SimValue *env, const Si
         if (ops[k].shape.type == ET_INVALID) ok = interp_error(ip, inst, "operand %d has no value", k);
         else if (ops[k].shape.type != ET_TUPLE) ok = check_types(ip, inst, &ops[k].shape);
     }
+    if (ok) ok = charge_work(ip, inst, ops);
     if (ok) ok = eval_op(ip, c, inst, ops, params, n_params, out);
     if (ops != stack_ops) free(ops);
     if (ok && !interp_shape_matches(out, &inst->shape)) {

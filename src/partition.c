@@ -20,6 +20,12 @@
  * Names: an output instruction called like an input instruction holds that
  * value under the input's (propagated) sharding; anything else gets
  * "<input name>.<role>" (partition.h's naming contract).
+ *
+ * Report rows say why in words that trace every sharding involved back to
+ * the annotation it came from (HloInst.sharding_origin, set by propagation):
+ * a reduction names what made the value partial and the sharding that
+ * needed it closed, any other collective the source's and the consumer's
+ * sharding (the provenance section below).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -488,13 +494,177 @@ static void on_step(Part *p, void *user, int32_t local, const Spec *state)
         add_state(p, sc->v, local, state, state->partial ? sc->origin : -1, state->partial ? sc->why : NULL);
 }
 
-static const char *default_reason(Part *p, int32_t v, const Spec *from, const Spec *to, const Cause *cause)
+/* ================================================================ provenance */
+
+int32_t part_origin(const Part *p, int32_t i, int32_t d)
+{
+    const HloInst *in = part_in(p, i);
+    if (in->sharding_from_user && in->sharding)
+        return i;
+    int32_t o = in->sharding_origin;
+    if (d >= 0 && in->sharding_dim_origin && shape_is_array(&in->shape) && d < in->shape.rank)
+        o = in->sharding_dim_origin[d];
+    return o >= 0 && o < p->in->comps[p->ic].n_insts ? o : -1;
+}
+
+/* ", line 31", or nothing when the input gave no line. */
+static void put_line(Part *p, StrBuf *b, int32_t i)
+{
+    uint32_t line = part_in(p, i)->span.begin.line;
+    if (line)
+        sb_printf(b, ", line %u", (unsigned)line);
+}
+
+int32_t part_split_origin(const Part *p, int32_t v, const Spec *s, int32_t d)
+{
+    Spec decl;
+    part_decl(p, v, 0, &decl);
+    if (d < 0 || d >= decl.rank || d >= s->rank || spec_dim_n(&decl, d) == 0 || spec_dim_n(s, d) == 0 ||
+        spec_dim(&decl, d)[0] != spec_dim(s, d)[0])
+        return PART_NOT_OWN;
+    return part_origin(p, v, d);
+}
+
+void part_put_origin(Part *p, StrBuf *b, int32_t v, int32_t o)
+{
+    if (o == PART_NOT_OWN) {
+        sb_puts(b, "not by its own sharding");
+    } else if (o == v) {
+        sb_puts(b, "annotated");
+        put_line(p, b, o);
+    } else if (o >= 0) {
+        sb_printf(b, "from the annotation on %s", part_in(p, o)->name);
+        put_line(p, b, o);
+    }
+}
+
+/* Appends where the whole declared sharding of i came from (part_put_origin
+ * words, or "from the annotations on x, line 30 and a, line 31" when an
+ * array's split dims came from different ones, in dim order); false (and
+ * nothing appended) if from none. */
+static bool put_sharding_origin(Part *p, StrBuf *b, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    int32_t o = part_origin(p, i, -1), seen[SPMDC_MAX_RANK], n = 0;
+    if (o != i && in->sharding_dim_origin && shape_is_array(&in->shape)) {
+        Spec decl;
+        part_decl(p, i, 0, &decl);
+        for (int32_t d = 0; d < decl.rank; d++) {
+            int32_t od = spec_dim_n(&decl, d) > 0 ? part_origin(p, i, d) : -1;
+            bool dup = od < 0;
+            for (int32_t k = 0; k < n && !dup; k++)
+                dup = seen[k] == od;
+            if (!dup)
+                seen[n++] = od;
+        }
+        if (n == 1)
+            o = seen[0];
+    }
+    if (n <= 1) {
+        part_put_origin(p, b, i, o);
+        return o >= 0;
+    }
+    sb_puts(b, "from the annotations on");
+    for (int32_t k = 0; k < n; k++) {
+        sb_printf(b, "%s%s", k == 0 ? " " : k == n - 1 ? " and " : ", ", part_in(p, seen[k])->name);
+        put_line(p, b, seen[k]);
+    }
+    return true;
+}
+
+static bool sharding_replicated_all(const Sharding *s)
+{
+    if (!s)
+        return true;
+    if (s->kind == SHARDING_TUPLE) {
+        for (int32_t k = 0; k < s->n_elems; k++)
+            if (!sharding_replicated_all(&s->elems[k]))
+                return false;
+        return true;
+    }
+    return s->kind == SHARDING_REPLICATED || (s->kind == SHARDING_TILED && sharding_is_replicated(s));
+}
+
+/* Appends what i's declared sharding is and where it came from: "annotated
+ * replicated (line 37)", "[{}, {model}] (from the annotation on a, line
+ * 31)", "replicated by default (no annotation splits it)". */
+static void put_which(Part *p, StrBuf *b, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    if (part_origin(p, i, -1) == i) {
+        sb_puts(b, "annotated ");
+        sharding_describe(b, in->sharding, p->mesh);
+        if (in->span.begin.line)
+            sb_printf(b, " (line %u)", (unsigned)in->span.begin.line);
+        return;
+    }
+    if (sharding_replicated_all(in->sharding)) { /* propagation only passes splits on */
+        sb_puts(b, "replicated by default (no annotation splits it)");
+        return;
+    }
+    sharding_describe(b, in->sharding, p->mesh);
+    sb_puts(b, " (");
+    if (!put_sharding_origin(p, b, i))
+        sb_puts(b, "not traced to an annotation");
+    sb_putc(b, ')');
+}
+
+void part_put_story(Part *p, StrBuf *b, int32_t i)
+{
+    sb_printf(b, "%s is ", part_in(p, i)->name);
+    put_which(p, b, i);
+}
+
+/* Appends why value v is needed in state want by the consumer c (>= 0):
+ * v's own declared sharding when c is v ("y is annotated replicated (line
+ * 37)"), else c's ("needed replicated by z, which is [{model}, {}] (from
+ * the annotation on a, line 31)"). */
+static void put_closing(Part *p, StrBuf *b, int32_t v, const Spec *want, int32_t c)
+{
+    if (c == v) {
+        part_put_story(p, b, v);
+        return;
+    }
+    sb_puts(b, "needed ");
+    if (spec_is_replicated(want)) {
+        sb_puts(b, "replicated");
+    } else {
+        sb_puts(b, "as ");
+        spec_describe(b, want, p->mesh);
+    }
+    sb_printf(b, " by %s, which is ", part_in(p, c)->name);
+    put_which(p, b, c);
+}
+
+/* The reason of a reshard the consumer did not explain: "v resharded from F
+ * (where F came from, when it is v's declared sharding) to T; <consumer's
+ * sharding and where it came from>", written to b (the caller frees it;
+ * report_add keeps a copy). */
+static const char *default_reason(Part *p, StrBuf *b, int32_t v, const Spec *from, const Spec *to,
+                                  const Cause *cause)
 {
     if (cause->reason)
         return cause->reason;
-    const char *who = cause->inst >= 0 ? part_in(p, cause->inst)->name : "result";
-    return part_fmt(p, "%s: %s resharded from %s to %s", who, part_in(p, v)->name, part_spec_text(p, from),
-                    part_spec_text(p, to));
+    sb_printf(b, "%s: %s resharded from ", cause->inst >= 0 ? part_in(p, cause->inst)->name : "result",
+              part_in(p, v)->name);
+    spec_describe(b, from, p->mesh);
+    Spec decl;
+    part_decl(p, v, 0, &decl);
+    if (spec_equal(from, &decl) && !shape_is_tuple(&part_in(p, v)->shape)) {
+        StrBuf t = {0};
+        if (put_sharding_origin(p, &t, v))
+            sb_printf(b, " (%s)", sb_cstr(&t));
+        else if (spec_is_replicated(from))
+            sb_puts(b, " (replicated by default)");
+        sb_free(&t);
+    }
+    sb_puts(b, " to ");
+    spec_describe(b, to, p->mesh);
+    if (cause->inst >= 0) {
+        sb_puts(b, "; ");
+        part_put_story(p, b, cause->inst);
+    }
+    return sb_cstr(b);
 }
 
 /* ================================================================ rematerialization */
@@ -626,6 +796,21 @@ static void check_remat(Part *p, int32_t v, int32_t leaf, const Shape *gs, const
     sb_free(&b);
 }
 
+/* Whether some report row of the plan takes its words from the partial's
+ * origin (of_origin) or else from the cause: reductions take the origin's
+ * when the value has them (have_origin), every other collective the
+ * cause's.  Nothing is worded without a report. */
+static bool plan_rows(const Part *p, const ReshardPlan *plan, bool of_origin, bool have_origin)
+{
+    for (int32_t s = 0; p->rep && s < plan->n_steps; s++) {
+        StepKind k = plan->steps[s].kind;
+        bool origin = have_origin && (k == STEP_ALL_REDUCE || k == STEP_REDUCE_SCATTER);
+        if (k != STEP_SLICE && origin == of_origin)
+            return true;
+    }
+    return false;
+}
+
 /* Reshards array value v from its cheapest state to want. */
 static int32_t get_array(Part *p, int32_t v, const Spec *want, const Cause *cause)
 {
@@ -647,14 +832,26 @@ static int32_t get_array(Part *p, int32_t v, const Spec *want, const Cause *caus
                    part_spec_text(p, &p->vals[v].states->leaves[0]), part_spec_text(p, want));
         return -1;
     }
-    Cause c = {cause->inst, default_reason(p, v, &best->leaves[0], want, cause)};
+    StrBuf cb = {0}, wb = {0}; /* the rows' words (report_add keeps copies) */
+    bool own_words = best->origin_reason != NULL;
+    Cause c = {cause->inst, plan_rows(p, plan, false, own_words)
+                                ? default_reason(p, &cb, v, &best->leaves[0], want, cause) : NULL};
     check_remat(p, v, 0, gs, &best->leaves[0], want, plan, cause);
     Spec decl;
     part_decl(p, v, 0, &decl);
     LowerNames nm = {part_in(p, v)->name, &decl, find_state(p, v, &decl) != NULL};
     StepCtx sc = {v, best->origin, best->origin_reason};
-    return reshard_lower(p, best->local, gs, &best->leaves[0], plan, &nm, &c, best->origin, best->origin_reason,
-                         on_step, &sc);
+    /* a reduction's row: why the value is partial, then who needs it closed */
+    const char *why = best->origin_reason;
+    if (own_words && cause->inst >= 0 && plan_rows(p, plan, true, true)) {
+        sb_printf(&wb, "%s; ", why);
+        put_closing(p, &wb, v, want, cause->inst);
+        why = sb_cstr(&wb);
+    }
+    int32_t r = reshard_lower(p, best->local, gs, &best->leaves[0], plan, &nm, &c, best->origin, why, on_step, &sc);
+    sb_free(&cb);
+    sb_free(&wb);
+    return r;
 }
 
 /* Per-device shape of a value of global shape s in state leaves[*k...]. */
@@ -692,8 +889,12 @@ static int32_t reshard_tree(Part *p, int32_t v, int32_t local, const Shape *s, c
         }
         check_remat(p, v, leaf, s, &from[leaf], &to[leaf], plan, cause);
         LowerNames nm = {part_in(p, v)->name, NULL, true};
-        Cause c = {cause->inst, default_reason(p, v, &from[leaf], &to[leaf], cause)};
-        return reshard_lower(p, local, s, &from[leaf], plan, &nm, &c, -1, NULL, NULL, NULL);
+        StrBuf cb = {0};
+        Cause c = {cause->inst, plan_rows(p, plan, false, false)
+                                    ? default_reason(p, &cb, v, &from[leaf], &to[leaf], cause) : NULL};
+        int32_t r = reshard_lower(p, local, s, &from[leaf], plan, &nm, &c, -1, NULL, NULL, NULL);
+        sb_free(&cb);
+        return r;
     }
     int32_t *elems = ARENA_ARRAY(p->scratch, int32_t, s->n_elems ? s->n_elems : 1);
     for (int32_t e = 0; e < s->n_elems; e++) {
@@ -841,9 +1042,15 @@ static bool partition_entry(Part *p)
     Cause c = {e->root, NULL};
     if (!find_state(p, e->root, decl)) {
         const VState *st = part_primary(p, e->root);
-        if (p->vals[e->root].n_leaves == 1)
-            c.reason = part_fmt(p, "%s: the entry result is %s, declared %s", root->name,
-                                part_spec_text(p, &st->leaves[0]), part_spec_text(p, &decl[0]));
+        if (p->vals[e->root].n_leaves == 1) {
+            StrBuf b = {0};
+            sb_printf(&b, "%s: the entry result is ", root->name);
+            spec_describe(&b, &st->leaves[0], p->mesh);
+            sb_puts(&b, "; ");
+            part_put_story(p, &b, e->root);
+            c.reason = arena_strdup(p->scratch, sb_cstr(&b));
+            sb_free(&b);
+        }
     }
     int32_t r = part_get(p, e->root, decl, &c);
     if (r < 0)

@@ -114,7 +114,9 @@ typedef struct VState {
     int32_t local;              /* instruction of the output entry */
     const Spec *leaves;         /* one per array leaf (scratch) */
     int32_t origin;             /* input instruction that made it partial, or -1 */
-    const char *origin_reason;  /* why it is partial (scratch), or NULL */
+    const char *origin_reason;  /* why it is partial, traced to the annotations ("y: contracting dim 1
+                                   of lhs h sharded on 'model' (from the annotation on a, line 34) and
+                                   ..."; scratch), or NULL (also when there is no report) */
 } VState;
 
 typedef struct PVal {
@@ -183,6 +185,28 @@ const char *part_spec_text(Part *p, const Spec *s);
 const char *part_axes_text(Part *p, const int8_t *atoms, int32_t n);
 /* printf into scratch. */
 const char *part_fmt(Part *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- partition.c: provenance (for the report's reasons) */
+
+/* The annotated input instruction the declared sharding of entry
+ * instruction i came from (d >= 0: the one that split its dim d): i itself
+ * if annotated, -1 if none (HloInst.sharding_origin, checked). */
+int32_t part_origin(const Part *p, int32_t i, int32_t d);
+/* part_split_origin: v's declared sharding does not split the dim that way. */
+#define PART_NOT_OWN (-2)
+/* Where the split of dim d of array value v in state s came from: the
+ * origin of that dim of v's declared sharding when it splits d the same way
+ * (same major atom), -1 if it has none recorded, PART_NOT_OWN if it does
+ * not split d so. */
+int32_t part_split_origin(const Part *p, int32_t v, const Spec *s, int32_t d);
+/* Appends origin o of value v in words: "annotated, line 32" (o == v),
+ * "from the annotation on a, line 31", "not by its own sharding"
+ * (PART_NOT_OWN); nothing for -1. */
+void part_put_origin(Part *p, StrBuf *b, int32_t v, int32_t o);
+/* Appends i's declared sharding and where it came from: "y is annotated
+ * replicated (line 37)", "h is [{}, {model}] (from the annotation on a,
+ * line 31)", "z is replicated by default (no annotation splits it)". */
+void part_put_story(Part *p, StrBuf *b, int32_t i);
 
 /* ---- partition.c: values */
 

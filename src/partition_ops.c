@@ -490,20 +490,77 @@ static double dot_work(const Part *p, const DotDims *dd, const DotCand *c, int32
     return w;
 }
 
-static const char *dot_partial_reason(Part *p, int32_t i, const DotDims *dd, const Spec *l)
+/* Appends the dims among dims[0..n) of operand k of i that are split in
+ * state s, each traced to the annotation that split it (part_split_origin):
+ * "dim 1 of lhs h sharded on 'model' (from the annotation on a, line 31)",
+ * "dim 1 of x sharded on 'x', dim 2 on 'y' (annotated, line 3)"; one
+ * parenthesis when the dims agree, else one per dim.  role: "lhs ", "".
+ * axes: say which axes split each dim.  False (nothing appended) if no dim
+ * is split. */
+static bool put_split_dims(Part *p, StrBuf *b, int32_t i, int32_t k, const Spec *s, const int64_t *dims, int32_t n,
+                           const char *role, bool axes)
 {
-    const char *r = part_in(p, i)->name;
-    bool first = true;
-    for (int32_t k = 0; k < dd->nc; k++) {
-        int32_t d = (int32_t)dd->lc[k];
-        if (spec_dim_n(l, d) == 0)
+    int32_t v = part_in(p, i)->operands[k], org[SPMDC_MAX_RANK], first = -1, count = 0;
+    bool mixed = false;
+    n = n < SPMDC_MAX_RANK ? n : SPMDC_MAX_RANK;
+    for (int32_t j = 0; j < n; j++) {
+        int32_t d = (int32_t)dims[j];
+        if (d < 0 || d >= s->rank || spec_dim_n(s, d) == 0) {
+            org[j] = INT32_MIN; /* not split */
             continue;
-        const char *ax = part_axes_text(p, spec_dim(l, d), spec_dim_n(l, d));
-        r = first ? part_fmt(p, "%s: contracting dim %d of lhs sharded on '%s'", r, (int)d, ax)
-                  : part_fmt(p, "%s, dim %d on '%s'", r, (int)d, ax);
-        first = false;
+        }
+        org[j] = part_split_origin(p, v, s, d);
+        if (count++ == 0)
+            first = org[j];
+        else
+            mixed |= org[j] != first;
     }
-    return r;
+    if (count == 0)
+        return false;
+    bool started = false;
+    for (int32_t j = 0; j < n; j++) {
+        if (org[j] == INT32_MIN)
+            continue;
+        int32_t d = (int32_t)dims[j];
+        if (!started)
+            sb_printf(b, "dim %d of %s%s%s", (int)d, role, part_in(p, v)->name, axes ? " sharded" : "");
+        else
+            sb_printf(b, ", dim %d", (int)d);
+        started = true;
+        if (axes) {
+            sb_puts(b, " on '");
+            mesh_atoms_name(b, p->mesh, spec_dim(s, d), spec_dim_n(s, d));
+            sb_putc(b, '\'');
+        }
+        if (mixed && org[j] != -1) {
+            sb_puts(b, " (");
+            part_put_origin(p, b, v, org[j]);
+            sb_putc(b, ')');
+        }
+    }
+    if (!mixed && first != -1) {
+        sb_puts(b, " (");
+        part_put_origin(p, b, v, first);
+        sb_putc(b, ')');
+    }
+    return true;
+}
+
+/* "y: contracting dim 1 of lhs h sharded on 'model' (from the annotation
+ * on a, line 31) and dim 0 of rhs b (annotated, line 32)". */
+static const char *dot_partial_reason(Part *p, int32_t i, const DotDims *dd, const Spec *l, const Spec *r)
+{
+    StrBuf b = {0};
+    sb_printf(&b, "%s: contracting ", part_in(p, i)->name);
+    if (!put_split_dims(p, &b, i, 0, l, dd->lc, dd->nc, "lhs ", true))
+        sb_puts(&b, "dims");
+    StrBuf t = {0};
+    if (put_split_dims(p, &t, i, 1, r, dd->rc, dd->nc, "rhs ", false))
+        sb_printf(&b, " and %s", sb_cstr(&t));
+    const char *res = arena_strdup(p->scratch, sb_cstr(&b));
+    sb_free(&t);
+    sb_free(&b);
+    return res;
 }
 
 /* pass 1 (2): the lhs's (rhs's) pending sum goes through the dot, which is
@@ -581,7 +638,9 @@ static bool h_dot(Part *p, int32_t i)
     int32_t r = part_clone(p, i, part_result_name(p, i, &c.out, c.out.partial ? "partial" : "local"), &l, ops, 2);
     uint32_t own = c.out.partial & ~(c.l.partial | c.r.partial);
     const VState *src = !own && c.out.partial ? part_primary(p, in->operands[c.l.partial ? 0 : 1]) : NULL;
-    const char *why = own ? dot_partial_reason(p, i, &dd, &c.l) : src ? src->origin_reason : NULL;
+    const char *why = src ? src->origin_reason : NULL;
+    if (own && p->rep) /* words only for the report */
+        why = dot_partial_reason(p, i, &dd, &c.l, &c.r);
     part_set_result(p, i, r, &c.out, own ? i : src ? src->origin : -1, why);
     return true;
 }
@@ -713,15 +772,20 @@ static const char *reduce_origin(Part *p, int32_t i, const ReduceCand *c, int32_
     const HloInst *in = part_in(p, i);
     uint32_t own = c->out.partial & ~c->opnd.partial;
     *origin = -1;
-    if (own) {
-        int8_t atoms[SPMDC_MAX_ATOMS];
-        int32_t n = 0;
-        for (int32_t a = 0; a < SPMDC_MAX_ATOMS; a++)
-            if (own & (1u << a))
-                atoms[n++] = (int8_t)a;
+    if (own && !p->rep) { /* words only for the report */
         *origin = i;
-        return part_fmt(p, "%s: reduced dims of %s sharded on '%s'", in->name, part_in(p, in->operands[0])->name,
-                        part_axes_text(p, atoms, n));
+        return NULL;
+    }
+    if (own) {
+        const IntList *dims = &hlo_attrs(in)->dimensions;
+        StrBuf b = {0};
+        sb_printf(&b, "%s: reduced ", in->name);
+        if (!put_split_dims(p, &b, i, 0, &c->opnd, dims->v, dims->n, "", true))
+            sb_puts(&b, "dims");
+        *origin = i;
+        const char *r = arena_strdup(p->scratch, sb_cstr(&b));
+        sb_free(&b);
+        return r;
     }
     if (!c->out.partial)
         return NULL;

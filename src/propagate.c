@@ -22,6 +22,13 @@
  * A dot's forward rule offers the larger operand's tiling first.  Sweeps are
  * linear and at most MAX_SWEEPS per phase.  Partial (unreduced) atoms are
  * never created; a user's are kept on that value and not propagated.
+ *
+ * Provenance: every leaf remembers the annotated instruction its first
+ * state came from (lorg: the first source wins when two meet), and for each
+ * mesh atom of its state the annotation that atom came from (aorg, a table
+ * shared with the source leaf until the state grows), so a dim split by one
+ * annotation and another dim by a second one are traced apart.  They end in
+ * HloInst.sharding_origin / sharding_dim_origin for the report's causes.
  */
 #include "spmdc/propagate.h"
 
@@ -44,6 +51,10 @@ typedef struct Prop {
     int32_t *leaf_base;        /* [n+1]: first leaf of each instruction */
     const Shape **leaf_shape;  /* [leaves] */
     const Sharding **st;       /* [leaves]: current state, NULL = nothing yet */
+    int32_t *lorg;             /* [leaves]: annotated instruction its first state came from, -1 */
+    const int32_t **aorg;      /* [leaves]: per mesh atom, the annotated instruction that gave the
+                                  state that atom (valid for the atoms it uses; never changed in
+                                  place, so leaves share them), or NULL = unknown */
     uint8_t *fixed;            /* [leaves] */
     uint8_t *opaque;           /* [n]: instruction has no rule (result fixed replicated) */
     int32_t *aux;              /* [n]: get-tuple-element: first leaf in the operand */
@@ -126,15 +137,42 @@ static void set_state(Prop *p, int32_t lf, const Sharding *s)
     p->changed = true;
 }
 
-/* Offers candidate c (a tiling without partial atoms, or MANUAL) to leaf lf.
- * c_stored: c outlives the pass's sweeps and may be kept by pointer. */
-static void improve(Prop *p, int32_t lf, const Sharding *c, bool c_stored)
+/* Provenance after leaf lf's state grew from `old` (NULL: it had none) with
+ * atoms offered by leaf `from`: the leaf keeps its first origin, and the
+ * atoms it gained are traced to the annotations `from` had them from.  A
+ * first state only has atoms of `from`'s state, so it shares its table. */
+static void take_origin(Prop *p, int32_t lf, int32_t from, const Sharding *old)
+{
+    if (p->lorg[lf] < 0) p->lorg[lf] = p->lorg[from];
+    const int32_t *src = p->aorg[from], *mine = p->aorg[lf];
+    if (!old) {
+        p->aorg[lf] = src;
+        return;
+    }
+    uint32_t had = sharding_tiled_atoms(old);
+    int32_t n = p->mesh->n_atoms;
+    int32_t *a = ARENA_ARRAY(p->scratch, int32_t, n > 0 ? n : 1);
+    for (int32_t k = 0; k < n; k++) {
+        const int32_t *t = (had >> k) & 1u ? mine : src;
+        a[k] = t ? t[k] : -1;
+    }
+    p->aorg[lf] = a;
+}
+
+/* Offers candidate c (a tiling without partial atoms, or MANUAL, built from
+ * the state of leaf `from`) to leaf lf.  c_stored: c outlives the pass's
+ * sweeps and may be kept by pointer. */
+static void improve(Prop *p, int32_t lf, const Sharding *c, bool c_stored, int32_t from)
 {
     if (!c || p->fixed[lf]) return;
     const Sharding *old = p->st[lf];
     if (old == c) return;
     if (c->kind == SHARDING_MANUAL) {
-        if (!old || old->kind != SHARDING_MANUAL) set_state(p, lf, &MANUAL_SH);
+        if (!old || old->kind != SHARDING_MANUAL) {
+            set_state(p, lf, &MANUAL_SH);
+            p->lorg[lf] = p->lorg[from]; /* replaces the tiling, and its origin */
+            p->aorg[lf] = NULL;
+        }
         return;
     }
     if (c->kind != SHARDING_TILED || !sharding_is_tiled(c)) return;
@@ -143,19 +181,24 @@ static void improve(Prop *p, int32_t lf, const Sharding *c, bool c_stored)
     if (!shape_is_array(sh) || c->rank != sh->rank) return;
     if (!old) {
         set_state(p, lf, c_stored ? c : persist(p, c));
+        take_origin(p, lf, from, NULL);
         return;
     }
     Sharding r;
-    if (merge_tiling(old, c, &r)) set_state(p, lf, persist(p, &r));
+    if (merge_tiling(old, c, &r)) {
+        set_state(p, lf, persist(p, &r));
+        take_origin(p, lf, from, old);
+    }
 }
 
-/* Offers leaf dst the tiling of src in which dst dim j takes src dim
+/* Offers leaf dst the tiling of leaf sl in which dst dim j takes source dim
  * src_of[j] (-1: unsplit).  MANUAL passes as is. */
-static void offer_mapped(Prop *p, const Sharding *src, const int32_t *src_of, int32_t dst_rank, int32_t dst)
+static void offer_mapped(Prop *p, int32_t sl, const int32_t *src_of, int32_t dst_rank, int32_t dst)
 {
+    const Sharding *src = p->st[sl];
     if (!src) return;
     if (src->kind == SHARDING_MANUAL) {
-        improve(p, dst, src, true);
+        improve(p, dst, src, true, sl);
         return;
     }
     if (src->kind != SHARDING_TILED) return;
@@ -167,7 +210,7 @@ static void offer_mapped(Prop *p, const Sharding *src, const int32_t *src_of, in
         sharding_set_dim(&c, j, sharding_dim_atoms(src, d), sharding_dim_n(src, d));
         any = true;
     }
-    if (any) improve(p, dst, &c, false);
+    if (any) improve(p, dst, &c, false, sl);
 }
 
 static bool same_dims(const Shape *a, const Shape *b)
@@ -188,7 +231,7 @@ static void pass_leaves(Prop *p, int32_t from, int32_t to)
     if (nleaves(p, from) != nl) return;
     int32_t f = leaf(p, from), t = leaf(p, to);
     for (int32_t l = 0; l < nl; l++)
-        if (same_dims(p->leaf_shape[f + l], p->leaf_shape[t + l])) improve(p, t + l, p->st[f + l], true);
+        if (same_dims(p->leaf_shape[f + l], p->leaf_shape[t + l])) improve(p, t + l, p->st[f + l], true, f + l);
 }
 
 static void fwd_elementwise(Prop *p, int32_t i)
@@ -225,7 +268,10 @@ static void fwd_tuple(Prop *p, int32_t i)
     for (int32_t k = 0; k < in->n_operands; k++) {
         int32_t o = in->operands[k], n = nleaves(p, o);
         if (off + n > nleaves(p, i)) return;
-        for (int32_t l = 0; l < n; l++) improve(p, leaf(p, i) + off + l, p->st[leaf(p, o) + l], true);
+        for (int32_t l = 0; l < n; l++) {
+            int32_t from = leaf(p, o) + l;
+            improve(p, leaf(p, i) + off + l, p->st[from], true, from);
+        }
         off += n;
     }
 }
@@ -234,21 +280,30 @@ static void bwd_tuple(Prop *p, int32_t u, const Edge *e)
 {
     int32_t o = inst(p, u)->operands[e->slot], n = nleaves(p, o);
     if (e->off + n > nleaves(p, u)) return;
-    for (int32_t l = 0; l < n; l++) improve(p, leaf(p, o) + l, p->st[leaf(p, u) + e->off + l], true);
+    for (int32_t l = 0; l < n; l++) {
+        int32_t from = leaf(p, u) + e->off + l;
+        improve(p, leaf(p, o) + l, p->st[from], true, from);
+    }
 }
 
 static void fwd_gte(Prop *p, int32_t i)
 {
     int32_t o = inst(p, i)->operands[0], base = p->aux[i], n = nleaves(p, i);
     if (base < 0 || base + n > nleaves(p, o)) return;
-    for (int32_t l = 0; l < n; l++) improve(p, leaf(p, i) + l, p->st[leaf(p, o) + base + l], true);
+    for (int32_t l = 0; l < n; l++) {
+        int32_t from = leaf(p, o) + base + l;
+        improve(p, leaf(p, i) + l, p->st[from], true, from);
+    }
 }
 
 static void bwd_gte(Prop *p, int32_t u, const Edge *e)
 {
     int32_t o = inst(p, u)->operands[e->slot], base = p->aux[u], n = nleaves(p, u);
     if (base < 0 || base + n > nleaves(p, o)) return;
-    for (int32_t l = 0; l < n; l++) improve(p, leaf(p, o) + base + l, p->st[leaf(p, u) + l], true);
+    for (int32_t l = 0; l < n; l++) {
+        int32_t from = leaf(p, u) + l;
+        improve(p, leaf(p, o) + base + l, p->st[from], true, from);
+    }
 }
 
 /* ================================================================ rules: transpose, broadcast */
@@ -271,24 +326,24 @@ static const int64_t *transpose_perm(const Prop *p, int32_t i)
     return perm->v;
 }
 
-static void offer_transposed(Prop *p, const Sharding *src, const int64_t *perm, int32_t rank, int32_t dst)
+static void offer_transposed(Prop *p, int32_t sl, const int64_t *perm, int32_t rank, int32_t dst)
 {
+    const Sharding *src = p->st[sl];
     if (!src) return;
     if (src->kind != SHARDING_TILED || src->rank != rank) {
-        improve(p, dst, src, true); /* MANUAL (anything else is refused) */
+        improve(p, dst, src, true, sl); /* MANUAL (anything else is refused) */
         return;
     }
     Sharding c;
     sharding_transpose(src, perm, rank, &c);
-    improve(p, dst, &c, false);
+    improve(p, dst, &c, false, sl);
 }
 
 static void fwd_transpose(Prop *p, int32_t i)
 {
     const int64_t *perm = transpose_perm(p, i);
     if (!perm) return;
-    const Sharding *src = p->st[leaf(p, inst(p, i)->operands[0])];
-    offer_transposed(p, src, perm, inst(p, i)->shape.rank, leaf(p, i));
+    offer_transposed(p, leaf(p, inst(p, i)->operands[0]), perm, inst(p, i)->shape.rank, leaf(p, i));
 }
 
 static void bwd_transpose(Prop *p, int32_t u, const Edge *e)
@@ -298,7 +353,7 @@ static void bwd_transpose(Prop *p, int32_t u, const Edge *e)
     int32_t rank = inst(p, u)->shape.rank;
     int64_t inv[SPMDC_MAX_RANK];
     for (int32_t k = 0; k < rank; k++) inv[perm[k]] = k;
-    offer_transposed(p, p->st[leaf(p, u)], inv, rank, leaf(p, inst(p, u)->operands[e->slot]));
+    offer_transposed(p, leaf(p, u), inv, rank, leaf(p, inst(p, u)->operands[e->slot]));
 }
 
 /* Broadcast dim map: out_src[j] = operand dim feeding output dim j (-1 new);
@@ -326,8 +381,7 @@ static void fwd_broadcast(Prop *p, int32_t i)
 {
     int32_t out_src[SPMDC_MAX_RANK], in_dst[SPMDC_MAX_RANK];
     if (!broadcast_map(p, i, out_src, in_dst)) return;
-    const Sharding *src = p->st[leaf(p, inst(p, i)->operands[0])];
-    offer_mapped(p, src, out_src, inst(p, i)->shape.rank, leaf(p, i));
+    offer_mapped(p, leaf(p, inst(p, i)->operands[0]), out_src, inst(p, i)->shape.rank, leaf(p, i));
 }
 
 static void bwd_broadcast(Prop *p, int32_t u, const Edge *e)
@@ -335,7 +389,7 @@ static void bwd_broadcast(Prop *p, int32_t u, const Edge *e)
     int32_t out_src[SPMDC_MAX_RANK], in_dst[SPMDC_MAX_RANK];
     if (!broadcast_map(p, u, out_src, in_dst)) return;
     int32_t o = inst(p, u)->operands[e->slot];
-    offer_mapped(p, p->st[leaf(p, u)], in_dst, inst(p, o)->shape.rank, leaf(p, o));
+    offer_mapped(p, leaf(p, u), in_dst, inst(p, o)->shape.rank, leaf(p, o));
 }
 
 /* ================================================================ rules: reshape */
@@ -467,25 +521,26 @@ static bool reshape_tiling(const Mesh *mesh, const Shape *from, const Sharding *
     return any;
 }
 
-static void offer_reshaped(Prop *p, const Sharding *src, const Shape *from, const Shape *to, int32_t dst)
+static void offer_reshaped(Prop *p, int32_t sl, const Shape *from, const Shape *to, int32_t dst)
 {
+    const Sharding *src = p->st[sl];
     if (!src) return;
     Sharding c;
-    if (src->kind == SHARDING_MANUAL) improve(p, dst, src, true);
+    if (src->kind == SHARDING_MANUAL) improve(p, dst, src, true, sl);
     else if (shape_is_array(from) && shape_is_array(to) && reshape_tiling(p->mesh, from, src, to, &c))
-        improve(p, dst, &c, false);
+        improve(p, dst, &c, false, sl);
 }
 
 static void fwd_reshape(Prop *p, int32_t i)
 {
     int32_t o = inst(p, i)->operands[0];
-    offer_reshaped(p, p->st[leaf(p, o)], &inst(p, o)->shape, &inst(p, i)->shape, leaf(p, i));
+    offer_reshaped(p, leaf(p, o), &inst(p, o)->shape, &inst(p, i)->shape, leaf(p, i));
 }
 
 static void bwd_reshape(Prop *p, int32_t u, const Edge *e)
 {
     int32_t o = inst(p, u)->operands[e->slot];
-    offer_reshaped(p, p->st[leaf(p, u)], &inst(p, u)->shape, &inst(p, o)->shape, leaf(p, o));
+    offer_reshaped(p, leaf(p, u), &inst(p, u)->shape, &inst(p, o)->shape, leaf(p, o));
 }
 
 /* ================================================================ rules: reduce */
@@ -531,7 +586,7 @@ static void fwd_reduce(Prop *p, int32_t i)
     if (!reduce_map(p, i, &n, out_src, in_dst)) return;
     int32_t rank = p->leaf_shape[leaf(p, i)]->rank;
     for (int32_t k = 0; k < n; k++) {
-        const Sharding *src = p->st[leaf(p, inst(p, i)->operands[k])];
+        int32_t src = leaf(p, inst(p, i)->operands[k]);
         for (int32_t l = 0; l < n; l++) offer_mapped(p, src, out_src, rank, leaf(p, i) + l);
     }
 }
@@ -541,7 +596,7 @@ static void bwd_reduce(Prop *p, int32_t u, const Edge *e)
     int32_t n, out_src[SPMDC_MAX_RANK], in_dst[SPMDC_MAX_RANK];
     if (!reduce_map(p, u, &n, out_src, in_dst) || e->slot >= n) return; /* init values: nothing */
     int32_t o = inst(p, u)->operands[e->slot];
-    offer_mapped(p, p->st[leaf(p, u) + e->slot], in_dst, inst(p, o)->shape.rank, leaf(p, o));
+    offer_mapped(p, leaf(p, u) + e->slot, in_dst, inst(p, o)->shape.rank, leaf(p, o));
 }
 
 /* ================================================================ rules: dot */
@@ -618,7 +673,7 @@ static void fwd_dot(Prop *p, int32_t i)
     for (int32_t n = 0; n < 2; n++) {
         int32_t k = n == 0 ? first : 1 - first, o = in->operands[k], src_of[SPMDC_MAX_RANK];
         invert_map(dm.to_out[k], inst(p, o)->shape.rank, in->shape.rank, src_of);
-        offer_mapped(p, p->st[leaf(p, o)], src_of, in->shape.rank, leaf(p, i));
+        offer_mapped(p, leaf(p, o), src_of, in->shape.rank, leaf(p, i));
     }
 }
 
@@ -631,8 +686,8 @@ static void bwd_dot(Prop *p, int32_t u, const Edge *e)
     const HloInst *in = inst(p, u);
     int32_t k = e->slot, o = in->operands[k], other = in->operands[1 - k];
     int32_t rank = inst(p, o)->shape.rank;
-    offer_mapped(p, p->st[leaf(p, u)], dm.to_out[k], rank, leaf(p, o));
-    offer_mapped(p, p->st[leaf(p, other)], dm.to_other[k], rank, leaf(p, o));
+    offer_mapped(p, leaf(p, u), dm.to_out[k], rank, leaf(p, o));
+    offer_mapped(p, leaf(p, other), dm.to_other[k], rank, leaf(p, o));
 }
 
 /* ================================================================ the table */
@@ -741,6 +796,8 @@ static bool setup_leaves(Prop *p)
     p->leaf_shape = ARENA_ARRAY(p->scratch, const Shape *, total + 1);
     p->st = ARENA_ARRAY(p->scratch, const Sharding *, total + 1);
     p->fixed = ARENA_ARRAY(p->scratch, uint8_t, total + 1);
+    p->lorg = ARENA_ARRAY(p->scratch, int32_t, total + 1);
+    p->aorg = ARENA_ARRAY(p->scratch, const int32_t *, total + 1);
     for (int32_t i = 0, k = 0; i < n; i++) collect_leaf_shapes(&c->insts[i].shape, p->leaf_shape, &k);
     return true;
 }
@@ -792,8 +849,31 @@ static void setup_gte(Prop *p)
     }
 }
 
+/* The per-atom origin table of instruction i's starting state: i itself
+ * for an annotation; for a sharding an earlier propagation inferred, the
+ * origins it recorded (dims of an array; else the whole); NULL if none. */
+static const int32_t *seed_atom_origins(Prop *p, int32_t i, bool user)
+{
+    const HloInst *in = &p->c->insts[i];
+    int32_t n = p->mesh->n_atoms, o = user ? i : in->sharding_origin;
+    if (o >= p->c->n_insts) o = -1;
+    const int32_t *dims = user || !shape_is_array(&in->shape) ? NULL : in->sharding_dim_origin;
+    if (o < 0 && !dims) return NULL;
+    int32_t *t = ARENA_ARRAY(p->scratch, int32_t, n > 0 ? n : 1);
+    for (int32_t k = 0; k < n; k++) t[k] = o;
+    const Sharding *s = in->sharding;
+    for (int32_t d = 0; dims && s->kind == SHARDING_TILED && d < s->rank && d < in->shape.rank; d++) {
+        const int8_t *a = sharding_dim_atoms(s, d);
+        int32_t od = dims[d] < p->c->n_insts ? dims[d] : -1;
+        for (int32_t k = 0; k < sharding_dim_n(s, d); k++)
+            if (a[k] >= 0 && a[k] < n) t[a[k]] = od;
+    }
+    return t;
+}
+
 /* Initial states: user annotations and forced-replicated leaves are fixed;
- * a non-user sharding already present seeds its leaves. */
+ * a non-user sharding already present seeds its leaves (with the origins
+ * recorded for it). */
 static void setup_states(Prop *p, bool is_entry)
 {
     const HloComputation *c = p->c;
@@ -802,12 +882,21 @@ static void setup_states(Prop *p, bool is_entry)
         const HloInst *in = &c->insts[i];
         bool user = in->sharding_from_user && in->sharding;
         bool forced = !is_entry && (in->op == HLO_PARAMETER || i == c->root);
+        const int32_t *table = NULL;
+        bool seeded = false;
         p->opaque[i] = is_opaque(in);
         for (int32_t l = 0; l < nleaves(p, i); l++) {
             int32_t lf = leaf(p, i) + l;
+            p->lorg[lf] = -1;
             if (user || (!p->opaque[i] && !forced && in->sharding)) {
                 const Sharding *s = user_leaf(in->sharding, l);
                 p->st[lf] = s ? source_form(p, s, p->leaf_shape[lf]) : NULL;
+            }
+            if (p->st[lf]) {
+                if (!seeded) table = seed_atom_origins(p, i, user);
+                seeded = true;
+                p->lorg[lf] = user ? i : in->sharding_origin < c->n_insts ? in->sharding_origin : -1;
+                p->aorg[lf] = table;
             }
             p->fixed[lf] = user || p->opaque[i] || forced;
         }
@@ -887,6 +976,39 @@ static void materialize(HloModule *m, HloComputation *c, const Prop *p, bool nam
     }
 }
 
+/* Per dim of array leaf lf's final state, the annotation that split it
+ * (its major atom's origin), in the module arena; NULL when every split dim
+ * came from the leaf's origin. */
+static const int32_t *dim_origins(HloModule *m, const Prop *p, int32_t lf)
+{
+    const Sharding *s = p->st[lf];
+    if (!s || s->kind != SHARDING_TILED || !p->aorg[lf]) return NULL;
+    int32_t o[SPMDC_MAX_RANK];
+    bool same = true;
+    for (int32_t d = 0; d < s->rank && d < SPMDC_MAX_RANK; d++) {
+        int8_t a = sharding_dim_n(s, d) > 0 ? sharding_dim_atoms(s, d)[0] : -1;
+        o[d] = a >= 0 && a < p->mesh->n_atoms ? p->aorg[lf][a] : -1;
+        same &= sharding_dim_n(s, d) == 0 || o[d] == p->lorg[lf];
+    }
+    return same ? NULL : arena_memdup(m->arena, o, sizeof(int32_t) * (size_t)s->rank);
+}
+
+/* Writes the provenance of every instruction: an annotation is its own
+ * origin; an inferred sharding the origin of its first leaf that has one
+ * (arrays: and per dim when the dims came from different annotations). */
+static void record_origins(HloModule *m, HloComputation *c, const Prop *p)
+{
+    for (int32_t i = 0; i < c->n_insts; i++) {
+        HloInst *in = &c->insts[i];
+        in->sharding_origin = in->sharding_from_user && in->sharding ? i : -1;
+        in->sharding_dim_origin = NULL;
+        if (!p || in->sharding_origin >= 0) continue;
+        for (int32_t lf = leaf(p, i); lf < leaf(p, i + 1) && in->sharding_origin < 0; lf++)
+            if (p->st[lf]) in->sharding_origin = p->lorg[lf];
+        if (shape_is_array(&in->shape) && nleaves(p, i) == 1) in->sharding_dim_origin = dim_origins(m, p, leaf(p, i));
+    }
+}
+
 static void propagate_computation(HloModule *m, int32_t ci, Arena *scratch, bool named)
 {
     HloComputation *c = &m->comps[ci];
@@ -897,6 +1019,7 @@ static void propagate_computation(HloModule *m, int32_t ci, Arena *scratch, bool
     p.scratch = scratch;
     if (!m->has_mesh || !setup_leaves(&p)) {
         materialize(m, c, NULL, named);
+        record_origins(m, c, NULL);
         return;
     }
     setup_edges(&p);
@@ -910,6 +1033,7 @@ static void propagate_computation(HloModule *m, int32_t ci, Arena *scratch, bool
         }
     }
     materialize(m, c, &p, named);
+    record_origins(m, c, &p);
 }
 
 /* Whether the input wrote its shardings in the named (mesh) form. */

@@ -10,6 +10,8 @@
  */
 #include "spmdc/sdy.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,19 +91,31 @@ static bool read_dim(Rd *r, Arena *arena, AxisRefSyntax **axes, int32_t *n, bool
     return true;
 }
 
-/* `<@mesh, [dims] ...>` after the opening '<'. */
-static bool read_tensor(Rd *r, const Mesh *mesh, Arena *arena, ShardingSyntax *out)
+/* Writes the reason a string is not read; always false. */
+static bool failf(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool failf(char *why, size_t whylen, const char *fmt, ...)
 {
-    if (!eat(r, '@')) return false;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whylen, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+/* `<@mesh, [dims] ...>` after the opening '<'; false with a reason. */
+static bool read_tensor(Rd *r, const Mesh *mesh, Arena *arena, ShardingSyntax *out, char *why, size_t whylen)
+{
+    if (!eat(r, '@')) return failf(why, whylen, "expected '@mesh'");
     while (*r->p && *r->p != ',' && *r->p != '>') r->p++; /* the mesh name: the module has one mesh */
-    if (!eat(r, ',') || !eat(r, '[')) return false;
+    if (!eat(r, ',') || !eat(r, '[')) return failf(why, whylen, "expected a list of dimension shardings");
     AxisRefSyntax *dims[SPMDC_MAX_RANK];
     int32_t counts[SPMDC_MAX_RANK], nd = 0;
     uint32_t open = 0;
     skip(r);
     while (*r->p != ']') {
         bool o;
-        if (nd == SPMDC_MAX_RANK || !read_dim(r, arena, &dims[nd], &counts[nd], &o)) return false;
+        if (nd == SPMDC_MAX_RANK || !read_dim(r, arena, &dims[nd], &counts[nd], &o))
+            return failf(why, whylen, "malformed sharding of dimension %d", (int)nd);
         if (o) open |= 1u << nd;
         nd++;
         skip(r);
@@ -110,7 +124,8 @@ static bool read_tensor(Rd *r, const Mesh *mesh, Arena *arena, ShardingSyntax *o
     }
     r->p++;
     skip(r);
-    if (*r->p != '>') return false; /* replicated= / unreduced= lists: not read yet */
+    if (*r->p != '>')
+        return failf(why, whylen, "replicated=/unreduced= axis lists are not read yet");
     memset(out, 0, sizeof *out);
     out->kind = SSYN_NAMED;
     out->n_mesh_axes = mesh->n_axes;
@@ -127,7 +142,7 @@ static bool read_tensor(Rd *r, const Mesh *mesh, Arena *arena, ShardingSyntax *o
         for (int32_t k = 0; k < counts[d]; k++) {
             AxisRefSyntax *ax = &dims[d][k];
             int32_t a = mesh_axis_index(mesh, ax->name);
-            if (a < 0) return false;
+            if (a < 0) return failf(why, whylen, "axis '%s' is not in the mesh", ax->name);
             if (ax->pre_size == 0) ax->size = mesh->axes[a].size;
         }
     }
@@ -135,20 +150,28 @@ static bool read_tensor(Rd *r, const Mesh *mesh, Arena *arena, ShardingSyntax *o
     return true;
 }
 
-bool sdy_sharding_syntax(const char *text, const Mesh *mesh, Arena *arena, ShardingSyntax *out)
+SdyResult sdy_sharding_syntax(const char *text, const Mesh *mesh, Arena *arena, ShardingSyntax *out, char *why,
+                              size_t whylen)
 {
     const char *key = text ? strstr(text, "xla.sdy.sharding=") : NULL;
-    if (!key || !mesh->named) return false;
+    if (!key) return SDY_NONE;
     Rd r = {key + strlen("xla.sdy.sharding=")};
-    if (!eat(&r, '"')) return false;
+    why[0] = 0;
+    if (!eat(&r, '"')) {
+        snprintf(why, whylen, "expected a string");
+        return SDY_UNREADABLE;
+    }
     if (strncmp(r.p, "#sdy.sharding_per_value<[<", 26) == 0) {
         r.p += 26;
-        if (!read_tensor(&r, mesh, arena, out)) return false;
-        return eat(&r, '>') && eat(&r, ']'); /* exactly one value */
+        if (!read_tensor(&r, mesh, arena, out, why, whylen)) return SDY_UNREADABLE;
+        if (eat(&r, '>') && eat(&r, ']')) return SDY_OK;
+        snprintf(why, whylen, "it describes several values");
+        return SDY_UNREADABLE;
     }
     if (strncmp(r.p, "#sdy.sharding<", 14) == 0) {
         r.p += 14;
-        return read_tensor(&r, mesh, arena, out);
+        return read_tensor(&r, mesh, arena, out, why, whylen) ? SDY_OK : SDY_UNREADABLE;
     }
-    return false;
+    snprintf(why, whylen, "expected #sdy.sharding<...> or #sdy.sharding_per_value<[...]>");
+    return SDY_UNREADABLE;
 }

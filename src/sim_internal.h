@@ -83,7 +83,13 @@ typedef struct InterpShared {
     DiagEngine *diag;
     InterpCompInfo *comps; /* m->n_comps (heap) */
     int64_t n_partitions, n_replicas;
+    double work;           /* elements produced + multiply-adds, all devices so far */
 } InterpShared;
+
+/* The simulator stops with an error past this much work (elements produced
+ * plus dot multiply-adds, over all devices): a loop with many trips would
+ * otherwise run for minutes in silence.  About a minute of interpretation. */
+#define SIM_WORK_LIMIT 1e10
 
 typedef struct Interp {
     InterpShared *sh;

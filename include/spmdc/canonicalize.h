@@ -2,14 +2,12 @@
  * expect, run after bind_shardings and before propagate_shardings:
  *  - every `call` is inlined into its caller (XLA's partitioner sees calls
  *    inlined too; JAX emits non-inlined helper calls such as jit(tril));
- *    the call's value becomes a `copy` that keeps the call's name and
- *    sharding, so names in the per-device program still match the input;
+ *    an array-shaped call's value becomes a `copy` that keeps the call's
+ *    name and sharding, so names in the per-device program still match the
+ *    input (a tuple-shaped call is replaced by the body's root);
  *  - custom-call "xla.sdy.FuncResultSharding" (a Shardy identity) becomes a
  *    copy;
- *  - computations no longer reachable from the entry are dropped;
- *  - a value whose sharding is written only as a Shardy string
- *    (frontend_attributes xla.sdy.sharding, see sdy.h) gets it as a user
- *    annotation.
+ *  - computations no longer reachable from the entry are dropped.
  */
 #ifndef SPMDC_CANONICALIZE_H
 #define SPMDC_CANONICALIZE_H

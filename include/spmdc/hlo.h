@@ -148,6 +148,18 @@ typedef struct HloInst {
     Sharding *sharding;        /* bound/propagated sharding, or NULL */
     bool sharding_from_user;   /* the input annotated it (never overwritten) */
     SrcSpan span;              /* the whole instruction in the input */
+    /* Provenance, set by propagate_shardings (added after the original
+     * contract): the user-annotated instruction of the same computation
+     * (index) this sharding came from: itself if annotated; for an inferred
+     * one, the annotation that first reached it (when two reach it, the
+     * first kept); -1 = none (replicated by default, or not propagated yet).
+     * hlo_add_inst sets -1; code that copies instructions between
+     * computations must reset it. */
+    int32_t sharding_origin;
+    /* NULL: every split dim came from sharding_origin.  Else (arrays only,
+     * module arena) [shape.rank]: per dim, the annotated instruction whose
+     * annotation first split it (-1 = unsplit or unknown). */
+    const int32_t *sharding_dim_origin;
 } HloInst;
 
 typedef struct HloComputation {

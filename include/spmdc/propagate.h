@@ -20,7 +20,10 @@
  * leaf).  Shardings with sharding_from_user are kept as they are.  Uses
  * cx->scratch for temporaries.  Reports nothing and returns true (there is no
  * user error to find here); without m->has_mesh everything not annotated
- * becomes replicated.  The rules and their order: docs/propagation.md. */
+ * becomes replicated.  The rules and their order: docs/propagation.md.
+ * Also sets every instruction's sharding_origin / sharding_dim_origin
+ * (hlo.h): the annotation each inferred sharding (and each split dim of an
+ * array) came from. */
 bool propagate_shardings(HloModule *m, PassCtx *cx);
 
 /* Name of the propagation rule of an opcode ("elementwise", "dot", "leaf",

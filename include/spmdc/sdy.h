@@ -19,12 +19,18 @@
 #include "spmdc/mesh.h"
 #include "spmdc/sharding.h"
 
+typedef enum SdyResult {
+    SDY_NONE,       /* no xla.sdy.sharding in the text */
+    SDY_OK,         /* *out filled */
+    SDY_UNREADABLE, /* there is one, but not of a form spmdc reads: why says so */
+} SdyResult;
+
 /* text: a frontend_attributes value as kept verbatim (`{k="...", ...}`,
- * quotes inside escaped).  If it holds an xla.sdy.sharding for a single
- * value, fills *out (kind SSYN_NAMED over the axes of mesh, strings in
- * arena) and returns true; false when there is none or it does not read
- * (several values, an unknown shape of string): the caller then leaves the
- * value to propagation. */
-bool sdy_sharding_syntax(const char *text, const Mesh *mesh, Arena *arena, ShardingSyntax *out);
+ * quotes inside escaped).  Reads its xla.sdy.sharding for a single value
+ * into *out (kind SSYN_NAMED over the axes of mesh; strings in arena).
+ * Not read (SDY_UNREADABLE, reason in why): several values, an axis the mesh
+ * lacks, `replicated=`/`unreduced=` lists, anything malformed. */
+SdyResult sdy_sharding_syntax(const char *text, const Mesh *mesh, Arena *arena, ShardingSyntax *out, char *why,
+                              size_t whylen);
 
 #endif

@@ -81,6 +81,32 @@ static void test_mlp_megatron_all_reduce(void **state)
     }
 }
 
+/* The cause of the MLP's all-reduce names the annotations behind it:
+ * h = dot(x, a) is split on dim 1 because a (line 34) is, b is annotated on
+ * line 35, and y, whose annotation (line 37) wants it replicated, closes
+ * the partial sum.  JSON: the reason without the "y: " prefix. */
+static void test_mlp_cause_traced_to_annotations(void **state)
+{
+    (void)state;
+    json_t *j = report("mlp.hlo", "model=8");
+    json_t *cause = json_object_get(coll(j, 0), "cause");
+    assert_string_equal(str(cause, "instruction"), "y");
+    assert_int_equal(num(cause, "line"), 37);
+    assert_string_equal(str(cause, "reason"),
+                        "contracting dim 1 of lhs h sharded on 'model' (from the annotation on a, line 34) and dim 0 "
+                        "of rhs b (annotated, line 35); y is annotated replicated (line 37)");
+    json_decref(j);
+    /* the table's cause cell: "y (line 37): " and the same words */
+    char cmd[1024], *out;
+    snprintf(cmd, sizeof cmd, "%s compile %s/examples/mlp.hlo --mesh model=8 --report-out /dev/stdout -o /dev/null",
+             bin, src);
+    assert_int_equal(run(cmd, &out), 0);
+    assert_non_null(strstr(out, "  y (line 37): contracting dim 1 of lhs h sharded on 'model' (from the annotation on a, "
+                                "line 34) and dim 0 of rhs b (annotated, line 35); y is annotated replicated (line "
+                                "37)\n"));
+    free(out);
+}
+
 static void test_mlp_parameter_memory(void **state)
 {
     (void)state;
@@ -102,6 +128,11 @@ static void test_mlp_misaligned_costs(void **state)
      * the all-to-all that moves the split to dim 1 sends 7/8 of it. */
     assert_string_equal(str(coll(j, 0), "kind"), "all-to-all");
     assert_int_equal(num(coll(j, 0), "bytes_per_device"), 14680064);
+    /* a is annotated split on dim 0 (line 35); h = dot(x, a) got its split of
+     * dim 1 backward from b (line 36), through y = dot(h, b) */
+    assert_string_equal(str(json_object_get(coll(j, 0), "cause"), "reason"),
+                        "a resharded from [{model}, {}] (annotated, line 35) to [{}, {model}]; h is [{}, {model}] "
+                        "(from the annotation on b, line 36)");
     /* Then the same all-reduce as the aligned MLP: 2*7/8 * 134,217,728. */
     assert_string_equal(str(coll(j, 1), "kind"), "all-reduce");
     assert_int_equal(num(coll(j, 1), "bytes_per_device"), 234881024);
@@ -122,6 +153,11 @@ static void test_2d_mesh_groups(void **state)
     assert_int_equal(num(c, "num_groups"), 2);
     assert_int_equal(num(c, "bytes_per_device"), 12288);
     assert_string_equal(json_string_value(json_array_get(json_object_get(c, "axes"), 0)), "model");
+    /* h = dot(x, a) takes dim 0 from x [{data}, {}] (line 23) and dim 1 from
+     * a [{}, {model}] (line 24): the contracting split is traced to a */
+    assert_string_equal(str(json_object_get(c, "cause"), "reason"),
+                        "contracting dim 1 of lhs h sharded on 'model' (from the annotation on a, line 24) and dim 0 "
+                        "of rhs b (annotated, line 25); y is annotated [{data}, {}] (line 27)");
     json_decref(j);
 }
 
@@ -192,6 +228,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp_megatron_all_reduce),
+        cmocka_unit_test(test_mlp_cause_traced_to_annotations),
         cmocka_unit_test(test_mlp_parameter_memory),
         cmocka_unit_test(test_mlp_misaligned_costs),
         cmocka_unit_test(test_2d_mesh_groups),

@@ -294,6 +294,17 @@ static void test_convert(void **state)
     r = unary(HLO_BITCAST_CONVERT, SC(F32), ET_S32, val_f(SC(F32), DL(1.0)));
     EXPECT_I(&r, 0x3f800000);
     sim_value_release(&r);
+    /* width-changing bitcast-convert u32[2,2] -> u64[2] (little endian):
+     * {1, 2} -> 1 + 2*2^32 = 8589934593; {7, 0} -> 7 */
+    HloModule *m = hlo_module_new("t");
+    TB e = tb_new(m, "main", true);
+    int32_t p0 = tb_param(&e, 0, SH(U32, 2, 2));
+    tb_add(&e, HLO_BITCAST_CONVERT, SH(U64, 2), OPS(p0));
+    SimValue in = val_i(SH(U32, 2, 2), DL(1, 2, 7, 0));
+    r = run(m, &in, 1);
+    EXPECT_I(&r, 8589934593LL, 7);
+    sim_value_release(&r);
+    hlo_module_free(m);
 }
 
 static void test_compare_select_clamp(void **state)

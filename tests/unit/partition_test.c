@@ -343,7 +343,10 @@ static void check_mlp(const char *mesh, int64_t n, int64_t bytes)
     assert_int_equal(r->multiplier, 1);
     assert_string_equal(r->instruction, "y");
     assert_string_equal(r->cause_instruction, "y");
-    assert_string_equal(r->reason, "y: contracting dim 1 of lhs sharded on 'model'");
+    /* traced back to the annotations: h's split of dim 1 came from a (line
+     * 34) through h = dot(x, a); b (line 35) and y (line 37) are annotated */
+    assert_string_equal(r->reason, "y: contracting dim 1 of lhs h sharded on 'model' (from the annotation on a, line 34) "
+                                   "and dim 0 of rhs b (annotated, line 35); y is annotated replicated (line 37)");
     assert_int_equal(r->cause_line, 37);
     assert_int_equal(c.rep.n_warnings, 0);
     assert_int_equal(count_collectives(c.out), 1);
@@ -670,7 +673,11 @@ static void test_reduce_over_split_dim(void **state)
     assert_int_equal(c.rep.n_records, 2);
     assert_int_equal(c.rep.records[0].bytes_per_device, 48);
     assert_int_equal(c.rep.records[1].bytes_per_device, 48);
-    assert_string_equal(c.rep.records[0].reason, "r: reduced dims of x sharded on 'm'");
+    /* x is annotated on line 16; the root tuple t (replicated: no
+     * annotation splits it) takes r replicated */
+    assert_string_equal(c.rep.records[0].reason, "r: reduced dim 1 of x sharded on 'm' (annotated, line 16); needed "
+                                                 "replicated by t, which is replicated by default (no annotation "
+                                                 "splits it)");
     int32_t mx = hlo_find_computation(c.out, "maximum.f32");
     assert_true(mx >= 0);
     assert_int_equal(hlo_attrs(out_inst(&c, "mx"))->to_apply, mx);

@@ -1303,6 +1303,162 @@ static void test_deterministic(void **state)
     hlo_module_free(m2);
 }
 
+/* ================================================================ provenance */
+
+/* Dim d's origin as the partitioner reads it: the per-dim table, or the
+ * instruction's origin when there is none. */
+static int32_t dim_origin(const HloModule *m, int32_t c, int32_t i, int32_t d)
+{
+    const HloInst *in = hlo_inst(m, c, i);
+    return in->sharding_dim_origin ? in->sharding_dim_origin[d] : in->sharding_origin;
+}
+
+/* An annotation is its own origin; a value two hops away (a -> n -> e)
+ * gets a's index, forward and backward; a value nothing reaches, and one
+ * next to an annotation that is replicated (which does not spread), keep
+ * -1. */
+static void test_origin_two_hops_and_unreached(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t q = add(m, c, HLO_PARAMETER, "q", arr(1, 8), 0);
+    int32_t b = add(m, c, HLO_NEGATE, "b", arr(1, 8), 1, q);    /* backward: two hops before a */
+    int32_t a = add(m, c, HLO_NEGATE, "a", arr(1, 8), 1, b);
+    int32_t n = add(m, c, HLO_NEGATE, "n", arr(1, 8), 1, a);
+    int32_t e = add(m, c, HLO_EXP, "e", arr(1, 8), 1, n);       /* forward: two hops after a */
+    int32_t lone = add(m, c, HLO_PARAMETER, "lone", arr(1, 8), 0);
+    int32_t r = add(m, c, HLO_PARAMETER, "r", arr(1, 8), 0);
+    int32_t rn = add(m, c, HLO_NEGATE, "rn", arr(1, 8), 1, r);
+    annotate(m, c, a, "{0,1}");
+    annotate(m, c, r, "R");
+    /* before propagation every instruction has no origin */
+    for (int32_t i = 0; i < m->comps[c].n_insts; i++) assert_int_equal(hlo_inst(m, c, i)->sharding_origin, -1);
+    run(m);
+    check(m, c, e, "{0,1}");
+    check(m, c, q, "{0,1}");
+    assert_int_equal(hlo_inst(m, c, a)->sharding_origin, a);
+    assert_int_equal(hlo_inst(m, c, n)->sharding_origin, a);
+    assert_int_equal(hlo_inst(m, c, e)->sharding_origin, a);
+    assert_int_equal(hlo_inst(m, c, b)->sharding_origin, a);
+    assert_int_equal(hlo_inst(m, c, q)->sharding_origin, a);
+    assert_null(hlo_inst(m, c, e)->sharding_dim_origin); /* its one split dim came from a */
+    check(m, c, lone, "R");
+    assert_int_equal(hlo_inst(m, c, lone)->sharding_origin, -1);
+    assert_int_equal(hlo_inst(m, c, r)->sharding_origin, r); /* annotated replicated: its own origin */
+    check(m, c, rn, "R");
+    assert_int_equal(hlo_inst(m, c, rn)->sharding_origin, -1);
+    hlo_module_free(m);
+}
+
+/* Dims split by different annotations are traced apart, through a dot, a
+ * reshape and a transpose (x=2,y=4: x = atom 0, y = atoms 1,2).  The dot
+ * offers its larger operand w (64x128) first, so d's sharding comes first
+ * from w (dim 1) and then from in (dim 0). */
+static void test_origin_per_dim(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(true, &c);
+    int32_t in = add(m, c, HLO_PARAMETER, "in", arr(2, 32, 64), 0);
+    int32_t w = add(m, c, HLO_PARAMETER, "w", arr(2, 64, 128), 0);
+    int one = 1, zero = 0;
+    int32_t d = add_dot(m, c, "d", arr(2, 32, 128), in, w, 0, NULL, NULL, 1, &one, &zero);
+    int32_t r = add(m, c, HLO_RESHAPE, "r", arr(3, 32, 4, 32), 1, d);
+    int32_t t = add(m, c, HLO_TRANSPOSE, "t", arr(3, 4, 32, 32), 1, r);
+    hlo_attrs_mut(m, hlo_inst(m, c, t))->dimensions = ints(m, 3, 1, 0, 2);
+    annotate(m, c, in, "{0}{}");
+    annotate(m, c, w, "{}{1,2}");
+    run(m);
+    check(m, c, d, "{0}{1,2}");
+    assert_int_equal(hlo_inst(m, c, d)->sharding_origin, w);
+    assert_non_null(hlo_inst(m, c, d)->sharding_dim_origin);
+    assert_int_equal(dim_origin(m, c, d, 0), in);
+    assert_int_equal(dim_origin(m, c, d, 1), w);
+    check(m, c, r, "{0}{1,2}{}");
+    assert_int_equal(dim_origin(m, c, r, 0), in);
+    assert_int_equal(dim_origin(m, c, r, 1), w);
+    assert_int_equal(dim_origin(m, c, r, 2), -1); /* unsplit */
+    check(m, c, t, "{1,2}{0}{}");
+    assert_int_equal(dim_origin(m, c, t, 0), w);
+    assert_int_equal(dim_origin(m, c, t, 1), in);
+    /* the annotations themselves: their own origin, no per-dim table */
+    assert_int_equal(hlo_inst(m, c, in)->sharding_origin, in);
+    assert_null(hlo_inst(m, c, in)->sharding_dim_origin);
+    hlo_module_free(m);
+}
+
+/* Two annotations meet on one dim: u = add(p, q) takes p's {0} first, then
+ * extends it with q's atom 1 ({0} is the major part of {0,1}).  The first
+ * source is kept as u's origin and as dim 0's (its major atom). */
+static void test_origin_first_source_kept(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t p = add(m, c, HLO_PARAMETER, "p", arr(2, 8, 8), 0);
+    int32_t q = add(m, c, HLO_PARAMETER, "q", arr(2, 8, 8), 0);
+    int32_t u = add(m, c, HLO_ADD, "u", arr(2, 8, 8), 2, p, q);
+    int32_t v = add(m, c, HLO_NEGATE, "v", arr(2, 8, 8), 1, u);
+    annotate(m, c, p, "{0}{}");
+    annotate(m, c, q, "{0,1}{}");
+    run(m);
+    check(m, c, u, "{0,1}{}");
+    assert_int_equal(hlo_inst(m, c, u)->sharding_origin, p);
+    assert_int_equal(dim_origin(m, c, u, 0), p);
+    check(m, c, v, "{0,1}{}");
+    assert_int_equal(hlo_inst(m, c, v)->sharding_origin, p);
+    hlo_module_free(m);
+}
+
+/* Origins are deterministic, and a second propagation (seeded by the
+ * first one's shardings) keeps them, per dim too. */
+static void test_origin_second_run_keeps(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(true, &c);
+    int32_t in = add(m, c, HLO_PARAMETER, "in", arr(2, 32, 64), 0);
+    int32_t w = add(m, c, HLO_PARAMETER, "w", arr(2, 64, 128), 0);
+    int one = 1, zero = 0;
+    int32_t d = add_dot(m, c, "d", arr(2, 32, 128), in, w, 0, NULL, NULL, 1, &one, &zero);
+    int32_t g = add(m, c, HLO_TANH, "g", arr(2, 32, 128), 1, d);
+    annotate(m, c, in, "{0}{}");
+    annotate(m, c, w, "{}{1,2}");
+    run(m);
+    run(m);
+    check(m, c, g, "{0}{1,2}");
+    assert_int_equal(hlo_inst(m, c, g)->sharding_origin, w);
+    assert_int_equal(dim_origin(m, c, g, 0), in);
+    assert_int_equal(dim_origin(m, c, g, 1), w);
+    assert_int_equal(hlo_inst(m, c, d)->sharding_origin, w);
+    hlo_module_free(m);
+}
+
+/* From text, as the driver runs it: the Megatron MLP's h gets a's split. */
+static void test_origin_text_megatron(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "HloModule megatron, num_partitions=8\n"
+        "ENTRY main {\n"
+        "  x = bf16[64,64] parameter(0), sharding={replicated}\n"
+        "  a = bf16[64,64] parameter(1), sharding={devices=[1,8]<=[8]}\n"
+        "  b = bf16[64,64] parameter(2), sharding={devices=[8,1]<=[8]}\n"
+        "  h = bf16[64,64] dot(x, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+        "  ROOT y = bf16[64,64] dot(h, b), lhs_contracting_dims={1}, rhs_contracting_dims={0},"
+        " sharding={replicated}\n"
+        "}\n";
+    DiagEngine *dg = diag_create(NULL);
+    HloModule *m = propagate_text(dg, text);
+    int32_t c = m->entry;
+    assert_int_equal(hlo_inst(m, c, hlo_find_inst(m, c, "h"))->sharding_origin, hlo_find_inst(m, c, "a"));
+    assert_int_equal(hlo_inst(m, c, hlo_find_inst(m, c, "y"))->sharding_origin, hlo_find_inst(m, c, "y"));
+    assert_int_equal(hlo_inst(m, c, hlo_find_inst(m, c, "b"))->sharding_origin, hlo_find_inst(m, c, "b"));
+    hlo_module_free(m);
+    diag_destroy(dg);
+}
+
 static double now_sec(void)
 {
     struct timespec ts;
@@ -1331,6 +1487,7 @@ static void test_million_instruction_chain(void **state)
     printf("propagate: %d-instruction chain in %.3f s\n", N, t1 - t0);
     check(m, c, prev, "{}{0,1,2}");
     check(m, c, N / 2, "{}{0,1,2}");
+    assert_int_equal(hlo_inst(m, c, prev)->sharding_origin, 0); /* the annotated parameter, 999,999 hops away */
     hlo_module_free(m);
 }
 
@@ -1380,6 +1537,11 @@ int main(void)
         cmocka_unit_test(test_text_named_2d),
         cmocka_unit_test(test_text_tuple_and_unknown),
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_origin_two_hops_and_unreached),
+        cmocka_unit_test(test_origin_per_dim),
+        cmocka_unit_test(test_origin_first_source_kept),
+        cmocka_unit_test(test_origin_second_run_keeps),
+        cmocka_unit_test(test_origin_text_megatron),
         cmocka_unit_test(test_million_instruction_chain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,1 @@
+compile call_tuple.hlo --report json

@@ -1,0 +1,1 @@
+verify call_tuple.hlo

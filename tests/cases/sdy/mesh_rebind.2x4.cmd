@@ -1,0 +1,1 @@
+compile mesh_rebind.hlo --mesh 2x4 --report json

@@ -1,0 +1,1 @@
+verify mesh_rebind.hlo --mesh 2x4

@@ -1,0 +1,1 @@
+verify mesh_rebind.hlo --mesh data=4,model=2

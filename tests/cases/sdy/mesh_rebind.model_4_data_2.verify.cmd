@@ -1,0 +1,1 @@
+verify mesh_rebind.hlo --mesh model=4,data=2
