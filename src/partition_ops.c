@@ -1263,6 +1263,32 @@ static bool h_control_flow(Part *p, int32_t i)
     return default_action(p, i);
 }
 
+/* opt-barrier: an identity on its (tuple) operand; every leaf keeps its
+ * sharding, so nothing is gathered. */
+static bool h_opt_barrier(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    Spec *decl = part_decl_leaves(p, i);
+    int32_t op = part_operand(p, i, 0, decl);
+    if (op < 0)
+        return false;
+    Shape l = part_local_shape(p, &in->shape, decl);
+    int32_t r = part_clone(p, i, part_result_name(p, i, decl, "local"), &l, &op, 1);
+    part_set_result(p, i, r, decl, -1, NULL);
+    return true;
+}
+
+/* bitcast-convert keeping the element width is elementwise (JAX's random
+ * bits -> float); a width change alters the last dim: default action. */
+static bool h_bitcast_convert(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    const Shape *src = operand_shape(p, i, 0);
+    if (shape_is_array(&in->shape) && shape_is_array(src) && elem_type_bits(src->type) == elem_type_bits(in->shape.type))
+        return h_elementwise(p, i);
+    return default_action(p, i);
+}
+
 static bool h_unsupported(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
@@ -1302,7 +1328,8 @@ static Handler handler_for(HloOpcode op)
     case HLO_CALL:
     case HLO_CONDITIONAL: return h_control_flow;
     case HLO_PARTITION_ID: return h_unsupported;
-    case HLO_BITCAST_CONVERT: return default_action; /* may change the rank */
+    case HLO_BITCAST_CONVERT: return h_bitcast_convert;
+    case HLO_OPTIMIZATION_BARRIER: return h_opt_barrier;
     default: break;
     }
     if (hlo_opcode_is_elementwise(op))

@@ -1,0 +1,1 @@
+compile bitcast_convert_same_width.hlo --report json

@@ -1,0 +1,1 @@
+verify bitcast_convert_same_width.hlo

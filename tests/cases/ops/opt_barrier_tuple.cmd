@@ -1,0 +1,1 @@
+compile opt_barrier_tuple.hlo --report json

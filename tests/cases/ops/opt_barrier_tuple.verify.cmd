@@ -1,0 +1,1 @@
+verify opt_barrier_tuple.hlo
