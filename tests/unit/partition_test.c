@@ -789,15 +789,15 @@ static void test_dot_batch_dims(void **state)
 static void test_default_action_warns(void **state)
 {
     (void)state;
-    /* bitcast-convert has no rule: its split operand is gathered (f32[8,16]
-     * 512 B, 3/4 of it = 384 B), it runs at full size, and the replicated
-     * result is sliced back locally. */
+    /* A width-changing bitcast-convert has no rule: its split operand is
+     * gathered (f32[8,16] 512 B, 3/4 of it = 384 B), it runs at full size,
+     * and the replicated result is sliced back locally. */
     static const char text[] =
         "HloModule dflt\n"
         "\n"
-        "ENTRY %main (x: f32[8,16]) -> s32[8,16] {\n"
+        "ENTRY %main (x: f32[8,16]) -> s16[8,16,2] {\n"
         "  %x = f32[8,16] parameter(0), sharding={mesh[m=4], [{m}, {}]}\n"
-        "  ROOT %b = s32[8,16] bitcast-convert(%x), sharding={mesh[m=4], [{m}, {}]}\n"
+        "  ROOT %b = s16[8,16,2] bitcast-convert(%x), sharding={mesh[m=4], [{m}, {}, {}]}\n"
         "}\n";
     Compiled c = compile_checked(text, NULL);
     assert_int_equal(c.rep.n_records, 1);
