@@ -54,6 +54,24 @@ static bool write_close(FILE *f, const char *data, size_t len)
     return ok;
 }
 
+/* The path a dangling symlink points to (relative targets resolved against
+ * the link's directory), heap-allocated; NULL if path is no symlink. */
+static char *dangling_target(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return NULL;
+    char link[4096];
+    ssize_t n = readlink(path, link, sizeof link - 1);
+    if (n <= 0) return NULL;
+    link[n] = 0;
+    const char *slash = strrchr(path, '/');
+    size_t dir = (link[0] == '/' || !slash) ? 0 : (size_t)(slash - path) + 1;
+    char *t = xmalloc(dir + (size_t)n + 1);
+    memcpy(t, path, dir);
+    memcpy(t + dir, link, (size_t)n + 1);
+    return t;
+}
+
 bool driver_write_file(const char *path, const char *data, size_t len)
 {
     if (strcmp(path, "-") == 0) {
@@ -71,9 +89,10 @@ bool driver_write_file(const char *path, const char *data, size_t len)
         fprintf(stderr, "spmdc: error: cannot write %s: %s\n", path, strerror(errno));
         return false;
     }
-    /* Write the file a symlink points to, not over the link; keep an existing
-     * file's mode, else the usual 0666 & ~umask. */
-    char *target = exists ? realpath(path, NULL) : NULL;
+    /* Write the file a symlink points to, not over the link (a dangling link
+     * too: its target is created); keep an existing file's mode, else the
+     * usual 0666 & ~umask. */
+    char *target = exists ? realpath(path, NULL) : dangling_target(path);
     const char *dst = target ? target : path;
     mode_t mode;
     if (exists) {

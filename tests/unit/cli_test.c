@@ -205,6 +205,30 @@ static void test_error_writes_nothing(void **state)
     rmdir(dir);
 }
 
+static void test_output_through_symlinks(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/spmdc_link_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char link[300], target[300], cmd[1024];
+    snprintf(link, sizeof link, "%s/link.hlo", dir);
+    snprintf(target, sizeof target, "%s/target.hlo", dir);
+    assert_int_equal(symlink("target.hlo", link), 0); /* dangling: the target does not exist yet */
+    snprintf(cmd, sizeof cmd, "%s compile %s/examples/mlp_small.hlo -o %s --report none", bin, src, link);
+    assert_int_equal(run(cmd, NULL), 0);
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode)); /* the link survives */
+    assert_int_equal(stat(target, &st), 0);
+    assert_true(S_ISREG(st.st_mode) && st.st_size > 0);
+    assert_int_equal(run(cmd, NULL), 0); /* and again through a live link */
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    unlink(link);
+    unlink(target);
+    rmdir(dir);
+}
+
 static void test_deterministic(void **state)
 {
     (void)state;
@@ -234,6 +258,7 @@ int main(void)
         cmocka_unit_test(test_2d_mesh_groups),
         cmocka_unit_test(test_jax_exports),
         cmocka_unit_test(test_error_writes_nothing),
+        cmocka_unit_test(test_output_through_symlinks),
         cmocka_unit_test(test_deterministic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
