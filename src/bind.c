@@ -28,7 +28,6 @@
 #include "spmdc/sdy.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* What the file's shardings say about the mesh. */
@@ -161,57 +160,21 @@ static bool adopt_names(Mesh *mesh, const ShardingSyntax *named, DiagEngine *dia
     return ok;
 }
 
-/* Reads `"name"=size, ...` after "#sdy.mesh<[" (quotes may be escaped as in
- * frontend_attributes strings).  Returns the number of axes, 0 if malformed. */
-static int32_t scan_sdy_axes(const char *p, char names[][32], int64_t *sizes)
+/* The verbatim frontend_attributes among raw attributes, or NULL. */
+static const char *frontend_attrs_of(const RawAttr *raw, int32_t n)
 {
-    int32_t n = 0;
-    for (;;) {
-        while (*p == ' ' || *p == '\\') p++;
-        if (*p == ']') return n;
-        if (*p++ != '"' || n == SPMDC_MAX_MESH_AXES) return 0;
-        size_t len = 0;
-        while (*p && *p != '"' && *p != '\\' && len < 31) names[n][len++] = *p++;
-        names[n][len] = 0;
-        while (*p == '\\') p++;
-        if (*p++ != '"' || *p++ != '=' || len == 0) return 0;
-        char *end;
-        long long v = strtoll(p, &end, 10);
-        if (end == p || v < 1) return 0;
-        sizes[n++] = v;
-        p = end;
-        while (*p == ' ') p++;
-        if (*p == ',') p++;
-        else if (*p != ']') return 0;
-    }
+    for (int32_t k = 0; k < n; k++)
+        if (strcmp(raw[k].name, "frontend_attributes") == 0) return raw[k].text;
+    return NULL;
 }
 
-/* The one mesh with axes in the header's xla.sdy.meshes (a Shardy export
- * keeps its axis names there even when the shardings are positional), if
- * its device count is n (or n == 0). */
+/* The header's single Shardy mesh (sdy_module_mesh), if its device count is
+ * n (or n == 0). */
 static bool mesh_from_sdy(const HloModule *m, int64_t n, Mesh *mesh)
 {
-    const char *text = NULL;
-    for (int32_t i = 0; i < m->n_raw; i++)
-        if (strcmp(m->raw[i].name, "frontend_attributes") == 0) text = m->raw[i].text;
-    if (!text || !strstr(text, "xla.sdy.meshes")) return false;
-    const char *hit = NULL;
-    for (const char *p = strstr(text, "#sdy.mesh<["); p; p = strstr(p + 1, "#sdy.mesh<[")) {
-        if (p[11] == ']') continue; /* empty or maximal mesh */
-        if (hit) return false;      /* several meshes: no single answer */
-        hit = p;
-    }
-    if (!hit) return false;
-    char names[SPMDC_MAX_MESH_AXES][32];
-    int64_t sizes[SPMDC_MAX_MESH_AXES];
-    int32_t k = scan_sdy_axes(hit + 11, names, sizes);
-    const char *ptrs[SPMDC_MAX_MESH_AXES];
-    for (int32_t i = 0; i < k; i++) ptrs[i] = names[i];
-    char err[200];
     Mesh tmp;
-    if (k == 0 || !mesh_init(&tmp, k, ptrs, sizes, err, sizeof err)) return false;
+    if (!sdy_module_mesh(frontend_attrs_of(m->raw, m->n_raw), &tmp)) return false;
     if (n && tmp.n_devices != n) return false;
-    tmp.named = true;
     *mesh = tmp;
     return true;
 }
@@ -265,14 +228,6 @@ static bool has_unknown(const ShardingSyntax *s)
     return false;
 }
 
-static const char *frontend_attrs(const HloInst *in)
-{
-    const HloAttrs *a = hlo_attrs(in);
-    for (int32_t k = 0; k < a->n_raw; k++)
-        if (strcmp(a->raw[k].name, "frontend_attributes") == 0) return a->raw[k].text;
-    return NULL;
-}
-
 /* In a Shardy export (one mesh in xla.sdy.meshes, its axes all in the
  * chosen mesh) each value's xla.sdy.sharding string is bound BY NAME in
  * preference to its positional sharding=: that is what makes `--mesh`
@@ -283,7 +238,7 @@ static bool bind_sdy(HloModule *m, HloInst *inst, DiagEngine *diag)
 {
     ShardingSyntax syn;
     char why[200];
-    SdyResult r = sdy_sharding_syntax(frontend_attrs(inst), &m->mesh, m->arena, &syn, why, sizeof why);
+    SdyResult r = sdy_sharding_syntax(frontend_attrs_of(hlo_attrs(inst)->raw, hlo_attrs(inst)->n_raw), &m->mesh, m->arena, &syn, why, sizeof why);
     if (r == SDY_NONE) return false;
     if (r == SDY_OK) {
         syn.span = inst->span;

@@ -572,19 +572,6 @@ static bool put_sharding_origin(Part *p, StrBuf *b, int32_t i)
     return true;
 }
 
-static bool sharding_replicated_all(const Sharding *s)
-{
-    if (!s)
-        return true;
-    if (s->kind == SHARDING_TUPLE) {
-        for (int32_t k = 0; k < s->n_elems; k++)
-            if (!sharding_replicated_all(&s->elems[k]))
-                return false;
-        return true;
-    }
-    return s->kind == SHARDING_REPLICATED || (s->kind == SHARDING_TILED && sharding_is_replicated(s));
-}
-
 /* Appends what i's declared sharding is and where it came from: "annotated
  * replicated (line 37)", "[{}, {model}] (from the annotation on a, line
  * 31)", "replicated by default (no annotation splits it)". */
@@ -598,7 +585,7 @@ static void put_which(Part *p, StrBuf *b, int32_t i)
             sb_printf(b, " (line %u)", (unsigned)in->span.begin.line);
         return;
     }
-    if (sharding_replicated_all(in->sharding)) { /* propagation only passes splits on */
+    if (!in->sharding || sharding_is_replicated(in->sharding)) { /* propagation only passes splits on */
         sb_puts(b, "replicated by default (no annotation splits it)");
         return;
     }

@@ -175,3 +175,49 @@ SdyResult sdy_sharding_syntax(const char *text, const Mesh *mesh, Arena *arena, 
     snprintf(why, whylen, "expected #sdy.sharding<...> or #sdy.sharding_per_value<[...]>");
     return SDY_UNREADABLE;
 }
+
+/* Reads `"name"=size, ...` after "#sdy.mesh<[" (quotes may be escaped).
+ * Returns the number of axes, 0 if malformed. */
+static int32_t scan_mesh_axes(const char *p, char names[][32], int64_t *sizes)
+{
+    int32_t n = 0;
+    for (;;) {
+        while (*p == ' ' || *p == '\\') p++;
+        if (*p == ']') return n;
+        if (*p++ != '"' || n == SPMDC_MAX_MESH_AXES) return 0;
+        size_t len = 0;
+        while (*p && *p != '"' && *p != '\\' && len < 31) names[n][len++] = *p++;
+        names[n][len] = 0;
+        while (*p == '\\') p++;
+        if (*p++ != '"' || *p++ != '=' || len == 0) return 0;
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || v < 1) return 0;
+        sizes[n++] = v;
+        p = end;
+        while (*p == ' ') p++;
+        if (*p == ',') p++;
+        else if (*p != ']') return 0;
+    }
+}
+
+bool sdy_module_mesh(const char *text, Mesh *out)
+{
+    if (!text || !strstr(text, "xla.sdy.meshes")) return false;
+    const char *hit = NULL;
+    for (const char *p = strstr(text, "#sdy.mesh<["); p; p = strstr(p + 1, "#sdy.mesh<[")) {
+        if (p[11] == ']') continue; /* empty or maximal mesh */
+        if (hit) return false;      /* several meshes: no single answer */
+        hit = p;
+    }
+    if (!hit) return false;
+    char names[SPMDC_MAX_MESH_AXES][32];
+    int64_t sizes[SPMDC_MAX_MESH_AXES];
+    int32_t k = scan_mesh_axes(hit + 11, names, sizes);
+    const char *ptrs[SPMDC_MAX_MESH_AXES];
+    for (int32_t i = 0; i < k; i++) ptrs[i] = names[i];
+    char err[200];
+    if (k == 0 || !mesh_init(out, k, ptrs, sizes, err, sizeof err)) return false;
+    out->named = true;
+    return true;
+}

@@ -33,4 +33,10 @@ typedef enum SdyResult {
 SdyResult sdy_sharding_syntax(const char *text, const Mesh *mesh, Arena *arena, ShardingSyntax *out, char *why,
                               size_t whylen);
 
+/* text: the module header's frontend_attributes (verbatim).  If its
+ * xla.sdy.meshes holds exactly one mesh with axes (`#sdy.mesh<["data"=2,
+ * "model"=4]>`; empty and maximal meshes are skipped), builds it into *out
+ * (named) and returns true; otherwise false. */
+bool sdy_module_mesh(const char *text, Mesh *out);
+
 #endif
