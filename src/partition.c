@@ -63,10 +63,10 @@ const char *part_fmt(Part *p, const char *fmt, ...)
     return buf;
 }
 
-const char *part_spec_text(Part *p, const Spec *s)
+const char *part_spec_text(Part *p, const Tiling *s)
 {
     StrBuf b = {0};
-    spec_describe(&b, s, p->mesh);
+    tiling_describe(&b, s, p->mesh);
     const char *r = arena_strdup(p->scratch, sb_cstr(&b));
     sb_free(&b);
     return r;
@@ -403,19 +403,19 @@ static const Sharding *leaf_sharding(const Sharding *sh, int32_t leaf)
     return sh;
 }
 
-void part_decl(const Part *p, int32_t i, int32_t leaf, Spec *out)
+void part_decl(const Part *p, int32_t i, int32_t leaf, Tiling *out)
 {
     const HloInst *in = part_in(p, i);
     const Shape *ls = leaf_shape(&in->shape, leaf);
     int32_t rank = ls ? ls->rank : 0;
-    if (!spec_from_sharding(leaf_sharding(in->sharding, leaf), rank, out))
-        spec_replicated(out, rank);
+    if (!sharding_to_tiling(leaf_sharding(in->sharding, leaf), rank, out))
+        tiling_replicated(out, rank);
 }
 
-Spec *part_decl_leaves(Part *p, int32_t i)
+Tiling *part_decl_leaves(Part *p, int32_t i)
 {
     int32_t n = p->vals[i].n_leaves;
-    Spec *s = ARENA_ARRAY(p->scratch, Spec, n ? n : 1);
+    Tiling *s = ARENA_ARRAY(p->scratch, Tiling, n ? n : 1);
     for (int32_t k = 0; k < n; k++)
         part_decl(p, i, k, &s[k]);
     return s;
@@ -423,15 +423,15 @@ Spec *part_decl_leaves(Part *p, int32_t i)
 
 const VState *part_primary(const Part *p, int32_t i) { return p->vals[i].states; }
 
-static bool leaves_equal(const Spec *a, const Spec *b, int32_t n)
+static bool leaves_equal(const Tiling *a, const Tiling *b, int32_t n)
 {
     for (int32_t k = 0; k < n; k++)
-        if (!spec_equal(&a[k], &b[k]))
+        if (!tiling_equal(&a[k], &b[k]))
             return false;
     return true;
 }
 
-static VState *find_state(Part *p, int32_t v, const Spec *want)
+static VState *find_state(Part *p, int32_t v, const Tiling *want)
 {
     for (VState *s = p->vals[v].states; s; s = s->next)
         if (leaves_equal(s->leaves, want, p->vals[v].n_leaves))
@@ -440,12 +440,12 @@ static VState *find_state(Part *p, int32_t v, const Spec *want)
 }
 
 /* Remembers that `local` holds value v in state `leaves` (after the primary). */
-static void add_state(Part *p, int32_t v, int32_t local, const Spec *leaves, int32_t origin, const char *why)
+static void add_state(Part *p, int32_t v, int32_t local, const Tiling *leaves, int32_t origin, const char *why)
 {
     PVal *pv = &p->vals[v];
     VState *s = ARENA_NEW(p->scratch, VState);
     s->local = local;
-    s->leaves = arena_memdup(p->scratch, leaves, sizeof(Spec) * (size_t)(pv->n_leaves ? pv->n_leaves : 1));
+    s->leaves = arena_memdup(p->scratch, leaves, sizeof(Tiling) * (size_t)(pv->n_leaves ? pv->n_leaves : 1));
     s->origin = origin;
     s->origin_reason = why;
     if (!pv->states) {
@@ -456,20 +456,20 @@ static void add_state(Part *p, int32_t v, int32_t local, const Spec *leaves, int
     }
 }
 
-void part_set_result(Part *p, int32_t i, int32_t local, const Spec *leaves, int32_t origin, const char *why)
+void part_set_result(Part *p, int32_t i, int32_t local, const Tiling *leaves, int32_t origin, const char *why)
 {
     add_state(p, i, local, leaves, origin, why);
 }
 
-const char *part_result_name(Part *p, int32_t i, const Spec *leaves, const char *role)
+const char *part_result_name(Part *p, int32_t i, const Tiling *leaves, const char *role)
 {
-    const Spec *decl = part_decl_leaves(p, i);
+    const Tiling *decl = part_decl_leaves(p, i);
     if (leaves_equal(leaves, decl, p->vals[i].n_leaves) && !find_state(p, i, decl))
         return part_in(p, i)->name;
     return part_name(p, part_in(p, i)->name, role);
 }
 
-int64_t part_cost(Part *p, int32_t v, const Spec *want)
+int64_t part_cost(Part *p, int32_t v, const Tiling *want)
 {
     const Shape *s = &part_in(p, v)->shape;
     int64_t best = PART_INF_COST;
@@ -487,7 +487,7 @@ typedef struct StepCtx {
     const char *why;
 } StepCtx;
 
-static void on_step(Part *p, void *user, int32_t local, const Spec *state)
+static void on_step(Part *p, void *user, int32_t local, const Tiling *state)
 {
     StepCtx *sc = user;
     if (!find_state(p, sc->v, state))
@@ -515,12 +515,12 @@ static void put_line(Part *p, StrBuf *b, int32_t i)
         sb_printf(b, ", line %u", (unsigned)line);
 }
 
-int32_t part_split_origin(const Part *p, int32_t v, const Spec *s, int32_t d)
+int32_t part_split_origin(const Part *p, int32_t v, const Tiling *s, int32_t d)
 {
-    Spec decl;
+    Tiling decl;
     part_decl(p, v, 0, &decl);
-    if (d < 0 || d >= decl.rank || d >= s->rank || spec_dim_n(&decl, d) == 0 || spec_dim_n(s, d) == 0 ||
-        spec_dim(&decl, d)[0] != spec_dim(s, d)[0])
+    if (d < 0 || d >= decl.rank || d >= s->rank || tiling_dim_n(&decl, d) == 0 || tiling_dim_n(s, d) == 0 ||
+        tiling_dim(&decl, d)[0] != tiling_dim(s, d)[0])
         return PART_NOT_OWN;
     return part_origin(p, v, d);
 }
@@ -547,10 +547,10 @@ static bool put_sharding_origin(Part *p, StrBuf *b, int32_t i)
     const HloInst *in = part_in(p, i);
     int32_t o = part_origin(p, i, -1), seen[SPMDC_MAX_RANK], n = 0;
     if (o != i && in->sharding_dim_origin && shape_is_array(&in->shape)) {
-        Spec decl;
+        Tiling decl;
         part_decl(p, i, 0, &decl);
         for (int32_t d = 0; d < decl.rank; d++) {
-            int32_t od = spec_dim_n(&decl, d) > 0 ? part_origin(p, i, d) : -1;
+            int32_t od = tiling_dim_n(&decl, d) > 0 ? part_origin(p, i, d) : -1;
             bool dup = od < 0;
             for (int32_t k = 0; k < n && !dup; k++)
                 dup = seen[k] == od;
@@ -606,18 +606,18 @@ void part_put_story(Part *p, StrBuf *b, int32_t i)
  * v's own declared sharding when c is v ("y is annotated replicated (line
  * 37)"), else c's ("needed replicated by z, which is [{model}, {}] (from
  * the annotation on a, line 31)"). */
-static void put_closing(Part *p, StrBuf *b, int32_t v, const Spec *want, int32_t c)
+static void put_closing(Part *p, StrBuf *b, int32_t v, const Tiling *want, int32_t c)
 {
     if (c == v) {
         part_put_story(p, b, v);
         return;
     }
     sb_puts(b, "needed ");
-    if (spec_is_replicated(want)) {
+    if (tiling_is_replicated(want)) {
         sb_puts(b, "replicated");
     } else {
         sb_puts(b, "as ");
-        spec_describe(b, want, p->mesh);
+        tiling_describe(b, want, p->mesh);
     }
     sb_printf(b, " by %s, which is ", part_in(p, c)->name);
     put_which(p, b, c);
@@ -627,26 +627,26 @@ static void put_closing(Part *p, StrBuf *b, int32_t v, const Spec *want, int32_t
  * (where F came from, when it is v's declared sharding) to T; <consumer's
  * sharding and where it came from>", written to b (the caller frees it;
  * report_add keeps a copy). */
-static const char *default_reason(Part *p, StrBuf *b, int32_t v, const Spec *from, const Spec *to,
+static const char *default_reason(Part *p, StrBuf *b, int32_t v, const Tiling *from, const Tiling *to,
                                   const Cause *cause)
 {
     if (cause->reason)
         return cause->reason;
     sb_printf(b, "%s: %s resharded from ", cause->inst >= 0 ? part_in(p, cause->inst)->name : "result",
               part_in(p, v)->name);
-    spec_describe(b, from, p->mesh);
-    Spec decl;
+    tiling_describe(b, from, p->mesh);
+    Tiling decl;
     part_decl(p, v, 0, &decl);
-    if (spec_equal(from, &decl) && !shape_is_tuple(&part_in(p, v)->shape)) {
+    if (tiling_equal(from, &decl) && !shape_is_tuple(&part_in(p, v)->shape)) {
         StrBuf t = {0};
         if (put_sharding_origin(p, &t, v))
             sb_printf(b, " (%s)", sb_cstr(&t));
-        else if (spec_is_replicated(from))
+        else if (tiling_is_replicated(from))
             sb_puts(b, " (replicated by default)");
         sb_free(&t);
     }
     sb_puts(b, " to ");
-    spec_describe(b, to, p->mesh);
+    tiling_describe(b, to, p->mesh);
     if (cause->inst >= 0) {
         sb_puts(b, "; ");
         part_put_story(p, b, cause->inst);
@@ -701,10 +701,10 @@ static const char *limit_text(Part *p, const HloInst *ci, uint32_t dims)
     return part_fmt(p, "%s its split %s is not partitioned yet", verb, d);
 }
 
-static bool leaves_replicated(const Spec *s, int32_t n)
+static bool leaves_replicated(const Tiling *s, int32_t n)
 {
     for (int32_t k = 0; k < n; k++)
-        if (!spec_is_replicated(&s[k]))
+        if (!tiling_is_replicated(&s[k]))
             return false;
     return true;
 }
@@ -723,13 +723,13 @@ static bool leaves_replicated(const Spec *s, int32_t n)
  *  - anything else (in practice: the consumer is replicated only by
  *    default, e.g. the result of an op propagation has no rule for) is a
  *    warning. */
-static const char *remat_cause(Part *p, int32_t v, int32_t leaf, const Spec *from, const Spec *want,
+static const char *remat_cause(Part *p, int32_t v, int32_t leaf, const Tiling *from, const Tiling *want,
                                const Cause *cause)
 {
     int32_t root = p->in->comps[p->ic].root;
-    Spec decl;
+    Tiling decl;
     part_decl(p, v, leaf, &decl);
-    if (spec_equal(want, &decl) && (v == root || part_in(p, v)->sharding_from_user))
+    if (tiling_equal(want, &decl) && (v == root || part_in(p, v)->sharding_from_user))
         return NULL;
     if (cause->inst < 0)
         return "no instruction asked for it";
@@ -739,7 +739,7 @@ static const char *remat_cause(Part *p, int32_t v, int32_t leaf, const Spec *fro
                         hlo_opcode_name(ci->op));
     uint32_t gathered = 0;
     for (int32_t d = 0; d < from->rank; d++)
-        if (spec_dim_n(from, d) > spec_dim_n(want, d))
+        if (tiling_dim_n(from, d) > tiling_dim_n(want, d))
             gathered |= 1u << d;
     if (p->limit_dims & gathered)
         return limit_text(p, ci, p->limit_dims & gathered);
@@ -761,7 +761,7 @@ static const char *remat_cause(Part *p, int32_t v, int32_t leaf, const Spec *fro
  *    and no sharding asked for that (remat_cause), or
  *  - goes through the whole array to reach a split target (plan->full_remat:
  *    the catalogue cannot reorder the axes of a pending reduction). */
-static void check_remat(Part *p, int32_t v, int32_t leaf, const Shape *gs, const Spec *from, const Spec *want,
+static void check_remat(Part *p, int32_t v, int32_t leaf, const Shape *gs, const Tiling *from, const Tiling *want,
                         const ReshardPlan *plan, const Cause *cause)
 {
     if (!p->rep)
@@ -769,7 +769,7 @@ static void check_remat(Part *p, int32_t v, int32_t leaf, const Shape *gs, const
     const char *why = NULL;
     if (plan->full_remat)
         why = part_fmt(p, "its reshard to %s goes through the whole array", part_spec_text(p, want));
-    else if (spec_used(from) != 0 && spec_used(want) == 0)
+    else if (tiling_used(from) != 0 && tiling_used(want) == 0)
         why = remat_cause(p, v, leaf, from, want, cause);
     if (!why)
         return;
@@ -799,7 +799,7 @@ static bool plan_rows(const Part *p, const ReshardPlan *plan, bool of_origin, bo
 }
 
 /* Reshards array value v from its cheapest state to want. */
-static int32_t get_array(Part *p, int32_t v, const Spec *want, const Cause *cause)
+static int32_t get_array(Part *p, int32_t v, const Tiling *want, const Cause *cause)
 {
     const Shape *gs = &part_in(p, v)->shape;
     VState *best = NULL;
@@ -824,7 +824,7 @@ static int32_t get_array(Part *p, int32_t v, const Spec *want, const Cause *caus
     Cause c = {cause->inst, plan_rows(p, plan, false, own_words)
                                 ? default_reason(p, &cb, v, &best->leaves[0], want, cause) : NULL};
     check_remat(p, v, 0, gs, &best->leaves[0], want, plan, cause);
-    Spec decl;
+    Tiling decl;
     part_decl(p, v, 0, &decl);
     LowerNames nm = {part_in(p, v)->name, &decl, find_state(p, v, &decl) != NULL};
     StepCtx sc = {v, best->origin, best->origin_reason};
@@ -842,10 +842,10 @@ static int32_t get_array(Part *p, int32_t v, const Spec *want, const Cause *caus
 }
 
 /* Per-device shape of a value of global shape s in state leaves[*k...]. */
-static Shape local_tree_shape(Part *p, const Shape *s, const Spec *leaves, int32_t *k)
+static Shape local_tree_shape(Part *p, const Shape *s, const Tiling *leaves, int32_t *k)
 {
     if (!shape_is_tuple(s))
-        return spec_local_shape(&leaves[(*k)++], p->mesh, s);
+        return tiling_local_shape(&leaves[(*k)++], p->mesh, s);
     Shape r = *s;
     r.has_layout = false;
     r.elems = ARENA_ARRAY(p->scratch, Shape, s->n_elems ? s->n_elems : 1);
@@ -854,19 +854,19 @@ static Shape local_tree_shape(Part *p, const Shape *s, const Spec *leaves, int32
     return r;
 }
 
-Shape part_local_shape(Part *p, const Shape *global, const Spec *leaves)
+Shape part_local_shape(Part *p, const Shape *global, const Tiling *leaves)
 {
     int32_t k = 0;
     return local_tree_shape(p, global, leaves, &k);
 }
 
 /* Reshards a (possibly tuple) local value element-wise; *k walks the leaves. */
-static int32_t reshard_tree(Part *p, int32_t v, int32_t local, const Shape *s, const Spec *from, const Spec *to,
+static int32_t reshard_tree(Part *p, int32_t v, int32_t local, const Shape *s, const Tiling *from, const Tiling *to,
                             int32_t *k, const Cause *cause, const char *name)
 {
     if (!shape_is_tuple(s)) {
         int32_t leaf = (*k)++;
-        if (spec_equal(&from[leaf], &to[leaf]))
+        if (tiling_equal(&from[leaf], &to[leaf]))
             return local;
         ReshardPlan planv, *plan = &planv;
         if (!reshard_plan(p->mesh, s, &from[leaf], &to[leaf], plan)) {
@@ -900,7 +900,7 @@ static int32_t reshard_tree(Part *p, int32_t v, int32_t local, const Shape *s, c
     return part_emit(p, HLO_TUPLE, name, &ts, elems, s->n_elems);
 }
 
-int32_t part_get(Part *p, int32_t v, const Spec *want, const Cause *cause)
+int32_t part_get(Part *p, int32_t v, const Tiling *want, const Cause *cause)
 {
     VState *have = find_state(p, v, want);
     if (have)
@@ -909,7 +909,7 @@ int32_t part_get(Part *p, int32_t v, const Spec *want, const Cause *cause)
     if (!shape_is_tuple(gs))
         return get_array(p, v, want, cause);
     const VState *src = p->vals[v].states;
-    const Spec *decl = part_decl_leaves(p, v);
+    const Tiling *decl = part_decl_leaves(p, v);
     bool is_decl = leaves_equal(want, decl, p->vals[v].n_leaves) && !find_state(p, v, decl);
     int32_t k = 0;
     int32_t r = reshard_tree(p, v, src->local, gs, src->leaves, want, &k, cause, is_decl ? part_in(p, v)->name : NULL);
@@ -918,7 +918,7 @@ int32_t part_get(Part *p, int32_t v, const Spec *want, const Cause *cause)
     return r;
 }
 
-int32_t part_operand(Part *p, int32_t i, int32_t k, const Spec *want)
+int32_t part_operand(Part *p, int32_t i, int32_t k, const Tiling *want)
 {
     Cause c = {i, NULL};
     return part_get(p, part_in(p, i)->operands[k], want, &c);
@@ -967,21 +967,21 @@ static bool check_leaf(Part *p, const HloInst *in, const Sharding *sh, const Sha
                    "supported yet", in->name, (long long)sh->device);
         return false;
     }
-    Spec s;
-    if (!ls || !spec_from_sharding(sh, ls->rank, &s)) {
+    Tiling s;
+    if (!ls || !sharding_to_tiling(sh, ls->rank, &s)) {
         diag_error(d, in->span, "%s: its sharding does not fit its shape", in->name);
         return false;
     }
     int32_t bad = -1;
-    if (!spec_is_even(&s, p->mesh, ls, &bad)) {
+    if (!tiling_is_even(&s, p->mesh, ls, &bad)) {
         diag_error(d, in->span,
                    "%s: dimension %d of size %lld is not divisible into %lld shards; uneven sharding is not "
                    "supported yet",
-                   in->name, (int)bad, (long long)ls->dims[bad], (long long)spec_dim_tiles(&s, p->mesh, bad));
+                   in->name, (int)bad, (long long)ls->dims[bad], (long long)tiling_dim_tiles(&s, p->mesh, bad));
         return false;
     }
     for (int32_t dd = 0; dd < ls->rank; dd++) {
-        if (ls->dims[dd] > INT32_MAX && spec_dim_n(&s, dd) > 0) {
+        if (ls->dims[dd] > INT32_MAX && tiling_dim_n(&s, dd) > 0) {
             diag_error(d, in->span, "%s: dimension %d is too large to split (more than 2^31-1 elements)", in->name,
                        (int)dd);
             return false;
@@ -1024,7 +1024,7 @@ static bool partition_entry(Part *p)
             return false;
     if (e->root < 0)
         return true;
-    Spec *decl = part_decl_leaves(p, e->root);
+    Tiling *decl = part_decl_leaves(p, e->root);
     const HloInst *root = part_in(p, e->root);
     Cause c = {e->root, NULL};
     if (!find_state(p, e->root, decl)) {
@@ -1032,7 +1032,7 @@ static bool partition_entry(Part *p)
         if (p->vals[e->root].n_leaves == 1) {
             StrBuf b = {0};
             sb_printf(&b, "%s: the entry result is ", root->name);
-            spec_describe(&b, &st->leaves[0], p->mesh);
+            tiling_describe(&b, &st->leaves[0], p->mesh);
             sb_puts(&b, "; ");
             part_put_story(p, &b, e->root);
             c.reason = arena_strdup(p->scratch, sb_cstr(&b));

@@ -3,15 +3,15 @@
  * (the sharding states, the reshard planner and its lowering).
  *
  * Vocabulary:
- *  - Spec: the state of one array value during partitioning: per dim the run
+ *  - Tiling: the state of one array value during partitioning: per dim the run
  *    of mesh atoms splitting it (major -> minor) plus a pending reduction
  *    (`partial` atoms, `kind`).  Compact (flat atoms, dim 0's run first) so
  *    a million values stay cheap; reshard.c widens it while planning.
  *  - VState: one local instruction of the output that holds an input value
- *    in some Spec (per array leaf).  Every input value keeps a list of them
+ *    in some Tiling (per array leaf).  Every input value keeps a list of them
  *    (the first is what its handler produced); reshards add more, so a
  *    second consumer that needs the same state reuses the first one's work.
- *  - ReshardPlan: the decided transition from one Spec to another, a list
+ *  - ReshardPlan: the decided transition from one Tiling to another, a list
  *    of steps (local slice, all-reduce, reduce-scatter, all-to-all,
  *    all-gather) with the bytes each costs (comm_bytes_per_device).
  *    reshard_lower turns a plan into instructions.
@@ -30,43 +30,6 @@
 /* Cost of something impossible (kept far from overflow when summed). */
 #define PART_INF_COST (INT64_MAX / 8)
 
-/* ---------------------------------------------------------------- Spec */
-
-typedef struct Spec {
-    int8_t rank;
-    uint8_t n[SPMDC_MAX_RANK];       /* atoms splitting each dim */
-    int8_t atoms[SPMDC_MAX_ATOMS];   /* the dims' runs, dim 0 first, each major -> minor */
-    uint8_t kind;                    /* ReduceKind of the pending reduction (REDUCE_NONE iff !partial) */
-    uint32_t partial;                /* atoms with a pending reduction */
-} Spec;
-
-/* Replicated, non-partial state of the given rank. */
-void spec_replicated(Spec *s, int32_t rank);
-/* The state a bound Sharding describes for an array of the given rank.
- * MAXIMAL is read as replicated (every device computes the value, device
- * `device` among them).  False for MANUAL, TUPLE or a rank mismatch. */
-bool spec_from_sharding(const Sharding *sh, int32_t rank, Spec *out);
-/* The Sharding (TILED or REPLICATED) of a state, for describing it. */
-Sharding spec_to_sharding(const Spec *s);
-bool spec_equal(const Spec *a, const Spec *b);
-/* Atoms of dim d (count spec_dim_n). */
-const int8_t *spec_dim(const Spec *s, int32_t d);
-static inline int32_t spec_dim_n(const Spec *s, int32_t d) { return s->n[d]; }
-/* Replaces dim d's run. */
-void spec_set_dim(Spec *s, int32_t d, const int8_t *atoms, int32_t n);
-/* Mask of the atoms that split some dim. */
-uint32_t spec_used(const Spec *s);
-/* True iff no atom is used twice and no partial atom splits a dim. */
-bool spec_valid(const Spec *s);
-bool spec_is_replicated(const Spec *s); /* nothing split, nothing partial */
-int64_t spec_dim_tiles(const Spec *s, const Mesh *m, int32_t d);
-/* Per-device shape of an even state (dim d: N_d / tiles_d); layout dropped. */
-Shape spec_local_shape(const Spec *s, const Mesh *m, const Shape *global);
-/* True iff every split dim divides evenly; else *bad_dim = the first bad dim. */
-bool spec_is_even(const Spec *s, const Mesh *m, const Shape *global, int32_t *bad_dim);
-/* "[{model}, {}]", "replicated", "[{x}, {}] partial(sum) over {y}". */
-void spec_describe(StrBuf *b, const Spec *s, const Mesh *m);
-
 /* ---------------------------------------------------------------- plans */
 
 typedef enum StepKind {
@@ -83,7 +46,7 @@ typedef struct ReshardStep {
     int32_t dim, dim2;
     int32_t n_atoms;
     int8_t atoms[SPMDC_MAX_ATOMS]; /* group order (major -> minor) */
-    Spec after;                    /* the state the step produces */
+    Tiling after;                    /* the state the step produces */
     int64_t bytes;                 /* per device, comm_bytes_per_device */
 } ReshardStep;
 
@@ -103,16 +66,16 @@ typedef struct ReshardPlan {
  * count on every dim (only the device order differs) and that is cheaper.  False
  * when impossible: `to` is partial over atoms `from` is not (or with another
  * kind).  plan->bytes is the per-device total. */
-bool reshard_plan(const Mesh *m, const Shape *global, const Spec *from, const Spec *to, ReshardPlan *plan);
+bool reshard_plan(const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to, ReshardPlan *plan);
 /* plan->bytes of the plan from -> to, PART_INF_COST if impossible. */
-int64_t reshard_cost(const Mesh *m, const Shape *global, const Spec *from, const Spec *to);
+int64_t reshard_cost(const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to);
 
 /* ---------------------------------------------------------------- partitioner state */
 
 typedef struct VState {
     struct VState *next;
     int32_t local;              /* instruction of the output entry */
-    const Spec *leaves;         /* one per array leaf (scratch) */
+    const Tiling *leaves;         /* one per array leaf (scratch) */
     int32_t origin;             /* input instruction that made it partial, or -1 */
     const char *origin_reason;  /* why it is partial, traced to the annotations ("y: contracting dim 1
                                    of lhs h sharded on 'model' (from the annotation on a, line 34) and
@@ -180,8 +143,8 @@ ReplicaGroups part_groups(Part *p, const int8_t *atoms, int32_t n);
 /* Fills the report row of collective `local` (its operand is operand 0). */
 void part_record(Part *p, CollectiveKind kind, int32_t local, const int8_t *atoms, int32_t n, int64_t bytes,
                  int32_t cause_inst, const char *reason);
-/* The text of a Spec / the axes of an atom run, in scratch. */
-const char *part_spec_text(Part *p, const Spec *s);
+/* The text of a Tiling / the axes of an atom run, in scratch. */
+const char *part_spec_text(Part *p, const Tiling *s);
 const char *part_axes_text(Part *p, const int8_t *atoms, int32_t n);
 /* printf into scratch. */
 const char *part_fmt(Part *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -198,7 +161,7 @@ int32_t part_origin(const Part *p, int32_t i, int32_t d);
  * origin of that dim of v's declared sharding when it splits d the same way
  * (same major atom), -1 if it has none recorded, PART_NOT_OWN if it does
  * not split d so. */
-int32_t part_split_origin(const Part *p, int32_t v, const Spec *s, int32_t d);
+int32_t part_split_origin(const Part *p, int32_t v, const Tiling *s, int32_t d);
 /* Appends origin o of value v in words: "annotated, line 32" (o == v),
  * "from the annotation on a, line 31", "not by its own sharding"
  * (PART_NOT_OWN); nothing for -1. */
@@ -211,26 +174,26 @@ void part_put_story(Part *p, StrBuf *b, int32_t i);
 /* ---- partition.c: values */
 
 /* Declared (propagated) state of leaf `leaf` of input instruction i. */
-void part_decl(const Part *p, int32_t i, int32_t leaf, Spec *out);
+void part_decl(const Part *p, int32_t i, int32_t leaf, Tiling *out);
 /* All leaves of the declared state (scratch array of p->vals[i].n_leaves). */
-Spec *part_decl_leaves(Part *p, int32_t i);
+Tiling *part_decl_leaves(Part *p, int32_t i);
 /* The state the handler of i produced (first VState). */
 const VState *part_primary(const Part *p, int32_t i);
 /* Per-device bytes to bring array value v into state want (cheapest of its
  * states), PART_INF_COST if impossible. */
-int64_t part_cost(Part *p, int32_t v, const Spec *want);
+int64_t part_cost(Part *p, int32_t v, const Tiling *want);
 /* Local instruction holding value v in state want (leaves), resharding if
  * needed.  cause: the consumer.  -1 after reporting an error. */
-int32_t part_get(Part *p, int32_t v, const Spec *want, const Cause *cause);
+int32_t part_get(Part *p, int32_t v, const Tiling *want, const Cause *cause);
 /* Local instruction holding operand k of instruction i in state want. */
-int32_t part_operand(Part *p, int32_t i, int32_t k, const Spec *want);
+int32_t part_operand(Part *p, int32_t i, int32_t k, const Tiling *want);
 /* Name for input instruction i's handler result: its own name when the
  * state is the declared one (and not taken yet), else a derived name. */
-const char *part_result_name(Part *p, int32_t i, const Spec *leaves, const char *role);
+const char *part_result_name(Part *p, int32_t i, const Tiling *leaves, const char *role);
 /* Records the handler's result. leaves are copied. */
-void part_set_result(Part *p, int32_t i, int32_t local, const Spec *leaves, int32_t origin, const char *why);
+void part_set_result(Part *p, int32_t i, int32_t local, const Tiling *leaves, int32_t origin, const char *why);
 /* Per-device shape of a value of global shape `global` in state leaves. */
-Shape part_local_shape(Part *p, const Shape *global, const Spec *leaves);
+Shape part_local_shape(Part *p, const Shape *global, const Tiling *leaves);
 /* Emits a copy of input instruction i (attributes deep-copied, called
  * computations remapped) with new operands and shape. */
 int32_t part_clone(Part *p, int32_t i, const char *name, const Shape *shape, const int32_t *ops, int32_t n);
@@ -248,7 +211,7 @@ ReduceKind part_reducer_kind(const HloModule *m, int32_t comp);
 
 typedef struct LowerNames {
     const char *base;           /* input value's name */
-    const Spec *decl;           /* its declared state: a step reaching it is named `base` */
+    const Tiling *decl;           /* its declared state: a step reaching it is named `base` */
     bool decl_named;            /* ... unless the declared state already exists */
 } LowerNames;
 
@@ -257,8 +220,8 @@ typedef struct LowerNames {
  * passed to on_step (may be NULL) so the caller can cache the states.
  * Collective rows go to the report: all-reduce / reduce-scatter carry the
  * partial's origin (origin_inst, origin_reason), the others `cause`. */
-typedef void (*StepFn)(Part *p, void *user, int32_t local, const Spec *state);
-int32_t reshard_lower(Part *p, int32_t local, const Shape *global, const Spec *from, const ReshardPlan *plan,
+typedef void (*StepFn)(Part *p, void *user, int32_t local, const Tiling *state);
+int32_t reshard_lower(Part *p, int32_t local, const Shape *global, const Tiling *from, const ReshardPlan *plan,
                       LowerNames *names, const Cause *cause, int32_t origin_inst, const char *origin_reason,
                       StepFn on_step, void *user);
 

@@ -1,7 +1,7 @@
 /* partition_ops.c - the per-opcode handlers of the SPMD partitioner.
  *
  * part_handle(p, i) partitions input entry instruction i: it decides the
- * state (Spec) in which to compute the op on every device, asks for its
+ * state (Tiling) in which to compute the op on every device, asks for its
  * operands in the states that requires (part_operand reshards them through
  * reshard.c), emits the local op and records the result's state, which may
  * differ from the instruction's declared sharding (a dot or reduce over a
@@ -25,7 +25,7 @@
 
 #define MAX_CANDS 96
 
-static Spec strip_partial(Spec s)
+static Tiling strip_partial(Tiling s)
 {
     s.partial = 0;
     s.kind = REDUCE_NONE;
@@ -33,7 +33,7 @@ static Spec strip_partial(Spec s)
 }
 
 /* Operand k's current (primary) state, leaf 0. */
-static Spec operand_state(const Part *p, int32_t i, int32_t k)
+static Tiling operand_state(const Part *p, int32_t i, int32_t k)
 {
     return part_primary(p, part_in(p, i)->operands[k])->leaves[0];
 }
@@ -43,16 +43,16 @@ static const Shape *operand_shape(const Part *p, int32_t i, int32_t k)
     return &part_in(p, part_in(p, i)->operands[k])->shape;
 }
 
-static Spec decl0(const Part *p, int32_t i)
+static Tiling decl0(const Part *p, int32_t i)
 {
-    Spec s;
+    Tiling s;
     part_decl(p, i, 0, &s);
     return s;
 }
 
-static double local_elems(const Part *p, const Spec *s, const Shape *global)
+static double local_elems(const Part *p, const Tiling *s, const Shape *global)
 {
-    Shape l = spec_local_shape(s, p->mesh, global);
+    Shape l = tiling_local_shape(s, p->mesh, global);
     double e = 1;
     for (int32_t d = 0; d < l.rank; d++)
         e *= (double)l.dims[d];
@@ -60,16 +60,16 @@ static double local_elems(const Part *p, const Spec *s, const Shape *global)
 }
 
 /* Cost of bringing the result from state res to its declared state. */
-static int64_t result_cost(const Part *p, int32_t i, const Spec *res)
+static int64_t result_cost(const Part *p, int32_t i, const Tiling *res)
 {
-    Spec d = decl0(p, i);
+    Tiling d = decl0(p, i);
     return reshard_cost(p->mesh, &part_in(p, i)->shape, res, &d);
 }
 
-static bool add_cand(Spec *cands, int32_t *n, const Spec *s)
+static bool add_cand(Tiling *cands, int32_t *n, const Tiling *s)
 {
     for (int32_t k = 0; k < *n; k++)
-        if (spec_equal(&cands[k], s))
+        if (tiling_equal(&cands[k], s))
             return false;
     if (*n >= MAX_CANDS)
         return false;
@@ -82,19 +82,19 @@ static bool better(int64_t bytes, double work, int64_t best_bytes, double best_w
     return bytes < best_bytes || (bytes == best_bytes && work < best_work);
 }
 
-/* Spec s with the dims in mask unsplit. */
-static Spec clear_dims(Spec s, uint32_t mask)
+/* Tiling s with the dims in mask unsplit. */
+static Tiling clear_dims(Tiling s, uint32_t mask)
 {
     for (int32_t d = 0; d < s.rank; d++)
         if (mask & (1u << d))
-            spec_set_dim(&s, d, NULL, 0);
+            tiling_set_dim(&s, d, NULL, 0);
     return s;
 }
 
-static Spec *replicated_leaves(Part *p, const Shape *s, int32_t *n_out)
+static Tiling *replicated_leaves(Part *p, const Shape *s, int32_t *n_out)
 {
     int32_t n = shape_leaf_count(s);
-    Spec *r = ARENA_ARRAY(p->scratch, Spec, n ? n : 1);
+    Tiling *r = ARENA_ARRAY(p->scratch, Tiling, n ? n : 1);
     int32_t k = 0;
     const Shape *stack[64];
     int32_t sp = 0;
@@ -106,7 +106,7 @@ static Spec *replicated_leaves(Part *p, const Shape *s, int32_t *n_out)
             for (int32_t e = t->n_elems - 1; e >= 0 && sp < 64; e--)
                 stack[sp++] = &t->elems[e];
         } else {
-            spec_replicated(&r[k++], t->rank);
+            tiling_replicated(&r[k++], t->rank);
         }
     }
     if (n_out)
@@ -122,12 +122,12 @@ static bool default_action(Part *p, int32_t i)
     int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, in->n_operands ? in->n_operands : 1);
     p->limit_dims = PART_LIMIT_ALL;
     for (int32_t k = 0; k < in->n_operands; k++) {
-        Spec *want = replicated_leaves(p, &part_in(p, in->operands[k])->shape, NULL);
+        Tiling *want = replicated_leaves(p, &part_in(p, in->operands[k])->shape, NULL);
         ops[k] = part_operand(p, i, k, want);
         if (ops[k] < 0)
             return false;
     }
-    Spec *leaves = replicated_leaves(p, &in->shape, NULL);
+    Tiling *leaves = replicated_leaves(p, &in->shape, NULL);
     int32_t r = part_clone(p, i, part_result_name(p, i, leaves, "full"), &in->shape, ops, in->n_operands);
     part_set_result(p, i, r, leaves, -1, NULL);
     return true;
@@ -138,7 +138,7 @@ static bool default_action(Part *p, int32_t i)
 static bool h_parameter(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
-    Spec *leaves = part_decl_leaves(p, i);
+    Tiling *leaves = part_decl_leaves(p, i);
     Shape l = part_local_shape(p, &in->shape, leaves);
     int32_t r = part_clone(p, i, in->name, &l, NULL, 0);
     part_set_result(p, i, r, leaves, -1, NULL);
@@ -148,7 +148,7 @@ static bool h_parameter(Part *p, int32_t i)
 static bool h_constant(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
-    Spec *full = replicated_leaves(p, &in->shape, NULL);
+    Tiling *full = replicated_leaves(p, &in->shape, NULL);
     int32_t r = part_clone(p, i, part_result_name(p, i, full, "full"), &in->shape, NULL, 0);
     part_set_result(p, i, r, full, -1, NULL);
     return true;
@@ -158,20 +158,20 @@ static bool h_constant(Part *p, int32_t i)
 static bool h_iota(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
-    Spec o = decl0(p, i);
+    Tiling o = decl0(p, i);
     int32_t d = (int32_t)hlo_attrs(in)->iota_dimension;
     ElemType t = in->shape.type;
     bool numeric = elem_type_is_integral(t) || elem_type_is_float(t);
     if (!shape_is_array(&in->shape) || o.partial || !numeric || d < 0 || d >= in->shape.rank)
         return h_constant(p, i);
-    Shape l = spec_local_shape(&o, p->mesh, &in->shape);
-    if (spec_dim_n(&o, d) == 0) {
+    Shape l = tiling_local_shape(&o, p->mesh, &in->shape);
+    if (tiling_dim_n(&o, d) == 0) {
         int32_t r = part_clone(p, i, part_result_name(p, i, &o, "local"), &l, NULL, 0);
         part_set_result(p, i, r, &o, -1, NULL);
         return true;
     }
     int32_t li = part_clone(p, i, part_name(p, in->name, "local-iota"), &l, NULL, 0);
-    int32_t off = part_offset(p, spec_dim(&o, d), spec_dim_n(&o, d), l.dims[d], in->name);
+    int32_t off = part_offset(p, tiling_dim(&o, d), tiling_dim_n(&o, d), l.dims[d], in->name);
     if (t != ET_S32) {
         Shape s = shape_scalar(t);
         off = part_emit(p, HLO_CONVERT, part_name(p, in->name, "iota-offset"), &s, &off, 1);
@@ -210,14 +210,14 @@ static bool passes_partial(HloOpcode op, ReduceKind k, uint32_t carriers, int32_
 /* The operands whose current state is partial, if the op lets that pending
  * reduction through (all of them partial over the same atoms, same kind);
  * 0 otherwise.  *state: one carrier's state. */
-static uint32_t partial_carriers(const Part *p, int32_t i, Spec *state)
+static uint32_t partial_carriers(const Part *p, int32_t i, Tiling *state)
 {
     const HloInst *in = part_in(p, i);
     uint32_t carriers = 0;
     if (in->n_operands > 8)
         return 0;
     for (int32_t k = 0; k < in->n_operands; k++) {
-        Spec s = operand_state(p, i, k);
+        Tiling s = operand_state(p, i, k);
         if (!s.partial)
             continue;
         if (operand_shape(p, i, k)->rank != in->shape.rank || (carriers && (s.partial != state->partial ||
@@ -233,16 +233,16 @@ static uint32_t partial_carriers(const Part *p, int32_t i, Spec *state)
 
 /* The partial candidates: the declared state or an operand's, carrying the
  * pending reduction through. */
-static void partial_cands(const Part *p, int32_t i, Spec *cands, int32_t *nc)
+static void partial_cands(const Part *p, int32_t i, Tiling *cands, int32_t *nc)
 {
     const HloInst *in = part_in(p, i);
-    Spec a;
+    Tiling a;
     if (!partial_carriers(p, i, &a))
         return;
-    Spec c = strip_partial(decl0(p, i));
+    Tiling c = strip_partial(decl0(p, i));
     c.partial = a.partial;
     c.kind = a.kind;
-    if (spec_valid(&c))
+    if (tiling_valid(&c))
         add_cand(cands, nc, &c);
     for (int32_t k = 0; k < in->n_operands; k++) {
         if (operand_shape(p, i, k)->rank != in->shape.rank)
@@ -250,18 +250,18 @@ static void partial_cands(const Part *p, int32_t i, Spec *cands, int32_t *nc)
         c = strip_partial(operand_state(p, i, k));
         c.partial = a.partial;
         c.kind = a.kind;
-        if (spec_valid(&c))
+        if (tiling_valid(&c))
             add_cand(cands, nc, &c);
     }
 }
 
 /* The state operand k must be in for the op to run in state c. */
-static Spec elementwise_want(const Part *p, int32_t i, int32_t k, const Spec *c, uint32_t carriers)
+static Tiling elementwise_want(const Part *p, int32_t i, int32_t k, const Tiling *c, uint32_t carriers)
 {
-    Spec want;
+    Tiling want;
     const Shape *os = operand_shape(p, i, k);
     if (os->rank != part_in(p, i)->shape.rank)
-        spec_replicated(&want, os->rank);
+        tiling_replicated(&want, os->rank);
     else if (c->partial && !(carriers & (1u << k)))
         want = strip_partial(*c);
     else
@@ -269,14 +269,14 @@ static Spec elementwise_want(const Part *p, int32_t i, int32_t k, const Spec *c,
     return want;
 }
 
-static int64_t elementwise_cost(Part *p, int32_t i, const Spec *c, uint32_t carriers)
+static int64_t elementwise_cost(Part *p, int32_t i, const Tiling *c, uint32_t carriers)
 {
     const HloInst *in = part_in(p, i);
     int64_t bytes = result_cost(p, i, c);
     for (int32_t k = 0; k < in->n_operands && bytes < PART_INF_COST; k++) {
         if (c->partial && operand_shape(p, i, k)->rank != in->shape.rank)
             return PART_INF_COST;
-        Spec want = elementwise_want(p, i, k, c, carriers);
+        Tiling want = elementwise_want(p, i, k, c, carriers);
         bytes += part_cost(p, in->operands[k], &want);
     }
     return bytes;
@@ -287,15 +287,15 @@ static bool h_elementwise(Part *p, int32_t i)
     const HloInst *in = part_in(p, i);
     if (!shape_is_array(&in->shape))
         return default_action(p, i);
-    Spec cands[MAX_CANDS], carrier;
+    Tiling cands[MAX_CANDS], carrier;
     int32_t nc = 0;
-    Spec o = decl0(p, i), os = strip_partial(o);
+    Tiling o = decl0(p, i), os = strip_partial(o);
     add_cand(cands, &nc, &o);
     add_cand(cands, &nc, &os);
     for (int32_t k = 0; k < in->n_operands; k++) {
         if (operand_shape(p, i, k)->rank != in->shape.rank)
             continue;
-        Spec s = strip_partial(operand_state(p, i, k));
+        Tiling s = strip_partial(operand_state(p, i, k));
         add_cand(cands, &nc, &s);
     }
     uint32_t carriers = partial_carriers(p, i, &carrier);
@@ -314,14 +314,14 @@ static bool h_elementwise(Part *p, int32_t i)
     }
     if (best < 0)
         return default_action(p, i);
-    const Spec *c = &cands[best];
+    const Tiling *c = &cands[best];
     int32_t *opv = ARENA_ARRAY(p->scratch, int32_t, in->n_operands ? in->n_operands : 1);
     for (int32_t k = 0; k < in->n_operands; k++) {
-        Spec want = elementwise_want(p, i, k, c, carriers);
+        Tiling want = elementwise_want(p, i, k, c, carriers);
         if ((opv[k] = part_operand(p, i, k, &want)) < 0)
             return false;
     }
-    Shape l = spec_local_shape(c, p->mesh, &in->shape);
+    Shape l = tiling_local_shape(c, p->mesh, &in->shape);
     int32_t r = part_clone(p, i, part_result_name(p, i, c, c->partial ? "partial" : "local"), &l, opv, in->n_operands);
     const VState *src = NULL;
     for (int32_t k = 0; k < in->n_operands && c->partial && !src; k++)
@@ -381,30 +381,30 @@ static bool dot_dims(const Part *p, int32_t i, DotDims *dd)
 enum { SRC_L, SRC_R, SRC_O, SRC_NONE };
 
 typedef struct DotCand {
-    Spec l, r, out;
+    Tiling l, r, out;
 } DotCand;
 
 /* Puts atoms on dim d of s unless some atom is already used. */
-static bool put(Spec *s, int32_t d, const int8_t *atoms, int32_t n, uint32_t *used)
+static bool put(Tiling *s, int32_t d, const int8_t *atoms, int32_t n, uint32_t *used)
 {
     for (int32_t k = 0; k < n; k++) {
         if (*used & (1u << atoms[k]))
             return false;
         *used |= 1u << atoms[k];
     }
-    spec_set_dim(s, d, atoms, n);
+    tiling_set_dim(s, d, atoms, n);
     return true;
 }
 
 /* The atoms source `src` gives the dims of group g (0 batch, 1 contracting,
- * 2 lhs-free, 3 rhs-free), as a Spec whose dim k is the group's k-th dim. */
-static void group_assign(const DotDims *dd, int32_t g, int src, const Spec *L, const Spec *R, const Spec *O,
-                         Spec *out)
+ * 2 lhs-free, 3 rhs-free), as a Tiling whose dim k is the group's k-th dim. */
+static void group_assign(const DotDims *dd, int32_t g, int src, const Tiling *L, const Tiling *R, const Tiling *O,
+                         Tiling *out)
 {
     int32_t n = g == 0 ? dd->nb : g == 1 ? dd->nc : g == 2 ? dd->nlf : dd->nrf;
-    spec_replicated(out, n);
+    tiling_replicated(out, n);
     for (int32_t k = 0; k < n; k++) {
-        const Spec *s = NULL;
+        const Tiling *s = NULL;
         int32_t d = 0;
         if (src == SRC_L) {
             s = L;
@@ -417,43 +417,43 @@ static void group_assign(const DotDims *dd, int32_t g, int src, const Spec *L, c
             d = g == 0 ? k : g == 2 ? dd->nb + k : dd->nb + dd->nlf + k;
         }
         if (s)
-            spec_set_dim(out, k, spec_dim(s, d), spec_dim_n(s, d));
+            tiling_set_dim(out, k, tiling_dim(s, d), tiling_dim_n(s, d));
     }
 }
 
-static bool dot_build(const DotDims *dd, const Spec *L, const Spec *R, const Spec *O, const int src[4], DotCand *c)
+static bool dot_build(const DotDims *dd, const Tiling *L, const Tiling *R, const Tiling *O, const int src[4], DotCand *c)
 {
-    spec_replicated(&c->l, L->rank);
-    spec_replicated(&c->r, R->rank);
-    spec_replicated(&c->out, O->rank);
+    tiling_replicated(&c->l, L->rank);
+    tiling_replicated(&c->r, R->rank);
+    tiling_replicated(&c->out, O->rank);
     uint32_t used = 0, partial = 0;
-    Spec g;
+    Tiling g;
     group_assign(dd, 0, src[0], L, R, O, &g);
     for (int32_t k = 0; k < dd->nb; k++) {
-        if (!put(&c->out, k, spec_dim(&g, k), spec_dim_n(&g, k), &used))
+        if (!put(&c->out, k, tiling_dim(&g, k), tiling_dim_n(&g, k), &used))
             return false;
-        spec_set_dim(&c->l, (int32_t)dd->lb[k], spec_dim(&g, k), spec_dim_n(&g, k));
-        spec_set_dim(&c->r, (int32_t)dd->rb[k], spec_dim(&g, k), spec_dim_n(&g, k));
+        tiling_set_dim(&c->l, (int32_t)dd->lb[k], tiling_dim(&g, k), tiling_dim_n(&g, k));
+        tiling_set_dim(&c->r, (int32_t)dd->rb[k], tiling_dim(&g, k), tiling_dim_n(&g, k));
     }
     group_assign(dd, 1, src[1], L, R, O, &g);
     for (int32_t k = 0; k < dd->nc; k++) {
         uint32_t before = used;
-        if (!put(&c->l, (int32_t)dd->lc[k], spec_dim(&g, k), spec_dim_n(&g, k), &used))
+        if (!put(&c->l, (int32_t)dd->lc[k], tiling_dim(&g, k), tiling_dim_n(&g, k), &used))
             return false;
-        spec_set_dim(&c->r, (int32_t)dd->rc[k], spec_dim(&g, k), spec_dim_n(&g, k));
+        tiling_set_dim(&c->r, (int32_t)dd->rc[k], tiling_dim(&g, k), tiling_dim_n(&g, k));
         partial |= used & ~before;
     }
     group_assign(dd, 2, src[2], L, R, O, &g);
     for (int32_t k = 0; k < dd->nlf; k++) {
-        if (!put(&c->l, (int32_t)dd->lf[k], spec_dim(&g, k), spec_dim_n(&g, k), &used))
+        if (!put(&c->l, (int32_t)dd->lf[k], tiling_dim(&g, k), tiling_dim_n(&g, k), &used))
             return false;
-        spec_set_dim(&c->out, dd->nb + k, spec_dim(&g, k), spec_dim_n(&g, k));
+        tiling_set_dim(&c->out, dd->nb + k, tiling_dim(&g, k), tiling_dim_n(&g, k));
     }
     group_assign(dd, 3, src[3], L, R, O, &g);
     for (int32_t k = 0; k < dd->nrf; k++) {
-        if (!put(&c->r, (int32_t)dd->rf[k], spec_dim(&g, k), spec_dim_n(&g, k), &used))
+        if (!put(&c->r, (int32_t)dd->rf[k], tiling_dim(&g, k), tiling_dim_n(&g, k), &used))
             return false;
-        spec_set_dim(&c->out, dd->nb + dd->nlf + k, spec_dim(&g, k), spec_dim_n(&g, k));
+        tiling_set_dim(&c->out, dd->nb + dd->nlf + k, tiling_dim(&g, k), tiling_dim_n(&g, k));
     }
     c->out.partial = partial;
     c->out.kind = partial ? REDUCE_SUM : REDUCE_NONE;
@@ -461,18 +461,18 @@ static bool dot_build(const DotDims *dd, const Spec *L, const Spec *R, const Spe
 }
 
 /* Per group, the sources that give distinct atom assignments (first wins). */
-static int32_t group_sources(const DotDims *dd, int32_t g, const Spec *L, const Spec *R, const Spec *O, int *out)
+static int32_t group_sources(const DotDims *dd, int32_t g, const Tiling *L, const Tiling *R, const Tiling *O, int *out)
 {
     static const int options[4][3] = {{SRC_O, SRC_L, SRC_R}, {SRC_L, SRC_R, SRC_NONE},
                                       {SRC_O, SRC_L, SRC_NONE}, {SRC_O, SRC_R, SRC_NONE}};
-    Spec seen[3];
+    Tiling seen[3];
     int32_t n = 0;
     for (int32_t k = 0; k < 3; k++) {
-        Spec a;
+        Tiling a;
         group_assign(dd, g, options[g][k], L, R, O, &a);
         bool dup = false;
         for (int32_t j = 0; j < n; j++)
-            dup |= spec_equal(&seen[j], &a);
+            dup |= tiling_equal(&seen[j], &a);
         if (dup)
             continue;
         seen[n] = a;
@@ -486,7 +486,7 @@ static double dot_work(const Part *p, const DotDims *dd, const DotCand *c, int32
     double w = local_elems(p, &c->out, &part_in(p, i)->shape);
     const Shape *ls = operand_shape(p, i, 0);
     for (int32_t k = 0; k < dd->nc; k++)
-        w *= (double)ls->dims[dd->lc[k]] / (double)spec_dim_tiles(&c->l, p->mesh, (int32_t)dd->lc[k]);
+        w *= (double)ls->dims[dd->lc[k]] / (double)tiling_dim_tiles(&c->l, p->mesh, (int32_t)dd->lc[k]);
     return w;
 }
 
@@ -497,7 +497,7 @@ static double dot_work(const Part *p, const DotDims *dd, const DotCand *c, int32
  * parenthesis when the dims agree, else one per dim.  role: "lhs ", "".
  * axes: say which axes split each dim.  False (nothing appended) if no dim
  * is split. */
-static bool put_split_dims(Part *p, StrBuf *b, int32_t i, int32_t k, const Spec *s, const int64_t *dims, int32_t n,
+static bool put_split_dims(Part *p, StrBuf *b, int32_t i, int32_t k, const Tiling *s, const int64_t *dims, int32_t n,
                            const char *role, bool axes)
 {
     int32_t v = part_in(p, i)->operands[k], org[SPMDC_MAX_RANK], first = -1, count = 0;
@@ -505,7 +505,7 @@ static bool put_split_dims(Part *p, StrBuf *b, int32_t i, int32_t k, const Spec 
     n = n < SPMDC_MAX_RANK ? n : SPMDC_MAX_RANK;
     for (int32_t j = 0; j < n; j++) {
         int32_t d = (int32_t)dims[j];
-        if (d < 0 || d >= s->rank || spec_dim_n(s, d) == 0) {
+        if (d < 0 || d >= s->rank || tiling_dim_n(s, d) == 0) {
             org[j] = INT32_MIN; /* not split */
             continue;
         }
@@ -529,7 +529,7 @@ static bool put_split_dims(Part *p, StrBuf *b, int32_t i, int32_t k, const Spec 
         started = true;
         if (axes) {
             sb_puts(b, " on '");
-            mesh_atoms_name(b, p->mesh, spec_dim(s, d), spec_dim_n(s, d));
+            mesh_atoms_name(b, p->mesh, tiling_dim(s, d), tiling_dim_n(s, d));
             sb_putc(b, '\'');
         }
         if (mixed && org[j] != -1) {
@@ -548,7 +548,7 @@ static bool put_split_dims(Part *p, StrBuf *b, int32_t i, int32_t k, const Spec 
 
 /* "y: contracting dim 1 of lhs h sharded on 'model' (from the annotation
  * on a, line 31) and dim 0 of rhs b (annotated, line 32)". */
-static const char *dot_partial_reason(Part *p, int32_t i, const DotDims *dd, const Spec *l, const Spec *r)
+static const char *dot_partial_reason(Part *p, int32_t i, const DotDims *dd, const Tiling *l, const Tiling *r)
 {
     StrBuf b = {0};
     sb_printf(&b, "%s: contracting ", part_in(p, i)->name);
@@ -570,11 +570,11 @@ static bool dot_pass_partial(const Part *p, int32_t i, int pass, DotCand *dc)
 {
     if (pass == 0)
         return true;
-    Spec s = operand_state(p, i, pass - 1);
-    uint32_t busy = spec_used(&dc->l) | spec_used(&dc->r) | spec_used(&dc->out) | dc->out.partial;
+    Tiling s = operand_state(p, i, pass - 1);
+    uint32_t busy = tiling_used(&dc->l) | tiling_used(&dc->r) | tiling_used(&dc->out) | dc->out.partial;
     if (!s.partial || s.kind != REDUCE_SUM || (s.partial & busy))
         return false;
-    Spec *opnd = pass == 1 ? &dc->l : &dc->r;
+    Tiling *opnd = pass == 1 ? &dc->l : &dc->r;
     opnd->partial = s.partial;
     opnd->kind = REDUCE_SUM;
     dc->out.partial |= s.partial;
@@ -585,7 +585,7 @@ static bool dot_pass_partial(const Part *p, int32_t i, int pass, DotCand *dc)
 static bool dot_choose(Part *p, int32_t i, const DotDims *dd, DotCand *best)
 {
     const HloInst *in = part_in(p, i);
-    Spec L = strip_partial(operand_state(p, i, 0)), R = strip_partial(operand_state(p, i, 1)), O = decl0(p, i);
+    Tiling L = strip_partial(operand_state(p, i, 0)), R = strip_partial(operand_state(p, i, 1)), O = decl0(p, i);
     const Shape *ls = operand_shape(p, i, 0), *rs = operand_shape(p, i, 1);
     int opts[4][3], nopt[4];
     for (int32_t g = 0; g < 4; g++)
@@ -605,8 +605,8 @@ static bool dot_choose(Part *p, int32_t i, const DotDims *dd, DotCand *best)
         }
         DotCand dc;
         if (!dot_build(dd, &L, &R, &O, src, &dc) || !dot_pass_partial(p, i, pass, &dc) ||
-            !spec_is_even(&dc.l, p->mesh, ls, NULL) || !spec_is_even(&dc.r, p->mesh, rs, NULL) ||
-            !spec_is_even(&dc.out, p->mesh, &in->shape, NULL))
+            !tiling_is_even(&dc.l, p->mesh, ls, NULL) || !tiling_is_even(&dc.r, p->mesh, rs, NULL) ||
+            !tiling_is_even(&dc.out, p->mesh, &in->shape, NULL))
             continue;
         int64_t bytes = part_cost(p, in->operands[0], &dc.l);
         if (bytes < PART_INF_COST)
@@ -634,7 +634,7 @@ static bool h_dot(Part *p, int32_t i)
     int32_t ops[2];
     if ((ops[0] = part_operand(p, i, 0, &c.l)) < 0 || (ops[1] = part_operand(p, i, 1, &c.r)) < 0)
         return false;
-    Shape l = spec_local_shape(&c.out, p->mesh, &in->shape);
+    Shape l = tiling_local_shape(&c.out, p->mesh, &in->shape);
     int32_t r = part_clone(p, i, part_result_name(p, i, &c.out, c.out.partial ? "partial" : "local"), &l, ops, 2);
     uint32_t own = c.out.partial & ~(c.l.partial | c.r.partial);
     const VState *src = !own && c.out.partial ? part_primary(p, in->operands[c.l.partial ? 0 : 1]) : NULL;
@@ -691,36 +691,36 @@ static bool init_is_identity(const HloInst *init, ReduceKind kind)
 }
 
 typedef struct ReduceCand {
-    Spec opnd, out;
+    Tiling opnd, out;
 } ReduceCand;
 
 /* keep: kept dims from X (0) or from the declared output (1); red: reduced
  * dims keep X's atoms (-> partial) or are gathered; pass: X's own pending
  * partial passes through. */
-static bool reduce_build(const HloInst *in, const Spec *X, const Spec *O, int keep, bool red, bool pass,
+static bool reduce_build(const HloInst *in, const Tiling *X, const Tiling *O, int keep, bool red, bool pass,
                          ReduceKind kind, ReduceCand *c)
 {
     const HloAttrs *a = hlo_attrs(in);
     uint32_t rmask = 0;
     for (int32_t k = 0; k < a->dimensions.n; k++)
         rmask |= 1u << a->dimensions.v[k];
-    spec_replicated(&c->opnd, X->rank);
-    spec_replicated(&c->out, O->rank);
+    tiling_replicated(&c->opnd, X->rank);
+    tiling_replicated(&c->out, O->rank);
     uint32_t used = 0;
     int32_t od = 0;
     for (int32_t d = 0; d < X->rank; d++) {
         if (rmask & (1u << d)) {
-            if (red && !put(&c->opnd, d, spec_dim(X, d), spec_dim_n(X, d), &used))
+            if (red && !put(&c->opnd, d, tiling_dim(X, d), tiling_dim_n(X, d), &used))
                 return false;
             continue;
         }
-        const Spec *s = keep == 0 ? X : O;
+        const Tiling *s = keep == 0 ? X : O;
         int32_t sd = keep == 0 ? d : od;
-        if (!put(&c->opnd, d, spec_dim(s, sd), spec_dim_n(s, sd), &used))
+        if (!put(&c->opnd, d, tiling_dim(s, sd), tiling_dim_n(s, sd), &used))
             return false;
-        spec_set_dim(&c->out, od++, spec_dim(s, sd), spec_dim_n(s, sd));
+        tiling_set_dim(&c->out, od++, tiling_dim(s, sd), tiling_dim_n(s, sd));
     }
-    uint32_t partial = red ? (used & ~spec_used(&c->out)) : 0;
+    uint32_t partial = red ? (used & ~tiling_used(&c->out)) : 0;
     if (pass) {
         if (X->kind != kind || (X->partial & used))
             return false;
@@ -739,7 +739,7 @@ static bool reduce_build(const HloInst *in, const Spec *X, const Spec *O, int ke
 static bool reduce_choose(Part *p, int32_t i, ReduceKind kind, bool ident, ReduceCand *best)
 {
     const HloInst *in = part_in(p, i);
-    Spec Xp = operand_state(p, i, 0), X = strip_partial(Xp), O = decl0(p, i);
+    Tiling Xp = operand_state(p, i, 0), X = strip_partial(Xp), O = decl0(p, i);
     const Shape *xs = operand_shape(p, i, 0);
     ReduceCand c;
     int64_t best_bytes = PART_INF_COST;
@@ -750,7 +750,7 @@ static bool reduce_choose(Part *p, int32_t i, ReduceKind kind, bool ident, Reduc
                 if (((red || pass) && !ident) || (pass && !Xp.partial))
                     continue;
                 if (!reduce_build(in, pass ? &Xp : &X, &O, keep, red, pass, kind, &c) ||
-                    !spec_is_even(&c.opnd, p->mesh, xs, NULL))
+                    !tiling_is_even(&c.opnd, p->mesh, xs, NULL))
                     continue;
                 int64_t bytes = part_cost(p, in->operands[0], &c.opnd);
                 if (bytes < PART_INF_COST)
@@ -808,12 +808,12 @@ static bool h_reduce(Part *p, int32_t i)
     ReduceCand best;
     if (!reduce_choose(p, i, kind, ident, &best))
         return default_action(p, i);
-    Spec init;
-    spec_replicated(&init, 0);
+    Tiling init;
+    tiling_replicated(&init, 0);
     int32_t ops[2];
     if ((ops[0] = part_operand(p, i, 0, &best.opnd)) < 0 || (ops[1] = part_operand(p, i, 1, &init)) < 0)
         return false;
-    Shape l = spec_local_shape(&best.out, p->mesh, &in->shape);
+    Shape l = tiling_local_shape(&best.out, p->mesh, &in->shape);
     int32_t r = part_clone(p, i, part_result_name(p, i, &best.out, best.out.partial ? "partial" : "local"), &l, ops, 2);
     int32_t origin;
     const char *why = reduce_origin(p, i, &best, &origin);
@@ -826,16 +826,16 @@ static bool h_reduce(Part *p, int32_t i)
 /* Generic chooser for one-operand ops whose operand state follows from the
  * result state: want_of(c) gives the operand state for result state c
  * (false if none), and forward(X) the result state for operand state X. */
-typedef bool (*WantFn)(const Part *p, int32_t i, const Spec *res, Spec *want);
-typedef bool (*ForwardFn)(const Part *p, int32_t i, const Spec *x, Spec *res);
+typedef bool (*WantFn)(const Part *p, int32_t i, const Tiling *res, Tiling *want);
+typedef bool (*ForwardFn)(const Part *p, int32_t i, const Tiling *x, Tiling *res);
 
-static bool choose_unary(Part *p, int32_t i, WantFn want_of, ForwardFn forward, ForwardFn near, Spec *res,
-                         Spec *want)
+static bool choose_unary(Part *p, int32_t i, WantFn want_of, ForwardFn forward, ForwardFn near, Tiling *res,
+                         Tiling *want)
 {
     const HloInst *in = part_in(p, i);
-    Spec cands[8];
+    Tiling cands[8];
     int32_t nc = 0;
-    Spec o = decl0(p, i), os = strip_partial(o), x = operand_state(p, i, 0), xs = strip_partial(x), f;
+    Tiling o = decl0(p, i), os = strip_partial(o), x = operand_state(p, i, 0), xs = strip_partial(x), f;
     add_cand(cands, &nc, &o);
     add_cand(cands, &nc, &os);
     if (forward(p, i, &x, &f))
@@ -847,9 +847,9 @@ static bool choose_unary(Part *p, int32_t i, WantFn want_of, ForwardFn forward, 
     int64_t best_bytes = PART_INF_COST;
     double best_work = HUGE_VAL;
     for (int32_t c = 0; c < nc; c++) {
-        Spec w;
-        if (!want_of(p, i, &cands[c], &w) || !spec_is_even(&w, p->mesh, operand_shape(p, i, 0), NULL) ||
-            !spec_is_even(&cands[c], p->mesh, &in->shape, NULL))
+        Tiling w;
+        if (!want_of(p, i, &cands[c], &w) || !tiling_is_even(&w, p->mesh, operand_shape(p, i, 0), NULL) ||
+            !tiling_is_even(&cands[c], p->mesh, &in->shape, NULL))
             continue;
         int64_t bytes = part_cost(p, in->operands[0], &w);
         if (bytes < PART_INF_COST)
@@ -865,13 +865,13 @@ static bool choose_unary(Part *p, int32_t i, WantFn want_of, ForwardFn forward, 
     return best_bytes < PART_INF_COST;
 }
 
-static bool emit_unary(Part *p, int32_t i, const Spec *res, const Spec *want)
+static bool emit_unary(Part *p, int32_t i, const Tiling *res, const Tiling *want)
 {
     const HloInst *in = part_in(p, i);
     int32_t op = part_operand(p, i, 0, want);
     if (op < 0)
         return false;
-    Shape l = spec_local_shape(res, p->mesh, &in->shape);
+    Shape l = tiling_local_shape(res, p->mesh, &in->shape);
     int32_t r = part_clone(p, i, part_result_name(p, i, res, res->partial ? "partial" : "local"), &l, &op, 1);
     const VState *src = res->partial ? part_primary(p, in->operands[0]) : NULL;
     part_set_result(p, i, r, res, src ? src->origin : -1, src ? src->origin_reason : NULL);
@@ -881,7 +881,7 @@ static bool emit_unary(Part *p, int32_t i, const Spec *res, const Spec *want)
 static bool unary_handler(Part *p, int32_t i, WantFn want_of, ForwardFn forward, ForwardFn near)
 {
     const HloInst *in = part_in(p, i);
-    Spec res, want;
+    Tiling res, want;
     if (!shape_is_array(&in->shape) || !shape_is_array(operand_shape(p, i, 0)) ||
         !choose_unary(p, i, want_of, forward, near, &res, &want))
         return default_action(p, i);
@@ -889,23 +889,23 @@ static bool unary_handler(Part *p, int32_t i, WantFn want_of, ForwardFn forward,
 }
 
 /* transpose: out dim k = in dim perm[k]. */
-static bool transpose_want(const Part *p, int32_t i, const Spec *res, Spec *want)
+static bool transpose_want(const Part *p, int32_t i, const Tiling *res, Tiling *want)
 {
     const IntList *perm = &hlo_attrs(part_in(p, i))->dimensions;
-    spec_replicated(want, res->rank);
+    tiling_replicated(want, res->rank);
     for (int32_t k = 0; k < perm->n && k < res->rank; k++)
-        spec_set_dim(want, (int32_t)perm->v[k], spec_dim(res, k), spec_dim_n(res, k));
+        tiling_set_dim(want, (int32_t)perm->v[k], tiling_dim(res, k), tiling_dim_n(res, k));
     want->partial = res->partial;
     want->kind = res->kind;
     return perm->n == res->rank;
 }
 
-static bool transpose_forward(const Part *p, int32_t i, const Spec *x, Spec *res)
+static bool transpose_forward(const Part *p, int32_t i, const Tiling *x, Tiling *res)
 {
     const IntList *perm = &hlo_attrs(part_in(p, i))->dimensions;
-    spec_replicated(res, x->rank);
+    tiling_replicated(res, x->rank);
     for (int32_t k = 0; k < perm->n && k < x->rank; k++)
-        spec_set_dim(res, k, spec_dim(x, (int32_t)perm->v[k]), spec_dim_n(x, (int32_t)perm->v[k]));
+        tiling_set_dim(res, k, tiling_dim(x, (int32_t)perm->v[k]), tiling_dim_n(x, (int32_t)perm->v[k]));
     res->partial = x->partial;
     res->kind = x->kind;
     return perm->n == x->rank;
@@ -913,23 +913,23 @@ static bool transpose_forward(const Part *p, int32_t i, const Spec *x, Spec *res
 
 /* broadcast: operand dim k -> output dim dims[k]; other output dims are new
  * (a split new dim is just a smaller local broadcast). */
-static bool broadcast_want(const Part *p, int32_t i, const Spec *res, Spec *want)
+static bool broadcast_want(const Part *p, int32_t i, const Tiling *res, Tiling *want)
 {
     const IntList *bd = &hlo_attrs(part_in(p, i))->dimensions;
-    spec_replicated(want, operand_shape(p, i, 0)->rank);
+    tiling_replicated(want, operand_shape(p, i, 0)->rank);
     for (int32_t k = 0; k < bd->n && k < want->rank; k++)
-        spec_set_dim(want, k, spec_dim(res, (int32_t)bd->v[k]), spec_dim_n(res, (int32_t)bd->v[k]));
+        tiling_set_dim(want, k, tiling_dim(res, (int32_t)bd->v[k]), tiling_dim_n(res, (int32_t)bd->v[k]));
     want->partial = res->partial;
     want->kind = res->kind;
     return bd->n == want->rank;
 }
 
-static bool broadcast_forward(const Part *p, int32_t i, const Spec *x, Spec *res)
+static bool broadcast_forward(const Part *p, int32_t i, const Tiling *x, Tiling *res)
 {
     const IntList *bd = &hlo_attrs(part_in(p, i))->dimensions;
-    spec_replicated(res, part_in(p, i)->shape.rank);
+    tiling_replicated(res, part_in(p, i)->shape.rank);
     for (int32_t k = 0; k < bd->n && k < x->rank; k++)
-        spec_set_dim(res, (int32_t)bd->v[k], spec_dim(x, k), spec_dim_n(x, k));
+        tiling_set_dim(res, (int32_t)bd->v[k], tiling_dim(x, k), tiling_dim_n(x, k));
     res->partial = x->partial;
     res->kind = x->kind;
     return bd->n == x->rank;
@@ -942,14 +942,14 @@ static bool broadcast_forward(const Part *p, int32_t i, const Spec *x, Spec *res
  * relax: a group that does not carry over is left unsplit instead of
  * failing (the caller then brings the source to the mapped-back state).
  * *bad (if not NULL) gets the source dims of the groups that do not. */
-static bool reshape_map(const Mesh *m, const Shape *from, const Shape *to, const Spec *fs, Spec *ts, bool relax,
+static bool reshape_map(const Mesh *m, const Shape *from, const Shape *to, const Tiling *fs, Tiling *ts, bool relax,
                         uint32_t *bad)
 {
-    spec_replicated(ts, to->rank);
+    tiling_replicated(ts, to->rank);
     ts->partial = fs->partial;
     ts->kind = fs->kind;
     if (shape_elem_count(from) == 0)
-        return spec_used(fs) == 0;
+        return tiling_used(fs) == 0;
     int32_t i = 0, j = 0;
     while (i < from->rank || j < to->rank) {
         int32_t i0 = i, j0 = j;
@@ -967,18 +967,18 @@ static bool reshape_map(const Mesh *m, const Shape *from, const Shape *to, const
         for (int32_t d = i0; d < i; d++) {
             if (from->dims[d] > 1 && fmaj < 0)
                 fmaj = d;
-            if (spec_dim_n(fs, d) > 0 && d != fmaj)
+            if (tiling_dim_n(fs, d) > 0 && d != fmaj)
                 ok = false;
         }
         for (int32_t d = j0; d < j && tmaj < 0; d++)
             if (to->dims[d] > 1)
                 tmaj = d;
-        if (ok && fmaj >= 0 && spec_dim_n(fs, fmaj) > 0) {
-            int64_t t = spec_dim_tiles(fs, m, fmaj);
+        if (ok && fmaj >= 0 && tiling_dim_n(fs, fmaj) > 0) {
+            int64_t t = tiling_dim_tiles(fs, m, fmaj);
             if (tmaj < 0 || to->dims[tmaj] % t != 0)
                 ok = false;
             else
-                spec_set_dim(ts, tmaj, spec_dim(fs, fmaj), spec_dim_n(fs, fmaj));
+                tiling_set_dim(ts, tmaj, tiling_dim(fs, fmaj), tiling_dim_n(fs, fmaj));
         }
         if (!ok && bad)
             for (int32_t d = i0; d < i; d++)
@@ -989,21 +989,21 @@ static bool reshape_map(const Mesh *m, const Shape *from, const Shape *to, const
     return true;
 }
 
-static bool reshape_want(const Part *p, int32_t i, const Spec *res, Spec *want)
+static bool reshape_want(const Part *p, int32_t i, const Tiling *res, Tiling *want)
 {
     return reshape_map(p->mesh, &part_in(p, i)->shape, operand_shape(p, i, 0), res, want, false, NULL);
 }
 
 /* Forward from the operand state, keeping the groups that carry over. */
-static bool reshape_forward(const Part *p, int32_t i, const Spec *x, Spec *res)
+static bool reshape_forward(const Part *p, int32_t i, const Tiling *x, Tiling *res)
 {
     return reshape_map(p->mesh, operand_shape(p, i, 0), &part_in(p, i)->shape, x, res, true, NULL);
 }
 
 /* The result state closest to res that a local reshape can produce. */
-static bool reshape_near(const Part *p, int32_t i, const Spec *res, Spec *out)
+static bool reshape_near(const Part *p, int32_t i, const Tiling *res, Tiling *out)
 {
-    Spec back;
+    Tiling back;
     return reshape_map(p->mesh, &part_in(p, i)->shape, operand_shape(p, i, 0), res, &back, true, NULL) &&
            reshape_forward(p, i, &back, out);
 }
@@ -1015,7 +1015,7 @@ static bool h_broadcast(Part *p, int32_t i) { return unary_handler(p, i, broadca
 static bool h_reshape(Part *p, int32_t i)
 {
     const Shape *xs = operand_shape(p, i, 0);
-    Spec x = operand_state(p, i, 0), res;
+    Tiling x = operand_state(p, i, 0), res;
     if (shape_is_array(xs) && shape_is_array(&part_in(p, i)->shape))
         reshape_map(p->mesh, xs, &part_in(p, i)->shape, &x, &res, true, &p->limit_dims);
     return unary_handler(p, i, reshape_want, reshape_forward, reshape_near);
@@ -1099,7 +1099,7 @@ static bool passthrough_ok(const Part *p, int32_t i)
     return shape_is_array(&in->shape) && in->shape.rank == rank;
 }
 
-static int64_t passthrough_cost(Part *p, int32_t i, const Spec *c, int32_t n_data)
+static int64_t passthrough_cost(Part *p, int32_t i, const Tiling *c, int32_t n_data)
 {
     const HloInst *in = part_in(p, i);
     int64_t bytes = 0;
@@ -1108,7 +1108,7 @@ static int64_t passthrough_cost(Part *p, int32_t i, const Spec *c, int32_t n_dat
     if (bytes >= PART_INF_COST)
         return PART_INF_COST;
     if (shape_is_tuple(&in->shape)) {
-        const Spec *decl = part_decl_leaves(p, i);
+        const Tiling *decl = part_decl_leaves(p, i);
         for (int32_t k = 0; k < in->shape.n_elems && bytes < PART_INF_COST; k++)
             bytes += reshard_cost(p->mesh, &in->shape.elems[k], c, &decl[k]);
         return bytes;
@@ -1117,18 +1117,18 @@ static int64_t passthrough_cost(Part *p, int32_t i, const Spec *c, int32_t n_dat
 }
 
 /* Local attribute fix-ups: sizes of untouched dims become local sizes. */
-static void passthrough_fix(Part *p, int32_t i, int32_t r, const Spec *c)
+static void passthrough_fix(Part *p, int32_t i, int32_t r, const Tiling *c)
 {
     const HloInst *in = part_in(p, i);
     HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, r));
-    Shape lx = spec_local_shape(c, p->mesh, operand_shape(p, i, 0));
+    Shape lx = tiling_local_shape(c, p->mesh, operand_shape(p, i, 0));
     if (in->op == HLO_SLICE)
         for (int32_t d = 0; d < a->slice_limit.n && d < lx.rank; d++)
-            if (spec_dim_n(c, d) > 0)
+            if (tiling_dim_n(c, d) > 0)
                 a->slice_limit.v[d] = lx.dims[d];
     if (in->op == HLO_DYNAMIC_SLICE)
         for (int32_t d = 0; d < a->dynamic_slice_sizes.n && d < lx.rank; d++)
-            if (spec_dim_n(c, d) > 0)
+            if (tiling_dim_n(c, d) > 0)
                 a->dynamic_slice_sizes.v[d] = lx.dims[d];
 }
 
@@ -1140,10 +1140,10 @@ static bool h_passthrough(Part *p, int32_t i)
     if (!passthrough_ok(p, i))
         return default_action(p, i);
     p->limit_dims = t;
-    Spec cands[4];
+    Tiling cands[4];
     int32_t nc = 0;
-    Spec o = shape_is_tuple(&in->shape) ? part_decl_leaves(p, i)[0] : decl0(p, i);
-    Spec c1 = clear_dims(strip_partial(o), t), c2 = clear_dims(strip_partial(operand_state(p, i, 0)), t);
+    Tiling o = shape_is_tuple(&in->shape) ? part_decl_leaves(p, i)[0] : decl0(p, i);
+    Tiling c1 = clear_dims(strip_partial(o), t), c2 = clear_dims(strip_partial(operand_state(p, i, 0)), t);
     add_cand(cands, &nc, &c1);
     add_cand(cands, &nc, &c2);
     int32_t best = -1;
@@ -1160,19 +1160,19 @@ static bool h_passthrough(Part *p, int32_t i)
     }
     if (best < 0)
         return default_action(p, i);
-    const Spec *c = &cands[best];
+    const Tiling *c = &cands[best];
     int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, in->n_operands);
     for (int32_t k = 0; k < in->n_operands; k++) {
-        Spec want;
+        Tiling want;
         if (k < n_data)
             want = *c;
         else
-            spec_replicated(&want, operand_shape(p, i, k)->rank);
+            tiling_replicated(&want, operand_shape(p, i, k)->rank);
         if ((ops[k] = part_operand(p, i, k, &want)) < 0)
             return false;
     }
     int32_t n_leaves = p->vals[i].n_leaves;
-    Spec *leaves = ARENA_ARRAY(p->scratch, Spec, n_leaves);
+    Tiling *leaves = ARENA_ARRAY(p->scratch, Tiling, n_leaves);
     for (int32_t k = 0; k < n_leaves; k++)
         leaves[k] = *c;
     Shape l = part_local_shape(p, &in->shape, leaves);
@@ -1187,7 +1187,7 @@ static bool h_passthrough(Part *p, int32_t i)
 static bool h_tuple(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
-    Spec *decl = part_decl_leaves(p, i);
+    Tiling *decl = part_decl_leaves(p, i);
     int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, in->n_operands ? in->n_operands : 1);
     int32_t off = 0;
     for (int32_t k = 0; k < in->n_operands; k++) {
@@ -1213,7 +1213,7 @@ static bool h_get_tuple_element(Part *p, int32_t i)
     for (int64_t e = 0; e < idx; e++)
         off += shape_leaf_count(&ts->elems[e]);
     const VState *st = part_primary(p, v);
-    const Spec *leaves = st->leaves + off;
+    const Tiling *leaves = st->leaves + off;
     Shape l = part_local_shape(p, &in->shape, leaves);
     int32_t r = part_clone(p, i, part_result_name(p, i, leaves, "element"), &l, &st->local, 1);
     bool partial = false;
@@ -1229,7 +1229,7 @@ static bool h_custom_call(Part *p, int32_t i)
     const char *target = hlo_attrs(in)->custom_call_target;
     if (!target || strcmp(target, "Sharding") != 0 || in->n_operands != 1)
         return default_action(p, i);
-    Spec *decl = part_decl_leaves(p, i);
+    Tiling *decl = part_decl_leaves(p, i);
     int32_t op = part_operand(p, i, 0, decl);
     if (op < 0)
         return false;
@@ -1268,7 +1268,7 @@ static bool h_control_flow(Part *p, int32_t i)
 static bool h_opt_barrier(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
-    Spec *decl = part_decl_leaves(p, i);
+    Tiling *decl = part_decl_leaves(p, i);
     int32_t op = part_operand(p, i, 0, decl);
     if (op < 0)
         return false;

@@ -102,9 +102,9 @@ static uint32_t run_mask(const int8_t *a, int32_t n)
 static bool merge_tiling(const Sharding *old, const Sharding *c, Sharding *out)
 {
     uint32_t used = sharding_tiled_atoms(old);
-    Sharding r = sharding_tiled(old->rank);
+    Sharding r = sharding_tiled(old->tile.rank);
     bool grew = false;
-    for (int32_t d = 0; d < old->rank; d++) {
+    for (int32_t d = 0; d < old->tile.rank; d++) {
         const int8_t *oa = sharding_dim_atoms(old, d), *ca = sharding_dim_atoms(c, d);
         int32_t on = sharding_dim_n(old, d), cn = sharding_dim_n(c, d);
         const int8_t *take = oa;
@@ -178,7 +178,7 @@ static void improve(Prop *p, int32_t lf, const Sharding *c, bool c_stored, int32
     if (c->kind != SHARDING_TILED || !sharding_is_tiled(c)) return;
     if (old && old->kind == SHARDING_MANUAL) return;
     const Shape *sh = p->leaf_shape[lf];
-    if (!shape_is_array(sh) || c->rank != sh->rank) return;
+    if (!shape_is_array(sh) || c->tile.rank != sh->rank) return;
     if (!old) {
         set_state(p, lf, c_stored ? c : persist(p, c));
         take_origin(p, lf, from, NULL);
@@ -206,7 +206,7 @@ static void offer_mapped(Prop *p, int32_t sl, const int32_t *src_of, int32_t dst
     bool any = false;
     for (int32_t j = 0; j < dst_rank; j++) {
         int32_t d = src_of[j];
-        if (d < 0 || d >= src->rank || sharding_dim_n(src, d) == 0) continue;
+        if (d < 0 || d >= src->tile.rank || sharding_dim_n(src, d) == 0) continue;
         sharding_set_dim(&c, j, sharding_dim_atoms(src, d), sharding_dim_n(src, d));
         any = true;
     }
@@ -330,7 +330,7 @@ static void offer_transposed(Prop *p, int32_t sl, const int64_t *perm, int32_t r
 {
     const Sharding *src = p->st[sl];
     if (!src) return;
-    if (src->kind != SHARDING_TILED || src->rank != rank) {
+    if (src->kind != SHARDING_TILED || src->tile.rank != rank) {
         improve(p, dst, src, true, sl); /* MANUAL (anything else is refused) */
         return;
     }
@@ -496,7 +496,7 @@ static int walk_step(ReshapeWalk *w, const Mesh *mesh)
  * False if it cannot be carried or nothing stays split. */
 static bool reshape_tiling(const Mesh *mesh, const Shape *from, const Sharding *s, const Shape *to, Sharding *out)
 {
-    if (s->kind != SHARDING_TILED || s->rank != from->rank || shape_elem_count(from) != shape_elem_count(to) ||
+    if (s->kind != SHARDING_TILED || s->tile.rank != from->rank || shape_elem_count(from) != shape_elem_count(to) ||
         shape_elem_count(from) == 0)
         return false;
     ReshapeWalk w;
@@ -763,12 +763,12 @@ static void collect_leaf_shapes(const Shape *s, const Shape **out, int32_t *n)
 static const Sharding *source_form(Prop *p, const Sharding *s, const Shape *sh)
 {
     if (s->kind == SHARDING_MANUAL) return &MANUAL_SH;
-    if (s->kind != SHARDING_TILED || !sharding_is_tiled(s) || !shape_is_array(sh) || s->rank != sh->rank)
+    if (s->kind != SHARDING_TILED || !sharding_is_tiled(s) || !shape_is_array(sh) || s->tile.rank != sh->rank)
         return NULL;
-    if (s->partial == 0) return s;
+    if (s->tile.partial == 0) return s;
     Sharding c = *s;
-    c.partial = 0;
-    c.partial_kind = REDUCE_NONE;
+    c.tile.partial = 0;
+    c.tile.kind = REDUCE_NONE;
     return persist(p, &c);
 }
 
@@ -862,7 +862,7 @@ static const int32_t *seed_atom_origins(Prop *p, int32_t i, bool user)
     int32_t *t = ARENA_ARRAY(p->scratch, int32_t, n > 0 ? n : 1);
     for (int32_t k = 0; k < n; k++) t[k] = o;
     const Sharding *s = in->sharding;
-    for (int32_t d = 0; dims && s->kind == SHARDING_TILED && d < s->rank && d < in->shape.rank; d++) {
+    for (int32_t d = 0; dims && s->kind == SHARDING_TILED && d < s->tile.rank && d < in->shape.rank; d++) {
         const int8_t *a = sharding_dim_atoms(s, d);
         int32_t od = dims[d] < p->c->n_insts ? dims[d] : -1;
         for (int32_t k = 0; k < sharding_dim_n(s, d); k++)
@@ -934,11 +934,11 @@ static void final_leaf(Sharding *out, const Sharding *st, const Shape *sh, bool 
 {
     if (!st) {
         *out = sharding_replicated();
-        out->rank = shape_is_array(sh) ? sh->rank : 0;
+        out->tile.rank = shape_is_array(sh) ? sh->rank : 0;
     } else {
         *out = *st;
-        out->partial = 0;
-        out->partial_kind = REDUCE_NONE;
+        out->tile.partial = 0;
+        out->tile.kind = REDUCE_NONE;
         out->n_elems = 0;
         out->elems = NULL;
         sharding_normalize(out);
@@ -985,12 +985,12 @@ static const int32_t *dim_origins(HloModule *m, const Prop *p, int32_t lf)
     if (!s || s->kind != SHARDING_TILED || !p->aorg[lf]) return NULL;
     int32_t o[SPMDC_MAX_RANK];
     bool same = true;
-    for (int32_t d = 0; d < s->rank && d < SPMDC_MAX_RANK; d++) {
+    for (int32_t d = 0; d < s->tile.rank && d < SPMDC_MAX_RANK; d++) {
         int8_t a = sharding_dim_n(s, d) > 0 ? sharding_dim_atoms(s, d)[0] : -1;
         o[d] = a >= 0 && a < p->mesh->n_atoms ? p->aorg[lf][a] : -1;
         same &= sharding_dim_n(s, d) == 0 || o[d] == p->lorg[lf];
     }
-    return same ? NULL : arena_memdup(m->arena, o, sizeof(int32_t) * (size_t)s->rank);
+    return same ? NULL : arena_memdup(m->arena, o, sizeof(int32_t) * (size_t)s->tile.rank);
 }
 
 /* Writes the provenance of every instruction: an annotation is its own

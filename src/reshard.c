@@ -1,4 +1,4 @@
-/* reshard.c - sharding states (Spec), the reshard planner and its lowering.
+/* reshard.c - sharding states (Tiling), the reshard planner and its lowering.
  *
  * One transition catalogue serves every edge of the partitioner: a value in
  * state `from` (per dim a run of mesh atoms, maybe a pending reduction over
@@ -25,148 +25,9 @@
 
 #include "partition_internal.h"
 
-/* ================================================================ Spec */
-
-void spec_replicated(Spec *s, int32_t rank)
-{
-    memset(s, 0, sizeof *s);
-    s->rank = (int8_t)rank;
-}
-
-static int32_t dim_start(const Spec *s, int32_t d)
-{
-    int32_t k = 0;
-    for (int32_t i = 0; i < d; i++)
-        k += s->n[i];
-    return k;
-}
-
-const int8_t *spec_dim(const Spec *s, int32_t d) { return s->atoms + dim_start(s, d); }
-
-void spec_set_dim(Spec *s, int32_t d, const int8_t *atoms, int32_t n)
-{
-    int32_t st = dim_start(s, d), old = s->n[d], total = dim_start(s, s->rank);
-    SPMDC_ASSERT(total - old + n <= SPMDC_MAX_ATOMS);
-    memmove(s->atoms + st + n, s->atoms + st + old, (size_t)(total - st - old));
-    if (n)
-        memcpy(s->atoms + st, atoms, (size_t)n);
-    int32_t nt = total - old + n;
-    memset(s->atoms + nt, 0, (size_t)(SPMDC_MAX_ATOMS - nt));
-    s->n[d] = (uint8_t)n;
-}
-
-bool spec_from_sharding(const Sharding *sh, int32_t rank, Spec *out)
-{
-    spec_replicated(out, rank);
-    if (!sh || sh->kind == SHARDING_REPLICATED || sh->kind == SHARDING_MAXIMAL)
-        return true;
-    if (sh->kind != SHARDING_TILED)
-        return false;
-    int32_t total = 0;
-    for (int32_t d = 0; d < sh->rank && d < SPMDC_MAX_RANK; d++)
-        total += sh->dim_n[d];
-    if (sh->rank != rank && total > 0)
-        return false;
-    for (int32_t d = 0; d < rank && total > 0; d++)
-        out->n[d] = sh->dim_n[d];
-    if (total > SPMDC_MAX_ATOMS)
-        return false;
-    memcpy(out->atoms, sh->atoms, (size_t)total);
-    out->partial = sh->partial;
-    out->kind = (uint8_t)(sh->partial ? sh->partial_kind : REDUCE_NONE);
-    return spec_valid(out);
-}
-
-Sharding spec_to_sharding(const Spec *s)
-{
-    Sharding r;
-    memset(&r, 0, sizeof r);
-    r.kind = SHARDING_TILED;
-    r.rank = s->rank;
-    memcpy(r.dim_n, s->n, sizeof r.dim_n);
-    memcpy(r.atoms, s->atoms, sizeof r.atoms);
-    r.partial = s->partial;
-    r.partial_kind = (ReduceKind)s->kind;
-    r.named_form = true;
-    if (!s->partial && dim_start(s, s->rank) == 0) {
-        r.kind = SHARDING_REPLICATED;
-        r.rank = 0;
-    }
-    return r;
-}
-
-bool spec_equal(const Spec *a, const Spec *b)
-{
-    if (a->rank != b->rank || a->partial != b->partial || a->kind != b->kind)
-        return false;
-    if (memcmp(a->n, b->n, (size_t)a->rank) != 0)
-        return false;
-    return memcmp(a->atoms, b->atoms, (size_t)dim_start(a, a->rank)) == 0;
-}
-
-uint32_t spec_used(const Spec *s)
-{
-    uint32_t m = 0;
-    int32_t total = dim_start(s, s->rank);
-    for (int32_t i = 0; i < total; i++)
-        m |= 1u << s->atoms[i];
-    return m;
-}
-
-bool spec_valid(const Spec *s)
-{
-    uint32_t m = 0;
-    int32_t total = dim_start(s, s->rank);
-    for (int32_t i = 0; i < total; i++) {
-        if (s->atoms[i] < 0 || s->atoms[i] >= SPMDC_MAX_ATOMS || (m & (1u << s->atoms[i])))
-            return false;
-        m |= 1u << s->atoms[i];
-    }
-    if ((m & s->partial) != 0)
-        return false;
-    return (s->partial == 0) == (s->kind == REDUCE_NONE);
-}
-
-bool spec_is_replicated(const Spec *s) { return s->partial == 0 && dim_start(s, s->rank) == 0; }
-
-int64_t spec_dim_tiles(const Spec *s, const Mesh *m, int32_t d)
-{
-    int64_t t = 1;
-    const int8_t *a = spec_dim(s, d);
-    for (int32_t i = 0; i < s->n[d]; i++)
-        t *= m->atom_size[a[i]];
-    return t;
-}
-
-Shape spec_local_shape(const Spec *s, const Mesh *m, const Shape *global)
-{
-    Shape l = shape_array(global->type, global->rank, global->dims);
-    for (int32_t d = 0; d < global->rank && d < s->rank; d++)
-        l.dims[d] = global->dims[d] / spec_dim_tiles(s, m, d);
-    return l;
-}
-
-bool spec_is_even(const Spec *s, const Mesh *m, const Shape *global, int32_t *bad_dim)
-{
-    for (int32_t d = 0; d < s->rank && d < global->rank; d++) {
-        if (global->dims[d] % spec_dim_tiles(s, m, d) != 0) {
-            if (bad_dim)
-                *bad_dim = d;
-            return false;
-        }
-    }
-    return true;
-}
-
-void spec_describe(StrBuf *b, const Spec *s, const Mesh *m)
-{
-    Sharding sh = spec_to_sharding(s);
-    sharding_describe(b, &sh, m);
-}
-
 /* ================================================================ planning */
 
-/* A Spec with one fixed-size run per dim (easy to edit while planning). */
+/* A Tiling with one fixed-size run per dim (easy to edit while planning). */
 typedef struct Wide {
     int32_t rank;
     int32_t n[SPMDC_MAX_RANK];
@@ -175,7 +36,7 @@ typedef struct Wide {
     ReduceKind kind;
 } Wide;
 
-static void widen(const Spec *s, Wide *w)
+static void widen(const Tiling *s, Wide *w)
 {
     memset(w, 0, sizeof *w);
     w->rank = s->rank;
@@ -189,9 +50,9 @@ static void widen(const Spec *s, Wide *w)
     w->kind = (ReduceKind)s->kind;
 }
 
-static void narrow(const Wide *w, Spec *s)
+static void narrow(const Wide *w, Tiling *s)
 {
-    spec_replicated(s, w->rank);
+    tiling_replicated(s, w->rank);
     int32_t k = 0;
     for (int32_t d = 0; d < w->rank; d++) {
         s->n[d] = (uint8_t)w->n[d];
@@ -232,9 +93,9 @@ static int64_t group_size(const Mesh *m, const int8_t *atoms, int32_t n)
 /* Per-device bytes and local size of dim d of an array in state w. */
 static int64_t wide_bytes(const Mesh *m, const Shape *global, const Wide *w)
 {
-    Spec s;
+    Tiling s;
     narrow(w, &s);
-    Shape l = spec_local_shape(&s, m, global);
+    Shape l = tiling_local_shape(&s, m, global);
     return shape_byte_size(&l);
 }
 
@@ -492,25 +353,25 @@ static int64_t gcd64(int64_t a, int64_t b)
 }
 
 /* Appends atoms (from *avail, sizes multiplying to f) to dim d of s. */
-static bool grow_dim(const Mesh *m, Spec *s, int32_t d, int64_t f, uint32_t *avail, const Spec *prefer,
+static bool grow_dim(const Mesh *m, Tiling *s, int32_t d, int64_t f, uint32_t *avail, const Tiling *prefer,
                      uint32_t avoid)
 {
     int8_t run[SPMDC_MAX_ATOMS];
-    int32_t n = spec_dim_n(s, d);
-    memcpy(run, spec_dim(s, d), (size_t)n);
+    int32_t n = tiling_dim_n(s, d);
+    memcpy(run, tiling_dim(s, d), (size_t)n);
     while (f > 1) {
-        int32_t a = pick_free_atom(m, *avail, f, spec_dim(prefer, d), spec_dim_n(prefer, d), avoid);
+        int32_t a = pick_free_atom(m, *avail, f, tiling_dim(prefer, d), tiling_dim_n(prefer, d), avoid);
         if (a < 0)
             return false;
         run[n++] = (int8_t)a;
         *avail &= ~(1u << a);
         f /= m->atom_size[a];
     }
-    spec_set_dim(s, d, run, n);
+    tiling_set_dim(s, d, run, n);
     return true;
 }
 
-static ReshardStep *add_step(ReshardPlan *plan, StepKind k, const Spec *after)
+static ReshardStep *add_step(ReshardPlan *plan, StepKind k, const Tiling *after)
 {
     ReshardStep *st = &plan->steps[plan->n_steps++];
     memset(st, 0, sizeof *st);
@@ -525,47 +386,47 @@ static ReshardStep *add_step(ReshardPlan *plan, StepKind k, const Spec *after)
  * target extended by surplus atoms up to c (mid2: each device receives its
  * whole new block from exactly one device), then all-gather the surplus off
  * each dim.  Any step may be empty. */
-static bool permute_plan(const Mesh *m, const Shape *global, const Spec *from, const Spec *to, ReshardPlan *plan)
+static bool permute_plan(const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to, ReshardPlan *plan)
 {
     plan->n_steps = 0;
     plan->bytes = 0;
     plan->full_remat = false;
-    if (from->partial || to->partial || spec_equal(from, to))
+    if (from->partial || to->partial || tiling_equal(from, to))
         return false;
-    Spec mid1 = *from, mid2 = *to;
+    Tiling mid1 = *from, mid2 = *to;
     uint32_t all = (1u << m->n_atoms) - 1;
-    uint32_t free1 = all & ~spec_used(from), free2 = all & ~spec_used(to);
+    uint32_t free1 = all & ~tiling_used(from), free2 = all & ~tiling_used(to);
     for (int32_t d = 0; d < from->rank; d++) {
-        int64_t a = spec_dim_tiles(from, m, d), b = spec_dim_tiles(to, m, d), c = a / gcd64(a, b) * b;
-        if (global->dims[d] % c != 0 || !grow_dim(m, &mid1, d, c / a, &free1, to, spec_used(to)) ||
-            !grow_dim(m, &mid2, d, c / b, &free2, &mid1, spec_used(from)))
+        int64_t a = tiling_dim_tiles(from, m, d), b = tiling_dim_tiles(to, m, d), c = a / gcd64(a, b) * b;
+        if (global->dims[d] % c != 0 || !grow_dim(m, &mid1, d, c / a, &free1, to, tiling_used(to)) ||
+            !grow_dim(m, &mid2, d, c / b, &free2, &mid1, tiling_used(from)))
             return false;
     }
-    if (!spec_equal(&mid1, from))
+    if (!tiling_equal(&mid1, from))
         add_step(plan, STEP_SLICE, &mid1);
-    if (!spec_equal(&mid1, &mid2)) {
+    if (!tiling_equal(&mid1, &mid2)) {
         ReshardStep *st = add_step(plan, STEP_COLLECTIVE_PERMUTE, &mid2);
-        uint32_t moved = spec_used(&mid1) | spec_used(&mid2);
+        uint32_t moved = tiling_used(&mid1) | tiling_used(&mid2);
         for (int32_t a = 0; a < SPMDC_MAX_ATOMS; a++)
             if (moved & (1u << a))
                 st->atoms[st->n_atoms++] = (int8_t)a;
-        Shape l = spec_local_shape(&mid1, m, global);
+        Shape l = tiling_local_shape(&mid1, m, global);
         st->bytes = comm_bytes_per_device(COLL_COLLECTIVE_PERMUTE, group_size(m, st->atoms, st->n_atoms),
                                           shape_byte_size(&l), shape_byte_size(&l));
         plan->bytes += st->bytes;
     }
-    Spec cur = mid2;
+    Tiling cur = mid2;
     for (int32_t d = 0; d < cur.rank; d++) {
-        int32_t keep = spec_dim_n(to, d), n = spec_dim_n(&cur, d);
+        int32_t keep = tiling_dim_n(to, d), n = tiling_dim_n(&cur, d);
         if (n == keep)
             continue;
-        Spec next = cur;
-        spec_set_dim(&next, d, spec_dim(&cur, d), keep);
+        Tiling next = cur;
+        tiling_set_dim(&next, d, tiling_dim(&cur, d), keep);
         ReshardStep *st = add_step(plan, STEP_ALL_GATHER, &next);
         st->dim = d;
         st->n_atoms = n - keep;
-        memcpy(st->atoms, spec_dim(&cur, d) + keep, (size_t)(n - keep));
-        Shape lb = spec_local_shape(&cur, m, global), la = spec_local_shape(&next, m, global);
+        memcpy(st->atoms, tiling_dim(&cur, d) + keep, (size_t)(n - keep));
+        Shape lb = tiling_local_shape(&cur, m, global), la = tiling_local_shape(&next, m, global);
         st->bytes = comm_bytes_per_device(COLL_ALL_GATHER, group_size(m, st->atoms, st->n_atoms), shape_byte_size(&lb),
                                           shape_byte_size(&la));
         plan->bytes += st->bytes;
@@ -574,7 +435,7 @@ static bool permute_plan(const Mesh *m, const Shape *global, const Spec *from, c
     return plan->n_steps > 0;
 }
 
-static bool greedy_plan(const Mesh *m, const Shape *global, const Spec *from, const Spec *to, ReshardPlan *plan)
+static bool greedy_plan(const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to, ReshardPlan *plan)
 {
     Wide t;
     widen(to, &t);
@@ -591,12 +452,12 @@ static bool greedy_plan(const Mesh *m, const Shape *global, const Spec *from, co
     return false;
 }
 
-bool reshard_plan(const Mesh *m, const Shape *global, const Spec *from, const Spec *to, ReshardPlan *plan)
+bool reshard_plan(const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to, ReshardPlan *plan)
 {
     plan->n_steps = 0;
     plan->bytes = 0;
     plan->full_remat = false;
-    if (from->rank != to->rank || !spec_valid(to) || !spec_valid(from))
+    if (from->rank != to->rank || !tiling_valid(to) || !tiling_valid(from))
         return false;
     if ((to->partial & ~from->partial) || (to->partial && to->kind != from->kind))
         return false;
@@ -613,9 +474,9 @@ bool reshard_plan(const Mesh *m, const Shape *global, const Spec *from, const Sp
     return true;
 }
 
-int64_t reshard_cost(const Mesh *m, const Shape *global, const Spec *from, const Spec *to)
+int64_t reshard_cost(const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to)
 {
-    if (spec_equal(from, to))
+    if (tiling_equal(from, to))
         return 0;
     ReshardPlan plan;
     if (!reshard_plan(m, global, from, to, &plan))
@@ -640,7 +501,7 @@ static const char *step_role(StepKind k)
 
 static const char *step_name(Part *p, LowerNames *nm, const ReshardStep *st, const char *role)
 {
-    if (nm->decl && !nm->decl_named && spec_equal(&st->after, nm->decl)) {
+    if (nm->decl && !nm->decl_named && tiling_equal(&st->after, nm->decl)) {
         nm->decl_named = true;
         return nm->base;
     }
@@ -663,15 +524,15 @@ static void set_dims(Part *p, int32_t v, int64_t dim)
     a->dimensions = hlo_intlist(p->out, &dim, 1);
 }
 
-static int32_t lower_slice(Part *p, int32_t v, const Shape *global, const Spec *before, const ReshardStep *st,
+static int32_t lower_slice(Part *p, int32_t v, const Shape *global, const Tiling *before, const ReshardStep *st,
                            const char *name, const char *base)
 {
-    Shape lout = spec_local_shape(&st->after, p->mesh, global);
+    Shape lout = tiling_local_shape(&st->after, p->mesh, global);
     int32_t ops[1 + SPMDC_MAX_RANK];
     ops[0] = v;
     for (int32_t d = 0; d < lout.rank; d++) {
         int32_t nb = before->n[d], na = st->after.n[d];
-        ops[1 + d] = na > nb ? part_offset(p, spec_dim(&st->after, d) + nb, na - nb, lout.dims[d], base)
+        ops[1 + d] = na > nb ? part_offset(p, tiling_dim(&st->after, d) + nb, na - nb, lout.dims[d], base)
                              : part_zero(p);
     }
     int32_t r = part_emit(p, HLO_DYNAMIC_SLICE, name, &lout, ops, 1 + lout.rank);
@@ -684,12 +545,12 @@ static int32_t lower_slice(Part *p, int32_t v, const Shape *global, const Spec *
  * [|A|, Lj/|A|], all-to-all along the new axis (chunk k goes to member k;
  * received chunks are stacked in sender order = A's tile index along i),
  * move that axis in front of dim i, merge. */
-static int32_t lower_all_to_all(Part *p, int32_t v, const Shape *global, const Spec *before, const ReshardStep *st,
+static int32_t lower_all_to_all(Part *p, int32_t v, const Shape *global, const Tiling *before, const ReshardStep *st,
                                 const char *name, const char *base)
 {
     int32_t i = st->dim, j = st->dim2;
     int64_t n = group_size(p->mesh, st->atoms, st->n_atoms);
-    Shape lin = spec_local_shape(before, p->mesh, global), lout = spec_local_shape(&st->after, p->mesh, global);
+    Shape lin = tiling_local_shape(before, p->mesh, global), lout = tiling_local_shape(&st->after, p->mesh, global);
     int32_t r = lin.rank;
     int64_t sd[SPMDC_MAX_RANK + 1];
     for (int32_t d = 0, k = 0; d < r; d++) {
@@ -743,23 +604,23 @@ static int64_t mask_index(const Mesh *m, uint32_t mask, int64_t dev)
 
 /* Where a device's block sits in state s: its tile index on every dim, then
  * its index among the devices holding the same block. */
-static int64_t block_key(const Mesh *m, const Spec *s, int64_t dev)
+static int64_t block_key(const Mesh *m, const Tiling *s, int64_t dev)
 {
     int64_t k = 0;
     for (int32_t d = 0; d < s->rank; d++) {
-        const int8_t *at = spec_dim(s, d);
+        const int8_t *at = tiling_dim(s, d);
         int64_t t = 0;
         for (int32_t i = 0; i < s->n[d]; i++)
             t = t * m->atom_size[at[i]] + mesh_atom_coord(m, dev, at[i]);
-        k = k * spec_dim_tiles(s, m, d) + t;
+        k = k * tiling_dim_tiles(s, m, d) + t;
     }
-    uint32_t rep = ((1u << m->n_atoms) - 1) & ~spec_used(s);
+    uint32_t rep = ((1u << m->n_atoms) - 1) & ~tiling_used(s);
     return k * mesh_mask_size(m, rep) + mask_index(m, rep, dev);
 }
 
 /* Device d gets its new block from the device whose old block has the same
  * key: pairs {src, d}, listed by source. */
-static int32_t lower_permute(Part *p, int32_t v, const Shape *global, const Spec *before, const ReshardStep *st,
+static int32_t lower_permute(Part *p, int32_t v, const Shape *global, const Tiling *before, const ReshardStep *st,
                              const char *name)
 {
     const Mesh *m = p->mesh;
@@ -769,7 +630,7 @@ static int32_t lower_permute(Part *p, int32_t v, const Shape *global, const Spec
         holder[block_key(m, before, e)] = e;
     for (int64_t d = 0; d < nd; d++)
         dst_of[holder[block_key(m, &st->after, d)]] = d;
-    Shape l = spec_local_shape(&st->after, m, global);
+    Shape l = tiling_local_shape(&st->after, m, global);
     int32_t r = part_emit(p, HLO_COLLECTIVE_PERMUTE, name, &l, &v, 1);
     HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, r));
     a->channel_id = p->next_channel++;
@@ -782,12 +643,12 @@ static int32_t lower_permute(Part *p, int32_t v, const Shape *global, const Spec
     return r;
 }
 
-static int32_t lower_step(Part *p, int32_t v, const Shape *global, const Spec *before, const ReshardStep *st,
+static int32_t lower_step(Part *p, int32_t v, const Shape *global, const Tiling *before, const ReshardStep *st,
                           LowerNames *nm)
 {
     const char *role = st->kind == STEP_ALL_TO_ALL ? "a2a-merge" : step_role(st->kind);
     const char *name = step_name(p, nm, st, role);
-    Shape lout = spec_local_shape(&st->after, p->mesh, global);
+    Shape lout = tiling_local_shape(&st->after, p->mesh, global);
     int32_t r;
     switch (st->kind) {
     case STEP_SLICE: return lower_slice(p, v, global, before, st, name, nm->base);
@@ -831,11 +692,11 @@ static int32_t step_collective_inst(const ReshardStep *st, int32_t result)
     return st->kind == STEP_ALL_TO_ALL ? result - 2 : result;
 }
 
-int32_t reshard_lower(Part *p, int32_t local, const Shape *global, const Spec *from, const ReshardPlan *plan,
+int32_t reshard_lower(Part *p, int32_t local, const Shape *global, const Tiling *from, const ReshardPlan *plan,
                       LowerNames *names, const Cause *cause, int32_t origin_inst, const char *origin_reason,
                       StepFn on_step, void *user)
 {
-    Spec cur = *from;
+    Tiling cur = *from;
     int32_t v = local;
     for (int32_t s = 0; s < plan->n_steps; s++) {
         const ReshardStep *st = &plan->steps[s];

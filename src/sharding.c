@@ -42,48 +42,48 @@ Sharding sharding_tiled(int32_t rank)
     SPMDC_ASSERT(rank >= 0 && rank <= SPMDC_MAX_RANK);
     Sharding s = sharding_replicated();
     s.kind = SHARDING_TILED;
-    s.rank = rank;
+    s.tile.rank = (int8_t)rank;
     return s;
 }
 
-/* Index in s->atoms of dim d's first atom. */
+/* Index in s->tile.atoms of dim d's first atom. */
 static int32_t dim_start(const Sharding *s, int32_t d)
 {
     int32_t k = 0;
     for (int32_t i = 0; i < d; i++)
-        k += s->dim_n[i];
+        k += s->tile.n[i];
     return k;
 }
 
 void sharding_set_dim(Sharding *s, int32_t dim, const int8_t *atoms, int32_t n)
 {
     SPMDC_ASSERT(s->kind == SHARDING_TILED || s->kind == SHARDING_REPLICATED);
-    SPMDC_ASSERT(dim >= 0 && dim < s->rank && n >= 0);
+    SPMDC_ASSERT(dim >= 0 && dim < s->tile.rank && n >= 0);
     if (s->kind == SHARDING_REPLICATED) {
         s->kind = SHARDING_TILED;
-        memset(s->dim_n, 0, sizeof s->dim_n);
+        memset(s->tile.n, 0, sizeof s->tile.n);
     }
-    int32_t start = dim_start(s, dim), old = s->dim_n[dim];
-    int32_t total = dim_start(s, s->rank);
+    int32_t start = dim_start(s, dim), old = s->tile.n[dim];
+    int32_t total = dim_start(s, s->tile.rank);
     SPMDC_ASSERT(total - old + n <= SPMDC_MAX_ATOMS);
-    memmove(s->atoms + start + n, s->atoms + start + old, (size_t)(total - start - old));
+    memmove(s->tile.atoms + start + n, s->tile.atoms + start + old, (size_t)(total - start - old));
     if (n)
-        memcpy(s->atoms + start, atoms, (size_t)n);
-    s->dim_n[dim] = (uint8_t)n;
+        memcpy(s->tile.atoms + start, atoms, (size_t)n);
+    s->tile.n[dim] = (uint8_t)n;
 }
 
 const int8_t *sharding_dim_atoms(const Sharding *s, int32_t dim)
 {
-    if (!s || s->kind != SHARDING_TILED || dim < 0 || dim >= s->rank)
+    if (!s || s->kind != SHARDING_TILED || dim < 0 || dim >= s->tile.rank)
         return NULL;
-    return s->atoms + dim_start(s, dim);
+    return s->tile.atoms + dim_start(s, dim);
 }
 
 int32_t sharding_dim_n(const Sharding *s, int32_t dim)
 {
-    if (!s || s->kind != SHARDING_TILED || dim < 0 || dim >= s->rank)
+    if (!s || s->kind != SHARDING_TILED || dim < 0 || dim >= s->tile.rank)
         return 0;
-    return s->dim_n[dim];
+    return s->tile.n[dim];
 }
 
 void sharding_normalize(Sharding *s)
@@ -93,11 +93,11 @@ void sharding_normalize(Sharding *s)
             sharding_normalize(&s->elems[i]);
         return;
     }
-    if (s->partial == 0)
-        s->partial_kind = REDUCE_NONE;
-    if (s->kind == SHARDING_TILED && s->partial == 0 && dim_start(s, s->rank) == 0) {
+    if (s->tile.partial == 0)
+        s->tile.kind = REDUCE_NONE;
+    if (s->kind == SHARDING_TILED && s->tile.partial == 0 && dim_start(s, s->tile.rank) == 0) {
         s->kind = SHARDING_REPLICATED;
-        memset(s->dim_n, 0, sizeof s->dim_n);
+        memset(s->tile.n, 0, sizeof s->tile.n);
     }
 }
 
@@ -111,7 +111,7 @@ bool sharding_is_replicated(const Sharding *s)
                 return false;
         return true;
     }
-    return s->kind == SHARDING_TILED && s->partial == 0 && dim_start(s, s->rank) == 0;
+    return s->kind == SHARDING_TILED && s->tile.partial == 0 && dim_start(s, s->tile.rank) == 0;
 }
 
 bool sharding_is_tiled(const Sharding *s)
@@ -122,7 +122,7 @@ bool sharding_is_tiled(const Sharding *s)
                 return true;
         return false;
     }
-    return s->kind == SHARDING_TILED && dim_start(s, s->rank) > 0;
+    return s->kind == SHARDING_TILED && dim_start(s, s->tile.rank) > 0;
 }
 
 bool sharding_equal(const Sharding *a, const Sharding *b)
@@ -149,11 +149,11 @@ bool sharding_equal(const Sharding *a, const Sharding *b)
     case SHARDING_TILED:
         break;
     }
-    if (a->rank != b->rank || a->partial != b->partial || a->partial_kind != b->partial_kind)
+    if (a->tile.rank != b->tile.rank || a->tile.partial != b->tile.partial || a->tile.kind != b->tile.kind)
         return false;
-    if (memcmp(a->dim_n, b->dim_n, (size_t)a->rank) != 0)
+    if (memcmp(a->tile.n, b->tile.n, (size_t)a->tile.rank) != 0)
         return false;
-    return memcmp(a->atoms, b->atoms, (size_t)dim_start(a, a->rank)) == 0;
+    return memcmp(a->tile.atoms, b->tile.atoms, (size_t)dim_start(a, a->tile.rank)) == 0;
 }
 
 const Sharding *sharding_leaf(const Sharding *s, int32_t leaf)
@@ -169,8 +169,8 @@ uint32_t sharding_tiled_atoms(const Sharding *s)
     uint32_t mask = 0;
     if (s->kind != SHARDING_TILED)
         return 0;
-    for (int32_t k = 0, n = dim_start(s, s->rank); k < n; k++)
-        mask |= 1u << s->atoms[k];
+    for (int32_t k = 0, n = dim_start(s, s->tile.rank); k < n; k++)
+        mask |= 1u << s->tile.atoms[k];
     return mask;
 }
 
@@ -188,7 +188,7 @@ int64_t sharding_num_tiles(const Sharding *s, const Mesh *m)
     int64_t t = 1;
     if (s->kind != SHARDING_TILED)
         return 1;
-    for (int32_t d = 0; d < s->rank; d++)
+    for (int32_t d = 0; d < s->tile.rank; d++)
         t *= sharding_dim_tiles(s, m, d);
     return t;
 }
@@ -228,7 +228,7 @@ void sharding_shard_shape(const Sharding *s, const Mesh *m, const Shape *global,
     }
     if (s->kind != SHARDING_TILED)
         return;
-    for (int32_t d = 0; d < global->rank && d < s->rank; d++)
+    for (int32_t d = 0; d < global->rank && d < s->tile.rank; d++)
         local->dims[d] = ceil_div(global->dims[d], sharding_dim_tiles(s, m, d));
 }
 
@@ -236,7 +236,7 @@ bool sharding_is_even(const Sharding *s, const Mesh *m, const Shape *global)
 {
     if (s->kind != SHARDING_TILED || !shape_is_array(global))
         return true;
-    for (int32_t d = 0; d < global->rank && d < s->rank; d++)
+    for (int32_t d = 0; d < global->rank && d < s->tile.rank; d++)
         if (global->dims[d] % sharding_dim_tiles(s, m, d) != 0)
             return false;
     return true;
@@ -253,13 +253,13 @@ void sharding_transpose(const Sharding *in, const int64_t *perm, int32_t rank, S
     Sharding r = *in;
     if (in->kind == SHARDING_TILED) {
         r = sharding_tiled(rank);
-        r.partial = in->partial;
-        r.partial_kind = in->partial_kind;
+        r.tile.partial = in->tile.partial;
+        r.tile.kind = in->tile.kind;
         r.named_form = in->named_form;
         for (int32_t k = 0; k < rank; k++)
             sharding_set_dim(&r, k, sharding_dim_atoms(in, (int32_t)perm[k]), sharding_dim_n(in, (int32_t)perm[k]));
     } else if (in->kind == SHARDING_REPLICATED) {
-        r.rank = rank;
+        r.tile.rank = (int8_t)rank;
     }
     *out = r;
 }
@@ -269,7 +269,7 @@ Sharding sharding_replicate_dims(const Sharding *s, uint32_t dim_mask)
     Sharding r = *s;
     if (r.kind != SHARDING_TILED)
         return r;
-    for (int32_t d = 0; d < r.rank; d++)
+    for (int32_t d = 0; d < r.tile.rank; d++)
         if (dim_mask & (1u << d))
             sharding_set_dim(&r, d, NULL, 0);
     sharding_normalize(&r);
@@ -335,7 +335,7 @@ static int32_t mask_atoms(const Mesh *m, uint32_t mask, int8_t *out)
 static void print_positional_tiled(StrBuf *b, const Sharding *s, const Mesh *m)
 {
     uint32_t all = m->n_atoms >= 32 ? 0xffffffffu : (1u << m->n_atoms) - 1;
-    uint32_t tiled = sharding_tiled_atoms(s), part = s->partial & ~tiled;
+    uint32_t tiled = sharding_tiled_atoms(s), part = s->tile.partial & ~tiled;
     uint32_t repl = all & ~tiled & ~part;
     if (tiled == 0 && part == 0) {
         sb_puts(b, "{replicated}");
@@ -347,9 +347,9 @@ static void print_positional_tiled(StrBuf *b, const Sharding *s, const Mesh *m)
     }
     int8_t pos[SPMDC_MAX_ATOMS];
     int64_t dims[SPMDC_MAX_TILE_DIMS];
-    int32_t n = dim_start(s, s->rank), nd = 0;
-    memcpy(pos, s->atoms, (size_t)n);
-    for (int32_t d = 0; d < s->rank; d++)
+    int32_t n = dim_start(s, s->tile.rank), nd = 0;
+    memcpy(pos, s->tile.atoms, (size_t)n);
+    for (int32_t d = 0; d < s->tile.rank; d++)
         dims[nd++] = sharding_dim_tiles(s, m, d);
     if (part) {
         dims[nd++] = mesh_mask_size(m, part);
@@ -373,7 +373,7 @@ static void print_positional_tiled(StrBuf *b, const Sharding *s, const Mesh *m)
 static void print_named_dims(StrBuf *b, const Sharding *s, const Mesh *m)
 {
     sb_putc(b, '[');
-    for (int32_t d = 0; d < s->rank; d++) {
+    for (int32_t d = 0; d < s->tile.rank; d++) {
         sb_puts(b, d ? ", {" : "{");
         atoms_names(b, m, sharding_dim_atoms(s, d), sharding_dim_n(s, d), ", ");
         sb_putc(b, '}');
@@ -396,15 +396,15 @@ static void print_named(StrBuf *b, const Sharding *s, const Mesh *m)
         return;
     }
     bool repl = sharding_is_replicated(s);
-    if (s->rank == 0 && (repl || (s->partial == all && all != 0))) {
+    if (s->tile.rank == 0 && (repl || (s->tile.partial == all && all != 0))) {
         sb_puts(b, repl ? "replicated}" : "unreduced}");
         return;
     }
     print_named_dims(b, s, m);
-    if (s->kind == SHARDING_TILED && s->partial) {
+    if (s->kind == SHARDING_TILED && s->tile.partial) {
         int8_t a[SPMDC_MAX_ATOMS];
         sb_puts(b, ", unreduced={");
-        atoms_names(b, m, a, mask_atoms(m, s->partial, a), ", ");
+        atoms_names(b, m, a, mask_atoms(m, s->tile.partial, a), ", ");
         sb_putc(b, '}');
     }
     sb_putc(b, '}');
@@ -453,12 +453,6 @@ void sharding_print(StrBuf *b, const Sharding *s, const Mesh *m)
     sb_putc(b, '}');
 }
 
-static const char *reduce_name(ReduceKind k)
-{
-    static const char *const names[] = {"none", "sum", "max", "min", "prod", "and", "or"};
-    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
-}
-
 void sharding_describe(StrBuf *b, const Sharding *s, const Mesh *m)
 {
     switch (s->kind) {
@@ -488,10 +482,10 @@ void sharding_describe(StrBuf *b, const Sharding *s, const Mesh *m)
         return;
     }
     print_named_dims(b, s, m);
-    if (s->partial) {
+    if (s->tile.partial) {
         int8_t a[SPMDC_MAX_ATOMS];
-        sb_printf(b, " partial(%s) over {", reduce_name(s->partial_kind));
-        atoms_names(b, m, a, mask_atoms(m, s->partial, a), ", ");
+        sb_printf(b, " partial(%s) over {", reduce_kind_name((ReduceKind)s->tile.kind));
+        atoms_names(b, m, a, mask_atoms(m, s->tile.partial, a), ", ");
         sb_putc(b, '}');
     }
 }
@@ -658,8 +652,8 @@ static bool apply_subgroup(Sharding *out, SubgroupType t, const int8_t *atoms, i
         return true;
     if (t == SUBGROUP_UNREDUCED) {
         for (int32_t i = 0; i < n; i++)
-            out->partial |= 1u << atoms[i];
-        out->partial_kind = REDUCE_SUM;
+            out->tile.partial |= 1u << atoms[i];
+        out->tile.kind = REDUCE_SUM;
         return true;
     }
     diag_error(diag, syn->span, "%s in sharding %s: partially manual shardings are not supported yet",
@@ -843,12 +837,12 @@ static bool bind_named(const ShardingSyntax *syn, const Mesh *m, int32_t rank, S
     *out = sharding_tiled(rank);
     if (syn->named_manual) {
         out->kind = SHARDING_MANUAL;
-        out->rank = 0;
+        out->tile.rank = 0;
         return true;
     }
     if (syn->named_replicated || syn->named_unreduced) {
-        out->partial = syn->named_unreduced ? all : 0;
-        out->partial_kind = out->partial ? REDUCE_SUM : REDUCE_NONE;
+        out->tile.partial = syn->named_unreduced ? all : 0;
+        out->tile.kind = out->tile.partial ? REDUCE_SUM : REDUCE_NONE;
         sharding_normalize(out);
         return true;
     }
@@ -872,8 +866,8 @@ static bool bind_named(const ShardingSyntax *syn, const Mesh *m, int32_t rank, S
     if (!bind_refs(syn->unreduced_axes, syn->n_unreduced_axes, syn, m, rest, &nu, &used, diag, tmp, tmp2))
         return false;
     for (int32_t i = nr; i < nu; i++)
-        out->partial |= 1u << rest[i];
-    out->partial_kind = out->partial ? REDUCE_SUM : REDUCE_NONE;
+        out->tile.partial |= 1u << rest[i];
+    out->tile.kind = out->tile.partial ? REDUCE_SUM : REDUCE_NONE;
     nm = nu;
     if (!bind_refs(syn->manual_axes, syn->n_manual_axes, syn, m, rest, &nm, &used, diag, tmp, tmp2))
         return false;
@@ -896,7 +890,7 @@ static bool bind_single(const ShardingSyntax *syn, const Mesh *m, int32_t rank, 
                         StrBuf *tmp, StrBuf *tmp2)
 {
     *out = sharding_replicated();
-    out->rank = rank;
+    out->tile.rank = (int8_t)rank;
     switch (syn->kind) {
     case SSYN_REPLICATED:
     case SSYN_UNKNOWN: /* callers leave {unknown} unbound; replicated if they do not */
@@ -911,12 +905,12 @@ static bool bind_single(const ShardingSyntax *syn, const Mesh *m, int32_t rank, 
         return true;
     case SSYN_MANUAL:
         out->kind = SHARDING_MANUAL;
-        out->rank = 0;
+        out->tile.rank = 0;
         return true;
     case SSYN_UNREDUCED:
         *out = sharding_tiled(rank);
-        out->partial = m->n_atoms >= 32 ? 0xffffffffu : (1u << m->n_atoms) - 1;
-        out->partial_kind = out->partial ? REDUCE_SUM : REDUCE_NONE;
+        out->tile.partial = m->n_atoms >= 32 ? 0xffffffffu : (1u << m->n_atoms) - 1;
+        out->tile.kind = out->tile.partial ? REDUCE_SUM : REDUCE_NONE;
         sharding_normalize(out);
         return true;
     case SSYN_TILED:
@@ -988,4 +982,40 @@ bool sharding_bind(const ShardingSyntax *syn, const Mesh *m, const Shape *shape,
     sb_free(&tmp);
     sb_free(&tmp2);
     return ok;
+}
+
+Sharding sharding_from_tiling(const Tiling *t)
+{
+    Sharding r = sharding_replicated();
+    r.kind = SHARDING_TILED;
+    r.tile = *t;
+    r.named_form = true;
+    if (tiling_is_replicated(t)) {
+        r.kind = SHARDING_REPLICATED;
+        r.tile.rank = 0;
+    }
+    return r;
+}
+
+bool sharding_to_tiling(const Sharding *sh, int32_t rank, Tiling *out)
+{
+    tiling_replicated(out, rank);
+    if (!sh || sh->kind == SHARDING_REPLICATED || sh->kind == SHARDING_MAXIMAL)
+        return true;
+    if (sh->kind != SHARDING_TILED)
+        return false;
+    int32_t total = 0;
+    for (int32_t d = 0; d < sh->tile.rank && d < SPMDC_MAX_RANK; d++)
+        total += sh->tile.n[d];
+    if (sh->tile.rank != rank && total > 0)
+        return false;
+    if (total > SPMDC_MAX_ATOMS)
+        return false;
+    if (total > 0) {
+        memcpy(out->n, sh->tile.n, sizeof out->n);
+        memcpy(out->atoms, sh->tile.atoms, (size_t)total);
+    }
+    out->partial = sh->tile.partial;
+    out->kind = (uint8_t)(sh->tile.partial ? sh->tile.kind : REDUCE_NONE);
+    return tiling_valid(out);
 }

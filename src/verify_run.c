@@ -109,7 +109,7 @@ static int64_t atom_stride(const Mesh *mesh, int32_t atom)
 static bool partial_rep(const Mesh *mesh, const Sharding *s, int64_t d)
 {
     for (int32_t a = 0; a < mesh->n_atoms; a++)
-        if ((s->partial >> a) & 1 && mesh_atom_coord(mesh, d, a) != 0) return false;
+        if ((s->tile.partial >> a) & 1 && mesh_atom_coord(mesh, d, a) != 0) return false;
     return true;
 }
 
@@ -159,7 +159,7 @@ static SimValue shard_of(const VerifyRun *vr, const SimValue *v, const Sharding 
     sharding_shard_shape(s, &vr->mesh, &v->shape, &local, NULL);
     SimValue r = sim_value_new(&local);
     if (!partial_rep(&vr->mesh, s, d)) {
-        fill_identity(&r, s->partial_kind);
+        fill_identity(&r, s->tile.kind);
         return r;
     }
     int64_t off[SPMDC_MAX_RANK], len[SPMDC_MAX_RANK], gst[SPMDC_MAX_RANK], lst[SPMDC_MAX_RANK], start = 0;
@@ -338,7 +338,7 @@ static SimValue *partial_reduce(const VerifyRun *vr, const Sharding *s, const Si
 {
     int32_t pa[SPMDC_MAX_ATOMS], np = 0;
     for (int32_t a = 0; a < vr->mesh.n_atoms; a++)
-        if ((s->partial >> a) & 1) pa[np++] = a;
+        if ((s->tile.partial >> a) & 1) pa[np++] = a;
     SimValue *r = xmalloc(sizeof(SimValue));
     *r = sim_value_clone(locals[d]);
     int64_t coord[SPMDC_MAX_ATOMS] = {0}, size[SPMDC_MAX_ATOMS];
@@ -352,7 +352,7 @@ static SimValue *partial_reduce(const VerifyRun *vr, const Sharding *s, const Si
             free(r);
             return NULL;
         }
-        num_binary(reduce_op(s->partial_kind), r->shape.type, sim_value_data(r), sim_value_data(locals[mdev]),
+        num_binary(reduce_op(s->tile.kind), r->shape.type, sim_value_data(r), sim_value_data(locals[mdev]),
                    sim_value_data(r), n);
     }
     return r;
@@ -401,7 +401,7 @@ static void compare_leaf(const VerifyRun *vr, const Sharding *s, const SimValue 
             c->bad = c->shape_bad = true;
             return;
         }
-        if (s && s->kind == SHARDING_TILED && s->partial) {
+        if (s && s->kind == SHARDING_TILED && s->tile.partial) {
             if (!partial_rep(&vr->mesh, s, d)) continue;
             SimValue *r = partial_reduce(vr, s, locals, d);
             if (!r) {

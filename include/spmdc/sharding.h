@@ -33,6 +33,7 @@
 #include "spmdc/mesh.h"
 #include "spmdc/shape.h"
 #include "spmdc/strbuf.h"
+#include "spmdc/tiling.h"
 
 /* ---------------------------------------------------------------- syntax */
 
@@ -102,17 +103,18 @@ typedef enum ShardingKind {
     SHARDING_TUPLE,      /* one leaf sharding per array leaf (flat) */
 } ShardingKind;
 
-typedef enum ReduceKind { REDUCE_NONE, REDUCE_SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD, REDUCE_AND, REDUCE_OR } ReduceKind;
-
 typedef struct Sharding {
     ShardingKind kind;
-    int32_t rank;                     /* TILED: tensor rank */
-    uint8_t dim_n[SPMDC_MAX_RANK];    /* TILED: atoms splitting each dim */
-    int8_t atoms[SPMDC_MAX_ATOMS];    /* TILED: the dims' atoms, dim 0 first, each major->minor */
-    uint32_t partial;                 /* atoms with a pending reduction */
-    ReduceKind partial_kind;          /* REDUCE_NONE iff partial == 0 */
+    Tiling tile;                      /* TILED: per dim the atoms splitting it, and the pending
+                                         reduction (tiling.h); REPLICATED: tile.rank only */
     int64_t device;                   /* MAXIMAL */
     bool named_form;                  /* print back as the named (mesh) form */
+    /* What an annotation says beyond its tiling (propagation reads these;
+     * all 0 for shardings no user wrote): */
+    uint32_t open_dims;               /* bit d: propagation may append atoms to dim d (`{x,?}`,
+                                         unspecified_dims) */
+    uint32_t replicated_atoms;        /* atoms the annotation keeps replicated (`replicated={y}`) */
+    uint8_t priority[SPMDC_MAX_RANK]; /* per dim 1 + N for `p<N>` (lower N wins), 0 if none */
     int32_t n_elems;                  /* TUPLE */
     struct Sharding *elems;           /* TUPLE (arena) */
 } Sharding;
@@ -171,6 +173,14 @@ void sharding_print(StrBuf *b, const Sharding *s, const Mesh *m);
 /* Appends a short human form for reports: "[{model}, {}]", "replicated",
  * "[{x}, {y}] partial(sum) over {z}". */
 void sharding_describe(StrBuf *b, const Sharding *s, const Mesh *m);
+/* The TILED sharding (REPLICATED when nothing is split or partial) holding
+ * tiling t, in the named form; no annotation attributes. */
+Sharding sharding_from_tiling(const Tiling *t);
+/* The tiling a bound sharding gives an array of the given rank: TILED as it
+ * is, REPLICATED and MAXIMAL as replicated (every device computes a maximal
+ * value; the device that owns it is among them).  False for MANUAL, TUPLE,
+ * a rank mismatch or an invalid tiling. */
+bool sharding_to_tiling(const Sharding *sh, int32_t rank, Tiling *out);
 
 /* ---------------------------------------------------------------- helpers
  * (added by the sharding module; not part of the original contract) */

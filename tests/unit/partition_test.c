@@ -136,15 +136,15 @@ static const char *g_program_text;
 static int g_program_index = -1;
 
 /* Device dev's block of global value g under state s (even shardings). */
-static SimValue block(const Mesh *m, const SimValue *g, const Spec *s, int64_t dev)
+static SimValue block(const Mesh *m, const SimValue *g, const Tiling *s, int64_t dev)
 {
-    Shape ls = spec_local_shape(s, m, &g->shape);
+    Shape ls = tiling_local_shape(s, m, &g->shape);
     SimValue r = sim_value_new(&ls);
     int64_t start[SPMDC_MAX_RANK], idx[SPMDC_MAX_RANK];
     for (int32_t d = 0; d < ls.rank; d++) {
-        const int8_t *at = spec_dim(s, d);
+        const int8_t *at = tiling_dim(s, d);
         int64_t t = 0;
-        for (int32_t k = 0; k < spec_dim_n(s, d); k++)
+        for (int32_t k = 0; k < tiling_dim_n(s, d); k++)
             t = t * m->atom_size[at[k]] + mesh_atom_coord(m, dev, at[k]);
         start[d] = t * ls.dims[d];
     }
@@ -187,8 +187,8 @@ static void observe_local(void *user, int32_t inst, const SimValue *vals, int64_
     const HloInst *in = hlo_inst(c->in, c->in->entry, vi);
     if (!shape_is_array(&in->shape) || in->shape.type == ET_TOKEN)
         return;
-    Spec s;
-    if (!spec_from_sharding(in->sharding, in->shape.rank, &s) || s.partial)
+    Tiling s;
+    if (!sharding_to_tiling(in->sharding, in->shape.rank, &s) || s.partial)
         return;
     c->checked++;
     for (int64_t d = 0; d < n; d++) {
@@ -257,9 +257,9 @@ static int32_t check_numerics(const Compiled *cc)
     SimValue *largs = calloc((size_t)(nd * n_params) + 1, sizeof(SimValue));
     for (int64_t d = 0; d < nd; d++)
         for (int32_t k = 0; k < n_params; k++) {
-            Spec s;
+            Tiling s;
             const HloInst *pi = &ie->insts[param_inst[k]];
-            assert_true(spec_from_sharding(pi->sharding, pi->shape.rank, &s));
+            assert_true(sharding_to_tiling(pi->sharding, pi->shape.rank, &s));
             largs[d * n_params + k] = block(&in->mesh, &gargs[k], &s, d);
         }
     SimOptions on = {nd, 1, observe_local, &c};

@@ -98,8 +98,8 @@ static Sharding spec(const char *sp)
     }
     const char *pp = strstr(sp, "partial=");
     if (pp) {
-        s.partial = 1u << atoi(pp + 8);
-        s.partial_kind = REDUCE_SUM;
+        s.tile.partial = 1u << atoi(pp + 8);
+        s.tile.kind = REDUCE_SUM;
     }
     sharding_normalize(&s);
     return s;
@@ -110,7 +110,7 @@ static void annotate(HloModule *m, int32_t c, int32_t i, const char *sp)
     HloInst *in = hlo_inst(m, c, i);
     in->sharding = ARENA_NEW(m->arena, Sharding);
     *in->sharding = spec(sp);
-    if (in->sharding->kind == SHARDING_REPLICATED) in->sharding->rank = in->shape.rank;
+    if (in->sharding->kind == SHARDING_REPLICATED) in->sharding->tile.rank = in->shape.rank;
     in->sharding_from_user = true;
 }
 
@@ -129,8 +129,8 @@ static void check_sharding(const HloModule *m, const Sharding *got, const Shape 
     StrBuf b = {0};
     sharding_describe(&b, got, &m->mesh);
     bool ok = sharding_equal(got, &want) && got->kind == want.kind;
-    if (ok && got->kind == SHARDING_REPLICATED && shape_is_array(sh)) ok = got->rank == sh->rank;
-    if (!ok) fail_msg("%s: got %s (kind %d rank %d), want %s", what, sb_cstr(&b), got->kind, got->rank, sp);
+    if (ok && got->kind == SHARDING_REPLICATED && shape_is_array(sh)) ok = got->tile.rank == sh->rank;
+    if (!ok) fail_msg("%s: got %s (kind %d rank %d), want %s", what, sb_cstr(&b), got->kind, got->tile.rank, sp);
     sb_free(&b);
 }
 
@@ -178,7 +178,7 @@ static void check_all_set(const HloModule *m)
             } else {
                 assert_true(in->sharding->kind != SHARDING_TUPLE);
             }
-            if (!in->sharding_from_user) assert_int_equal(in->sharding->partial, 0);
+            if (!in->sharding_from_user) assert_int_equal(in->sharding->tile.partial, 0);
         }
 }
 
@@ -230,7 +230,7 @@ static void test_nothing_annotated_is_replicated(void **state)
     check(m, c, n, "R");
     check(m, c, s, "R");
     check_leaf(m, c, t, 0, "R");
-    assert_int_equal(hlo_inst(m, c, t)->sharding->elems[0].rank, 2);
+    assert_int_equal(hlo_inst(m, c, t)->sharding->elems[0].tile.rank, 2);
     check_leaf(m, c, t, 1, "R");
     hlo_module_free(m);
 }
@@ -568,7 +568,7 @@ static void test_dot_contracting_both_gives_nothing(void **state)
     run(m);
     check(m, c, d, "R");
     check(m, c, n, "R");
-    assert_int_equal(hlo_inst(m, c, d)->sharding->partial, 0);
+    assert_int_equal(hlo_inst(m, c, d)->sharding->tile.partial, 0);
     hlo_module_free(m);
 }
 

@@ -41,13 +41,13 @@ static Mesh mk_mesh(const char *spec)
     return m;
 }
 
-/* A Spec from a compact text: dims separated by '|', atoms as digits, then
+/* A Tiling from a compact text: dims separated by '|', atoms as digits, then
  * optional "+p" and partial atoms: "0|12" = dim 0 over atom 0, dim 1 over
  * atoms 1,2; "|+p01" = replicated, partial sum over atoms 0,1. */
-static Spec sp(const char *t)
+static Tiling sp(const char *t)
 {
-    Spec s;
-    spec_replicated(&s, 0);
+    Tiling s;
+    tiling_replicated(&s, 0);
     int32_t rank = 1;
     for (const char *c = t; *c && *c != '+'; c++)
         rank += *c == '|';
@@ -58,7 +58,7 @@ static Spec sp(const char *t)
     int32_t n = 0;
     for (;; c++) {
         if (*c == '|' || *c == '\0' || *c == '+') {
-            spec_set_dim(&s, d++, run, n);
+            tiling_set_dim(&s, d++, run, n);
             n = 0;
             if (*c != '|')
                 break;
@@ -81,12 +81,12 @@ static Shape shp(ElemType t, int32_t rank, int64_t d0, int64_t d1, int64_t d2)
 }
 
 /* Text of a state (rotating static buffers: for failure messages). */
-static const char *spec_str(const Mesh *m, const Spec *s)
+static const char *spec_str(const Mesh *m, const Tiling *s)
 {
     static char bufs[4][256];
     static int k;
     StrBuf b = {0};
-    spec_describe(&b, s, m);
+    tiling_describe(&b, s, m);
     char *r = bufs[k++ % 4];
     snprintf(r, 256, "%s", sb_cstr(&b));
     sb_free(&b);
@@ -101,7 +101,7 @@ static void test_plan_same_is_empty(void **state)
     Mesh m = mk_mesh("model=8");
     Shape s = shp(ET_BF16, 2, 8192, 8192, 0);
     ReshardPlan plan;
-    Spec a = sp("012|");
+    Tiling a = sp("012|");
     assert_true(reshard_plan(&m, &s, &a, &a, &plan));
     assert_int_equal(plan.n_steps, 0);
     assert_int_equal(plan.bytes, 0);
@@ -113,7 +113,7 @@ static void test_plan_replicated_to_split_is_local(void **state)
     Mesh m = mk_mesh("model=8");
     Shape s = shp(ET_BF16, 2, 8192, 8192, 0);
     ReshardPlan plan;
-    Spec from = sp("|"), to = sp("012|");
+    Tiling from = sp("|"), to = sp("012|");
     assert_true(reshard_plan(&m, &s, &from, &to, &plan));
     assert_int_equal(plan.n_steps, 1);
     assert_int_equal(plan.steps[0].kind, STEP_SLICE);
@@ -126,7 +126,7 @@ static void test_plan_split_to_replicated_all_gather(void **state)
     Mesh m = mk_mesh("model=8");
     Shape s = shp(ET_BF16, 2, 8192, 8192, 0);
     ReshardPlan plan;
-    Spec from = sp("012|"), to = sp("|");
+    Tiling from = sp("012|"), to = sp("|");
     assert_true(reshard_plan(&m, &s, &from, &to, &plan));
     assert_int_equal(plan.n_steps, 1);
     assert_int_equal(plan.steps[0].kind, STEP_ALL_GATHER);
@@ -143,7 +143,7 @@ static void test_plan_dim_swap_all_to_all(void **state)
     Mesh m = mk_mesh("model=8");
     Shape s = shp(ET_BF16, 2, 8192, 8192, 0);
     ReshardPlan plan;
-    Spec from = sp("012|"), to = sp("|012");
+    Tiling from = sp("012|"), to = sp("|012");
     assert_true(reshard_plan(&m, &s, &from, &to, &plan));
     assert_int_equal(plan.n_steps, 1);
     assert_int_equal(plan.steps[0].kind, STEP_ALL_TO_ALL);
@@ -159,7 +159,7 @@ static void test_plan_partial_all_reduce(void **state)
     Mesh m = mk_mesh("model=8");
     Shape s = shp(ET_BF16, 2, 8192, 8192, 0);
     ReshardPlan plan;
-    Spec from = sp("|+p012"), to = sp("|");
+    Tiling from = sp("|+p012"), to = sp("|");
     assert_true(reshard_plan(&m, &s, &from, &to, &plan));
     assert_int_equal(plan.n_steps, 1);
     assert_int_equal(plan.steps[0].kind, STEP_ALL_REDUCE);
@@ -173,7 +173,7 @@ static void test_plan_partial_reduce_scatter(void **state)
     Mesh m = mk_mesh("model=8");
     Shape s = shp(ET_BF16, 2, 8192, 8192, 0);
     ReshardPlan plan;
-    Spec from = sp("|+p012"), to = sp("012|");
+    Tiling from = sp("|+p012"), to = sp("012|");
     assert_true(reshard_plan(&m, &s, &from, &to, &plan));
     assert_int_equal(plan.n_steps, 1);
     assert_int_equal(plan.steps[0].kind, STEP_REDUCE_SCATTER);
@@ -190,7 +190,7 @@ static void test_plan_partial_2d_scatter_then_reduce(void **state)
     Mesh m = mk_mesh("x=2,y=4");
     Shape s = shp(ET_F32, 2, 64, 64, 0);
     ReshardPlan plan;
-    Spec from = sp("|+p012"), to = sp("12|");
+    Tiling from = sp("|+p012"), to = sp("12|");
     assert_true(reshard_plan(&m, &s, &from, &to, &plan));
     assert_int_equal(plan.n_steps, 2);
     assert_int_equal(plan.steps[0].kind, STEP_REDUCE_SCATTER);
@@ -212,7 +212,7 @@ static void test_plan_slice_before_reduce(void **state)
     Mesh m = mk_mesh("x=2,y=4");
     Shape s = shp(ET_F32, 2, 64, 64, 0);
     ReshardPlan plan;
-    Spec from = sp("|+p0"), to = sp("|12");
+    Tiling from = sp("|+p0"), to = sp("|12");
     assert_true(reshard_plan(&m, &s, &from, &to, &plan));
     assert_int_equal(plan.n_steps, 2);
     assert_int_equal(plan.steps[0].kind, STEP_SLICE);
@@ -232,7 +232,7 @@ static void test_plan_general_path_full_remat(void **state)
     Mesh m = mk_mesh("x=2,y=4");
     Shape s = shp(ET_F32, 2, 64, 64, 0);
     ReshardPlan plan;
-    Spec from = sp("0|+p1"), to = sp("1|");
+    Tiling from = sp("0|+p1"), to = sp("1|");
     assert_true(reshard_plan(&m, &s, &from, &to, &plan));
     assert_int_equal(plan.n_steps, 3);
     assert_int_equal(plan.steps[0].kind, STEP_ALL_REDUCE);
@@ -252,7 +252,7 @@ static void test_plan_permute_then_gather(void **state)
     Mesh m = mk_mesh("x=2,y=4");
     Shape s = shp(ET_F32, 2, 64, 64, 0);
     ReshardPlan plan;
-    Spec from = sp("012|"), to = sp("12|");
+    Tiling from = sp("012|"), to = sp("12|");
     assert_true(reshard_plan(&m, &s, &from, &to, &plan));
     assert_int_equal(plan.n_steps, 2);
     assert_int_equal(plan.steps[0].kind, STEP_COLLECTIVE_PERMUTE);
@@ -263,7 +263,7 @@ static void test_plan_permute_then_gather(void **state)
     /* dim 0 over x (2 tiles) -> dim 0 over y (4 tiles): slice y0 in locally
      * (f32[16,64] = 4,096 B left), permute: 4,096 B (a gather of x would send
      * 8,192 B) */
-    Spec f2 = sp("0|"), t2 = sp("12|");
+    Tiling f2 = sp("0|"), t2 = sp("12|");
     assert_true(reshard_plan(&m, &s, &f2, &t2, &plan));
     assert_int_equal(plan.n_steps, 2);
     assert_int_equal(plan.steps[0].kind, STEP_SLICE);
@@ -279,7 +279,7 @@ static void test_plan_partial_gather_then_all_to_all(void **state)
     Mesh m = mk_mesh("x=2,y=4");
     Shape s = shp(ET_F32, 2, 64, 64, 0);
     ReshardPlan plan;
-    Spec from = sp("01|"), to = sp("|0");
+    Tiling from = sp("01|"), to = sp("|0");
     assert_true(reshard_plan(&m, &s, &from, &to, &plan));
     assert_int_equal(plan.n_steps, 2);
     assert_int_equal(plan.steps[0].kind, STEP_ALL_GATHER);
@@ -302,7 +302,7 @@ static void test_plan_reorder_collective_permute(void **state)
     Mesh m = mk_mesh("x=2,y=4");
     Shape s = shp(ET_S32, 2, 8, 8, 0);
     ReshardPlan plan;
-    Spec from = sp("012|"), to = sp("120|");
+    Tiling from = sp("012|"), to = sp("120|");
     assert_true(reshard_plan(&m, &s, &from, &to, &plan));
     assert_int_equal(plan.n_steps, 1);
     assert_int_equal(plan.steps[0].kind, STEP_COLLECTIVE_PERMUTE);
@@ -313,7 +313,7 @@ static void test_plan_reorder_collective_permute(void **state)
      * 1/2 * 64 B each = 64 B, the permute 64 B too: the permute wins the tie
      * (one collective instead of two) */
     Mesh m2 = mk_mesh("x=2,y=2");
-    Spec f2 = sp("0|1"), t2 = sp("1|0");
+    Tiling f2 = sp("0|1"), t2 = sp("1|0");
     assert_true(reshard_plan(&m2, &s, &f2, &t2, &plan));
     assert_int_equal(plan.n_steps, 1);
     assert_int_equal(plan.steps[0].kind, STEP_COLLECTIVE_PERMUTE);
@@ -326,7 +326,7 @@ static void test_plan_cannot_create_partial(void **state)
     Mesh m = mk_mesh("model=8");
     Shape s = shp(ET_F32, 1, 64, 0, 0);
     ReshardPlan plan;
-    Spec from = sp(""), to = sp("+p0");
+    Tiling from = sp(""), to = sp("+p0");
     assert_false(reshard_plan(&m, &s, &from, &to, &plan));
     assert_int_equal(reshard_cost(&m, &s, &from, &to), PART_INF_COST);
 }
@@ -609,13 +609,13 @@ static void eval_free(Eval *e)
 }
 
 /* Device dev's block of global array g under state s. */
-static Arr device_slice(const Mesh *m, const Arr *g, const Spec *s, int64_t dev)
+static Arr device_slice(const Mesh *m, const Arr *g, const Tiling *s, int64_t dev)
 {
     int64_t start[SPMDC_MAX_RANK], size[SPMDC_MAX_RANK];
     for (int32_t d = 0; d < g->rank; d++) {
-        const int8_t *at = spec_dim(s, d);
+        const int8_t *at = tiling_dim(s, d);
         int64_t idx = 0, tiles = 1;
-        for (int32_t k = 0; k < spec_dim_n(s, d); k++) {
+        for (int32_t k = 0; k < tiling_dim_n(s, d); k++) {
             idx = idx * m->atom_size[at[k]] + mesh_atom_coord(m, dev, at[k]);
             tiles *= m->atom_size[at[k]];
         }
@@ -627,10 +627,10 @@ static Arr device_slice(const Mesh *m, const Arr *g, const Spec *s, int64_t dev)
 
 /* ================================================================ modules */
 
-static Sharding *mk_sharding(HloModule *m, const Spec *s)
+static Sharding *mk_sharding(HloModule *m, const Tiling *s)
 {
     Sharding *sh = ARENA_NEW(m->arena, Sharding);
-    *sh = spec_to_sharding(s);
+    *sh = sharding_from_tiling(s);
     return sh;
 }
 
@@ -650,8 +650,8 @@ static int32_t add_computation(HloModule *m, ElemType t)
 /* p: s32[8,8] in state `from` (or, if from is partial, a reduce over a
  * leading dim of 8 split over the partial atoms); ROOT custom-call Sharding
  * to `to`. */
-static HloModule *reshard_module(const Mesh *mesh, const Spec *from, const Spec *to, Shape *param_shape,
-                                 Spec *param_spec)
+static HloModule *reshard_module(const Mesh *mesh, const Tiling *from, const Tiling *to, Shape *param_shape,
+                                 Tiling *param_spec)
 {
     HloModule *m = hlo_module_new("reshard");
     m->mesh = *mesh;
@@ -668,16 +668,16 @@ static HloModule *reshard_module(const Mesh *mesh, const Spec *from, const Spec 
     } else {
         /* p: s32[8,8,8], dim 0 over the partial atoms (in mask order), dims
          * 1,2 as from's dims 0,1. */
-        Spec ps;
-        spec_replicated(&ps, 3);
+        Tiling ps;
+        tiling_replicated(&ps, 3);
         int8_t run[SPMDC_MAX_ATOMS];
         int32_t n = 0;
         for (int32_t a = 0; a < SPMDC_MAX_ATOMS; a++)
             if (from->partial & (1u << a))
                 run[n++] = (int8_t)a;
-        spec_set_dim(&ps, 0, run, n);
-        spec_set_dim(&ps, 1, spec_dim(from, 0), spec_dim_n(from, 0));
-        spec_set_dim(&ps, 2, spec_dim(from, 1), spec_dim_n(from, 1));
+        tiling_set_dim(&ps, 0, run, n);
+        tiling_set_dim(&ps, 1, tiling_dim(from, 0), tiling_dim_n(from, 0));
+        tiling_set_dim(&ps, 2, tiling_dim(from, 1), tiling_dim_n(from, 1));
         *param_shape = shp(ET_S32, 3, 8, 8, 8);
         *param_spec = ps;
         int32_t p = hlo_add_inst(m, c, HLO_PARAMETER, "p", param_shape, NULL, 0);
@@ -688,7 +688,7 @@ static HloModule *reshard_module(const Mesh *mesh, const Spec *from, const Spec 
         lit->n = 1;
         lit->i = ARENA_ARRAY(m->arena, int64_t, 1);
         hlo_attrs_mut(m, hlo_inst(m, c, z))->literal = lit;
-        hlo_inst(m, c, z)->sharding = mk_sharding(m, &(Spec){0});
+        hlo_inst(m, c, z)->sharding = mk_sharding(m, &(Tiling){0});
         int32_t ops[2] = {p, z};
         v = hlo_add_inst(m, c, HLO_REDUCE, "r", &s2, ops, 2);
         HloAttrs *ra = hlo_attrs_mut(m, hlo_inst(m, c, v));
@@ -730,10 +730,10 @@ static void run_free(Run *r)
 }
 
 /* Partitions the reshard module and checks every device's result. */
-static void check_numeric(const Mesh *mesh, const Spec *from, const Spec *to)
+static void check_numeric(const Mesh *mesh, const Tiling *from, const Tiling *to)
 {
     Shape ps;
-    Spec pspec;
+    Tiling pspec;
     HloModule *in = reshard_module(mesh, from, to, &ps, &pspec);
     Run run;
     if (!run_partition(in, &run))
@@ -791,7 +791,7 @@ static void check_numeric(const Mesh *mesh, const Spec *from, const Spec *to)
 /* Every state of a rank-2 array over the mesh atoms: each atom on dim 0,
  * dim 1 or neither, in every order within a dim (plus, with partial, every
  * non-empty set of the unused atoms as pending sum). */
-static int32_t gen_specs(const Mesh *m, bool partial, Spec *out, int32_t cap)
+static int32_t gen_specs(const Mesh *m, bool partial, Tiling *out, int32_t cap)
 {
     int32_t na = m->n_atoms, n = 0;
     int64_t combos = 1;
@@ -814,8 +814,8 @@ static int32_t gen_specs(const Mesh *m, bool partial, Spec *out, int32_t cap)
         for (int32_t a = 0; a < na; a++)
             perm[a] = (int8_t)a;
         for (;;) {
-            Spec s;
-            spec_replicated(&s, 2);
+            Tiling s;
+            tiling_replicated(&s, 2);
             int8_t r0[SPMDC_MAX_ATOMS], r1[SPMDC_MAX_ATOMS];
             int32_t n0 = 0, n1 = 0;
             for (int32_t k = 0; k < na; k++) {
@@ -824,13 +824,13 @@ static int32_t gen_specs(const Mesh *m, bool partial, Spec *out, int32_t cap)
                 if (slot[perm[k]] == 2)
                     r1[n1++] = perm[k];
             }
-            spec_set_dim(&s, 0, r0, n0);
-            spec_set_dim(&s, 1, r1, n1);
+            tiling_set_dim(&s, 0, r0, n0);
+            tiling_set_dim(&s, 1, r1, n1);
             s.partial = pmask;
             s.kind = pmask ? REDUCE_SUM : REDUCE_NONE;
             bool dup = false;
             for (int32_t j = 0; j < n && !dup; j++)
-                dup = spec_equal(&out[j], &s);
+                dup = tiling_equal(&out[j], &s);
             if (!dup && n < cap)
                 out[n++] = s;
             /* next permutation */
@@ -858,7 +858,7 @@ static int32_t gen_specs(const Mesh *m, bool partial, Spec *out, int32_t cap)
 static void exhaustive(const char *mesh_spec, bool partial)
 {
     Mesh m = mk_mesh(mesh_spec);
-    Spec *from = calloc(512, sizeof(Spec)), *to = calloc(512, sizeof(Spec));
+    Tiling *from = calloc(512, sizeof(Tiling)), *to = calloc(512, sizeof(Tiling));
     int32_t nf = gen_specs(&m, partial, from, 512), nt = gen_specs(&m, false, to, 512);
     assert_true(nf > 0 && nt > 0);
     for (int32_t a = 0; a < nf; a++)
@@ -896,10 +896,10 @@ static void test_numeric_mesh_8_and_6(void **state)
 {
     (void)state;
     Mesh m = mk_mesh("a=2,b=2");
-    Spec f = sp("0|1"), t = sp("1|0");
+    Tiling f = sp("0|1"), t = sp("1|0");
     check_numeric(&m, &f, &t);
     Mesh m8 = mk_mesh("8");
-    Spec f8 = sp("012|"), t8 = sp("|012"), t8b = sp("|201");
+    Tiling f8 = sp("012|"), t8 = sp("|012"), t8b = sp("|201");
     check_numeric(&m8, &f8, &t8);
     check_numeric(&m8, &f8, &t8b);
 }
@@ -934,9 +934,9 @@ static void test_2d_gather_groups(void **state)
      * devices that differ only in x: {0,4},{1,5},{2,6},{3,7}; dim 1 (over y)
      * in {0,1,2,3},{4,5,6,7}. */
     Mesh m = mk_mesh("x=2,y=4");
-    Spec from = sp("0|12"), to = sp("|");
+    Tiling from = sp("0|12"), to = sp("|");
     Shape ps;
-    Spec pspec;
+    Tiling pspec;
     HloModule *in = reshard_module(&m, &from, &to, &ps, &pspec);
     Run run;
     assert_true(run_partition(in, &run));
@@ -984,9 +984,9 @@ static void test_all_to_all_program(void **state)
      * group {0,1,2,3}, transposed to [4,2,2] (received axis before dim 0),
      * merged to s32[8,2]. */
     Mesh m = mk_mesh("model=4");
-    Spec from = sp("01|"), to = sp("|01");
+    Tiling from = sp("01|"), to = sp("|01");
     Shape ps;
-    Spec pspec;
+    Tiling pspec;
     HloModule *in = reshard_module(&m, &from, &to, &ps, &pspec);
     Run run;
     assert_true(run_partition(in, &run));
@@ -1018,9 +1018,9 @@ static void test_replicated_to_split_program(void **state)
     /* model=4, replicated -> [{},{model}]: partition-id, offset table
      * {0,2,4,6} (chunk 2 per device), dynamic-slice; no collective. */
     Mesh m = mk_mesh("model=4");
-    Spec from = sp("|"), to = sp("|01");
+    Tiling from = sp("|"), to = sp("|01");
     Shape ps;
-    Spec pspec;
+    Tiling pspec;
     HloModule *in = reshard_module(&m, &from, &to, &ps, &pspec);
     Run run;
     assert_true(run_partition(in, &run));
@@ -1053,9 +1053,9 @@ static void test_partial_reduce_scatter_program(void **state)
      * (dimensions={0}, groups {0,1,2,3},{4,5,6,7}) then all-reduce over x
      * (groups {0,4},{1,5},{2,6},{3,7}). */
     Mesh m = mk_mesh("x=2,y=4");
-    Spec from = sp("|+p012"), to = sp("12|");
+    Tiling from = sp("|+p012"), to = sp("12|");
     Shape ps;
-    Spec pspec;
+    Tiling pspec;
     HloModule *in = reshard_module(&m, &from, &to, &ps, &pspec);
     Run run;
     assert_true(run_partition(in, &run));
@@ -1094,9 +1094,9 @@ static void test_collective_permute_program(void **state)
      * tile 2y + x, which device 2y + x holds: pairs by source
      * {0,0},{1,4},{2,1},{3,5},{4,2},{5,6},{6,3},{7,7}. */
     Mesh m = mk_mesh("x=2,y=4");
-    Spec from = sp("012|"), to = sp("120|");
+    Tiling from = sp("012|"), to = sp("120|");
     Shape ps;
-    Spec pspec;
+    Tiling pspec;
     HloModule *in = reshard_module(&m, &from, &to, &ps, &pspec);
     Run run;
     assert_true(run_partition(in, &run));
@@ -1122,9 +1122,9 @@ static void test_full_remat_warning(void **state)
 {
     (void)state;
     Mesh m = mk_mesh("x=2,y=4");
-    Spec from = sp("0|+p1"), to = sp("1|");
+    Tiling from = sp("0|+p1"), to = sp("1|");
     Shape ps;
-    Spec pspec;
+    Tiling pspec;
     HloModule *in = reshard_module(&m, &from, &to, &ps, &pspec);
     Run run;
     assert_true(run_partition(in, &run));

@@ -212,9 +212,9 @@ static void test_core_geometry(void **state)
     assert_int_equal(sharding_dim_n(&s, 1), 2);
     assert_int_equal(sharding_dim_atoms(&s, 1)[0], 1);
     sharding_set_dim(&s, 1, xy0, 2);
-    assert_int_equal(s.atoms[0], 2);
-    assert_int_equal(s.atoms[1], 0);
-    assert_int_equal(s.atoms[2], 1);
+    assert_int_equal(s.tile.atoms[0], 2);
+    assert_int_equal(s.tile.atoms[1], 0);
+    assert_int_equal(s.tile.atoms[2], 1);
     assert_int_equal(sharding_dim_tiles(&s, &m, 0), 2);
     assert_int_equal(sharding_tile_index(&s, &m, 1, 6), 3); /* device 6 = x0 1, y0 1, y1 0 */
     assert_int_equal(sharding_tile_index(&s, &m, 0, 6), 0);
@@ -238,19 +238,19 @@ static void test_core_normalize_equal(void **state)
     assert_true(sharding_equal(&t, &r));
     sharding_normalize(&t);
     assert_int_equal(t.kind, SHARDING_REPLICATED);
-    assert_int_equal(t.rank, 2);
+    assert_int_equal(t.tile.rank, 2);
 
     Sharding p = sharding_tiled(1);
-    p.partial = 4;
-    p.partial_kind = REDUCE_SUM;
+    p.tile.partial = 4;
+    p.tile.kind = REDUCE_SUM;
     assert_false(sharding_is_replicated(&p));
     assert_false(sharding_is_tiled(&p));
     sharding_normalize(&p);
     assert_int_equal(p.kind, SHARDING_TILED);
     Sharding q = p;
-    q.partial_kind = REDUCE_MAX;
+    q.tile.kind = REDUCE_MAX;
     assert_false(sharding_equal(&p, &q));
-    q.partial_kind = REDUCE_SUM;
+    q.tile.kind = REDUCE_SUM;
     q.named_form = true;
     assert_true(sharding_equal(&p, &q));
     assert_false(sharding_equal(&p, &r));
@@ -288,32 +288,32 @@ static void test_core_transpose_replicate(void **state)
     Sharding s = sharding_tiled(3), t;
     sharding_set_dim(&s, 0, (int8_t[]){0}, 1);
     sharding_set_dim(&s, 2, (int8_t[]){1, 2}, 2);
-    s.partial = 8;
-    s.partial_kind = REDUCE_SUM;
+    s.tile.partial = 8;
+    s.tile.kind = REDUCE_SUM;
     sharding_transpose(&s, (int64_t[]){2, 0, 1}, 3, &t);
-    assert_int_equal(t.rank, 3);
+    assert_int_equal(t.tile.rank, 3);
     assert_int_equal(sharding_dim_n(&t, 0), 2);
     assert_int_equal(sharding_dim_atoms(&t, 0)[0], 1);
     assert_int_equal(sharding_dim_atoms(&t, 0)[1], 2);
     assert_int_equal(sharding_dim_atoms(&t, 1)[0], 0);
     assert_int_equal(sharding_dim_n(&t, 2), 0);
-    assert_int_equal(t.partial, 8);
+    assert_int_equal(t.tile.partial, 8);
 
     Sharding u = sharding_replicate_dims(&s, 1);
     assert_int_equal(u.kind, SHARDING_TILED);
     assert_int_equal(sharding_dim_n(&u, 0), 0);
     assert_int_equal(sharding_dim_n(&u, 2), 2);
     assert_int_equal(sharding_tiled_atoms(&u), 6);
-    s.partial = 0;
-    s.partial_kind = REDUCE_NONE;
+    s.tile.partial = 0;
+    s.tile.kind = REDUCE_NONE;
     u = sharding_replicate_dims(&s, 5);
     assert_int_equal(u.kind, SHARDING_REPLICATED);
-    assert_int_equal(u.rank, 3);
+    assert_int_equal(u.tile.rank, 3);
 
     Sharding r = sharding_replicated();
     sharding_transpose(&r, (int64_t[]){1, 0}, 2, &t);
     assert_int_equal(t.kind, SHARDING_REPLICATED);
-    assert_int_equal(t.rank, 2);
+    assert_int_equal(t.tile.rank, 2);
 }
 
 static void test_iota_expand_examples(void **state)
@@ -759,8 +759,8 @@ static void test_bind_named(void **state)
     Mesh xyz = mk_mesh("x=2,y=2,z=2");
     ShardingSyntax d = syn_named(f->arena, "x=2,y=2,z=2", 2, (const char *[]){"x", "y"}, "z");
     Sharding sd = bind_ok(f, &d, &xyz, &v2);
-    assert_int_equal(sd.partial, 4);
-    assert_int_equal(sd.partial_kind, REDUCE_SUM);
+    assert_int_equal(sd.tile.partial, 4);
+    assert_int_equal(sd.tile.kind, REDUCE_SUM);
     expect_print(&sd, &xyz, "{mesh[x=2,y=2,z=2], [{x}, {y}], unreduced={z}}");
     expect_describe(&sd, &xyz, "[{x}, {y}] partial(sum) over {z}");
     sd.named_form = false;
@@ -915,7 +915,7 @@ static void test_bind_plain_kinds(void **state)
     s.kind = SSYN_UNREDUCED;
     Sharding u = bind_ok(f, &s, &m, &v);
     assert_int_equal(u.kind, SHARDING_TILED);
-    assert_int_equal(u.partial, 3);
+    assert_int_equal(u.tile.partial, 3);
     expect_print(&u, &m, "{unreduced}");
     expect_describe(&u, &m, "[{}] partial(sum) over {x, y}");
     s.kind = SSYN_MANUAL;
@@ -929,7 +929,7 @@ static void test_bind_plain_kinds(void **state)
     expect_print(&r, &m, "{replicated}");
     r.named_form = true;
     expect_print(&r, &m, "{mesh[x=2,y=2], [{}]}");
-    r.rank = 0;
+    r.tile.rank = 0;
     expect_print(&r, &m, "{mesh[x=2,y=2], replicated}");
     /* positional tile dims of 1 everywhere with last_tile_dim_replicate: replicated */
     ShardingSyntax t = syn_iota(2, (int64_t[]){1, 4}, 1, (int64_t[]){4}, NULL, true);
