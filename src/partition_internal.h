@@ -26,49 +26,10 @@
 #include "spmdc/names.h"
 #include "spmdc/partition.h"
 #include "spmdc/report.h"
+#include "spmdc/reshard.h"
 
 /* Cost of something impossible (kept far from overflow when summed). */
-#define PART_INF_COST (INT64_MAX / 8)
-
-/* ---------------------------------------------------------------- plans */
-
-typedef enum StepKind {
-    STEP_SLICE,          /* local dynamic-slice: some dims get more (replicated) atoms appended */
-    STEP_ALL_REDUCE,     /* atoms: the reduced partial atoms */
-    STEP_REDUCE_SCATTER, /* dim: scattered dim; atoms appended to it (minor) */
-    STEP_ALL_TO_ALL,     /* atoms: suffix of `dim` moved to the end of `dim2` */
-    STEP_ALL_GATHER,     /* atoms: suffix of `dim` gathered away */
-    STEP_COLLECTIVE_PERMUTE, /* same tiles per dim in another device order; atoms: those involved */
-} StepKind;
-
-typedef struct ReshardStep {
-    StepKind kind;
-    int32_t dim, dim2;
-    int32_t n_atoms;
-    int8_t atoms[SPMDC_MAX_ATOMS]; /* group order (major -> minor) */
-    Tiling after;                    /* the state the step produces */
-    int64_t bytes;                 /* per device, comm_bytes_per_device */
-} ReshardStep;
-
-#define RESHARD_MAX_STEPS 64
-
-typedef struct ReshardPlan {
-    int32_t n_steps;
-    int64_t bytes;        /* sum over the steps */
-    bool full_remat;      /* a step gathers the whole tensor although the target is split */
-    ReshardStep steps[RESHARD_MAX_STEPS];
-} ReshardPlan;
-
-/* Decides how an array of shape `global` moves from state `from` to `to`
- * (both even).  Order: local slices first (they shrink the data), then
- * reduce-scatters, all-reduces, all-to-alls, and all-gathers last; a
- * single collective-permute instead when both states have the same tile
- * count on every dim (only the device order differs) and that is cheaper.  False
- * when impossible: `to` is partial over atoms `from` is not (or with another
- * kind).  plan->bytes is the per-device total. */
-bool reshard_plan(const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to, ReshardPlan *plan);
-/* plan->bytes of the plan from -> to, PART_INF_COST if impossible. */
-int64_t reshard_cost(const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to);
+#define PART_INF_COST RESHARD_INF_COST
 
 /* ---------------------------------------------------------------- partitioner state */
 
