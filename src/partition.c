@@ -35,6 +35,7 @@
 #include <uthash.h>
 
 #include "partition_internal.h"
+#include "spmdc/oprule.h"
 
 typedef struct OffsetKey {
     int8_t atoms[SPMDC_MAX_ATOMS];
@@ -158,6 +159,48 @@ int32_t part_offset(Part *p, const int8_t *atoms, int32_t n, int64_t chunk, cons
     e->local = r;
     HASH_ADD(hh, p->offsets, key, sizeof(OffsetKey), e);
     return r;
+}
+
+int32_t part_first_in_group(Part *p, const int8_t *atoms, int32_t n, const char *base)
+{
+    int32_t idx = part_offset(p, atoms, n, 1, base);
+    Shape ps = shape_scalar(ET_PRED);
+    int32_t ops[2] = {idx, part_zero(p)};
+    int32_t r = part_emit(p, HLO_COMPARE, part_name(p, base, "first-in-group"), &ps, ops, 2);
+    hlo_attrs_mut(p->out, part_out(p, r))->direction = CMP_EQ;
+    return r;
+}
+
+int32_t part_identity(Part *p, ReduceKind k, const Shape *s, const char *base)
+{
+    double v = 0;
+    bool ok = reduce_identity(k, s->type, &v);
+    SPMDC_ASSERT(ok);
+    Shape sc = shape_scalar(s->type);
+    int32_t c = part_emit(p, HLO_CONSTANT, part_name(p, base, "identity"), &sc, NULL, 0);
+    Literal *lit = ARENA_NEW(p->out->arena, Literal);
+    lit->n = 1;
+    if (elem_type_is_float(s->type) || elem_type_is_complex(s->type)) {
+        lit->f = ARENA_ARRAY(p->out->arena, double, 2);
+        lit->f[0] = v;
+    } else {
+        /* integers exactly (doubles cannot hold the 64-bit bounds); u64 as its bit pattern */
+        int bits = elem_type_bits(s->type);
+        bool sgn = elem_type_is_signed_int(s->type);
+        int64_t top = bits >= 64 ? INT64_MAX : (INT64_C(1) << (bits - 1)) - 1;
+        int64_t iv = k == REDUCE_PROD || k == REDUCE_AND ? 1 : 0;
+        if (k == REDUCE_MAX)
+            iv = sgn ? -top - 1 : 0;
+        else if (k == REDUCE_MIN)
+            iv = s->type == ET_PRED ? 1 : sgn ? top : bits >= 64 ? -1 : (INT64_C(1) << bits) - 1;
+        lit->i = ARENA_ARRAY(p->out->arena, int64_t, 1);
+        lit->i[0] = iv;
+    }
+    hlo_attrs_mut(p->out, part_out(p, c))->literal = lit;
+    if (s->rank == 0)
+        return c;
+    Shape bs = shape_array(s->type, s->rank, s->dims);
+    return part_emit(p, HLO_BROADCAST, part_name(p, base, "identity-broadcast"), &bs, &c, 1);
 }
 
 static const char *reducer_op_name(ReduceKind k, ElemType t, HloOpcode *op)
@@ -792,7 +835,7 @@ static bool plan_rows(const Part *p, const ReshardPlan *plan, bool of_origin, bo
     for (int32_t s = 0; p->rep && s < plan->n_steps; s++) {
         StepKind k = plan->steps[s].kind;
         bool origin = have_origin && (k == STEP_ALL_REDUCE || k == STEP_REDUCE_SCATTER);
-        if (k != STEP_SLICE && origin == of_origin)
+        if (k != STEP_SLICE && k != STEP_MASK && origin == of_origin)
             return true;
     }
     return false;

@@ -24,6 +24,7 @@
 
 #include "spmdc/hlo.h"
 #include "spmdc/names.h"
+#include "spmdc/oprule.h"
 #include "spmdc/partition.h"
 #include "spmdc/report.h"
 #include "spmdc/reshard.h"
@@ -97,6 +98,13 @@ const char *part_name(Part *p, const char *base, const char *role);
  * reshape, one per distinct (atoms, chunk). */
 int32_t part_offset(Part *p, const int8_t *atoms, int32_t n, int64_t chunk, const char *base);
 int32_t part_zero(Part *p);     /* the shared s32[] 0 */
+/* pred[] that is true on the devices whose coordinates on atoms[0..n) are
+ * all 0 (the first device of each group along those atoms); one per
+ * distinct atom list. */
+int32_t part_first_in_group(Part *p, const int8_t *atoms, int32_t n, const char *base);
+/* An array of shape s (type and dims) filled with the identity of reduction
+ * k (reduce_identity): a constant broadcast. */
+int32_t part_identity(Part *p, ReduceKind k, const Shape *s, const char *base);
 /* The reducer computation (`add.bf16`, `maximum.f32`, ...). */
 int32_t part_reducer(Part *p, ReduceKind kind, ElemType t);
 /* Replica groups of a collective along atoms[0..n) (mesh_groups order). */
@@ -164,9 +172,67 @@ int32_t part_clone(Part *p, int32_t i, const char *name, const Shape *shape, con
 /* Partitions input entry instruction i (sets p->vals[i]).  False after
  * reporting an error. */
 bool part_handle(Part *p, int32_t i);
-/* Reducer kind of a computation: add/maximum/minimum/multiply/and/or of its
- * two parameters, else REDUCE_NONE. */
-ReduceKind part_reducer_kind(const HloModule *m, int32_t comp);
+/* The default action: every operand gathered whole, the op run
+ * unpartitioned on every device, the result replicated. */
+bool part_default(Part *p, int32_t i);
+/* Replicated tilings, one per array leaf of s (flat order), in scratch. */
+Tiling *part_replicated_leaves(Part *p, const Shape *s, int32_t *n_out);
+/* "handler" if the opcode has a handler, else its rule's name (oprule.h),
+ * NULL if neither (a unit test walks hlo_opcodes.def with it). */
+const char *part_handler_name(HloOpcode op);
+
+/* ---- partition_rule.c: the generic path from an op's rule */
+
+/* An op about to be partitioned from its rule. */
+typedef struct RuleCtx {
+    int32_t inst;
+    OpRule rule;
+    Tiling *cur;            /* [n_in + n_out]: operands' current (primary) states, then the results'
+                               declared states */
+    uint32_t splittable;    /* FactorKind bits that may be split (default: pass-through and
+                               reduction); a handler widens it (windows, permutations) */
+} RuleCtx;
+
+/* A decided way to run the op. */
+typedef struct RuleChoice {
+    FactorSharding fs;      /* the factors' atoms */
+    uint32_t pass;          /* operand tensors whose pending reduction passes through */
+    Tiling *want;           /* [n_in] states the operands are brought to (scratch) */
+    Tiling *res;            /* [n_out] the results' states (partial over split reduction factors and
+                               what passed) */
+    int64_t bytes;          /* operands' + results' reshards, bytes per device, + the handler's extra */
+    double work;            /* local iteration space (product of the factors' local extents) */
+} RuleChoice;
+
+/* Extra bytes per device a handler adds to a candidate (halos, ...), or
+ * PART_INF_COST to reject it. */
+typedef int64_t (*RuleExtraFn)(Part *p, const RuleCtx *rc, const RuleChoice *cand, void *user);
+
+/* Builds the rule and reads the states; false if the op has no factor rule
+ * (or an operand of a rule tensor is no array). */
+bool part_rule_init(Part *p, int32_t i, RuleCtx *rc);
+/* The cheapest candidate (partition_rule.c's comment); false if none. */
+bool part_rule_choose(Part *p, RuleCtx *rc, RuleExtraFn extra, void *user, RuleChoice *best);
+/* Brings every operand to its wanted state (ops[slot] = local
+ * instruction); -1 after an error. */
+int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int32_t *ops);
+/* The result leaves of a choice (tuple results: every leaf; non-rule
+ * leaves replicated), in scratch. */
+Tiling *part_result_leaves(Part *p, const RuleCtx *rc, const RuleChoice *ch);
+/* Records `local` as the op's result in the choice's state, with the
+ * partial's origin and words for the report. */
+void part_rule_result(Part *p, const RuleCtx *rc, const RuleChoice *ch, int32_t local);
+/* Operands, the cloned op on local shapes with localized attributes, the
+ * result: the whole generic emission. */
+bool part_rule_emit(Part *p, const RuleCtx *rc, const RuleChoice *ch);
+/* part_rule_init + part_rule_choose + part_rule_emit, or the default action
+ * when no candidate exists. */
+bool part_by_rule(Part *p, int32_t i);
+/* Appends the split dims among dims[0..n) of operand slot k of i in state
+ * s, traced to their annotations ("dim 1 of lhs h sharded on 'model' (from
+ * the annotation on a, line 31)"); false if none is split. */
+bool part_put_split_dims(Part *p, StrBuf *b, int32_t i, int32_t k, const Tiling *s, const int64_t *dims, int32_t n,
+                         const char *role, bool axes);
 
 /* ---- reshard.c: lowering */
 

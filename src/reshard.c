@@ -134,6 +134,7 @@ static void push(Planner *pl, StepKind k, int32_t dim, int32_t dim2, const int8_
     case STEP_ALL_TO_ALL: st->bytes = comm_bytes_per_device(COLL_ALL_TO_ALL, g, before_b, after_b); break;
     case STEP_ALL_GATHER: st->bytes = comm_bytes_per_device(COLL_ALL_GATHER, g, before_b, after_b); break;
     case STEP_COLLECTIVE_PERMUTE: st->bytes = comm_bytes_per_device(COLL_COLLECTIVE_PERMUTE, g, before_b, after_b); break;
+    case STEP_MASK: st->bytes = 0; break;
     }
     plan->bytes += st->bytes;
     pl->c = *after;
@@ -459,17 +460,31 @@ bool reshard_plan(const Mesh *m, const Shape *global, const Tiling *from, const 
     plan->full_remat = false;
     if (from->rank != to->rank || !tiling_valid(to) || !tiling_valid(from))
         return false;
-    if ((to->partial & ~from->partial) || (to->partial && to->kind != from->kind))
+    if (from->partial && to->partial && to->kind != from->kind)
         return false;
-    if (!greedy_plan(m, global, from, to, plan))
+    /* Atoms only `to` is partial over are masked in at the end: plan to the
+     * state without them first. */
+    uint32_t masked = to->partial & ~from->partial;
+    Tiling mid = *to;
+    mid.partial &= ~masked;
+    if (!mid.partial)
+        mid.kind = REDUCE_NONE;
+    if (!greedy_plan(m, global, from, &mid, plan))
         return false;
     ReshardPlan cp;
-    if (permute_plan(m, global, from, to, &cp) &&
+    if (permute_plan(m, global, from, &mid, &cp) &&
         (cp.bytes < plan->bytes || (cp.bytes == plan->bytes && cp.n_steps < plan->n_steps))) {
         plan->n_steps = cp.n_steps;
         memcpy(plan->steps, cp.steps, sizeof(ReshardStep) * (size_t)cp.n_steps);
         plan->bytes = cp.bytes;
         plan->full_remat = false;
+    }
+    if (masked) {
+        SPMDC_ASSERT(plan->n_steps < RESHARD_MAX_STEPS);
+        ReshardStep *st = add_step(plan, STEP_MASK, to);
+        for (int32_t a = 0; a < SPMDC_MAX_ATOMS; a++)
+            if (masked & (1u << a))
+                st->atoms[st->n_atoms++] = (int8_t)a;
     }
     return true;
 }
@@ -495,6 +510,7 @@ static const char *step_role(StepKind k)
     case STEP_ALL_TO_ALL: return "all-to-all";
     case STEP_ALL_GATHER: return "all-gather";
     case STEP_COLLECTIVE_PERMUTE: return "collective-permute";
+    case STEP_MASK: return "mask";
     }
     return "reshard";
 }
@@ -643,6 +659,21 @@ static int32_t lower_permute(Part *p, int32_t v, const Shape *global, const Tili
     return r;
 }
 
+/* The group's first device (index 0 on the step's atoms) keeps the value,
+ * the others take the identity of the pending reduction: partition-id ->
+ * index on the atoms -> compare with 0 -> select. */
+static int32_t lower_mask(Part *p, int32_t v, const Shape *global, const ReshardStep *st, const char *name,
+                          const char *base)
+{
+    Shape l = tiling_local_shape(&st->after, p->mesh, global);
+    int32_t first = part_first_in_group(p, st->atoms, st->n_atoms, base);
+    Shape pl = shape_array(ET_PRED, l.rank, l.dims);
+    int32_t pb = part_emit(p, HLO_BROADCAST, part_name(p, base, "mask-broadcast"), &pl, &first, 1);
+    int32_t id = part_identity(p, (ReduceKind)st->after.kind, &l, base);
+    int32_t ops[3] = {pb, v, id};
+    return part_emit(p, HLO_SELECT, name, &l, ops, 3);
+}
+
 static int32_t lower_step(Part *p, int32_t v, const Shape *global, const Tiling *before, const ReshardStep *st,
                           LowerNames *nm)
 {
@@ -670,6 +701,7 @@ static int32_t lower_step(Part *p, int32_t v, const Shape *global, const Tiling 
         set_dims(p, r, st->dim);
         return r;
     case STEP_COLLECTIVE_PERMUTE: return lower_permute(p, v, global, before, st, name);
+    case STEP_MASK: return lower_mask(p, v, global, st, name, nm->base);
     }
     return -1;
 }
@@ -703,7 +735,7 @@ int32_t reshard_lower(Part *p, int32_t local, const Shape *global, const Tiling 
         v = lower_step(p, v, global, &cur, st, names);
         if (v < 0)
             return -1;
-        if (st->kind != STEP_SLICE) {
+        if (st->kind != STEP_SLICE && st->kind != STEP_MASK) {
             bool reduce = st->kind == STEP_ALL_REDUCE || st->kind == STEP_REDUCE_SCATTER;
             int32_t ci = reduce && origin_inst >= 0 ? origin_inst : cause->inst;
             const char *why = reduce && origin_reason ? origin_reason : cause->reason;

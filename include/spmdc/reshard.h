@@ -31,6 +31,9 @@ typedef enum StepKind {
     STEP_ALL_TO_ALL,     /* atoms: suffix of `dim` moved to the end of `dim2` */
     STEP_ALL_GATHER,     /* atoms: suffix of `dim` gathered away */
     STEP_COLLECTIVE_PERMUTE, /* same tiles per dim in another device order; atoms: those involved */
+    STEP_MASK,           /* a value the same on every device of a group becomes a pending reduction
+                            over the group's atoms: the group's first device keeps it, the others
+                            hold the reduction's identity (local, no bytes); atoms: the group */
 } StepKind;
 
 typedef struct ReshardStep {
@@ -55,9 +58,11 @@ typedef struct ReshardPlan {
  * (both even).  Order: local slices first (they shrink the data), then
  * reduce-scatters, all-reduces, all-to-alls, and all-gathers last; a
  * single collective-permute instead when both states have the same tile
- * count on every dim (only the device order differs) and that is cheaper.  False
- * when impossible: `to` is partial over atoms `from` is not (or with another
- * kind).  plan->bytes is the per-device total. */
+ * count on every dim (only the device order differs) and that is cheaper.
+ * Atoms `to` is partial over and `from` is not are reached last by a mask
+ * step (the value becomes a pending reduction whose other shares are the
+ * identity).  False when impossible: both are partial with different
+ * kinds.  plan->bytes is the per-device total. */
 bool reshard_plan(const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to, ReshardPlan *plan);
 /* plan->bytes of the plan from -> to, RESHARD_INF_COST if impossible. */
 int64_t reshard_cost(const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to);

@@ -684,11 +684,10 @@ static void test_reduce_over_split_dim(void **state)
     compiled_free(&c);
 }
 
-static void test_reduce_nonidentity_init_gathers(void **state)
+static void test_reduce_nonidentity_init_masked(void **state)
 {
     (void)state;
-    /* init 1 for a sum cannot be added on every device: the operand is
-     * gathered instead (f32[8,64] = 2,048 B; 3/4 of it = 1,536 B). */
+    /* init 1 of a sum over a split dim must count once, not on every device */
     static const char text[] =
         "HloModule red\n"
         "\n"
@@ -704,18 +703,14 @@ static void test_reduce_nonidentity_init_gathers(void **state)
         "  ROOT %r = f32[8] reduce(%x, %one), dimensions={1}, to_apply=%add, sharding={mesh[m=4], [{}]}\n"
         "}\n";
     Compiled c = compile_checked(text, NULL);
+    /* each device reduces its 16 columns with init 1 on the group's first
+     * device and 0 (the identity) on the others, so 1 counts once; the
+     * partial f32[8] (32 B) is all-reduced over m: 2 * 3/4 * 32 = 48 B */
     assert_int_equal(c.rep.n_records, 1);
-    assert_int_equal(c.rep.records[0].kind, COLL_ALL_GATHER);
-    assert_int_equal(c.rep.records[0].bytes_per_device, 1536);
-    /* x is whole on every device because of the reduce's init, not because
-     * anything asked for it */
-    assert_int_equal(c.rep.n_warnings, 1);
-    assert_string_equal(c.rep.warnings[0].kind, "full-rematerialization");
-    assert_string_equal(c.rep.warnings[0].instruction, "r");
-    assert_int_equal(c.rep.warnings[0].line, 12);
-    assert_string_equal(c.rep.warnings[0].message,
-                        "x: f32[8,64] split [{}, {m}] is all-gathered to its full size on every device for r "
-                        "(reducing its split dim 1 is not partitioned yet for this reducer and init value)");
+    assert_int_equal(c.rep.records[0].kind, COLL_ALL_REDUCE);
+    assert_int_equal(c.rep.records[0].bytes_per_device, 48);
+    assert_int_equal(c.rep.n_warnings, 0);
+    assert_int_equal(out_inst(&c, "one.mask")->op, HLO_SELECT);
     compiled_free(&c);
 }
 
@@ -789,17 +784,17 @@ static void test_dot_batch_dims(void **state)
 static void test_default_action_warns(void **state)
 {
     (void)state;
-    /* A width-changing bitcast-convert has no rule: its split operand is
-     * gathered (f32[8,16] 512 B, 3/4 of it = 384 B), it runs at full size,
-     * and the replicated result is sliced back locally. */
+    /* A custom-call spmdc knows nothing about runs at full size on every
+     * device: its split operand is gathered (f32[8,16] 512 B, 3/4 of it =
+     * 384 B) and the replicated result is sliced back locally. */
     static const char text[] =
         "HloModule dflt\n"
         "\n"
-        "ENTRY %main (x: f32[8,16]) -> s16[8,16,2] {\n"
+        "ENTRY %main (x: f32[8,16]) -> f32[8,16] {\n"
         "  %x = f32[8,16] parameter(0), sharding={mesh[m=4], [{m}, {}]}\n"
-        "  ROOT %b = s16[8,16,2] bitcast-convert(%x), sharding={mesh[m=4], [{m}, {}, {}]}\n"
+        "  ROOT %b = f32[8,16] custom-call(%x), custom_call_target=\"my_kernel\", sharding={mesh[m=4], [{m}, {}]}\n"
         "}\n";
-    Compiled c = compile_checked(text, NULL);
+    Compiled c = compile_ok(text, NULL);
     assert_int_equal(c.rep.n_records, 1);
     assert_int_equal(c.rep.records[0].kind, COLL_ALL_GATHER);
     assert_int_equal(c.rep.records[0].bytes_per_device, 384);
@@ -809,8 +804,29 @@ static void test_default_action_warns(void **state)
     assert_int_equal(c.rep.warnings[0].line, 5);
     assert_string_equal(c.rep.warnings[0].message,
                         "x: f32[8,16] split [{m}, {}] is all-gathered to its full size on every device for b "
-                        "(no partitioning rule for this bitcast-convert yet: it runs at full size on every device)");
-    assert_int_equal(out_inst(&c, "b.full")->op, HLO_BITCAST_CONVERT);
+                        "(no partitioning rule for this custom-call yet: it runs at full size on every device)");
+    assert_int_equal(out_inst(&c, "b.full")->op, HLO_CUSTOM_CALL);
+    compiled_free(&c);
+}
+
+/* A width-changing bitcast-convert keeps the split of the dims it does not
+ * touch: s16[8,16,2] from f32[8,16] split on rows is local, no bytes. */
+static void test_bitcast_convert_width_local(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "HloModule bc\n"
+        "\n"
+        "ENTRY %main (x: f32[8,16]) -> s16[8,16,2] {\n"
+        "  %x = f32[8,16] parameter(0), sharding={mesh[m=4], [{m}, {}]}\n"
+        "  ROOT %b = s16[8,16,2] bitcast-convert(%x), sharding={mesh[m=4], [{m}, {}, {}]}\n"
+        "}\n";
+    Compiled c = compile_checked(text, NULL);
+    assert_int_equal(c.rep.n_records, 0);
+    const Shape *bs = &out_inst(&c, "b")->shape;
+    assert_int_equal(bs->rank, 3);
+    assert_int_equal(bs->dims[0], 2);
+    assert_int_equal(bs->dims[2], 2);
     compiled_free(&c);
 }
 
@@ -1479,10 +1495,11 @@ int main(void)
         cmocka_unit_test(test_add_of_partials_stays_partial),
         cmocka_unit_test(test_partial_flows_through_linear_ops),
         cmocka_unit_test(test_reduce_over_split_dim),
-        cmocka_unit_test(test_reduce_nonidentity_init_gathers),
+        cmocka_unit_test(test_reduce_nonidentity_init_masked),
         cmocka_unit_test(test_ops_numerics),
         cmocka_unit_test(test_dot_batch_dims),
         cmocka_unit_test(test_default_action_warns),
+        cmocka_unit_test(test_bitcast_convert_width_local),
         cmocka_unit_test(test_while_replicated_body),
         cmocka_unit_test(test_remat_warning_per_op),
         cmocka_unit_test(test_remat_intended_no_warning),

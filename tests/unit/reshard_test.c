@@ -320,15 +320,32 @@ static void test_plan_reorder_collective_permute(void **state)
     assert_int_equal(plan.bytes, 64); /* local s32[4,4] = 64 B */
 }
 
-static void test_plan_cannot_create_partial(void **state)
+/* A whole value becomes a pending sum by a local mask (the group's first
+ * device keeps it, the others hold 0): no bytes.  Two pending reductions of
+ * different kinds never meet. */
+static void test_plan_mask_creates_partial(void **state)
 {
     (void)state;
     Mesh m = mk_mesh("model=8");
     Shape s = shp(ET_F32, 1, 64, 0, 0);
     ReshardPlan plan;
     Tiling from = sp(""), to = sp("+p0");
-    assert_false(reshard_plan(&m, &s, &from, &to, &plan));
-    assert_int_equal(reshard_cost(&m, &s, &from, &to), PART_INF_COST);
+    assert_true(reshard_plan(&m, &s, &from, &to, &plan));
+    assert_int_equal(plan.n_steps, 1);
+    assert_int_equal(plan.steps[0].kind, STEP_MASK);
+    assert_int_equal(plan.steps[0].n_atoms, 1);
+    assert_int_equal(plan.bytes, 0);
+    /* split on atom 0 first: gathered (3/4... of the 2 tiles: 1/2 * 256 B = 128 B), then masked */
+    Tiling split = sp("0"), to1 = sp("+p0");
+    assert_true(reshard_plan(&m, &s, &split, &to1, &plan));
+    assert_int_equal(plan.n_steps, 2);
+    assert_int_equal(plan.steps[0].kind, STEP_ALL_GATHER);
+    assert_int_equal(plan.steps[1].kind, STEP_MASK);
+    assert_int_equal(plan.bytes, 128);
+    Tiling mx = sp("+p0"), sum = sp("+p1");
+    mx.kind = REDUCE_MAX;
+    assert_false(reshard_plan(&m, &s, &mx, &sum, &plan));
+    assert_int_equal(reshard_cost(&m, &s, &mx, &sum), PART_INF_COST);
 }
 
 /* ================================================================ evaluator */
@@ -1157,7 +1174,7 @@ int main(void)
         cmocka_unit_test(test_plan_permute_then_gather),
         cmocka_unit_test(test_plan_partial_gather_then_all_to_all),
         cmocka_unit_test(test_plan_reorder_collective_permute),
-        cmocka_unit_test(test_plan_cannot_create_partial),
+        cmocka_unit_test(test_plan_mask_creates_partial),
         cmocka_unit_test(test_2d_gather_groups),
         cmocka_unit_test(test_all_to_all_program),
         cmocka_unit_test(test_replicated_to_split_program),

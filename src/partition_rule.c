@@ -1,0 +1,619 @@
+/* partition_rule.c - the partitioner's generic path: an op with a factor
+ * rule (oprule.h) is partitioned from its rule alone.
+ *
+ * 1. Candidates.  The op's factors that may be split (by default
+ *    pass-through factors and reduction factors whose reduction an
+ *    all-reduce can do; a handler may allow more) are grouped into classes
+ *    by the set of tensors they index (dot: batch, contracting, lhs-free,
+ *    rhs-free).  For each class the options are the assignments the
+ *    tensors' states give it: each result's declared sharding, each
+ *    operand's current state, and nothing.  A candidate is one option per
+ *    class (atoms used once).  Pending partial values of the operands may
+ *    pass through (op_partial_passes: the op is linear in them in the same
+ *    element type), as further candidates.
+ * 2. Cost.  For each candidate the projection gives every operand's wanted
+ *    tiling and every result's tiling (partial over the split reduction
+ *    factors' atoms, plus what passed); the cost is the bytes per device of
+ *    bringing the operands to their wanted states plus the results to their
+ *    declared states (reshard_cost, the report's model), plus what a
+ *    handler adds; ties go to the least local work (the product of the
+ *    factors' local extents), then to the first candidate (results' options
+ *    first, then operands in order).
+ * 3. Emission.  Operands are resharded, the op is cloned with local shapes
+ *    and localized attributes (oprule_localize_attrs), and the result's
+ *    state is recorded.  An operand that does not index a split reduction
+ *    factor but flows into the result (a reduce's init value, a scatter's
+ *    operand) is wanted as a pending reduction over those atoms (the
+ *    reshard's mask step keeps it on the group's first device), so that it
+ *    counts once in the sum.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "partition_internal.h"
+
+/* Candidate enumeration stops after this many factor assignments (the
+ * options are ordered, so the first ones are the likely winners). */
+#define MAX_COMBOS 4096
+#define MAX_CLASSES 16
+#define MAX_OPTIONS 24
+
+/* ================================================================ setup */
+
+bool part_rule_init(Part *p, int32_t i, RuleCtx *rc)
+{
+    memset(rc, 0, sizeof *rc);
+    rc->inst = i;
+    if (!oprule_build(p->in, p->ic, i, p->scratch, &rc->rule))
+        return false;
+    const OpRule *r = &rc->rule;
+    int32_t nt = r->n_in + r->n_out;
+    rc->cur = ARENA_ARRAY(p->scratch, Tiling, nt + 1);
+    const HloInst *in = part_in(p, i);
+    for (int32_t k = 0; k < r->n_in; k++) {
+        const VState *st = part_primary(p, in->operands[r->t[k].slot]);
+        if (p->vals[in->operands[r->t[k].slot]].n_leaves != 1)
+            return false;
+        rc->cur[k] = st->leaves[0];
+    }
+    const Tiling *decl = part_decl_leaves(p, i);
+    for (int32_t k = r->n_in; k < nt; k++)
+        rc->cur[k] = decl[r->t[k].leaf];
+    rc->splittable = (1u << FACTOR_PASS) | (1u << FACTOR_REDUCTION);
+    return true;
+}
+
+/* Whether factor f may be split under rc's policy. */
+static bool splittable(const RuleCtx *rc, int32_t f)
+{
+    const Factor *fa = &rc->rule.factors[f];
+    if (!((rc->splittable >> fa->kind) & 1u))
+        return false;
+    return fa->kind != FACTOR_REDUCTION || fa->reduce != REDUCE_NONE;
+}
+
+/* The operand dims whose factors cannot be split (for the remat warning). */
+static uint32_t fixed_dims(const RuleCtx *rc, int32_t k)
+{
+    const OpRule *r = &rc->rule;
+    uint32_t m = 0;
+    for (int32_t d = 0; d < r->t[k].rank; d++)
+        for (int32_t j = 0; j < oprule_dim_n(r, k, d); j++)
+            if (!splittable(rc, oprule_dim_factor(r, k, d, j)))
+                m |= 1u << d;
+    return m;
+}
+
+/* The dims of operand tensor k whose current split the op cannot keep: a
+ * factor that may not be split, atoms that do not fit the dim's factors,
+ * or a factor whose split gives some other tensor no tiling (the shards of
+ * a merged dim would not be contiguous).  A gather these force is an
+ * involuntary rematerialization (part_get's warning). */
+static uint32_t forced_dims(Part *p, const RuleCtx *rc, int32_t k)
+{
+    const OpRule *r = &rc->rule;
+    uint32_t m = fixed_dims(rc, k), unfit = 0;
+    FactorSharding proj;
+    Tiling t = tiling_strip_partial(rc->cur[k]);
+    oprule_tiling_to_factors(r, k, &t, p->mesh, &proj, &unfit);
+    m |= unfit;
+    for (int32_t f = 0; f < r->n_factors; f++) {
+        if (!proj.n[f])
+            continue;
+        FactorSharding one;
+        fsh_init(&one, r->n_factors);
+        fsh_set(&one, f, fsh_factor(&proj, f), proj.n[f]);
+        bool ok = true;
+        for (int32_t j = 0; j < r->n_in + r->n_out && ok; j++) {
+            Tiling out;
+            ok = oprule_factors_to_tiling(r, j, &one, p->mesh, &out, NULL);
+        }
+        if (ok)
+            continue;
+        for (int32_t d = 0; d < r->t[k].rank; d++)
+            for (int32_t j = 0; j < oprule_dim_n(r, k, d); j++)
+                if (oprule_dim_factor(r, k, d, j) == f)
+                    m |= 1u << d;
+    }
+    return m;
+}
+
+/* ================================================================ candidates */
+
+typedef struct Classes {
+    int32_t n;
+    uint32_t mask[MAX_CLASSES];          /* tensors of the class */
+    int32_t of[OPRULE_MAX_FACTORS];      /* class of a factor, -1 not splittable */
+    int32_t n_opt[MAX_CLASSES];
+    FactorSharding opt[MAX_CLASSES][MAX_OPTIONS];
+} Classes;
+
+/* Restriction of fs to the factors of class c. */
+static void restrict_to(const Classes *cl, int32_t c, const FactorSharding *fs, FactorSharding *out)
+{
+    fsh_init(out, fs->n_factors);
+    for (int32_t f = 0; f < fs->n_factors; f++)
+        if (cl->of[f] == c && fs->n[f])
+            fsh_set(out, f, fsh_factor(fs, f), fs->n[f]);
+}
+
+static void add_option(Classes *cl, int32_t c, const FactorSharding *o)
+{
+    for (int32_t k = 0; k < cl->n_opt[c]; k++)
+        if (fsh_equal(&cl->opt[c][k], o))
+            return;
+    if (cl->n_opt[c] < MAX_OPTIONS)
+        cl->opt[c][cl->n_opt[c]++] = *o;
+}
+
+static void build_classes(Part *p, const RuleCtx *rc, Classes *cl)
+{
+    const OpRule *r = &rc->rule;
+    memset(cl, 0, sizeof *cl);
+    for (int32_t f = 0; f < r->n_factors; f++) {
+        cl->of[f] = -1;
+        if (!splittable(rc, f) || r->factors[f].size <= 1)
+            continue;
+        uint32_t m = oprule_factor_tensors(r, f);
+        int32_t c = 0;
+        while (c < cl->n && cl->mask[c] != m)
+            c++;
+        if (c == cl->n) {
+            if (cl->n >= MAX_CLASSES)
+                continue;
+            cl->mask[cl->n++] = m;
+        }
+        cl->of[f] = c;
+    }
+    int32_t nt = r->n_in + r->n_out;
+    FactorSharding *proj = ARENA_ARRAY(p->scratch, FactorSharding, nt + 1);
+    for (int32_t k = 0; k < nt; k++) {
+        Tiling t = tiling_strip_partial(rc->cur[k]);
+        oprule_tiling_to_factors(r, k, &t, p->mesh, &proj[k], NULL);
+    }
+    /* options: results' declared shardings first, then operands, then nothing */
+    for (int32_t c = 0; c < cl->n; c++) {
+        FactorSharding o;
+        for (int32_t k = r->n_in; k < nt; k++)
+            if ((cl->mask[c] >> k) & 1u) {
+                restrict_to(cl, c, &proj[k], &o);
+                add_option(cl, c, &o);
+            }
+        for (int32_t k = 0; k < r->n_in; k++)
+            if ((cl->mask[c] >> k) & 1u) {
+                restrict_to(cl, c, &proj[k], &o);
+                add_option(cl, c, &o);
+            }
+        fsh_init(&o, r->n_factors);
+        add_option(cl, c, &o);
+    }
+}
+
+/* fs |= o (disjoint factors); false if an atom would be used twice. */
+static bool merge_option(FactorSharding *fs, const FactorSharding *o)
+{
+    if (fsh_used(fs) & fsh_used(o))
+        return false;
+    for (int32_t f = 0; f < o->n_factors; f++)
+        if (o->n[f])
+            fsh_set(fs, f, fsh_factor(o, f), o->n[f]);
+    return true;
+}
+
+/* ================================================================ evaluation */
+
+/* Local extent product of all factors (the local iteration space). */
+static double local_work(const Part *p, const OpRule *r, const FactorSharding *fs)
+{
+    double w = 1;
+    for (int32_t f = 0; f < r->n_factors; f++)
+        w *= (double)tiling_shard_size(r->factors[f].size, fsh_tiles(fs, p->mesh, f));
+    return w;
+}
+
+static uint32_t mask_of(const int8_t *a, int32_t n)
+{
+    uint32_t m = 0;
+    for (int32_t k = 0; k < n; k++)
+        m |= 1u << a[k];
+    return m;
+}
+
+/* Atoms of the split reduction factors tensor k does not index. */
+static uint32_t unindexed_reduction(const OpRule *r, int32_t k, const FactorSharding *fs)
+{
+    uint32_t m = 0;
+    for (int32_t f = 0; f < r->n_factors; f++) {
+        if (r->factors[f].kind != FACTOR_REDUCTION || fs->n[f] == 0)
+            continue;
+        if (!((oprule_factor_tensors(r, f) >> k) & 1u))
+            m |= mask_of(fsh_factor(fs, f), fs->n[f]);
+    }
+    return m;
+}
+
+/* Fills ch's tilings for factor sharding fs with the operands in `pass`
+ * (tensor mask) keeping their pending reduction; false if some tensor has
+ * no tiling for it or the states do not combine. */
+static bool evaluate(Part *p, const RuleCtx *rc, const FactorSharding *fs, uint32_t pass, RuleChoice *ch)
+{
+    const OpRule *r = &rc->rule;
+    const HloInst *in = part_in(p, rc->inst);
+    int32_t nt = r->n_in + r->n_out;
+    ReduceKind rk = REDUCE_NONE;
+    bool mixed = false;
+    uint32_t red = oprule_result_partial(r, fs, &rk, &mixed);
+    if (mixed)
+        return false;
+    uint32_t passed = 0;
+    ReduceKind pk = REDUCE_NONE;
+    for (int32_t k = 0; k < r->n_in; k++) {
+        if (!((pass >> k) & 1u))
+            continue;
+        passed |= rc->cur[k].partial;
+        pk = (ReduceKind)rc->cur[k].kind;
+    }
+    if ((passed & (red | fsh_used(fs))) || (passed && red && pk != rk))
+        return false;
+    ReduceKind kind = red ? rk : pk;
+    ch->fs = *fs;
+    ch->pass = pass;
+    for (int32_t k = 0; k < nt; k++) {
+        Tiling t;
+        if (!oprule_factors_to_tiling(r, k, fs, p->mesh, &t, NULL))
+            return false;
+        if (k < r->n_in) {
+            if ((pass >> k) & 1u) {
+                t.partial = rc->cur[k].partial;
+                t.kind = rc->cur[k].kind;
+            } else {
+                uint32_t mask = unindexed_reduction(r, k, fs);
+                int32_t v = in->operands[r->t[k].slot];
+                if (mask && !is_reduce_identity(p->in, p->ic, v, rk)) {
+                    t.partial = mask;
+                    t.kind = (uint8_t)rk;
+                }
+            }
+        } else if (red | passed) {
+            t.partial = red | passed;
+            t.kind = (uint8_t)kind;
+        }
+        if (!tiling_valid(&t))
+            return false;
+        const Shape *gs = k < r->n_in ? &part_in(p, in->operands[r->t[k].slot])->shape : NULL;
+        Shape leaf = shape_array(ET_F32, r->t[k].rank, r->t[k].shape);
+        if (!tiling_is_even(&t, p->mesh, gs ? gs : &leaf, NULL))
+            return false;
+        if (k < r->n_in)
+            ch->want[k] = t;
+        else
+            ch->res[k - r->n_in] = t;
+    }
+    return true;
+}
+
+/* Bytes of the operands' reshards and the results' reshards to their
+ * declared states. */
+static int64_t cost_of(Part *p, const RuleCtx *rc, const RuleChoice *ch)
+{
+    const OpRule *r = &rc->rule;
+    const HloInst *in = part_in(p, rc->inst);
+    int64_t bytes = 0;
+    for (int32_t k = 0; k < r->n_in && bytes < PART_INF_COST; k++)
+        bytes += part_cost(p, in->operands[r->t[k].slot], &ch->want[k]);
+    for (int32_t l = 0; l < r->n_out && bytes < PART_INF_COST; l++) {
+        Shape s = shape_array(in->shape.type, r->t[r->n_in + l].rank, r->t[r->n_in + l].shape);
+        const Shape *ls = shape_is_tuple(&in->shape) ? &in->shape.elems[r->t[r->n_in + l].leaf] : &in->shape;
+        s.type = ls->type;
+        bytes += reshard_cost(p->mesh, &s, &ch->res[l], &rc->cur[r->n_in + l]);
+    }
+    return bytes < PART_INF_COST ? bytes : PART_INF_COST;
+}
+
+/* The sets of carrier operands whose pending reductions may pass together
+ * (tensor masks), written to sets; returns the count (0: none may pass). */
+static int32_t pass_sets(Part *p, const RuleCtx *rc, uint32_t *sets, int32_t cap)
+{
+    const OpRule *r = &rc->rule;
+    int32_t carriers[8], nc = 0;
+    for (int32_t k = 0; k < r->n_in && nc < 8; k++)
+        if (rc->cur[k].partial)
+            carriers[nc++] = k;
+    if (nc == 0 || nc > 4)
+        return 0;
+    int32_t n = 0;
+    for (uint32_t s = 1; s < (1u << nc) && n < cap; s++) {
+        uint32_t tensors = 0, slots = 0, atoms = 0;
+        ReduceKind kind = REDUCE_NONE;
+        bool ok = true, same = true;
+        uint32_t first = 0;
+        for (int32_t j = 0; j < nc; j++) {
+            if (!((s >> j) & 1u))
+                continue;
+            const Tiling *t = &rc->cur[carriers[j]];
+            if (kind == REDUCE_NONE) {
+                kind = (ReduceKind)t->kind;
+                first = t->partial;
+            }
+            ok &= t->kind == kind;
+            same &= t->partial == first;
+            ok &= !(atoms & t->partial) || t->partial == first;
+            atoms |= t->partial;
+            tensors |= 1u << carriers[j];
+            slots |= 1u << r->t[carriers[j]].slot;
+        }
+        if (!ok || r->t[carriers[0]].slot > 31)
+            continue;
+        const OpAlgebra *alg = op_algebra(part_in(p, rc->inst)->op);
+        if (alg->partial == PARTIAL_ALL && !same)
+            continue;
+        if (alg->partial == PARTIAL_CONTRACT && !same && (atoms != 0)) {
+            /* each operand its own atoms: they must not overlap */
+            uint32_t seen = 0;
+            for (int32_t j = 0; j < nc; j++)
+                if ((s >> j) & 1u) {
+                    ok &= !(seen & rc->cur[carriers[j]].partial);
+                    seen |= rc->cur[carriers[j]].partial;
+                }
+            if (!ok)
+                continue;
+        }
+        if (op_partial_passes(p->in, p->ic, rc->inst, kind, slots))
+            sets[n++] = tensors;
+    }
+    return n;
+}
+
+bool part_rule_choose(Part *p, RuleCtx *rc, RuleExtraFn extra, void *user, RuleChoice *best)
+{
+    const OpRule *r = &rc->rule;
+    Classes *cl = ARENA_NEW(p->scratch, Classes);
+    build_classes(p, rc, cl);
+    uint32_t sets[16];
+    int32_t n_sets = pass_sets(p, rc, sets, 15);
+    RuleChoice cand;
+    cand.want = ARENA_ARRAY(p->scratch, Tiling, r->n_in + 1);
+    cand.res = ARENA_ARRAY(p->scratch, Tiling, r->n_out + 1);
+    best->want = ARENA_ARRAY(p->scratch, Tiling, r->n_in + 1);
+    best->res = ARENA_ARRAY(p->scratch, Tiling, r->n_out + 1);
+    best->bytes = PART_INF_COST;
+    best->work = HUGE_VAL;
+    bool found = false;
+    int64_t total = 1;
+    for (int32_t c = 0; c < cl->n; c++)
+        total = total * cl->n_opt[c] > MAX_COMBOS ? MAX_COMBOS : total * cl->n_opt[c];
+    for (int64_t x = 0; x < total; x++) {
+        FactorSharding fs;
+        fsh_init(&fs, r->n_factors);
+        int64_t y = x;
+        bool ok = true;
+        for (int32_t c = cl->n - 1; c >= 0 && ok; c--) {
+            ok = merge_option(&fs, &cl->opt[c][y % cl->n_opt[c]]);
+            y /= cl->n_opt[c];
+        }
+        for (int32_t v = 0; ok && v <= n_sets; v++) {
+            uint32_t pass = v == 0 ? 0 : sets[v - 1];
+            if (!evaluate(p, rc, &fs, pass, &cand))
+                continue;
+            int64_t bytes = cost_of(p, rc, &cand);
+            if (bytes < PART_INF_COST && extra) {
+                int64_t e = extra(p, rc, &cand, user);
+                bytes = e >= PART_INF_COST ? PART_INF_COST : bytes + e;
+            }
+            if (bytes >= PART_INF_COST)
+                continue;
+            double work = local_work(p, r, &fs);
+            if (bytes < best->bytes || (bytes == best->bytes && work < best->work)) {
+                best->fs = cand.fs;
+                best->pass = cand.pass;
+                memcpy(best->want, cand.want, sizeof(Tiling) * (size_t)r->n_in);
+                memcpy(best->res, cand.res, sizeof(Tiling) * (size_t)r->n_out);
+                best->bytes = bytes;
+                best->work = work;
+                found = true;
+            }
+        }
+    }
+    return found;
+}
+
+/* ================================================================ report words */
+
+/* Appends the dims among dims[0..n) of operand slot k of i that are split
+ * in state s, each traced to the annotation that split it
+ * (part_split_origin): "dim 1 of lhs h sharded on 'model' (from the
+ * annotation on a, line 31)", "dim 1 of x sharded on 'x', dim 2 on 'y'
+ * (annotated, line 3)"; one parenthesis when the dims agree, else one per
+ * dim.  role: "lhs ", "".  axes: say which axes split each dim.  False
+ * (nothing appended) if no dim is split. */
+bool part_put_split_dims(Part *p, StrBuf *b, int32_t i, int32_t k, const Tiling *s, const int64_t *dims, int32_t n,
+                         const char *role, bool axes)
+{
+    int32_t v = part_in(p, i)->operands[k], org[SPMDC_MAX_RANK], first = -1, count = 0;
+    bool mixed = false;
+    n = n < SPMDC_MAX_RANK ? n : SPMDC_MAX_RANK;
+    for (int32_t j = 0; j < n; j++) {
+        int32_t d = (int32_t)dims[j];
+        if (d < 0 || d >= s->rank || tiling_dim_n(s, d) == 0) {
+            org[j] = INT32_MIN; /* not split */
+            continue;
+        }
+        org[j] = part_split_origin(p, v, s, d);
+        if (count++ == 0)
+            first = org[j];
+        else
+            mixed |= org[j] != first;
+    }
+    if (count == 0)
+        return false;
+    bool started = false;
+    for (int32_t j = 0; j < n; j++) {
+        if (org[j] == INT32_MIN)
+            continue;
+        int32_t d = (int32_t)dims[j];
+        if (!started)
+            sb_printf(b, "dim %d of %s%s%s", (int)d, role, part_in(p, v)->name, axes ? " sharded" : "");
+        else
+            sb_printf(b, ", dim %d", (int)d);
+        started = true;
+        if (axes) {
+            sb_puts(b, " on '");
+            mesh_atoms_name(b, p->mesh, tiling_dim(s, d), tiling_dim_n(s, d));
+            sb_putc(b, '\'');
+        }
+        if (mixed && org[j] != -1) {
+            sb_puts(b, " (");
+            part_put_origin(p, b, v, org[j]);
+            sb_putc(b, ')');
+        }
+    }
+    if (!mixed && first != -1) {
+        sb_puts(b, " (");
+        part_put_origin(p, b, v, first);
+        sb_putc(b, ')');
+    }
+    return true;
+}
+
+/* "y: contracting dim 1 of lhs h sharded on 'model' (from the annotation
+ * on a, line 31) and dim 0 of rhs b (annotated, line 32)"; "s: reduced dim
+ * 2 of a sharded on 'x' (annotated, line 3)". */
+static const char *partial_reason(Part *p, const RuleCtx *rc, const RuleChoice *ch)
+{
+    const OpRule *r = &rc->rule;
+    const HloInst *in = part_in(p, rc->inst);
+    const char *word = "reduced ";
+    const char *roles[2] = {"", ""};
+    if (in->op == HLO_DOT) {
+        word = "contracting ";
+        roles[0] = "lhs ";
+        roles[1] = "rhs ";
+    } else if (in->op == HLO_CONVOLUTION) {
+        word = "input-feature ";
+        roles[0] = "lhs ";
+        roles[1] = "kernel ";
+    } else if (in->op == HLO_SCATTER) {
+        word = "scattered ";
+    }
+    StrBuf b = {0};
+    sb_printf(&b, "%s: %s", in->name, word);
+    bool any = false;
+    for (int32_t k = 0; k < r->n_in; k++) {
+        int64_t dims[SPMDC_MAX_RANK];
+        int32_t nd = 0;
+        for (int32_t d = 0; d < r->t[k].rank; d++)
+            for (int32_t j = 0; j < oprule_dim_n(r, k, d); j++) {
+                int32_t f = oprule_dim_factor(r, k, d, j);
+                if (r->factors[f].kind == FACTOR_REDUCTION && ch->fs.n[f]) {
+                    dims[nd++] = d;
+                    break;
+                }
+            }
+        if (nd == 0)
+            continue;
+        int32_t slot = r->t[k].slot;
+        StrBuf t = {0};
+        if (part_put_split_dims(p, &t, rc->inst, slot, &ch->want[k], dims, nd, slot < 2 ? roles[slot] : "", !any)) {
+            sb_printf(&b, "%s%s", any ? " and " : "", sb_cstr(&t));
+            any = true;
+        }
+        sb_free(&t);
+    }
+    if (!any)
+        sb_puts(&b, "dims");
+    const char *res = arena_strdup(p->scratch, sb_cstr(&b));
+    sb_free(&b);
+    return res;
+}
+
+/* ================================================================ emission */
+
+int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int32_t *ops)
+{
+    const OpRule *r = &rc->rule;
+    const HloInst *in = part_in(p, rc->inst);
+    for (int32_t s = 0; s < in->n_operands; s++) {
+        int32_t k = oprule_operand_tensor(r, s);
+        const Tiling *want = k >= 0 ? &ch->want[k] : NULL;
+        if (!want) {
+            int32_t n;
+            Tiling *rep = part_replicated_leaves(p, &part_in(p, in->operands[s])->shape, &n);
+            p->limit_dims = PART_LIMIT_ALL;
+            ops[s] = part_operand(p, rc->inst, s, rep);
+        } else {
+            p->limit_dims = forced_dims(p, rc, k);
+            ops[s] = part_operand(p, rc->inst, s, want);
+        }
+        p->limit_dims = 0;
+        if (ops[s] < 0)
+            return -1;
+    }
+    return 0;
+}
+
+void part_rule_result(Part *p, const RuleCtx *rc, const RuleChoice *ch, int32_t local)
+{
+    const OpRule *r = &rc->rule;
+    const HloInst *in = part_in(p, rc->inst);
+    uint32_t own = 0, any = 0;
+    for (int32_t l = 0; l < r->n_out; l++)
+        any |= ch->res[l].partial;
+    own = any;
+    for (int32_t k = 0; k < r->n_in; k++)
+        if ((ch->pass >> k) & 1u)
+            own &= ~ch->want[k].partial;
+    int32_t origin = -1;
+    const char *why = NULL;
+    if (own) {
+        origin = rc->inst;
+        if (p->rep)
+            why = partial_reason(p, rc, ch);
+    } else if (any) {
+        for (int32_t k = 0; k < r->n_in && origin < 0; k++)
+            if ((ch->pass >> k) & 1u) {
+                const VState *src = part_primary(p, in->operands[r->t[k].slot]);
+                origin = src->origin;
+                why = src->origin_reason;
+            }
+    }
+    Tiling *leaves = part_result_leaves(p, rc, ch);
+    part_set_result(p, rc->inst, local, leaves, origin, why);
+}
+
+Tiling *part_result_leaves(Part *p, const RuleCtx *rc, const RuleChoice *ch)
+{
+    const OpRule *r = &rc->rule;
+    int32_t n;
+    Tiling *leaves = part_replicated_leaves(p, &part_in(p, rc->inst)->shape, &n);
+    for (int32_t l = 0; l < r->n_out; l++)
+        if (r->t[r->n_in + l].leaf < n)
+            leaves[r->t[r->n_in + l].leaf] = ch->res[l];
+    return leaves;
+}
+
+bool part_rule_emit(Part *p, const RuleCtx *rc, const RuleChoice *ch)
+{
+    const HloInst *in = part_in(p, rc->inst);
+    int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, in->n_operands + 1);
+    if (part_rule_operands(p, rc, ch, ops) < 0)
+        return false;
+    Tiling *leaves = part_result_leaves(p, rc, ch);
+    bool partial = false;
+    for (int32_t l = 0; l < p->vals[rc->inst].n_leaves; l++)
+        partial |= leaves[l].partial != 0;
+    Shape l = part_local_shape(p, &in->shape, leaves);
+    int32_t r = part_clone(p, rc->inst, part_result_name(p, rc->inst, leaves, partial ? "partial" : "local"), &l, ops,
+                           in->n_operands);
+    oprule_localize_attrs(&rc->rule, p->in, p->ic, rc->inst, &ch->fs, p->mesh, hlo_attrs_mut(p->out, part_out(p, r)));
+    part_rule_result(p, rc, ch, r);
+    return true;
+}
+
+bool part_by_rule(Part *p, int32_t i)
+{
+    RuleCtx rc;
+    RuleChoice ch;
+    if (!part_rule_init(p, i, &rc) || !part_rule_choose(p, &rc, NULL, NULL, &ch))
+        return part_default(p, i);
+    return part_rule_emit(p, &rc, &ch);
+}
