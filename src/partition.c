@@ -417,28 +417,6 @@ static void move_entry_last(Part *p)
 
 /* ================================================================ values */
 
-/* Leaf k of a (nested) tuple shape in flat order; *k is consumed. */
-static const Shape *leaf_walk(const Shape *s, int32_t *k)
-{
-    if (!shape_is_tuple(s)) {
-        if ((*k)-- == 0)
-            return s;
-        return NULL;
-    }
-    for (int32_t e = 0; e < s->n_elems; e++) {
-        const Shape *r = leaf_walk(&s->elems[e], k);
-        if (r)
-            return r;
-    }
-    return NULL;
-}
-
-static const Shape *leaf_shape(const Shape *s, int32_t leaf)
-{
-    int32_t k = leaf;
-    return leaf_walk(s, &k);
-}
-
 static const Sharding *leaf_sharding(const Sharding *sh, int32_t leaf)
 {
     if (sh && sh->kind == SHARDING_TUPLE)
@@ -446,22 +424,41 @@ static const Sharding *leaf_sharding(const Sharding *sh, int32_t leaf)
     return sh;
 }
 
-void part_decl(const Part *p, int32_t i, int32_t leaf, Tiling *out)
+/* Writes the declared tiling of every array leaf of shape s (flat order),
+ * starting at leaf *k. */
+static void decl_walk(const Shape *s, const Sharding *sh, int32_t *k, int32_t n, Tiling *out)
 {
-    const HloInst *in = part_in(p, i);
-    const Shape *ls = leaf_shape(&in->shape, leaf);
-    int32_t rank = ls ? ls->rank : 0;
-    if (!sharding_to_tiling(leaf_sharding(in->sharding, leaf), rank, out))
-        tiling_replicated(out, rank);
+    if (shape_is_tuple(s)) {
+        for (int32_t e = 0; e < s->n_elems; e++)
+            decl_walk(&s->elems[e], sh, k, n, out);
+        return;
+    }
+    if (*k >= n)
+        return;
+    Tiling *t = &out[*k];
+    if (!sharding_to_tiling(leaf_sharding(sh, *k), s->rank, t))
+        tiling_replicated(t, s->rank);
+    (*k)++;
 }
 
-Tiling *part_decl_leaves(Part *p, int32_t i)
+const Tiling *part_decl_leaves(const Part *p, int32_t i)
 {
-    int32_t n = p->vals[i].n_leaves;
-    Tiling *s = ARENA_ARRAY(p->scratch, Tiling, n ? n : 1);
-    for (int32_t k = 0; k < n; k++)
-        part_decl(p, i, k, &s[k]);
-    return s;
+    PVal *pv = &p->vals[i];
+    if (!pv->decl) {
+        int32_t n = pv->n_leaves, k = 0;
+        Tiling *s = ARENA_ARRAY(p->scratch, Tiling, n ? n : 1);
+        decl_walk(&part_in(p, i)->shape, part_in(p, i)->sharding, &k, n, s);
+        pv->decl = s;
+    }
+    return pv->decl;
+}
+
+void part_decl(const Part *p, int32_t i, int32_t leaf, Tiling *out)
+{
+    if (leaf >= 0 && leaf < p->vals[i].n_leaves)
+        *out = part_decl_leaves(p, i)[leaf];
+    else
+        tiling_replicated(out, 0);
 }
 
 const VState *part_primary(const Part *p, int32_t i) { return p->vals[i].states; }
@@ -1033,6 +1030,18 @@ static bool check_leaf(Part *p, const HloInst *in, const Sharding *sh, const Sha
     return true;
 }
 
+/* check_leaf on every array leaf of shape s (flat order from leaf *k). */
+static bool check_leaves(Part *p, const HloInst *in, const Shape *s, int32_t *k)
+{
+    if (shape_is_tuple(s)) {
+        for (int32_t e = 0; e < s->n_elems; e++)
+            if (!check_leaves(p, in, &s->elems[e], k))
+                return false;
+        return true;
+    }
+    return check_leaf(p, in, leaf_sharding(in->sharding, (*k)++), s);
+}
+
 static bool check_entry(Part *p)
 {
     const HloComputation *e = &p->in->comps[p->ic];
@@ -1047,12 +1056,9 @@ static bool check_entry(Part *p)
             ok = false;
             continue;
         }
-        for (int32_t k = 0; k < n; k++) {
-            if (!check_leaf(p, in, leaf_sharding(in->sharding, k), leaf_shape(&in->shape, k))) {
-                ok = false;
-                break;
-            }
-        }
+        int32_t k = 0;
+        if (!check_leaves(p, in, &in->shape, &k))
+            ok = false;
     }
     return ok;
 }
@@ -1067,7 +1073,7 @@ static bool partition_entry(Part *p)
             return false;
     if (e->root < 0)
         return true;
-    Tiling *decl = part_decl_leaves(p, e->root);
+    const Tiling *decl = part_decl_leaves(p, e->root);
     const HloInst *root = part_in(p, e->root);
     Cause c = {e->root, NULL};
     if (!find_state(p, e->root, decl)) {

@@ -47,6 +47,8 @@ typedef struct VState {
 typedef struct PVal {
     int32_t n_leaves;
     VState *states;             /* first: what the value's handler produced */
+    const Tiling *decl;         /* [n_leaves] declared (propagated) states, computed on first use
+                                   (part_decl_leaves; scratch) */
 } PVal;
 
 typedef struct OffsetEnt OffsetEnt;
@@ -74,6 +76,7 @@ typedef struct Part {
      * PART_LIMIT_ALL: default action).  A full gather of a split value that
      * such a dim forces is an involuntary rematerialization (part_get warns). */
     uint32_t limit_dims;
+    void *rule_scratch;         /* partition_rule.c's candidate buffer, reused by every op */
 } Part;
 
 #define PART_LIMIT_ALL UINT32_MAX
@@ -145,7 +148,7 @@ void part_put_story(Part *p, StrBuf *b, int32_t i);
 /* Declared (propagated) state of leaf `leaf` of input instruction i. */
 void part_decl(const Part *p, int32_t i, int32_t leaf, Tiling *out);
 /* All leaves of the declared state (scratch array of p->vals[i].n_leaves). */
-Tiling *part_decl_leaves(Part *p, int32_t i);
+const Tiling *part_decl_leaves(const Part *p, int32_t i);
 /* The state the handler of i produced (first VState). */
 const VState *part_primary(const Part *p, int32_t i);
 /* Per-device bytes to bring array value v into state want (cheapest of its

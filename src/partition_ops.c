@@ -65,7 +65,7 @@ bool part_default(Part *p, int32_t i)
 static bool h_parameter(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
-    Tiling *leaves = part_decl_leaves(p, i);
+    const Tiling *leaves = part_decl_leaves(p, i);
     Shape l = part_local_shape(p, &in->shape, leaves);
     int32_t r = part_clone(p, i, in->name, &l, NULL, 0);
     part_set_result(p, i, r, leaves, -1, NULL);
@@ -118,7 +118,7 @@ static bool h_iota(Part *p, int32_t i)
 static bool h_tuple(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
-    Tiling *decl = part_decl_leaves(p, i);
+    const Tiling *decl = part_decl_leaves(p, i);
     int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, in->n_operands ? in->n_operands : 1);
     int32_t off = 0;
     for (int32_t k = 0; k < in->n_operands; k++) {
@@ -160,7 +160,7 @@ static bool h_custom_call(Part *p, int32_t i)
     const char *target = hlo_attrs(in)->custom_call_target;
     if (!target || strcmp(target, "Sharding") != 0 || in->n_operands != 1)
         return part_default(p, i);
-    Tiling *decl = part_decl_leaves(p, i);
+    const Tiling *decl = part_decl_leaves(p, i);
     int32_t op = part_operand(p, i, 0, decl);
     if (op < 0)
         return false;
@@ -199,7 +199,7 @@ static bool h_control_flow(Part *p, int32_t i)
 static bool h_opt_barrier(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
-    Tiling *decl = part_decl_leaves(p, i);
+    const Tiling *decl = part_decl_leaves(p, i);
     int32_t op = part_operand(p, i, 0, decl);
     if (op < 0)
         return false;

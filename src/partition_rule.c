@@ -367,7 +367,10 @@ static int32_t pass_sets(Part *p, const RuleCtx *rc, uint32_t *sets, int32_t cap
 bool part_rule_choose(Part *p, RuleCtx *rc, RuleExtraFn extra, void *user, RuleChoice *best)
 {
     const OpRule *r = &rc->rule;
-    Classes *cl = ARENA_NEW(p->scratch, Classes);
+    /* one buffer per partitioner run: a Classes is ~40 KB */
+    if (!p->rule_scratch)
+        p->rule_scratch = ARENA_NEW(p->scratch, Classes);
+    Classes *cl = p->rule_scratch;
     build_classes(p, rc, cl);
     uint32_t sets[16];
     int32_t n_sets = pass_sets(p, rc, sets, 15);
