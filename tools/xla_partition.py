@@ -44,7 +44,8 @@ first named mesh's axis sizes, else the device count of the first positional
 Exit status: 0 ok, 1 when XLA rejected a file, 2 usage.  Prints a message and
 exits 0 when jax is not installed.
 
---json prints one object per file: file, devices, partitioner, and the rows of
+--json prints one object per file (a file XLA rejected: file and error): file,
+devices, partitioner, and the rows of
 after_spmd_partitioning / after_optimizations, each with kind, instruction,
 computation, operand, result (per-device shapes), group_size, num_groups,
 groups (XLA's text), bytes_per_trip, multiplier (times the collective runs per
@@ -632,11 +633,14 @@ def main():
             results.append(run_one(f, args, dump_dir, seen))
         except Exception as e:  # XLA reports errors as JaxRuntimeError / ValueError
             sys.stderr.write("%s: XLA rejected it: %s\n" % (f, str(e).strip()))
+            if args.json:
+                results.append({"file": f, "error": str(e).strip().splitlines()[0]})
             rc = 1
     out = sys.stdout
     if args.json:
         for r in results:
-            del r["partitioned_text"], r["final_text"]
+            r.pop("partitioned_text", None)
+            r.pop("final_text", None)
         json.dump(results, out, indent=2)
         out.write("\n")
         return rc
