@@ -27,10 +27,12 @@ void ast_scan_advance(ScanState *st, AstLoc *loc, const char *text, size_t len)
     loc->span.begin.line = st->line;
     loc->span.begin.col = st->col;
     uint32_t line = st->line, col = st->col;
+    const char *src = st->cx->text;
+    size_t src_len = st->cx->len;
     for (size_t i = 0; i < len; i++) {
         loc->span.end.line = line;
         loc->span.end.col = col;
-        if (text[i] == '\n') {
+        if (text[i] == '\n' || (text[i] == '\r' && diag_is_line_end(src, src_len, st->off + i))) {
             line++;
             col = 1;
         } else {
@@ -212,7 +214,7 @@ bool ast_scan_layout_follows(const ScanState *st)
             if (!end) return false;
             i = (uint32_t)(end - t);
         } else if (c == '/' && i + 1 < n && t[i + 1] == '/') {
-            while (i < n && t[i] != '\n') i++;
+            while (i < n && t[i] != '\n' && t[i] != '\r') i++;
         } else {
             return (c >= '0' && c <= '9') || c == '-' || c == ':';
         }
@@ -450,7 +452,7 @@ static void put_quoted_text(StrBuf *b, const ParseCtx *cx, const AstLoc *loc)
     const char *s = cx->text + loc->off;
     bool cut = false;
     for (uint32_t i = 0; i < n; i++)
-        if (s[i] == '\n' || i >= 40) {
+        if (s[i] == '\n' || s[i] == '\r' || i >= 40) {
             n = i;
             cut = true;
             break;

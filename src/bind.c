@@ -13,16 +13,20 @@
  *      does not name replicate.
  *   2. the mesh written in the file's named shardings; every named sharding
  *      must use the same axes, in the same order, with the same sizes.
- *   3. num_partitions from the module header (one axis d0), or the same
- *      count with the axis names of the header's xla.sdy.meshes when it
- *      holds exactly one mesh of that many devices (Shardy exports);
+ *   3. the header's xla.sdy.meshes when it holds exactly one mesh (Shardy
+ *      exports), whose device count must then agree with num_partitions and
+ *      the positional shardings (an error otherwise); else num_partitions
+ *      from the module header (one axis d0);
  *   4. the device count of the first positional sharding (one axis d0);
  *   5. enough devices for the largest {maximal device=N} (one axis d0);
  *   6. one device.
  * Positional shardings are then factored over that mesh's atoms
  * (sharding_bind); a device count that differs from the mesh's is an error
  * at the sharding.  `{unknown}` shardings (and tuples with an unknown leaf)
- * are left unbound for propagation to fill in.
+ * are left unbound for propagation to fill in.  A value whose only
+ * annotation is an xla.sdy.sharding string that cannot be bound to the
+ * chosen mesh (its axes are not the mesh's) is an error: a sharding is never
+ * dropped silently.
  */
 #include "spmdc/parse.h"
 #include "spmdc/sdy.h"
@@ -206,8 +210,21 @@ static bool choose_mesh(HloModule *m, PassCtx *cx, const MeshEvidence *ev, Mesh 
         return true;
     }
     int64_t implied = m->num_partitions > 0 ? m->num_partitions : ev->positional ? ev->positional_devices : 0;
-    if (implied && mesh_from_sdy(m, implied, mesh))
-        return true;
+    Mesh sdy;
+    if (mesh_from_sdy(m, 0, &sdy)) {
+        if (!implied || implied == sdy.n_devices) {
+            *mesh = sdy;
+            return true;
+        }
+        StrBuf a = {0};
+        mesh_print(&a, &sdy);
+        diag_error(cx->diag, ev->positional && m->num_partitions <= 0 ? ev->positional->span : m->span,
+                   "the header's xla.sdy.meshes declares mesh %s (%lld devices) but %s %lld devices; give --mesh",
+                   sb_cstr(&a), (long long)sdy.n_devices,
+                   m->num_partitions > 0 ? "num_partitions says" : "the positional shardings use", (long long)implied);
+        sb_free(&a);
+        return false;
+    }
     if (m->num_partitions > 0)
         return mesh_1d(mesh, m->num_partitions, SRC_SPAN_NONE, cx->diag);
     if (ev->positional)
@@ -265,6 +282,13 @@ static bool bind_sdy(HloModule *m, HloInst *inst, DiagEngine *diag)
     return false;
 }
 
+/* Whether the instruction carries a Shardy sharding string. */
+static bool has_sdy_string(const HloInst *inst)
+{
+    const char *fa = frontend_attrs_of(hlo_attrs(inst)->raw, hlo_attrs(inst)->n_raw);
+    return fa && strstr(fa, "xla.sdy.sharding");
+}
+
 static bool same_mesh_layout(const Mesh *a, const Mesh *b)
 {
     if (a->n_axes != b->n_axes) return false;
@@ -276,8 +300,9 @@ static bool same_mesh_layout(const Mesh *a, const Mesh *b)
 /* Binds every instruction's written sharding; reports every failure.
  * sdy: bind Shardy strings by name first (bind_sdy); sdy_moved: --mesh
  * reorders or resizes the export's mesh, so a positional tiling without a
- * Shardy string no longer means what it meant, and is dropped (warning). */
-static bool bind_all(HloModule *m, bool sdy, bool sdy_moved, DiagEngine *diag)
+ * Shardy string no longer means what it meant, and is dropped (warning);
+ * user_mesh: the mesh is --mesh. */
+static bool bind_all(HloModule *m, bool sdy, bool sdy_moved, bool user_mesh, DiagEngine *diag)
 {
     bool ok = true;
     for (int32_t c = 0; c < m->n_comps; c++) {
@@ -294,6 +319,24 @@ static bool bind_all(HloModule *m, bool sdy, bool sdy_moved, DiagEngine *diag)
                              "%s reorders or resizes; propagation decides it", inst->name, sb_cstr(&b));
                 sb_free(&b);
                 inst->sharding_src = NULL;
+                continue;
+            }
+            if (!sdy && !inst->sharding_src && has_sdy_string(inst)) {
+                /* Never dropped silently: a warning when --mesh chose other
+                 * axes on purpose, an error otherwise. */
+                StrBuf b = {0};
+                mesh_print(&b, &m->mesh);
+                if (user_mesh) {
+                    diag_warning(diag, inst->span, "%s: ignoring its xla.sdy.sharding: --mesh %s does not have the "
+                                 "axes of the header's xla.sdy.meshes; propagation decides it", inst->name,
+                                 sb_cstr(&b));
+                } else {
+                    diag_error(diag, inst->span, "%s: its xla.sdy.sharding cannot be bound: the module's mesh %s does "
+                               "not have the axes of the header's xla.sdy.meshes (give --mesh with the export's axis "
+                               "names)", inst->name, sb_cstr(&b));
+                    ok = false;
+                }
+                sb_free(&b);
                 continue;
             }
             if (!inst->sharding_src || has_unknown(inst->sharding_src))
@@ -326,5 +369,5 @@ bool bind_shardings(HloModule *m, PassCtx *cx)
     bool sdy_mode = mesh.named && mesh_from_sdy(m, 0, &sdy);
     for (int32_t i = 0; sdy_mode && i < sdy.n_axes; i++)
         if (mesh_axis_index(&mesh, sdy.axes[i].name) < 0) sdy_mode = false;
-    return bind_all(m, sdy_mode, sdy_mode && !same_mesh_layout(&mesh, &sdy), cx->diag);
+    return bind_all(m, sdy_mode, sdy_mode && !same_mesh_layout(&mesh, &sdy), cx->opt && cx->opt->has_mesh, cx->diag);
 }

@@ -85,12 +85,12 @@ static void index_lines(SrcFile *f)
     if (f->line_start) return;
     uint32_t n = 1;
     for (size_t i = 0; i < f->len; i++)
-        if (f->text[i] == '\n') n++;
+        if (diag_is_line_end(f->text, f->len, i)) n++;
     f->line_start = xmalloc(n * sizeof(uint32_t));
     f->line_start[0] = 0;
     uint32_t k = 1;
     for (size_t i = 0; i < f->len; i++)
-        if (f->text[i] == '\n') f->line_start[k++] = (uint32_t)(i + 1);
+        if (diag_is_line_end(f->text, f->len, i)) f->line_start[k++] = (uint32_t)(i + 1);
     f->n_lines = n;
 }
 

@@ -433,6 +433,7 @@ static void on_header(void *data, AstTok name, const AstLoc *name_loc, const Ast
     lw->module_name = name;
     lw->module_name_loc = *name_loc;
     ensure_module(lw, ast_tok_str(lw->tmp, name));
+    lw->m->span = name_loc->span;
     int32_t n_all = ast_count(attrs), n_raw = 0, k = 0;
     const AstVal **raw = n_all ? ARENA_ARRAY(lw->tmp, const AstVal *, n_all) : NULL;
     const AstVal **all = n_all ? ARENA_ARRAY(lw->tmp, const AstVal *, n_all) : NULL;
@@ -558,7 +559,7 @@ static bool reject_nul(const char *text, size_t len, uint32_t file_id, DiagEngin
     if (!nul) return true;
     uint32_t line = 1, col = 1;
     for (const char *p = text; p < nul; p++) {
-        if (*p == '\n') {
+        if (diag_is_line_end(text, len, (size_t)(p - text))) {
             line++;
             col = 1;
         } else {

@@ -13,6 +13,7 @@
  * short text that claims a huge shape costs nothing.
  * Everything the IR keeps goes to the module arena; temporaries to lw->tmp.
  */
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -85,9 +86,11 @@ typedef struct LitFill {
     double *f;
 } LitFill;
 
-static bool lit_float(Lower *lw, const AstVal *v, double *out)
+/* *overflow: a finite number too large for a double (strtod's ERANGE). */
+static bool lit_float(Lower *lw, const AstVal *v, double *out, bool *overflow)
 {
     *out = 0;
+    *overflow = false;
     char buf[80];
     switch ((AstValKind)v->kind) {
     case AV_INT:
@@ -95,7 +98,9 @@ static bool lit_float(Lower *lw, const AstVal *v, double *out)
         if (v->t.n >= sizeof buf) return parse_err(lw, &v->loc, "number %.*s is too long", TOKF(v->t));
         memcpy(buf, v->t.s, v->t.n);
         buf[v->t.n] = 0;
+        errno = 0;
         *out = strtod(buf, NULL);
+        *overflow = errno == ERANGE && isinf(*out);
         return true;
     case AV_NAN: *out = v->t.s[0] == '-' ? -NAN : NAN; return true;
     case AV_NEGINF: *out = -INFINITY; return true;
@@ -108,6 +113,45 @@ static bool lit_float(Lower *lw, const AstVal *v, double *out)
     default: break;
     }
     return parse_err(lw, &v->loc, "expected a number, found %s", describe(lw, v));
+}
+
+/* The finite range of a floating-point literal of type t, as XLA's parser
+ * checks it: a value is out of range when rounding it to t (to nearest, ties
+ * to even) overflows, i.e. |x| > max + ulp(max)/2, or |x| equals that bound
+ * and the tie rounds away from max (max's significand is odd).  *max is the
+ * largest finite value (printed in the message).  f64: strtod's own
+ * overflow (ERANGE) is the test, so false is returned. */
+static bool float_bound(ElemType t, double *max, double *bound, bool *tie_ok)
+{
+    /* max = (2 - 2^-m) * 2^e for significand bits m; fn/fnuz types whose
+     * all-ones pattern is NaN lose one step (noted per row). */
+    *tie_ok = false;
+    switch (t) {
+    case ET_F16: *max = 65504.0; *bound = 65520.0; return true;
+    case ET_BF16: *max = 0x1.fep127; *bound = 0x1.ffp127; return true;
+    case ET_F32: *max = 0x1.fffffep127; *bound = 0x1.ffffffp127; return true;
+    case ET_F8E5M2: case ET_F8E5M2FNUZ: *max = 57344.0; *bound = 61440.0; return true;
+    case ET_F8E4M3: case ET_F8E4M3FNUZ: *max = 240.0; *bound = 248.0; return true;
+    case ET_F8E4M3FN: *max = 448.0; *bound = 464.0; *tie_ok = true; return true; /* 1.110b x 2^8: even */
+    case ET_F8E4M3B11FNUZ: *max = 30.0; *bound = 31.0; return true;
+    case ET_F8E3M4: *max = 15.5; *bound = 15.75; return true;
+    case ET_F4E2M1FN: *max = 6.0; *bound = 7.0; return true;
+    case ET_F8E8M0FNU: *max = 0x1p127; *bound = 0x1.8p127; return true;
+    default: return false;
+    }
+}
+
+/* A finite float literal v (already read as *x) must fit type t. */
+static bool lit_float_fits(Lower *lw, const AstVal *v, ElemType t, double x, bool overflowed)
+{
+    if (isnan(x) || (isinf(x) && !overflowed)) return true; /* written as nan / inf */
+    double max, bound;
+    bool tie_ok, out = overflowed;
+    if (!out && float_bound(t, &max, &bound, &tie_ok)) out = fabs(x) > bound || (fabs(x) == bound && !tie_ok);
+    if (!out) return true;
+    if (!float_bound(t, &max, &bound, &tie_ok)) max = 0x1.fffffffffffffp1023;
+    return parse_err(lw, &v->loc, "value %.*s is out of range for %s (largest finite value %g)", TOKF(v->t),
+                     elem_type_name(t), max);
 }
 
 static bool lit_int(Lower *lw, const AstVal *v, ElemType t, int64_t *out)
@@ -140,9 +184,12 @@ static bool lit_scalar(Lower *lw, LitFill *lf, const AstVal *v)
         if (!is_group(v, AV_PAREN) || ast_count(v->child) != 2)
             return parse_err(lw, &v->loc, "expected a complex value like (1, 2), found %s", describe(lw, v));
         double re, im;
-        if (!lit_float(lw, elem_single(v->child) ? elem_single(v->child) : v->child, &re)) return false;
-        if (!lit_float(lw, elem_single(v->child->next) ? elem_single(v->child->next) : v->child->next, &im))
-            return false;
+        bool ore, oim;
+        ElemType part = lf->type == ET_C64 ? ET_F32 : ET_F64;
+        const AstVal *vre = elem_single(v->child) ? elem_single(v->child) : v->child;
+        const AstVal *vim = elem_single(v->child->next) ? elem_single(v->child->next) : v->child->next;
+        if (!lit_float(lw, vre, &re, &ore) || !lit_float_fits(lw, vre, part, re, ore)) return false;
+        if (!lit_float(lw, vim, &im, &oim) || !lit_float_fits(lw, vim, part, im, oim)) return false;
         if (store) {
             lf->f[2 * k] = re;
             lf->f[2 * k + 1] = im;
@@ -151,7 +198,8 @@ static bool lit_scalar(Lower *lw, LitFill *lf, const AstVal *v)
     }
     if (elem_type_is_float(lf->type)) {
         double d;
-        if (!lit_float(lw, v, &d)) return false;
+        bool over;
+        if (!lit_float(lw, v, &d, &over) || !lit_float_fits(lw, v, lf->type, d, over)) return false;
         if (store) lf->f[k] = d;
         return true;
     }
@@ -759,6 +807,71 @@ static const AttrSpec ATTR_SPECS[] = {
 #define N_ATTR_SPECS ((int32_t)(sizeof ATTR_SPECS / sizeof ATTR_SPECS[0]))
 _Static_assert(sizeof ATTR_SPECS / sizeof ATTR_SPECS[0] <= 64, "attribute seen-mask is a uint64_t");
 
+/* Attributes XLA's HLO parser requires per opcode ("attribute X is expected
+ * but not seen"), checked against XLA 0.10.2's parser op by op; spmdc never
+ * substitutes a default for one of them.  A conditional needs
+ * true_computation and false_computation, or branch_computations (checked
+ * in parse_lower_attrs). */
+static const struct {
+    HloOpcode op;
+    const char *names[6];
+} REQUIRED_ATTRS[] = {
+    {HLO_COMPARE, {"direction"}},
+    {HLO_BROADCAST, {"dimensions"}},
+    {HLO_TRANSPOSE, {"dimensions"}},
+    {HLO_CONCATENATE, {"dimensions"}},
+    {HLO_REVERSE, {"dimensions"}},
+    {HLO_REDUCE, {"dimensions", "to_apply"}},
+    {HLO_SORT, {"dimensions", "to_apply"}},
+    {HLO_SLICE, {"slice"}},
+    {HLO_PAD, {"padding"}},
+    {HLO_IOTA, {"iota_dimension"}},
+    {HLO_GET_TUPLE_ELEMENT, {"index"}},
+    {HLO_CONVOLUTION, {"dim_labels"}},
+    {HLO_DYNAMIC_SLICE, {"dynamic_slice_sizes"}},
+    {HLO_GATHER, {"offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim", "slice_sizes"}},
+    {HLO_SCATTER, {"update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims", "index_vector_dim",
+                   "to_apply"}},
+    {HLO_WHILE, {"condition", "body"}},
+    {HLO_CALL, {"to_apply"}},
+    {HLO_MAP, {"to_apply"}},
+    {HLO_REDUCE_WINDOW, {"to_apply"}},
+    {HLO_SELECT_AND_SCATTER, {"select", "scatter"}},
+    {HLO_ALL_REDUCE, {"to_apply"}},
+    {HLO_ALL_GATHER, {"dimensions"}},
+    {HLO_REDUCE_SCATTER, {"dimensions", "to_apply"}},
+    {HLO_COLLECTIVE_PERMUTE, {"source_target_pairs"}},
+    {HLO_CUSTOM_CALL, {"custom_call_target"}},
+    {HLO_RNG, {"distribution"}},
+};
+
+/* Whether the attribute named `name` (an ATTR_SPECS entry) is in seen. */
+static bool attr_seen(Lower *lw, uint64_t seen, const char *name)
+{
+    NameEnt *e = name_find(lw->attr_specs, name, (uint32_t)strlen(name));
+    SPMDC_ASSERT(e);
+    return (seen >> e->idx) & 1;
+}
+
+/* Reports every attribute op requires that the instruction lacks. */
+static bool check_required(Lower *lw, const AstInst *ai, HloOpcode op, uint64_t seen)
+{
+    bool ok = true;
+    if (op == HLO_CONDITIONAL && !attr_seen(lw, seen, "branch_computations") &&
+        !(attr_seen(lw, seen, "true_computation") && attr_seen(lw, seen, "false_computation")))
+        ok = parse_err(lw, &ai->opcode_loc, "conditional needs true_computation= and false_computation=, or "
+                                            "branch_computations=");
+    for (size_t k = 0; k < sizeof REQUIRED_ATTRS / sizeof REQUIRED_ATTRS[0]; k++) {
+        if (REQUIRED_ATTRS[k].op != op) continue;
+        for (int j = 0; j < 6 && REQUIRED_ATTRS[k].names[j]; j++)
+            if (!attr_seen(lw, seen, REQUIRED_ATTRS[k].names[j]))
+                ok = parse_err(lw, &ai->opcode_loc, "%s needs attribute %s=%s", hlo_opcode_name(op),
+                               REQUIRED_ATTRS[k].names[j],
+                               op == HLO_COMPARE ? " (EQ, NE, LT, LE, GT or GE)" : "");
+    }
+    return ok;
+}
+
 /* ================================================================ verbatim attributes */
 
 static int cmp_attr_name(const void *pa, const void *pb)
@@ -851,6 +964,7 @@ bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
             raw[n_raw++] = at;
         }
     }
+    ok = check_required(lw, ai, op, seen) && ok;
     if (n_raw) {
         ok = parse_check_dup_names(lw, raw, n_raw) && ok;
         out->attrs.raw = parse_make_raw(lw, raw, n_raw);

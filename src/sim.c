@@ -350,7 +350,8 @@ static bool lockstep_while(Sim *s, const HloInst *inst, SimValue **ops, SimValue
         ok = run_lockstep(s, a->body, state, 1, res, false);
         for (int64_t d = 0; d < s->n; d++) {
             sim_value_release(&state[d]);
-            if (ok) state[d] = res[d];
+            if (ok) state[d] = res[d]; /* moved: res holds nothing until the loop ends */
+            memset(&res[d], 0, sizeof res[d]);
         }
     }
     for (int64_t d = 0; d < s->n; d++) {

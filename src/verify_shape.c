@@ -1141,7 +1141,20 @@ static bool infer_custom_call(Infer *x, Shape *o)
     for (int32_t k = 0; k < l->n; k++)
         if (l->v[k] < 0 || l->v[k] >= x->m->n_comps)
             return fail(x, "called computation %d does not exist", k);
-    if (!x->a->custom_call_target) return fail(x, "custom-call needs custom_call_target");
+    const char *target = x->a->custom_call_target;
+    if (!target) return fail(x, "custom-call needs custom_call_target");
+    /* XLA's sharding remover and HLO verifier: a Sharding annotation is an
+     * identity on exactly one operand. */
+    if (strcmp(target, "Sharding") == 0) {
+        if (x->in->n_operands != 1)
+            return fail(x, "a Sharding custom-call annotates exactly one operand, got %d", x->in->n_operands);
+        if (!verify_same_shape(&x->in->shape, ops(x, 0)))
+            return fail(x, "a Sharding custom-call cannot change the shape: operand %s, result %s", shs(x, ops(x, 0)),
+                        shs(x, &x->in->shape));
+    }
+    if ((strcmp(target, "SPMDFullToShardShape") == 0 || strcmp(target, "SPMDShardToFullShape") == 0) &&
+        x->in->n_operands != 1)
+        return fail(x, "a %s custom-call takes exactly one operand, got %d", target, x->in->n_operands);
     *o = plain(&x->in->shape);
     return true;
 }

@@ -60,6 +60,14 @@ int diag_warning_count(const DiagEngine *d);
 /* In-memory sink only: everything printed so far (NUL-terminated). */
 const char *diag_text(const DiagEngine *d);
 
+/* Whether text[i] (of len bytes) ends a line.  Lines end at "\n", "\r\n"
+ * (counted once, at the '\n') or a lone "\r", as in XLA's parser; every
+ * line and column spmdc reports counts them this way. */
+static inline bool diag_is_line_end(const char *text, size_t len, size_t i)
+{
+    return text[i] == '\n' || (text[i] == '\r' && (i + 1 >= len || text[i + 1] != '\n'));
+}
+
 /* A span for a single point. */
 SrcSpan src_span_at(uint32_t file_id, uint32_t line, uint32_t col);
 extern const SrcSpan SRC_SPAN_NONE;

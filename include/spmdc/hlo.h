@@ -184,6 +184,7 @@ typedef struct HloModule {
     RawAttr *raw;              /* other header attributes, verbatim */
     Mesh mesh;                 /* valid once has_mesh */
     bool has_mesh;
+    SrcSpan span;              /* the header's module name in the input (line 0: none) */
 } HloModule;
 
 /* ---------------------------------------------------------------- building */

@@ -344,14 +344,16 @@ static void test_constant_errors(void **state)
 static void test_dot_conv_window_attrs(void **state)
 {
     (void)state;
-    Parsed p = parse_ok(entry(
+    Parsed p = parse_ok(
+        "HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n"
+        "ENTRY e {\n"
         "  a = f32[2,3,4] parameter(0)\n  b = f32[2,4,5] parameter(1)\n"
         "  d = f32[2,3,5] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
         "rhs_contracting_dims={1}, operand_precision={HIGH,DEFAULT}\n"
         "  x = f32[8,32,32,3] parameter(2)\n  k = f32[3,3,3,16] parameter(3)\n"
         "  c = f32[8,16,16,16] convolution(x, k), window={size=3x3 stride=2x2 pad=1_1x0_-1 lhs_dilate=1x1 "
         "rhs_dilate=2x1 rhs_reversal=0x1}, dim_labels=b01f_01io->b01f, feature_group_count=1, batch_group_count=2\n"
-        "  r = f32[8,16,16,16] reduce-window(c, a), window={size=1x2x2x1}"));
+        "  r = f32[8,16,16,16] reduce-window(c, a), window={size=1x2x2x1}, to_apply=add\n}\n");
     const HloAttrs *d = hlo_attrs(find(p.m, "e", "d"));
     INTS(d->lhs_batch, 0);
     INTS(d->lhs_contracting, 2);
@@ -574,8 +576,8 @@ static void test_attribute_errors(void **state)
     expect_errors(entry("  a = f32[2] parameter(0)\n  b = pred[2] compare(a, a), direction=LESS"),
                   "t.hlo:4:40: error: attribute 'direction' expects one of EQ, NE, LT, LE, GT, GE, found "
                   "identifier 'LESS'\n");
-    expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] reduce(a, a), to_apply=nosuch"),
-                  "t.hlo:4:37: error: unknown computation 'nosuch'\n");
+    expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] reduce(a, a), dimensions={}, to_apply=nosuch"),
+                  "t.hlo:4:52: error: unknown computation 'nosuch'\n");
     expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] copy(a), window={size=3x3 stride=2}"),
                   "t.hlo:4:40: error: window field 'stride=' has 1 dimension, but earlier fields have 2\n");
     expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] copy(a), dim_labels=bb_io->bf"),

@@ -1,0 +1,1 @@
+compile broadcast_dims_repeated.hlo -o out.hlo

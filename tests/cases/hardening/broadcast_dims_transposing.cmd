@@ -1,0 +1,1 @@
+verify broadcast_dims_transposing.hlo --mesh 2

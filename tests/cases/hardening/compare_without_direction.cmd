@@ -1,0 +1,1 @@
+compile compare_without_direction.hlo -o out.hlo

@@ -1,0 +1,1 @@
+verify cr_line_ends.hlo

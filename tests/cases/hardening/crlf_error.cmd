@@ -1,0 +1,1 @@
+compile crlf_error.hlo -o out.hlo

@@ -1,0 +1,1 @@
+verify dot_mixed_types.hlo --mesh 2

@@ -1,0 +1,1 @@
+compile float_literal_range.hlo -o out.hlo

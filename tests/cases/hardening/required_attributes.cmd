@@ -1,0 +1,1 @@
+compile required_attributes.hlo -o out.hlo

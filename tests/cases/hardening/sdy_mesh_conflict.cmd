@@ -1,0 +1,1 @@
+compile sdy_mesh_conflict.hlo -o out.hlo

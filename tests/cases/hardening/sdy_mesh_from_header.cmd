@@ -1,0 +1,1 @@
+compile sdy_mesh_from_header.hlo --report json

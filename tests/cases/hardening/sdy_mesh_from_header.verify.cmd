@@ -1,0 +1,1 @@
+verify sdy_mesh_from_header.hlo

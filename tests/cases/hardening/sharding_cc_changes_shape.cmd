@@ -1,0 +1,1 @@
+compile sharding_cc_changes_shape.hlo -o out.hlo

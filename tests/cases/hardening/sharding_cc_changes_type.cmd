@@ -1,0 +1,1 @@
+compile sharding_cc_changes_type.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile sharding_cc_two_operands.hlo -o out.hlo

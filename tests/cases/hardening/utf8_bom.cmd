@@ -1,0 +1,1 @@
+verify utf8_bom.hlo

@@ -1,0 +1,1 @@
+compile utf8_bom_inside.hlo -o out.hlo
