@@ -115,12 +115,15 @@ static bool lit_float(Lower *lw, const AstVal *v, double *out, bool *overflow)
     return parse_err(lw, &v->loc, "expected a number, found %s", describe(lw, v));
 }
 
-/* The finite range of a floating-point literal of type t, as XLA's parser
- * checks it: a value is out of range when rounding it to t (to nearest, ties
- * to even) overflows, i.e. |x| > max + ulp(max)/2, or |x| equals that bound
- * and the tie rounds away from max (max's significand is odd).  *max is the
- * largest finite value (printed in the message).  f64: strtod's own
- * overflow (ERANGE) is the test, so false is returned. */
+/* The finite range of a floating-point literal of type t, as XLA 0.10.2's
+ * parser checks it (measured value by value against it): f16 and bf16
+ * literals are rounded to f32 first, others are taken as doubles; out of range when
+ * rounding that to t (to nearest, ties to even) overflows, i.e. |x| >
+ * *bound = max + ulp(max)/2, or |x| == *bound and the tie rounds away from
+ * max (max's significand is odd; *tie_ok false).  *max is the largest finite
+ * value (for the message).  False for types XLA does not check (f64, whose
+ * test is strtod's own overflow; f4e2m1fn, which XLA's parser accepts at
+ * any magnitude). */
 static bool float_bound(ElemType t, double *max, double *bound, bool *tie_ok)
 {
     /* max = (2 - 2^-m) * 2^e for significand bits m; fn/fnuz types whose
@@ -135,7 +138,6 @@ static bool float_bound(ElemType t, double *max, double *bound, bool *tie_ok)
     case ET_F8E4M3FN: *max = 448.0; *bound = 464.0; *tie_ok = true; return true; /* 1.110b x 2^8: even */
     case ET_F8E4M3B11FNUZ: *max = 30.0; *bound = 31.0; return true;
     case ET_F8E3M4: *max = 15.5; *bound = 15.75; return true;
-    case ET_F4E2M1FN: *max = 6.0; *bound = 7.0; return true;
     case ET_F8E8M0FNU: *max = 0x1p127; *bound = 0x1.8p127; return true;
     default: return false;
     }
@@ -147,7 +149,14 @@ static bool lit_float_fits(Lower *lw, const AstVal *v, ElemType t, double x, boo
     if (isnan(x) || (isinf(x) && !overflowed)) return true; /* written as nan / inf */
     double max, bound;
     bool tie_ok, out = overflowed;
-    if (!out && float_bound(t, &max, &bound, &tie_ok)) out = fabs(x) > bound || (fabs(x) == bound && !tie_ok);
+    if (t == ET_F8E8M0FNU && x <= 0) /* powers of two only: no zero, no sign */
+        return parse_err(lw, &v->loc, "value %.*s is out of range for f8e8m0fnu (positive powers of two)", TOKF(v->t));
+    if (!out && float_bound(t, &max, &bound, &tie_ok)) {
+        /* |x| at or above f32's own rounding bound overflows f32 (a cast would be undefined) */
+        double a = fabs(x);
+        if (t == ET_F16 || t == ET_BF16) a = a >= 0x1.ffffffp127 ? INFINITY : (double)(float)a;
+        out = a > bound || (a == bound && !tie_ok);
+    }
     if (!out) return true;
     if (!float_bound(t, &max, &bound, &tie_ok)) max = 0x1.fffffffffffffp1023;
     return parse_err(lw, &v->loc, "value %.*s is out of range for %s (largest finite value %g)", TOKF(v->t),
