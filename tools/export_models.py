@@ -200,17 +200,22 @@ def build_models():
                         "scan of the 8 shard totals"))
 
     def uneven(t, x, w1, h, wv):
-        return (jnp.tanh(t) * 2.0, x @ w1, jax.nn.log_softmax(h @ wv, axis=-1))
+        return (jnp.sum(jnp.tanh(t), axis=0), jnp.max(x @ w1, axis=0),
+                jnp.sum(jnp.exp(jax.nn.log_softmax(h @ wv, axis=-1)), axis=-1))
     models.append(Model(W, "uneven", uneven, (("data", 8),),
                         [F(17, 64) + (("data",),), F(100, 32) + (("data",),), F(32, 16) + (R,),
                          F(8, 32) + (R,), F(32, 100) + ((None, "data"),)],
-                        [("data",), ("data",), (None, "data")],
-                        "dims that do not divide by 8: tanh of t[17,64] split on its 17 rows, "
-                        "x[100,32] (a batch of 100) times a replicated w, log_softmax over a "
-                        "vocabulary of 100 split 8 ways",
-                        "shards padded to the ceiling (3 rows, 13 rows, 13 vocabulary entries), "
-                        "padding masked out of the softmax max and sum (two small all-reduces of "
-                        "f32[8,1] or one of both), no gather", constrain=True))
+                        [R, R, R],
+                        "dims that do not divide by 8, each reduced over its padded dim: the "
+                        "column sums of tanh(t), t[17,64] split on its 17 rows; the column max "
+                        "of x @ w, x[100,32] a batch of 100 split 8 ways; the row sums of "
+                        "exp(log_softmax(h @ wv)) over a vocabulary of 100 split 8 ways "
+                        "(jax.jit refuses such shardings as in_shardings, so they are "
+                        "with_sharding_constraint annotations on the arguments)",
+                        "shards padded to the ceiling (3, 13 and 13), the padding masked with "
+                        "each reduction's identity (0 for the sums, -inf for the maxes): "
+                        "small all-reduces of f32[64], f32[16] and f32[8] (the softmax max "
+                        "and sum and the final sum), no gather", constrain=True))
 
     def depthwise(x, wd, wg):
         return conv(conv(x, wd, groups=16), wg, groups=8)

@@ -538,6 +538,14 @@ def compile_with_xla(text, ndev, shardy):
     bo = opts.executable_build_options
     bo.use_spmd_partitioning = True
     bo.use_shardy_partitioner = shardy
+    # The module header's propagation permissions (JAX writes them when an
+    # argument or result sharding is left to XLA) live in the compile options;
+    # the text-to-StableHLO conversion drops them, so pass them on.
+    for key in ("allow_spmd_sharding_propagation_to_output",
+                "allow_spmd_sharding_propagation_to_parameters"):
+        m = re.search(r"^HloModule[^\n]*\b%s=\{([a-z,]*)\}" % key, text, re.M)
+        if m:
+            setattr(bo, key, [v == "true" for v in m.group(1).split(",")])
     opts.device_assignment = xc.DeviceAssignment.create(np.arange(ndev).reshape(1, ndev))
     devs = jax.devices()[:ndev]
     backend = devs[0].client
