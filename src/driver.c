@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,57 +73,307 @@ static char *dangling_target(const char *path)
     return t;
 }
 
-bool driver_write_file(const char *path, const char *data, size_t len)
+/* ---------------------------------------------------------------- outputs
+ *
+ * Every output of a run is written in one transaction (driver_write_outputs):
+ *  1. plan: each path is resolved (a symlink, dangling or not, to its
+ *     target); standard output, devices and pipes are written in place; an
+ *     existing regular file without write permission (or with no write bit
+ *     at all, which root would otherwise ignore) is refused; a writable file
+ *     in a directory we cannot write is written in place;
+ *  2. every other file is written to a temporary `.spmdc-XXXXXX` (13 bytes,
+ *     so any valid name works: NAME_MAX is never exceeded) in its target's
+ *     directory, with the target's mode (new files 0666 & ~umask);
+ *  3. in-place outputs are written;
+ *  4. the temporaries are renamed over their targets.
+ * A failure in 1-3 removes every temporary and renames nothing.  SIGINT,
+ * SIGTERM, SIGHUP and SIGPIPE while temporaries exist remove them before
+ * the signal takes its default action (signals the caller ignores, as
+ * nohup does, stay ignored). */
+
+#define MAX_TEMPS 8
+static char *volatile g_temps[MAX_TEMPS]; /* live temporaries, for the handler */
+static volatile sig_atomic_t g_n_temps;
+
+static void remove_temps_and_reraise(int sig)
 {
-    if (strcmp(path, "-") == 0) {
-        if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0) {
-            fprintf(stderr, "spmdc: error: cannot write standard output\n");
-            return false;
-        }
+    for (int k = 0; k < (int)g_n_temps; k++)
+        if (g_temps[k]) unlink(g_temps[k]);
+    g_n_temps = 0;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static const int CLEANUP_SIGNALS[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+#define N_CLEANUP_SIGNALS ((int)(sizeof CLEANUP_SIGNALS / sizeof CLEANUP_SIGNALS[0]))
+
+static void cleanup_signal_set(sigset_t *set)
+{
+    sigemptyset(set);
+    for (int k = 0; k < N_CLEANUP_SIGNALS; k++) sigaddset(set, CLEANUP_SIGNALS[k]);
+}
+
+typedef enum OutKind { OUT_STDOUT, OUT_IN_PLACE, OUT_RENAME } OutKind;
+
+typedef struct OutPlan {
+    const DriverOutput *o;
+    OutKind kind;
+    char *target; /* heap: the file written or renamed over */
+    char *tmp;    /* heap: the temporary (OUT_RENAME), NULL once renamed or removed */
+    int slot;     /* its index in g_temps */
+    mode_t mode;
+    bool exists;
+    uid_t uid;
+    gid_t gid;
+} OutPlan;
+
+static char *dup_str(const char *s, size_t n)
+{
+    char *r = xmalloc(n + 1);
+    memcpy(r, s, n);
+    r[n] = 0;
+    return r;
+}
+
+/* Directory part of path ("." when it has none), heap-allocated. */
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return dup_str(".", 1);
+    if (slash == path) return dup_str("/", 1);
+    return dup_str(path, (size_t)(slash - path));
+}
+
+static bool out_error(const char *path, const char *why)
+{
+    fprintf(stderr, "spmdc: error: cannot write %s: %s\n", path, why);
+    return false;
+}
+
+/* Step 1 for one output. */
+static bool plan_output(const DriverOutput *o, OutPlan *p)
+{
+    memset(p, 0, sizeof *p);
+    p->o = o;
+    if (strcmp(o->path, "-") == 0) {
+        p->kind = OUT_STDOUT;
         return true;
     }
     struct stat st;
-    bool exists = stat(path, &st) == 0; /* follows symlinks */
-    if (exists && !S_ISREG(st.st_mode)) {
-        /* A device or pipe (-o /dev/null, a FIFO): write in place, never rename over it. */
-        if (write_close(fopen(path, "wb"), data, len)) return true;
-        fprintf(stderr, "spmdc: error: cannot write %s: %s\n", path, strerror(errno));
-        return false;
+    p->exists = stat(o->path, &st) == 0; /* follows symlinks */
+    if (p->exists && !S_ISREG(st.st_mode)) {
+        p->kind = OUT_IN_PLACE; /* a device or pipe (-o /dev/null, a FIFO): never renamed over */
+        p->target = dup_str(o->path, strlen(o->path));
+        return true;
     }
-    /* Write the file a symlink points to, not over the link (a dangling link
-     * too: its target is created); keep an existing file's mode, else the
-     * usual 0666 & ~umask. */
-    char *target = exists ? realpath(path, NULL) : dangling_target(path);
-    const char *dst = target ? target : path;
-    mode_t mode;
-    if (exists) {
-        mode = st.st_mode & 07777;
+    char *target = p->exists ? realpath(o->path, NULL) : dangling_target(o->path);
+    p->target = target ? target : dup_str(o->path, strlen(o->path));
+    if (p->exists) {
+        if ((st.st_mode & 0222) == 0 || access(p->target, W_OK) != 0)
+            return out_error(o->path, "the file is read-only; it is left as it is");
+        p->mode = st.st_mode & 07777;
+        p->uid = st.st_uid;
+        p->gid = st.st_gid;
     } else {
         mode_t mask = umask(0);
         umask(mask);
-        mode = 0666 & ~mask;
+        p->mode = 0666 & ~mask;
     }
-    size_t pl = strlen(dst);
-    char *tmp = xmalloc(pl + 16);
-    snprintf(tmp, pl + 16, "%s.tmpXXXXXX", dst);
+    char *dir = dir_of(p->target);
+    bool dir_writable = access(dir, W_OK) == 0;
+    free(dir);
+    p->kind = dir_writable || !p->exists ? OUT_RENAME : OUT_IN_PLACE;
+    return true;
+}
+
+/* Step 2 for one output: its temporary, written and closed. */
+static bool write_temp(OutPlan *p)
+{
+    char *dir = dir_of(p->target);
+    size_t n = strlen(dir) + sizeof "/.spmdc-XXXXXX";
+    char *tmp = xmalloc(n);
+    snprintf(tmp, n, "%s/.spmdc-XXXXXX", dir);
+    free(dir);
+    /* the temporary is registered before a cleanup signal can arrive */
+    sigset_t set, old;
+    cleanup_signal_set(&set);
+    sigprocmask(SIG_BLOCK, &set, &old);
     int fd = mkstemp(tmp);
-    bool ok = fd >= 0;
-    if (ok) {
-        ok = fchmod(fd, mode) == 0;
-        FILE *f = fdopen(fd, "wb");
-        if (!f) close(fd);
-        ok = write_close(f, data, len) && ok;
-        ok = ok && rename(tmp, dst) == 0;
-        if (!ok) {
-            int saved = errno;
-            unlink(tmp);
-            errno = saved;
+    if (fd >= 0) {
+        p->tmp = tmp;
+        p->slot = g_n_temps;
+        g_temps[g_n_temps] = tmp;
+        g_n_temps++;
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return out_error(p->o->path, strerror(e));
+    }
+    bool ok = fchmod(fd, p->mode) == 0;
+    if (ok && p->exists && geteuid() == 0) (void)!fchown(fd, p->uid, p->gid); /* root keeps the owner */
+    FILE *f = fdopen(fd, "wb");
+    if (!f) close(fd);
+    ok = write_close(f, p->o->data, p->o->len) && ok;
+    return ok ? true : out_error(p->o->path, strerror(errno));
+}
+
+/* Removes every temporary still present (failure path). */
+static void remove_temps(OutPlan *plans, int n)
+{
+    sigset_t set, old;
+    cleanup_signal_set(&set);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    for (int k = 0; k < n; k++)
+        if (plans[k].tmp) {
+            unlink(plans[k].tmp);
+            free(plans[k].tmp);
+            plans[k].tmp = NULL;
+        }
+    g_n_temps = 0;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+bool driver_write_outputs(const DriverOutput *outs, int n)
+{
+    SPMDC_ASSERT(n >= 0 && n <= MAX_TEMPS);
+    OutPlan plans[MAX_TEMPS];
+    int planned = 0;
+    bool ok = true;
+    for (; planned < n && ok; planned++) ok = plan_output(&outs[planned], &plans[planned]);
+    struct sigaction sa, saved[N_CLEANUP_SIGNALS];
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = remove_temps_and_reraise;
+    sigemptyset(&sa.sa_mask);
+    for (int k = 0; k < N_CLEANUP_SIGNALS; k++) { /* an ignored signal (nohup) stays ignored */
+        sigaction(CLEANUP_SIGNALS[k], NULL, &saved[k]);
+        if (saved[k].sa_handler != SIG_IGN) sigaction(CLEANUP_SIGNALS[k], &sa, NULL);
+    }
+    for (int k = 0; k < planned && ok; k++)
+        if (plans[k].kind == OUT_RENAME) ok = write_temp(&plans[k]);
+    for (int k = 0; k < planned && ok; k++) {
+        if (plans[k].kind == OUT_IN_PLACE) {
+            ok = write_close(fopen(plans[k].target, "wb"), plans[k].o->data, plans[k].o->len);
+            if (!ok) out_error(plans[k].o->path, strerror(errno));
+        } else if (plans[k].kind == OUT_STDOUT) {
+            ok = fwrite(plans[k].o->data, 1, plans[k].o->len, stdout) == plans[k].o->len && fflush(stdout) == 0;
+            if (!ok) fprintf(stderr, "spmdc: error: cannot write standard output\n");
         }
     }
-    if (!ok) fprintf(stderr, "spmdc: error: cannot write %s: %s\n", path, strerror(errno));
-    free(tmp);
-    free(target);
+    for (int k = 0; k < planned && ok; k++) {
+        if (!plans[k].tmp) continue;
+        sigset_t set, old;
+        cleanup_signal_set(&set);
+        sigprocmask(SIG_BLOCK, &set, &old);
+        if (rename(plans[k].tmp, plans[k].target) == 0) {
+            g_temps[plans[k].slot] = NULL;
+            free(plans[k].tmp);
+            plans[k].tmp = NULL;
+        } else {
+            ok = out_error(plans[k].o->path, strerror(errno));
+        }
+        sigprocmask(SIG_SETMASK, &old, NULL);
+    }
+    remove_temps(plans, planned);
+    for (int k = 0; k < N_CLEANUP_SIGNALS; k++) sigaction(CLEANUP_SIGNALS[k], &saved[k], NULL);
+    for (int k = 0; k < planned; k++) free(plans[k].target);
     return ok;
+}
+
+bool driver_write_file(const char *path, const char *data, size_t len)
+{
+    DriverOutput o = {path, data, len};
+    return driver_write_outputs(&o, 1);
+}
+
+/* ---------------------------------------------------------------- naming the same file */
+
+/* What a path names, for comparing paths by any spelling: the device and
+ * inode of an existing file, else the canonical path it would be created
+ * at (its directory resolved, a dangling symlink followed). */
+typedef struct FileId {
+    bool is_stdout, exists, regular;
+    dev_t dev;
+    ino_t ino;
+    char *canon; /* heap or NULL */
+} FileId;
+
+static FileId file_id_of(const char *path)
+{
+    FileId id;
+    memset(&id, 0, sizeof id);
+    struct stat st;
+    if (strcmp(path, "-") == 0) {
+        id.is_stdout = true;
+        if (fstat(STDOUT_FILENO, &st) != 0) return id;
+    } else if (stat(path, &st) != 0) {
+        char *t = dangling_target(path);
+        const char *p = t ? t : path;
+        const char *slash = strrchr(p, '/');
+        char *dir = dir_of(p), *rdir = realpath(dir, NULL);
+        if (rdir) {
+            const char *base = slash ? slash + 1 : p;
+            size_t n = strlen(rdir) + strlen(base) + 2;
+            id.canon = xmalloc(n);
+            snprintf(id.canon, n, "%s/%s", rdir, base);
+        } else {
+            id.canon = dup_str(p, strlen(p));
+        }
+        free(rdir);
+        free(dir);
+        free(t);
+        return id;
+    }
+    id.exists = true;
+    id.regular = S_ISREG(st.st_mode);
+    id.dev = st.st_dev;
+    id.ino = st.st_ino;
+    return id;
+}
+
+/* Whether a and b are the same file that a write could clobber (a device
+ * such as /dev/null may be named twice; both "-" is one stream). */
+static bool same_target(const FileId *a, const FileId *b)
+{
+    if (a->is_stdout && b->is_stdout) return true;
+    if (a->exists != b->exists) return false;
+    if (a->exists) return a->regular && a->dev == b->dev && a->ino == b->ino;
+    return a->canon && b->canon && strcmp(a->canon, b->canon) == 0;
+}
+
+int driver_check_outputs(const char *input, const char *const *paths, const char *const *what, int n)
+{
+    int rc = 0;
+    FileId in;
+    memset(&in, 0, sizeof in);
+    if (input) {
+        struct stat st;
+        if (strcmp(input, "-") == 0 ? fstat(STDIN_FILENO, &st) == 0 : stat(input, &st) == 0) {
+            in.exists = true;
+            in.regular = S_ISREG(st.st_mode);
+            in.dev = st.st_dev;
+            in.ino = st.st_ino;
+        }
+    }
+    FileId ids[MAX_TEMPS];
+    SPMDC_ASSERT(n >= 0 && n <= MAX_TEMPS);
+    for (int k = 0; k < n; k++) ids[k] = file_id_of(paths[k]);
+    for (int k = 0; k < n && rc == 0; k++) {
+        if (in.exists && in.regular && ids[k].exists && same_target(&in, &ids[k])) {
+            fprintf(stderr, "spmdc: error: %s %s names the input file; refusing to overwrite it\n", what[k],
+                    paths[k]);
+            rc = 2;
+        }
+        for (int j = 0; j < k && rc == 0; j++)
+            if (same_target(&ids[j], &ids[k])) {
+                fprintf(stderr, "spmdc: error: %s and %s name the same file ('%s' and '%s'); one output would "
+                                "overwrite the other\n", what[j], what[k], paths[j], paths[k]);
+                rc = 2;
+            }
+    }
+    for (int k = 0; k < n; k++) free(ids[k].canon);
+    return rc;
 }
 
 HloModule *driver_load_module(const char *text, size_t len, uint32_t file_id, PassCtx *cx, bool propagate)

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "spmdc/diag.h"
 #include "spmdc/driver.h"
@@ -34,18 +33,6 @@ static void usage(FILE *f)
           "compile writes the per-device program to stdout (or -o) and the\n"
           "communication report to stderr (or --report-out).  See docs/cli.md.\n",
           f);
-}
-
-/* Whether two output paths name the same regular file (devices such as
- * /dev/null may be named twice). */
-static bool same_file(const char *a, const char *b)
-{
-    if (strcmp(a, "-") == 0 || strcmp(b, "-") == 0) return false;
-    struct stat sa, sb;
-    bool has_a = stat(a, &sa) == 0;
-    if (has_a && !S_ISREG(sa.st_mode)) return false; /* /dev/null twice is fine */
-    if (strcmp(a, b) == 0) return true;
-    return has_a && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 enum { OPT_MESH = 256, OPT_REPORT, OPT_REPORT_OUT, OPT_DUMP_AFTER, OPT_HELP };
@@ -103,11 +90,9 @@ static int cmd_compile(int argc, char **argv)
         return 2;
     }
     const char *in_path = argv[optind];
-    if (report_out && same_file(out_path, report_out)) {
-        fprintf(stderr, "spmdc: error: -o and --report-out name the same file '%s'; the report would overwrite "
-                        "the program\n", report_out);
-        return 2;
-    }
+    const char *outs[2] = {out_path, report_out}, *flags[2] = {"-o", "--report-out"};
+    int usage_rc = driver_check_outputs(in_path, outs, flags, report_out && strcmp(report_fmt, "none") ? 2 : 1);
+    if (usage_rc) return usage_rc;
     size_t len;
     char *text = driver_read_file(in_path, &len);
     if (!text) return 1;
@@ -139,14 +124,10 @@ static int cmd_compile(int argc, char **argv)
         report_print_json(&rtext, &rep);
     else if (strcmp(report_fmt, "text") == 0)
         report_print_text(&rtext, &rep);
-    if (!driver_write_file(out_path, sb_cstr(&prog), prog.len)) goto done;
-    if (strcmp(report_fmt, "none") != 0) {
-        if (report_out) {
-            if (!driver_write_file(report_out, sb_cstr(&rtext), rtext.len)) goto done;
-        } else {
-            fputs(sb_cstr(&rtext), stderr);
-        }
-    }
+    DriverOutput files[2] = {{out_path, sb_cstr(&prog), prog.len}, {report_out, sb_cstr(&rtext), rtext.len}};
+    bool report_file = report_out && strcmp(report_fmt, "none") != 0;
+    if (!driver_write_outputs(files, report_file ? 2 : 1)) goto done;
+    if (!report_out && strcmp(report_fmt, "none") != 0) fputs(sb_cstr(&rtext), stderr);
     rc = 0;
 done:
     if (rc != 0 && diag_error_count(diag) > 0)

@@ -14,9 +14,32 @@
  * NUL).  "-" reads stdin.  NULL after printing `spmdc: error: cannot read
  * PATH: reason` to stderr. */
 char *driver_read_file(const char *path, size_t *len);
-/* Writes data to path atomically (temp file + rename), so a failed run never
- * leaves a partial output file.  "-" writes stdout.  False after printing. */
+/* One output of a run: data[0..len) for path ("-" = standard output). */
+typedef struct DriverOutput {
+    const char *path;
+    const char *data;
+    size_t len;
+} DriverOutput;
+
+/* Writes every output of a run, all or none (docs/cli.md, "Where output
+ * goes"): regular files through a temporary in the target's directory
+ * renamed into place after every output was written, keeping an existing
+ * file's mode, through symlinks to their targets; devices, pipes, standard
+ * output and writable files in unwritable directories in place; a read-only
+ * existing file is refused and left as it is.  On any failure no file is
+ * replaced and no temporary remains, also when SIGINT, SIGTERM, SIGHUP or
+ * SIGPIPE arrives meanwhile.  At most 8 outputs.  False after printing
+ * `spmdc: error: cannot write PATH: reason`. */
+bool driver_write_outputs(const DriverOutput *outs, int n);
+/* driver_write_outputs for one output. */
 bool driver_write_file(const char *path, const char *data, size_t len);
+/* Usage check before a run: paths[0..n) (at most 8; "-" = standard
+ * output), described by what[k] ("-o", "--report-out"), must name n
+ * different files by any spelling (relative, absolute, through `..` or a
+ * symlink, existing or not; devices such as /dev/null may repeat), and none
+ * may be the input file (input may be NULL; "-" = standard input).  Returns
+ * 0, or 2 after printing `spmdc: error: ...` (the usage exit status). */
+int driver_check_outputs(const char *input, const char *const *paths, const char *const *what, int n);
 
 /* parse -> verify -> bind_shardings -> propagate_shardings on text already
  * registered as file_id.  NULL after errors were reported through cx->diag. */
