@@ -1,6 +1,8 @@
 /* hlo.c - IR construction helpers and the opcode table (see hlo.h). */
 #include "spmdc/hlo.h"
 
+#include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct {
@@ -165,4 +167,128 @@ HloUsers hlo_compute_users(const HloComputation *c, Arena *arena)
             u.users[u.start[o] + fill[o]++] = i;
         }
     return u;
+}
+
+/* ---------------------------------------------------------------- loops */
+
+/* The value of a scalar integer constant (through copies and converts of
+ * integers), or false. */
+static bool int_constant(const HloComputation *comp, int32_t i, int64_t *v)
+{
+    for (int guard = 0; guard < 8 && i >= 0 && i < comp->n_insts; guard++) {
+        const HloInst *in = &comp->insts[i];
+        if ((in->op == HLO_COPY || in->op == HLO_CONVERT) && in->n_operands == 1) {
+            i = in->operands[0];
+            continue;
+        }
+        const Literal *l = hlo_attrs(in)->literal;
+        if (in->op != HLO_CONSTANT || !shape_is_array(&in->shape) || in->shape.rank != 0 ||
+            !elem_type_is_integral(in->shape.type) || !l || l->elided || l->n != 1 || !l->i)
+            return false;
+        *v = l->i[0];
+        return true;
+    }
+    return false;
+}
+
+/* Whether instruction i of comp is get-tuple-element k of parameter 0;
+ * *k receives the index. */
+static bool param_element(const HloComputation *comp, int32_t i, int64_t *k)
+{
+    if (i < 0 || i >= comp->n_insts)
+        return false;
+    const HloInst *in = &comp->insts[i];
+    if (in->op != HLO_GET_TUPLE_ELEMENT || in->n_operands != 1)
+        return false;
+    const HloInst *t = &comp->insts[in->operands[0]];
+    if (t->op != HLO_PARAMETER || hlo_attrs(t)->param_number != 0)
+        return false;
+    *k = hlo_attrs(in)->index;
+    return true;
+}
+
+/* n from a backend config holding "known_trip_count":{"n":"5"} (quotes
+ * escaped or not), or -1. */
+static int64_t known_trip_count(const HloInst *in)
+{
+    const HloAttrs *a = hlo_attrs(in);
+    for (int32_t k = 0; k < a->n_raw; k++) {
+        if (strcmp(a->raw[k].name, "backend_config") != 0)
+            continue;
+        const char *s = strstr(a->raw[k].text, "known_trip_count");
+        if (!s)
+            continue;
+        s = strstr(s, "\"n");
+        if (!s)
+            continue;
+        s += 2;
+        while (*s && !isdigit((unsigned char)*s) && *s != '}')
+            s++;
+        if (!isdigit((unsigned char)*s))
+            continue;
+        char *end = NULL;
+        long long n = strtoll(s, &end, 10);
+        if (end != s && n >= 0)
+            return (int64_t)n;
+    }
+    return -1;
+}
+
+int64_t hlo_while_trip_count(const HloModule *m, int32_t c, int32_t i)
+{
+    const HloComputation *caller = &m->comps[c];
+    const HloInst *w = &caller->insts[i];
+    const HloAttrs *a = hlo_attrs(w);
+    int64_t known = known_trip_count(w);
+    if (known >= 0)
+        return known;
+    if (a->condition < 0 || a->body < 0 || a->condition >= m->n_comps || a->body >= m->n_comps ||
+        w->n_operands != 1)
+        return -1;
+    /* condition: gte(param, k) < N (or N > gte(param, k)) */
+    const HloComputation *cond = &m->comps[a->condition];
+    if (cond->root < 0)
+        return -1;
+    const HloInst *cmp = &cond->insts[cond->root];
+    if (cmp->op != HLO_COMPARE || cmp->n_operands != 2)
+        return -1;
+    CompareDir dir = hlo_attrs(cmp)->direction;
+    int32_t var = cmp->operands[0], lim = cmp->operands[1];
+    if (dir == CMP_GT) {
+        var = cmp->operands[1];
+        lim = cmp->operands[0];
+    } else if (dir != CMP_LT) {
+        return -1;
+    }
+    int64_t k, limit;
+    if (!param_element(cond, var, &k) || !int_constant(cond, lim, &limit))
+        return -1;
+    /* body: root element k = gte(param, k) + 1 */
+    const HloComputation *body = &m->comps[a->body];
+    if (body->root < 0)
+        return -1;
+    const HloInst *root = &body->insts[body->root];
+    if (root->op != HLO_TUPLE || k < 0 || k >= root->n_operands)
+        return -1;
+    const HloInst *inc = &body->insts[root->operands[k]];
+    if (inc->op != HLO_ADD || inc->n_operands != 2)
+        return -1;
+    int64_t kk, one;
+    int32_t x = inc->operands[0], y = inc->operands[1];
+    if (!param_element(body, x, &kk)) {
+        int32_t t = x;
+        x = y;
+        y = t;
+    }
+    if (!param_element(body, x, &kk) || kk != k || !int_constant(body, y, &one) || one != 1)
+        return -1;
+    /* operand: a tuple whose element k is a constant S */
+    int32_t init = w->operands[0];
+    while (init >= 0 && caller->insts[init].op == HLO_COPY && caller->insts[init].n_operands == 1)
+        init = caller->insts[init].operands[0];
+    const HloInst *t = &caller->insts[init];
+    int64_t start;
+    if (t->op != HLO_TUPLE || k >= t->n_operands || !int_constant(caller, t->operands[k], &start))
+        return -1;
+    return limit > start ? limit - start : 0;
 }

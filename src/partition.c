@@ -1,31 +1,39 @@
 /* partition.c - the SPMD partitioner's driver: global program -> the program
  * every device runs (docs/partitioning.md).
  *
- * partition_module builds a NEW module: the non-entry computations are
- * copied as they are (they run on scalars or on replicated values), then the
- * entry is walked in program order.  Every input value keeps a list of
- * VStates (partition_internal.h): output instructions that hold it in some
- * sharding state, the first one being what its handler (partition_ops.c)
- * produced, which may be a pending partial sum.  A consumer asks for the
- * state it needs (part_get); the cheapest available state is resharded by
- * the one transition catalogue of reshard.c (decide = reshard_plan, lower =
- * reshard_lower) and every intermediate state is remembered for reuse.
- * That decision step is also the one place that warns
- * "full-rematerialization" (check_remat): a split value left whole on every
- * device although no sharding asked for it.
- * Finally the entry root is resharded to its declared sharding, and the
- * computations are ordered callee-first (reducers the collectives need are
- * added on the way).
+ * partition_module builds a NEW module.  The computations ops apply
+ * (reducers, comparators, custom-call callees) are copied as they are: they
+ * run on scalars or on whole values.  Every other computation is
+ * partitioned: the entry, and, for each call site, the body and condition
+ * of a while, the branches of a conditional and the callee of a call
+ * (part_callee; partition_control.c decides the states at the border).
+ * One PartModule holds what all of them share (the output module, the
+ * report, reducers, channel ids); one Part per computation holds its value
+ * table and naming.
  *
- * Names: an output instruction called like an input instruction holds that
- * value under the input's (propagated) sharding; anything else gets
- * "<input name>.<role>" (partition.h's naming contract).
+ * A computation is walked in program order.  Every input value keeps a list
+ * of VStates (partition_internal.h): output instructions that hold it in
+ * some sharding state, the first one being what its handler
+ * (partition_ops.c) produced, which may be a pending partial sum.  A
+ * consumer asks for the state it needs (part_get); the cheapest available
+ * state is resharded by the one transition catalogue of reshard.c (decide =
+ * reshard_plan, lower = reshard_lower) and every intermediate state is
+ * remembered for reuse.  That decision step is also the one place that warns
+ * "full-rematerialization" (check_remat): a split value left whole on every
+ * device although no sharding asked for it.  Finally the root is resharded
+ * to the state its caller needs (the entry's: its declared sharding), and
+ * the computations are ordered callee-first (order_callee_first).
+ *
+ * Names: an output instruction called like an input instruction of the same
+ * computation holds that value under the input's (propagated) sharding;
+ * anything else gets "<input name>.<role>" (partition.h's naming contract).
  *
  * Report rows say why in words that trace every sharding involved back to
  * the annotation it came from (HloInst.sharding_origin, set by propagation):
  * a reduction names what made the value partial and the sharding that
  * needed it closed, any other collective the source's and the consumer's
- * sharding (the provenance section below).
+ * sharding (the provenance section below).  A collective inside a loop body
+ * counts once per trip when the trip count is known (Part.trips).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -220,13 +228,11 @@ static const char *reducer_op_name(ReduceKind k, ElemType t, HloOpcode *op)
 
 int32_t part_reducer(Part *p, ReduceKind kind, ElemType t)
 {
-    if (p->reducers[kind][t] >= 0)
-        return p->reducers[kind][t];
+    if (p->mod->reducers[kind][t] >= 0)
+        return p->mod->reducers[kind][t];
     HloOpcode op;
     const char *opn = reducer_op_name(kind, t, &op);
-    const char *name = part_fmt(p, "%s.%s", opn, elem_type_name(t));
-    for (int k = 1; hlo_find_computation(p->out, name) >= 0; k++)
-        name = part_fmt(p, "%s.%s.%d", opn, elem_type_name(t), k);
+    const char *name = names_unique(&p->mod->comp_names, part_fmt(p, "%s.%s", opn, elem_type_name(t)), p->scratch);
     int32_t c = hlo_add_computation(p->out, name, false);
     Shape s = shape_scalar(t);
     int32_t x = hlo_add_inst(p->out, c, HLO_PARAMETER, "x", &s, NULL, 0);
@@ -235,7 +241,7 @@ int32_t part_reducer(Part *p, ReduceKind kind, ElemType t)
     hlo_attrs_mut(p->out, hlo_inst(p->out, c, y))->param_number = 1;
     int32_t xy[2] = {x, y};
     hlo_comp(p->out, c)->root = hlo_add_inst(p->out, c, op, opn, &s, xy, 2);
-    p->reducers[kind][t] = c;
+    p->mod->reducers[kind][t] = c;
     return c;
 }
 
@@ -269,7 +275,10 @@ void part_record(Part *p, CollectiveKind kind, int32_t local, const int8_t *atom
         r->group_size *= p->mesh->atom_size[atoms[k]];
     r->num_groups = p->mesh->n_devices / r->group_size;
     r->bytes_per_device = bytes;
-    r->multiplier = 1;
+    r->multiplier = p->trips;
+    r->per_trip = p->per_trip;
+    if (p->trips > 1)
+        r->bytes_per_device = bytes > INT64_MAX / p->trips ? INT64_MAX : bytes * p->trips;
 }
 
 /* ================================================================ copying */
@@ -347,29 +356,98 @@ static HloAttrs *copy_attrs(HloModule *out, const HloAttrs *a, const Shape *s, c
     return r;
 }
 
-/* Copies every non-entry computation as it is (callee-first order kept). */
-static void copy_callees(Part *p)
+/* Calls fn(ref, applied, user) for every computation attributes a refer
+ * to: applied = an op applies it (reducers, comparators, scatter combiners,
+ * custom-call callees), else it is a while's condition or body, a
+ * conditional's branch or a call's callee (partitioned per call site).
+ * With w (a's own attributes, writable) the references become fn's
+ * results. */
+typedef int32_t (*RefFn)(int32_t ref, bool applied, void *user);
+
+static void each_ref(HloOpcode op, const HloAttrs *a, HloAttrs *w, RefFn fn, void *user)
 {
-    const HloModule *in = p->in;
-    for (int32_t c = 0; c < in->n_comps; c++)
-        p->comp_map[c] = c == in->entry ? -1 : hlo_add_computation(p->out, in->comps[c].name, false);
-    for (int32_t c = 0; c < in->n_comps; c++) {
-        if (c == in->entry)
+    if (!a)
+        return;
+    int32_t *single[] = {w ? &w->to_apply : NULL, w ? &w->select : NULL, w ? &w->condition : NULL,
+                         w ? &w->body : NULL};
+    int32_t vals[] = {a->to_apply, a->select, a->condition, a->body};
+    bool applied[] = {op != HLO_CALL, true, false, false};
+    for (int k = 0; k < 4; k++) {
+        int32_t r = fn(vals[k], applied[k], user);
+        if (single[k])
+            *single[k] = r;
+    }
+    for (int32_t k = 0; k < a->branches.n; k++) {
+        int32_t r = fn((int32_t)a->branches.v[k], false, user);
+        if (w)
+            w->branches.v[k] = r;
+    }
+    for (int32_t k = 0; k < a->called.n; k++) {
+        int32_t r = fn((int32_t)a->called.v[k], true, user);
+        if (w)
+            w->called.v[k] = r;
+    }
+}
+
+typedef struct MarkCtx {
+    bool *applied;
+    int32_t *work;
+    int32_t n_work, n_comps;
+    bool all;          /* mark every reference (inside an applied computation) */
+} MarkCtx;
+
+static int32_t mark_ref(int32_t ref, bool applied, void *user)
+{
+    MarkCtx *mc = user;
+    if (ref < 0 || ref >= mc->n_comps || (!applied && !mc->all) || mc->applied[ref])
+        return ref;
+    mc->applied[ref] = true;
+    mc->work[mc->n_work++] = ref;
+    return ref;
+}
+
+/* Copies, as they are, the computations ops apply (and everything those
+ * call): reducers, comparators, combiners run on scalars or whole values.
+ * The computations control flow calls are partitioned per call site
+ * instead (part_callee). */
+static void copy_applied(PartModule *pm)
+{
+    const HloModule *in = pm->in;
+    int32_t n = in->n_comps;
+    MarkCtx mc = {ARENA_ARRAY(pm->scratch, bool, n + 1), ARENA_ARRAY(pm->scratch, int32_t, n + 1), 0, n, false};
+    for (int32_t c = 0; c < n; c++)
+        for (int32_t i = 0; i < in->comps[c].n_insts; i++)
+            each_ref(in->comps[c].insts[i].op, in->comps[c].insts[i].attrs, NULL, mark_ref, &mc);
+    mc.all = true;
+    while (mc.n_work > 0) {
+        int32_t c = mc.work[--mc.n_work];
+        for (int32_t i = 0; i < in->comps[c].n_insts; i++)
+            each_ref(in->comps[c].insts[i].op, in->comps[c].insts[i].attrs, NULL, mark_ref, &mc);
+    }
+    for (int32_t c = 0; c < n; c++) {
+        pm->comp_map[c] = -1;
+        if (!mc.applied[c] || c == in->entry)
+            continue;
+        pm->comp_map[c] = hlo_add_computation(pm->out, in->comps[c].name, false);
+        pm->name_used[c] = true;
+    }
+    for (int32_t c = 0; c < n; c++) {
+        if (pm->comp_map[c] < 0)
             continue;
         const HloComputation *src = &in->comps[c];
-        int32_t oc = p->comp_map[c];
+        int32_t oc = pm->comp_map[c];
         for (int32_t i = 0; i < src->n_insts; i++) {
             const HloInst *si = &src->insts[i];
-            int32_t k = hlo_add_inst(p->out, oc, si->op, si->name, &si->shape, si->operands, si->n_operands);
-            HloInst *di = hlo_inst(p->out, oc, k);
+            int32_t k = hlo_add_inst(pm->out, oc, si->op, si->name, &si->shape, si->operands, si->n_operands);
+            HloInst *di = hlo_inst(pm->out, oc, k);
             di->span = si->span;
             if (si->attrs)
-                di->attrs = copy_attrs(p->out, si->attrs, &si->shape, p->comp_map);
+                di->attrs = copy_attrs(pm->out, si->attrs, &si->shape, pm->comp_map);
         }
-        HloComputation *dc = hlo_comp(p->out, oc);
+        HloComputation *dc = hlo_comp(pm->out, oc);
         dc->root = src->root;
         dc->span = src->span;
-        dc->execution_thread = src->execution_thread ? arena_strdup(p->out->arena, src->execution_thread) : NULL;
+        dc->execution_thread = src->execution_thread ? arena_strdup(pm->out->arena, src->execution_thread) : NULL;
     }
 }
 
@@ -380,39 +458,97 @@ int32_t part_clone(Part *p, int32_t i, const char *name, const Shape *shape, con
     HloInst *di = part_out(p, k);
     di->span = si->span;
     if (si->attrs)
-        di->attrs = copy_attrs(p->out, si->attrs, &si->shape, p->comp_map);
+        di->attrs = copy_attrs(p->out, si->attrs, &si->shape, p->mod->comp_map);
     return k;
 }
 
-/* Moves the entry behind the reducers added after it, so computations stay
- * callee-first, and remaps the entry's references to them. */
-static void move_entry_last(Part *p)
+typedef struct OrderCtx {
+    const int32_t *pos;   /* old index -> new index */
+} OrderCtx;
+
+static int32_t remap_ref(int32_t ref, bool applied, void *user)
 {
-    HloModule *out = p->out;
-    int32_t e = p->oc, last = out->n_comps - 1;
-    if (e == last)
-        return;
-    HloComputation *ec = hlo_comp(out, e);
-    for (int32_t i = 0; i < ec->n_insts; i++) {
-        HloAttrs *a = ec->insts[i].attrs;
-        if (!a)
+    (void)applied;
+    const OrderCtx *oc = user;
+    return ref >= 0 ? oc->pos[ref] : ref;
+}
+
+typedef struct DfsCtx {
+    const HloModule *m;
+    uint8_t *state;       /* 0 new, 1 on the stack, 2 placed */
+    int32_t *order;
+    int32_t n;
+    int32_t *stack;       /* (computation, next instruction) pairs */
+} DfsCtx;
+
+static int32_t visit_ref(int32_t ref, bool applied, void *user)
+{
+    (void)applied;
+    DfsCtx *d = user;
+    if (ref < 0 || ref >= d->m->n_comps || d->state[ref])
+        return ref;
+    d->stack[2 * d->n + 0] = ref; /* pushed: visited before its caller is placed */
+    d->stack[2 * d->n + 1] = 0;
+    d->state[ref] = 1;
+    d->n++;
+    return ref;
+}
+
+/* Post-order from c over the references: callees before their callers.
+ * Iterative (deep call chains must not exhaust the C stack). */
+static void dfs(DfsCtx *d, int32_t c, int32_t *placed)
+{
+    d->state[c] = 1;
+    d->stack[0] = c;
+    d->stack[1] = 0;
+    d->n = 1;
+    while (d->n > 0) {
+        int32_t top = d->n - 1, cc = d->stack[2 * top], i = d->stack[2 * top + 1];
+        const HloComputation *comp = &d->m->comps[cc];
+        if (i < comp->n_insts) {
+            d->stack[2 * top + 1] = i + 1;
+            const HloInst *in = &comp->insts[i];
+            each_ref(in->op, in->attrs, NULL, visit_ref, d);
             continue;
-        int32_t *refs[] = {&a->to_apply, &a->select, &a->condition, &a->body};
-        for (size_t k = 0; k < sizeof refs / sizeof refs[0]; k++)
-            if (*refs[k] > e)
-                (*refs[k])--;
-        for (int32_t k = 0; k < a->branches.n; k++)
-            if (a->branches.v[k] > e)
-                a->branches.v[k]--;
-        for (int32_t k = 0; k < a->called.n; k++)
-            if (a->called.v[k] > e)
-                a->called.v[k]--;
+        }
+        d->state[cc] = 2;
+        d->order[(*placed)++] = cc;
+        d->n--;
     }
-    HloComputation saved = *ec;
-    memmove(&out->comps[e], &out->comps[e + 1], sizeof(HloComputation) * (size_t)(last - e));
-    out->comps[last] = saved;
-    out->entry = last;
-    p->oc = last;
+}
+
+/* Orders the output computations callee-first with the entry last (the
+ * computations partitioned for call sites and the reducers were added
+ * while their callers were being built) and remaps every reference. */
+static void order_callee_first(PartModule *pm)
+{
+    HloModule *out = pm->out;
+    int32_t n = out->n_comps, placed = 0;
+    DfsCtx d = {out, ARENA_ARRAY(pm->scratch, uint8_t, n + 1), ARENA_ARRAY(pm->scratch, int32_t, n + 1), 0,
+                ARENA_ARRAY(pm->scratch, int32_t, 2 * (n + 1))};
+    for (int32_t c = 0; c < n; c++)
+        if (c != out->entry && !d.state[c])
+            dfs(&d, c, &placed);
+    if (out->entry >= 0 && !d.state[out->entry])
+        dfs(&d, out->entry, &placed);
+    int32_t *pos = ARENA_ARRAY(pm->scratch, int32_t, n + 1);
+    bool same = true;
+    for (int32_t k = 0; k < n; k++) {
+        pos[d.order[k]] = k;
+        same &= d.order[k] == k;
+    }
+    if (same)
+        return;
+    OrderCtx oc = {pos};
+    for (int32_t c = 0; c < n; c++)
+        for (int32_t i = 0; i < out->comps[c].n_insts; i++)
+            each_ref(out->comps[c].insts[i].op, out->comps[c].insts[i].attrs, out->comps[c].insts[i].attrs,
+                     remap_ref, &oc);
+    HloComputation *comps = ARENA_ARRAY(pm->scratch, HloComputation, n + 1);
+    for (int32_t k = 0; k < n; k++)
+        comps[k] = out->comps[d.order[k]];
+    memcpy(out->comps, comps, sizeof(HloComputation) * (size_t)n);
+    out->entry = pos[out->entry];
 }
 
 /* ================================================================ values */
@@ -459,6 +595,14 @@ void part_decl(const Part *p, int32_t i, int32_t leaf, Tiling *out)
         *out = part_decl_leaves(p, i)[leaf];
     else
         tiling_replicated(out, 0);
+}
+
+Tiling *part_inst_decl(Part *p, const HloInst *in)
+{
+    int32_t n = shape_leaf_count(&in->shape), k = 0;
+    Tiling *s = ARENA_ARRAY(p->scratch, Tiling, n ? n : 1);
+    decl_walk(&in->shape, in->sharding, &k, n, s);
+    return s;
 }
 
 const VState *part_primary(const Part *p, int32_t i) { return p->vals[i].states; }
@@ -966,33 +1110,6 @@ int32_t part_operand(Part *p, int32_t i, int32_t k, const Tiling *want)
 
 /* ================================================================ checks */
 
-/* Whether computation c (or anything it calls) holds a split or partial value. */
-static bool comp_has_sharded(const Part *p, int32_t c)
-{
-    const HloComputation *comp = &p->in->comps[c];
-    for (int32_t i = 0; i < comp->n_insts; i++) {
-        const HloInst *in = &comp->insts[i];
-        const HloAttrs *a = hlo_attrs(in);
-        int32_t n_leaves = shape_leaf_count(&in->shape);
-        for (int32_t k = 0; k < n_leaves; k++) {
-            const Sharding *sh = leaf_sharding(in->sharding, k);
-            if (sh && (sh->kind == SHARDING_MANUAL || (sh->kind == SHARDING_TILED && !sharding_is_replicated(sh))))
-                return true;
-        }
-        int32_t refs[] = {a->to_apply, a->select, a->condition, a->body};
-        for (size_t r = 0; r < sizeof refs / sizeof refs[0]; r++)
-            if (refs[r] >= 0 && refs[r] < c && p->comp_sharded[refs[r]])
-                return true;
-        for (int32_t r = 0; r < a->branches.n; r++)
-            if (a->branches.v[r] >= 0 && a->branches.v[r] < c && p->comp_sharded[a->branches.v[r]])
-                return true;
-        for (int32_t r = 0; r < a->called.n; r++)
-            if (a->called.v[r] >= 0 && a->called.v[r] < c && p->comp_sharded[a->called.v[r]])
-                return true;
-    }
-    return false;
-}
-
 /* Errors for shardings this version cannot partition (manual, uneven, ...). */
 static bool check_leaf(Part *p, const HloInst *in, const Sharding *sh, const Shape *ls)
 {
@@ -1001,7 +1118,7 @@ static bool check_leaf(Part *p, const HloInst *in, const Sharding *sh, const Sha
         diag_error(d, in->span, "%s: manual sharding is not supported yet", in->name);
         return false;
     }
-    if (sh && sh->kind == SHARDING_MAXIMAL && in->op == HLO_PARAMETER) {
+    if (sh && sh->kind == SHARDING_MAXIMAL && in->op == HLO_PARAMETER && !p->parent) {
         /* Only that device is given the data: not the same as replicated. */
         diag_error(d, in->span, "%s: a parameter on a single device (maximal sharding, device %lld) is not "
                    "supported yet", in->name, (long long)sh->device);
@@ -1042,7 +1159,9 @@ static bool check_leaves(Part *p, const HloInst *in, const Shape *s, int32_t *k)
     return check_leaf(p, in, leaf_sharding(in->sharding, (*k)++), s);
 }
 
-static bool check_entry(Part *p)
+/* Checks every instruction's sharding against its shape and sets the leaf
+ * counts of p->vals. */
+static bool check_computation(Part *p)
 {
     const HloComputation *e = &p->in->comps[p->ic];
     bool ok = true;
@@ -1065,7 +1184,34 @@ static bool check_entry(Part *p)
 
 /* ================================================================ driver */
 
-static bool partition_entry(Part *p)
+/* Why the root is resharded to what the caller needs, for the report. */
+static const char *root_reason(Part *p, int32_t root)
+{
+    const VState *st = part_primary(p, root);
+    if (p->vals[root].n_leaves != 1)
+        return NULL;
+    StrBuf b = {0};
+    if (p->parent)
+        sb_printf(&b, "%s: the result of %s is ", part_in(p, root)->name, p->in->comps[p->ic].name);
+    else
+        sb_printf(&b, "%s: the entry result is ", part_in(p, root)->name);
+    tiling_describe(&b, &st->leaves[0], p->mesh);
+    sb_puts(&b, "; ");
+    if (p->parent) {
+        const HloInst *ci = part_in(p->parent, p->caller);
+        sb_printf(&b, "%s needs it as ", ci->name);
+        tiling_describe(&b, &p->root_want[0], p->mesh);
+    } else {
+        part_put_story(p, &b, root);
+    }
+    const char *r = arena_strdup(p->scratch, sb_cstr(&b));
+    sb_free(&b);
+    return r;
+}
+
+/* Walks the computation in program order and brings the root to want
+ * (leaves; NULL: its declared state). */
+static bool partition_body(Part *p, const Tiling *want)
 {
     const HloComputation *e = &p->in->comps[p->ic];
     for (int32_t i = 0; i < e->n_insts; i++)
@@ -1073,21 +1219,11 @@ static bool partition_entry(Part *p)
             return false;
     if (e->root < 0)
         return true;
-    const Tiling *decl = part_decl_leaves(p, e->root);
-    const HloInst *root = part_in(p, e->root);
+    const Tiling *decl = want ? want : part_decl_leaves(p, e->root);
+    p->root_want = decl;
     Cause c = {e->root, NULL};
-    if (!find_state(p, e->root, decl)) {
-        const VState *st = part_primary(p, e->root);
-        if (p->vals[e->root].n_leaves == 1) {
-            StrBuf b = {0};
-            sb_printf(&b, "%s: the entry result is ", root->name);
-            tiling_describe(&b, &st->leaves[0], p->mesh);
-            sb_puts(&b, "; ");
-            part_put_story(p, &b, e->root);
-            c.reason = arena_strdup(p->scratch, sb_cstr(&b));
-            sb_free(&b);
-        }
-    }
+    if (!find_state(p, e->root, decl))
+        c.reason = root_reason(p, e->root);
     int32_t r = part_get(p, e->root, decl, &c);
     if (r < 0)
         return false;
@@ -1109,35 +1245,86 @@ static void parameter_memory(Part *p)
     }
 }
 
-static void part_init(Part *p, const HloModule *in, CommReport *rep, PassCtx *cx)
+/* A context for input computation ic inside module context pm. */
+static void part_init(Part *p, PartModule *pm, const Part *parent, int32_t caller, int32_t ic)
 {
     memset(p, 0, sizeof *p);
-    p->in = in;
-    p->mesh = &in->mesh;
-    p->rep = rep;
-    p->cx = cx;
-    p->scratch = arena_create();
-    names_init(&p->names, p->scratch);
-    p->ic = in->entry;
+    p->mod = pm;
+    p->in = pm->in;
+    p->out = pm->out;
+    p->mesh = pm->mesh;
+    p->rep = pm->rep;
+    p->cx = pm->cx;
+    p->scratch = pm->scratch;
+    p->parent = parent;
+    p->caller = caller;
+    p->ic = ic;
     p->pid = -1;
     p->zero = -1;
-    p->next_channel = 1;
-    memset(p->reducers, 0xff, sizeof p->reducers);
-    p->out = hlo_module_new(in->name);
-    p->out->mesh = in->mesh;
-    p->out->has_mesh = true;
-    p->out->num_partitions = in->mesh.n_devices;
-    p->out->replica_count = in->replica_count;
-    p->comp_map = ARENA_ARRAY(p->scratch, int32_t, in->n_comps ? in->n_comps : 1);
-    p->comp_sharded = ARENA_ARRAY(p->scratch, bool, in->n_comps ? in->n_comps : 1);
-    p->vals = ARENA_ARRAY(p->scratch, PVal, in->comps[in->entry].n_insts + 1);
+    p->trips = 1;
+    names_init(&p->names, p->scratch);
+    p->vals = ARENA_ARRAY(p->scratch, PVal, pm->in->comps[ic].n_insts + 1);
 }
 
 static void part_fini(Part *p)
 {
     OffsetEnt *o, *ot;
     HASH_ITER(hh, p->offsets, o, ot) { HASH_DEL(p->offsets, o); }
-    arena_destroy(p->scratch);
+}
+
+/* A new output computation for input computation c: its own name the
+ * first time, else a ".N" variant. */
+static int32_t new_computation(PartModule *pm, int32_t c, bool is_entry)
+{
+    const char *name = pm->in->comps[c].name;
+    if (pm->name_used[c])
+        name = names_unique(&pm->comp_names, name, pm->scratch);
+    pm->name_used[c] = true;
+    int32_t oc = hlo_add_computation(pm->out, name, is_entry);
+    HloComputation *dst = hlo_comp(pm->out, oc);
+    const HloComputation *src = &pm->in->comps[c];
+    dst->span = src->span;
+    dst->execution_thread = src->execution_thread ? arena_strdup(pm->out->arena, src->execution_thread) : NULL;
+    return oc;
+}
+
+/* Checks and partitions p's computation into a new output computation. */
+static bool run_computation(Part *p, const Tiling *root_want)
+{
+    if (!check_computation(p))
+        return false;
+    p->oc = new_computation(p->mod, p->ic, !p->parent);
+    const HloComputation *ic = &p->in->comps[p->ic];
+    for (int32_t i = 0; i < ic->n_insts; i++)
+        names_add(&p->names, ic->insts[i].name);
+    return partition_body(p, root_want);
+}
+
+int32_t part_callee(Part *p, int32_t caller, int32_t c, const Tiling *const *params, int32_t n_params,
+                    const Tiling *root_want, int64_t trips, bool per_trip)
+{
+    const HloInst *ci = part_in(p, caller);
+    if (c < 0 || c >= p->in->n_comps || c == p->in->entry) {
+        diag_error(p->cx->diag, ci->span, "%s: calls no computation it can partition", ci->name);
+        return -1;
+    }
+    for (const Part *q = p; q; q = q->parent) {
+        if (q->ic == c) {
+            diag_error(p->cx->diag, ci->span, "%s: computation '%s' calls itself", ci->name, p->in->comps[c].name);
+            return -1;
+        }
+    }
+    Part child;
+    part_init(&child, p->mod, p, caller, c);
+    child.param_leaves = params;
+    child.n_params = n_params;
+    child.trips = p->trips;
+    if (trips > 1)
+        child.trips = p->trips > INT64_MAX / trips ? INT64_MAX : p->trips * trips;
+    child.per_trip = p->per_trip || per_trip;
+    bool ok = run_computation(&child, root_want);
+    part_fini(&child);
+    return ok ? child.oc : -1;
 }
 
 bool partition_module(const HloModule *in, HloModule **out, CommReport *rep, PassCtx *cx)
@@ -1148,27 +1335,38 @@ bool partition_module(const HloModule *in, HloModule **out, CommReport *rep, Pas
                                                                  : "the module has no mesh (bind shardings first)");
         return false;
     }
-    Part p;
-    part_init(&p, in, rep, cx);
+    PartModule pm;
+    memset(&pm, 0, sizeof pm);
+    pm.in = in;
+    pm.mesh = &in->mesh;
+    pm.rep = rep;
+    pm.cx = cx;
+    pm.scratch = arena_create();
+    pm.next_channel = 1;
+    memset(pm.reducers, 0xff, sizeof pm.reducers);
+    pm.out = hlo_module_new(in->name);
+    pm.out->mesh = in->mesh;
+    pm.out->has_mesh = true;
+    pm.out->num_partitions = in->mesh.n_devices;
+    pm.out->replica_count = in->replica_count;
+    pm.comp_map = ARENA_ARRAY(pm.scratch, int32_t, in->n_comps + 1);
+    pm.name_used = ARENA_ARRAY(pm.scratch, bool, in->n_comps + 1);
+    names_init(&pm.comp_names, pm.scratch);
     for (int32_t c = 0; c < in->n_comps; c++)
-        p.comp_sharded[c] = c != in->entry && comp_has_sharded(&p, c);
-    bool ok = check_entry(&p);
+        names_add(&pm.comp_names, in->comps[c].name);
+    copy_applied(&pm);
+    Part p;
+    part_init(&p, &pm, NULL, -1, in->entry);
+    bool ok = run_computation(&p, NULL);
     if (ok) {
-        copy_callees(&p);
-        const HloComputation *ie = &in->comps[in->entry];
-        p.oc = hlo_add_computation(p.out, ie->name, true);
-        hlo_comp(p.out, p.oc)->span = ie->span;
-        for (int32_t i = 0; i < ie->n_insts; i++)
-            names_add(&p.names, ie->insts[i].name);
-        ok = partition_entry(&p);
-    }
-    if (ok) {
+        pm.out->entry = p.oc;
         parameter_memory(&p);
-        move_entry_last(&p);
-        *out = p.out;
+        order_callee_first(&pm);
+        *out = pm.out;
     } else {
-        hlo_module_free(p.out);
+        hlo_module_free(pm.out);
     }
     part_fini(&p);
+    arena_destroy(pm.scratch);
     return ok;
 }

@@ -36,7 +36,7 @@
 
 typedef struct VState {
     struct VState *next;
-    int32_t local;              /* instruction of the output entry */
+    int32_t local;              /* instruction of the output computation */
     const Tiling *leaves;         /* one per array leaf (scratch) */
     int32_t origin;             /* input instruction that made it partial, or -1 */
     const char *origin_reason;  /* why it is partial, traced to the annotations ("y: contracting dim 1
@@ -53,24 +53,54 @@ typedef struct PVal {
 
 typedef struct OffsetEnt OffsetEnt;
 
+/* What every computation's partitioning shares: the input and output
+ * modules, the report, the reducers and channel ids of the collectives. */
+typedef struct PartModule {
+    const HloModule *in;
+    HloModule *out;
+    const Mesh *mesh;
+    CommReport *rep;
+    PassCtx *cx;
+    Arena *scratch;             /* everything the partitioner keeps until it ends */
+    int32_t *comp_map;          /* input computation -> its output copy, for computations ops apply
+                                   (reducers, comparators, custom-call callees), -1 if none */
+    NameSet comp_names;         /* output computation names (input names reserved) */
+    bool *name_used;            /* per input computation: its own name went to an output computation */
+    int32_t reducers[REDUCE_OR + 1][ET_COUNT]; /* output computation, or -1 */
+    int64_t next_channel;
+} PartModule;
+
+/* One computation being partitioned (the entry, or a loop body, condition,
+ * branch or callee partitioned for its call site). */
 typedef struct Part {
+    PartModule *mod;
+    /* the module's, for brevity */
     const HloModule *in;
     HloModule *out;
     const Mesh *mesh;
     CommReport *rep;
     PassCtx *cx;
     Arena *scratch;
-    int32_t ic;                 /* input entry computation */
-    int32_t oc;                 /* output entry computation (until the final reorder) */
-    int32_t *comp_map;          /* input computation -> output computation (-1: entry) */
-    PVal *vals;                 /* per input entry instruction */
-    NameSet names;              /* names used in the output entry (in scratch) */
+    const struct Part *parent;  /* the computation whose instruction calls this one, or NULL (entry) */
+    int32_t caller;             /* that instruction in parent, or -1 */
+    int32_t ic;                 /* input computation */
+    int32_t oc;                 /* output computation */
+    PVal *vals;                 /* per input instruction of ic */
+    NameSet names;              /* names used in the output computation (in scratch) */
     OffsetEnt *offsets;         /* offset tables by (atoms, chunk) (uthash) */
     int32_t pid;                /* partition-id instruction, or -1 */
     int32_t zero;               /* s32[] constant 0, or -1 */
-    int32_t reducers[REDUCE_OR + 1][ET_COUNT]; /* output computation, or -1 */
-    int64_t next_channel;
-    bool *comp_sharded;         /* input computation (with callees) holds a split value */
+    /* Parameter states set by the caller: param_leaves[k] are the leaves
+     * of parameter number k (NULL or k >= n_params: its declared state). */
+    const Tiling *const *param_leaves;
+    int32_t n_params;
+    const Tiling *root_want;    /* the leaves the root is brought to (set once the body is walked) */
+    /* How often one run of the program runs this computation: the product of
+     * the known trip counts of the loops around it; per_trip: some loop
+     * around it has an unknown trip count (bytes are then counted per trip
+     * of that loop). */
+    int64_t trips;
+    bool per_trip;
     /* Dims of its (array) operands that the op being partitioned cannot keep
      * split, declared by its handler before it asks for them (0: none;
      * PART_LIMIT_ALL: default action).  A full gather of a split value that
@@ -89,7 +119,7 @@ typedef struct Cause {
 
 /* ---- partition.c: emission helpers */
 
-/* Appends an instruction to the output entry; returns its index. */
+/* Appends an instruction to the output computation; returns its index. */
 int32_t part_emit(Part *p, HloOpcode op, const char *name, const Shape *shape, const int32_t *ops, int32_t n);
 static inline HloInst *part_out(Part *p, int32_t local) { return hlo_inst(p->out, p->oc, local); }
 static inline const HloInst *part_in(const Part *p, int32_t i) { return hlo_inst(p->in, p->ic, i); }
@@ -123,7 +153,7 @@ const char *part_fmt(Part *p, const char *fmt, ...) __attribute__((format(printf
 
 /* ---- partition.c: provenance (for the report's reasons) */
 
-/* The annotated input instruction the declared sharding of entry
+/* The annotated input instruction the declared sharding of
  * instruction i came from (d >= 0: the one that split its dim d): i itself
  * if annotated, -1 if none (HloInst.sharding_origin, checked). */
 int32_t part_origin(const Part *p, int32_t i, int32_t d);
@@ -149,6 +179,9 @@ void part_put_story(Part *p, StrBuf *b, int32_t i);
 void part_decl(const Part *p, int32_t i, int32_t leaf, Tiling *out);
 /* All leaves of the declared state (scratch array of p->vals[i].n_leaves). */
 const Tiling *part_decl_leaves(const Part *p, int32_t i);
+/* The declared leaves of any input instruction (another computation's too),
+ * in scratch. */
+Tiling *part_inst_decl(Part *p, const HloInst *in);
 /* The state the handler of i produced (first VState). */
 const VState *part_primary(const Part *p, int32_t i);
 /* Per-device bytes to bring array value v into state want (cheapest of its
@@ -170,10 +203,34 @@ Shape part_local_shape(Part *p, const Shape *global, const Tiling *leaves);
  * computations remapped) with new operands and shape. */
 int32_t part_clone(Part *p, int32_t i, const char *name, const Shape *shape, const int32_t *ops, int32_t n);
 
+/* Partitions input computation c for the call site `caller` (an
+ * instruction of p's computation) into a new output computation (named like
+ * c, ".N" added when taken): parameter number k arrives in state params[k]
+ * (leaves; NULL or k >= n_params: its declared state), the root is brought
+ * to root_want (leaves; NULL: its declared state).  The computation runs
+ * `trips` times per run of p's (per_trip: an unknown number of times,
+ * counted once).  Returns the output computation, -1 after an error. */
+int32_t part_callee(Part *p, int32_t caller, int32_t c, const Tiling *const *params, int32_t n_params,
+                    const Tiling *root_want, int64_t trips, bool per_trip);
+/* Number of leaves of value i (its array leaves, flat order). */
+static inline int32_t part_n_leaves(const Part *p, int32_t i) { return p->vals[i].n_leaves; }
+
+/* ---- partition_control.c: while, conditional, call */
+
+/* while: body and condition partitioned with the loop state's sharding (the
+ * while's declared one), condition result replicated. */
+bool part_while(Part *p, int32_t i);
+/* conditional: the branch index / predicate replicated, branch k's
+ * parameter in its declared state, every branch root brought to the
+ * conditional's declared state. */
+bool part_conditional(Part *p, int32_t i);
+/* call: the callee partitioned as a computation of its own. */
+bool part_call(Part *p, int32_t i);
+
 /* ---- partition_ops.c */
 
-/* Partitions input entry instruction i (sets p->vals[i]).  False after
- * reporting an error. */
+/* Partitions input instruction i of p's computation (sets p->vals[i]).
+ * False after reporting an error. */
 bool part_handle(Part *p, int32_t i);
 /* The default action: every operand gathered whole, the op run
  * unpartitioned on every device, the result replicated. */

@@ -62,12 +62,16 @@ bool part_default(Part *p, int32_t i)
 
 /* ================================================================ leaves */
 
+/* A parameter keeps its declared shards, or arrives in the state its
+ * caller passes (a loop body's parameter holds the loop state). */
 static bool h_parameter(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
-    const Tiling *leaves = part_decl_leaves(p, i);
+    int64_t k = hlo_attrs(in)->param_number;
+    const Tiling *leaves = k >= 0 && k < p->n_params && p->param_leaves[k] ? p->param_leaves[k]
+                                                                            : part_decl_leaves(p, i);
     Shape l = part_local_shape(p, &in->shape, leaves);
-    int32_t r = part_clone(p, i, in->name, &l, NULL, 0);
+    int32_t r = part_clone(p, i, part_result_name(p, i, leaves, "arg"), &l, NULL, 0);
     part_set_result(p, i, r, leaves, -1, NULL);
     return true;
 }
@@ -171,29 +175,6 @@ static bool h_custom_call(Part *p, int32_t i)
     return true;
 }
 
-static bool h_control_flow(Part *p, int32_t i)
-{
-    const HloInst *in = part_in(p, i);
-    const HloAttrs *a = hlo_attrs(in);
-    int32_t refs[4 + SPMDC_MAX_RANK];
-    int32_t n = 0;
-    refs[n++] = a->to_apply;
-    refs[n++] = a->condition;
-    refs[n++] = a->body;
-    for (int32_t k = 0; k < a->branches.n && n < (int32_t)(sizeof refs / sizeof refs[0]); k++)
-        refs[n++] = (int32_t)a->branches.v[k];
-    for (int32_t k = 0; k < n; k++) {
-        if (refs[k] >= 0 && refs[k] < p->in->n_comps && p->comp_sharded[refs[k]]) {
-            diag_error(p->cx->diag, in->span,
-                       "%s: computation '%s' holds split values; partitioning the inside of %s is not supported "
-                       "yet (its values must be replicated)",
-                       in->name, p->in->comps[refs[k]].name, hlo_opcode_name(in->op));
-            return false;
-        }
-    }
-    return part_default(p, i);
-}
-
 /* opt-barrier: an identity on its (tuple) operand; every leaf keeps its
  * sharding, so nothing is gathered. */
 static bool h_opt_barrier(Part *p, int32_t i)
@@ -229,9 +210,9 @@ static const Handler HANDLERS[HLO_OPCODE_COUNT] = {
     [HLO_GET_TUPLE_ELEMENT] = h_get_tuple_element,
     [HLO_OPTIMIZATION_BARRIER] = h_opt_barrier,
     [HLO_CUSTOM_CALL] = h_custom_call,
-    [HLO_WHILE] = h_control_flow,
-    [HLO_CALL] = h_control_flow,
-    [HLO_CONDITIONAL] = h_control_flow,
+    [HLO_WHILE] = part_while,
+    [HLO_CALL] = part_call,
+    [HLO_CONDITIONAL] = part_conditional,
     [HLO_PARTITION_ID] = h_unsupported,
     [HLO_ALL_REDUCE] = h_unsupported,
     [HLO_ALL_GATHER] = h_unsupported,

@@ -344,6 +344,7 @@ static void record_row(Table *t, const CommReport *r, int32_t i, size_t bw)
     table_put(t, &cell);
     put_bytes_cell(&cell, c->bytes_per_device, bw);
     if (c->multiplier > 1) sb_printf(&cell, " in %lld loop trips", (long long)c->multiplier);
+    if (c->per_trip) sb_printf(&cell, "%s per trip of a loop whose trip count is unknown", c->multiplier > 1 ? "," : "");
     table_put(t, &cell);
     put_cause(&cell, c->cause_instruction, c->cause_line, c->reason);
     table_put(t, &cell);
@@ -501,6 +502,8 @@ static json_t *jrecord(const CommReport *r, const CommRecord *c)
     json_object_set_new(o, "num_groups", jint(c->num_groups));
     json_object_set_new(o, "bytes_per_device", jint(c->bytes_per_device));
     json_object_set_new(o, "multiplier", jint(c->multiplier));
+    json_object_set_new(o, "per_trip", json_boolean(c->per_trip));
+    json_object_set_new(o, "source", json_string(c->from_input ? "input" : "partitioner"));
     json_object_set_new(cause, "instruction", jstr(c->cause_instruction));
     json_object_set_new(cause, "line", jint(c->cause_line));
     json_object_set_new(cause, "reason", jstr(bare_reason(c->cause_instruction, c->reason)));

@@ -529,7 +529,7 @@ static void set_collective(Part *p, int32_t v, const int8_t *atoms, int32_t n, b
 {
     ReplicaGroups g = part_groups(p, atoms, n);
     HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, v));
-    a->channel_id = p->next_channel++;
+    a->channel_id = p->mod->next_channel++;
     a->replica_groups = g;
     a->use_global_device_ids = global_ids;
 }
@@ -649,7 +649,7 @@ static int32_t lower_permute(Part *p, int32_t v, const Shape *global, const Tili
     Shape l = tiling_local_shape(&st->after, m, global);
     int32_t r = part_emit(p, HLO_COLLECTIVE_PERMUTE, name, &l, &v, 1);
     HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, r));
-    a->channel_id = p->next_channel++;
+    a->channel_id = p->mod->next_channel++;
     a->n_pairs = (int32_t)nd;
     a->pairs = ARENA_ARRAY(p->out->arena, int64_t, 2 * nd);
     for (int64_t s = 0; s < nd; s++) {

@@ -252,19 +252,74 @@ static double fresh_noise(const HloModule *m, const HloInst *in, const HloInst *
     }
 }
 
+/* Trips counted for the noise of a loop whose trip count is unknown
+ * (docs/verify.md). */
+#define UNKNOWN_TRIPS 8
+
+/* Root noise of each computation as a callee (NAN: not computed yet). */
+typedef struct NoiseMemo {
+    const HloModule *m;
+    double *root;
+} NoiseMemo;
+
+static double comp_noise(NoiseMemo *nm, int32_t c, double *out, int depth);
+
+/* Noise a while, call or conditional adds: what its callees add (a loop
+ * body once per trip), beyond the 2 eps(T) of fresh_noise. */
+static double callee_noise(NoiseMemo *nm, int32_t c, int32_t i, int depth)
+{
+    const HloModule *m = nm->m;
+    const HloInst *in = &m->comps[c].insts[i];
+    const HloAttrs *a = hlo_attrs(in);
+    double n = 0;
+    if (in->op == HLO_WHILE && a->body >= 0 && a->body < m->n_comps) {
+        int64_t trips = hlo_while_trip_count(m, c, i);
+        n = (double)(trips < 0 ? UNKNOWN_TRIPS : trips) * comp_noise(nm, a->body, NULL, depth + 1);
+    } else if (in->op == HLO_CALL && a->to_apply >= 0 && a->to_apply < m->n_comps) {
+        n = comp_noise(nm, a->to_apply, NULL, depth + 1);
+    } else if (in->op == HLO_CONDITIONAL) {
+        for (int32_t k = 0; k < a->branches.n; k++)
+            if (a->branches.v[k] >= 0 && a->branches.v[k] < m->n_comps)
+                n = fmax(n, comp_noise(nm, (int32_t)a->branches.v[k], NULL, depth + 1));
+    }
+    return n;
+}
+
+/* Noise of every instruction of computation c (into out, if not NULL) with
+ * noise-free parameters; returns the root's.  Noise adds up along a path,
+ * so a callee's root noise is what a call of it adds. */
+static double comp_noise(NoiseMemo *nm, int32_t c, double *out, int depth)
+{
+    const HloModule *m = nm->m;
+    const HloComputation *comp = hlo_comp(m, c);
+    if (depth > 64 || comp->n_insts == 0)
+        return 0;
+    if (!out && !isnan(nm->root[c]))
+        return nm->root[c];
+    double *noise = out ? out : xcalloc((size_t)comp->n_insts, sizeof(double));
+    for (int32_t i = 0; i < comp->n_insts; i++) {
+        const HloInst *in = &comp->insts[i];
+        double base = 0;
+        for (int32_t k = 0; k < in->n_operands; k++)
+            if (in->operands[k] >= 0 && in->operands[k] < i) base = fmax(base, noise[in->operands[k]]);
+        const HloInst *op0 = in->n_operands > 0 ? &comp->insts[in->operands[0]] : in;
+        const HloInst *op1 = in->n_operands > 1 ? &comp->insts[in->operands[1]] : in;
+        noise[i] = base + fresh_noise(m, in, op0, op1) + callee_noise(nm, c, i, depth);
+    }
+    double r = comp->root >= 0 && comp->root < comp->n_insts ? noise[comp->root] : 0;
+    if (!out) free(noise);
+    nm->root[c] = r;
+    return r;
+}
+
 static void compute_noise(VerifyRun *vr)
 {
     const HloComputation *c = hlo_comp(vr->m, vr->m->entry);
     vr->noise = xcalloc((size_t)(c->n_insts ? c->n_insts : 1), sizeof(double));
-    for (int32_t i = 0; i < c->n_insts; i++) {
-        const HloInst *in = &c->insts[i];
-        double base = 0;
-        for (int32_t k = 0; k < in->n_operands; k++)
-            if (in->operands[k] >= 0 && in->operands[k] < i) base = fmax(base, vr->noise[in->operands[k]]);
-        const HloInst *op0 = in->n_operands > 0 ? &c->insts[in->operands[0]] : in;
-        const HloInst *op1 = in->n_operands > 1 ? &c->insts[in->operands[1]] : in;
-        vr->noise[i] = base + fresh_noise(vr->m, in, op0, op1);
-    }
+    NoiseMemo nm = {vr->m, xmalloc(sizeof(double) * (size_t)(vr->m->n_comps ? vr->m->n_comps : 1))};
+    for (int32_t k = 0; k < vr->m->n_comps; k++) nm.root[k] = NAN;
+    comp_noise(&nm, vr->m->entry, vr->noise, 0);
+    free(nm.root);
 }
 
 /* ---------------------------------------------------------------- comparing */

@@ -227,6 +227,14 @@ typedef struct HloUsers {
 } HloUsers;
 HloUsers hlo_compute_users(const HloComputation *c, Arena *arena);
 
+/* Trip count of while instruction i of computation c: a `known_trip_count`
+ * backend config (`{"known_trip_count":{"n":"5"}}`), or the induction
+ * variable lax.scan and fori_loop write (condition `gte(param, k) < N` with
+ * N a constant, body root a tuple whose element k is `gte(param, k) + 1`,
+ * the while's operand a tuple whose element k is a constant S): N - S trips
+ * (0 when N <= S).  -1 when neither is found. */
+int64_t hlo_while_trip_count(const HloModule *m, int32_t c, int32_t i);
+
 /* ---------------------------------------------------------------- text form */
 
 typedef struct HloPrintOptions {

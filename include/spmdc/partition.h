@@ -6,10 +6,17 @@
  * collective-permute) and local dynamic-slices that resharding needs, and one
  * CommRecord per collective in the report.
  *
+ * Every computation the program runs is partitioned: the entry, loop bodies
+ * and conditions, conditional branches and called computations (one output
+ * computation per call site); computations that ops apply (reducers,
+ * comparators) are copied as they are.
+ *
  * Naming contract (the simulator's verify relies on it): an output
- * instruction that has the same name as an input instruction holds that
- * input value's local shard under the input instruction's (propagated)
- * sharding; values in any other state get derived names (name.1, ...).
+ * instruction that has the same name as an input instruction of the
+ * corresponding computation (the entry for the entry; a body partitioned for
+ * a call site for that body) holds that input value's local shard under the
+ * input instruction's (propagated) sharding; values in any other state get
+ * derived names (name.1, name.arg, ...).
  * Whatever cannot be partitioned correctly is an error naming the
  * instruction; no silently wrong program.
  */

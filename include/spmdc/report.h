@@ -44,7 +44,12 @@ typedef struct CommRecord {
     int8_t atoms[SPMDC_MAX_ATOMS]; /* mesh atoms the groups run over */
     int64_t group_size, num_groups;
     int64_t bytes_per_device;  /* comm_bytes_per_device(...) * multiplier */
-    int64_t multiplier;        /* loop trip count (1 outside loops) */
+    int64_t multiplier;        /* times it runs per program run: the product of the known trip
+                                  counts of the loops around it (1 outside loops) */
+    bool per_trip;             /* some loop around it has an unknown trip count: bytes_per_device
+                                  counts one trip of that loop */
+    bool from_input;           /* written by the user (a collective inside a manual region), not
+                                  inserted by the partitioner */
     char *cause_instruction;   /* input instruction whose sharding forced it (heap) */
     uint32_t cause_line;       /* its line in the input (0 if none) */
     char *reason;              /* words (heap), without the cause's name: "contracting dim 1 of lhs

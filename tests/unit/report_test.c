@@ -332,6 +332,8 @@ static const char WORKED_JSON[] =
     "      \"num_groups\": 1,\n"
     "      \"bytes_per_device\": 234881024,\n"
     "      \"multiplier\": 1,\n"
+    "      \"per_trip\": false,\n"
+    "      \"source\": \"partitioner\",\n"
     "      \"cause\": {\n"
     "        \"instruction\": \"dot.7\",\n"
     "        \"line\": 7,\n"

@@ -1,0 +1,1 @@
+compile scan_fwd.hlo -o /dev/null

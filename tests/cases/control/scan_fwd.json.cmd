@@ -1,0 +1,1 @@
+compile scan_fwd.hlo --mesh data=2,model=2 --report json
