@@ -904,9 +904,11 @@ static bool leaves_replicated(const Tiling *s, int32_t n)
  *  - the consumer is a Sharding custom-call, or its own result is replicated
  *    by an annotation (or as the entry result) and gathering the operand
  *    instead was the cheaper way: intended;
- *  - anything else (in practice: the consumer is replicated only by
- *    default, e.g. the result of an op propagation has no rule for) is a
- *    warning. */
+ *  - the consumer is replicated only by default (no annotation reaches
+ *    it): a warning, the user should annotate it;
+ *  - the consumer itself stays split (a batch-split dot gathering its
+ *    weight, the ZeRO pattern): the gather feeds a partitioned computation,
+ *    it is the plan, not a rematerialization. */
 static const char *remat_cause(Part *p, int32_t v, int32_t leaf, const Tiling *from, const Tiling *want,
                                const Cause *cause)
 {
@@ -936,7 +938,7 @@ static const char *remat_cause(Part *p, int32_t v, int32_t leaf, const Tiling *f
     if (rep)
         return part_fmt(p, "%s is replicated only by default: it has no annotation and propagation gives it "
                         "nothing; annotate it", ci->name);
-    return part_fmt(p, "the cheapest plan found for %s uses it whole", ci->name);
+    return NULL;
 }
 
 /* The one place that warns "full-rematerialization", when the plan for

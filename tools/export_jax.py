@@ -83,7 +83,36 @@ def models():
              ((128, 8, 16), P(None, "model", None)), ((128, 8, 16), P(None, "model", None)),
              ((128, 8, 16), P(None, "model", None)), ((8, 16, 128), P("model", None, None))],
             P("data", None, None))
-    return [mlp, attn]
+    # Training steps (loss, then gradients; SGD updates where named).
+    def mlp_train(x, w1, b1, w2, b2, y):
+        def loss_fn(x, w1, b1, w2, b2):
+            return jnp.mean((mlp_block(x, w1, b1, w2, b2) - y) ** 2)
+        loss, grads = jax.value_and_grad(loss_fn, argnums=(0, 1, 2, 3, 4))(x, w1, b1, w2, b2)
+        return (loss,) + grads
+
+    def dp_loss(x, y, w1, b1, w2, b2):
+        h = jnp.tanh(x @ w1 + b1)
+        return jnp.mean((h @ w2 + b2 - y) ** 2)
+
+    def dp_train(x, y, w1, b1, w2, b2):
+        loss, (g1, gb1, g2, gb2) = jax.value_and_grad(dp_loss, argnums=(2, 3, 4, 5))(x, y, w1, b1, w2, b2)
+        lr = jnp.float32(0.1)
+        return loss, w1 - lr * g1, b1 - lr * gb1, w2 - lr * g2, b2 - lr * gb2
+
+    mlp_tr = ("mlp_train", mlp_train, (("model", 8),),
+              [((8, 128), P()), ((128, 512), P(None, "model")), ((512,), P("model")),
+               ((512, 128), P("model", None)), ((128,), P()), ((8, 128), P())],
+              (P(), P(), P(None, "model"), P("model"), P("model", None), P()))
+    dp = ("dp_train", dp_train, (("data", 8),),
+          [((64, 32), P("data", None)), ((64, 16), P("data", None)), ((32, 64), P()), ((64,), P()),
+           ((64, 16), P()), ((16,), P())],
+          (P(), P(), P(), P(), P()))
+    # ZeRO-3 style: parameters (and so their updates) sharded over `data` on their rows.
+    zero = ("dp_train_zero", dp_train, (("data", 8),),
+            [((64, 32), P("data", None)), ((64, 16), P("data", None)), ((32, 64), P("data", None)),
+             ((64,), P("data")), ((64, 16), P("data", None)), ((16,), P())],
+            (P(), P("data", None), P("data"), P("data", None), P()))
+    return [mlp, attn, mlp_tr, dp, zero]
 
 
 def lower(model, shardy):
@@ -98,8 +127,11 @@ def lower(model, shardy):
     mesh = Mesh(devs.reshape([s for _, s in axes]), tuple(a for a, _ in axes))
     avals = [jax.ShapeDtypeStruct(shape, jnp.float32) for shape, _ in args]
     in_sh = tuple(NamedSharding(mesh, spec) for _, spec in args)
-    return jax.jit(fn, in_shardings=in_sh,
-                   out_shardings=NamedSharding(mesh, out_spec)).lower(*avals)
+    if isinstance(out_spec, tuple) and not isinstance(out_spec, jax.sharding.PartitionSpec):
+        out_sh = tuple(NamedSharding(mesh, s) for s in out_spec)
+    else:
+        out_sh = NamedSharding(mesh, out_spec)
+    return jax.jit(fn, in_shardings=in_sh, out_shardings=out_sh).lower(*avals)
 
 
 def dump_text(lowered, dump_dir):
@@ -145,7 +177,7 @@ def main():
     # Stack-frame tables in the dumps name this file without its directory.
     jax.config.update("jax_hlo_source_file_canonicalization_regex", ".*/")
 
-    mlp, attn = models()
+    mlp, attn, mlp_tr, dp, zero = models()
     jobs = [
         ("jax_mlp.hlo", mlp, False, "dump",
          "GSPMD mode (jax_use_shardy_partitioner=False), XLA's before_optimizations dump"),
@@ -155,6 +187,12 @@ def main():
          "Shardy mode (JAX default), lowered.as_text(dialect=\"hlo\")"),
         ("jax_attention_sdy.hlo", attn, True, "dump",
          "Shardy mode (JAX default), XLA's before_optimizations dump"),
+        ("jax_mlp_train.hlo", mlp_tr, False, "dump",
+         "training step (loss and gradients of every argument but y), GSPMD mode, XLA's before_optimizations dump"),
+        ("jax_dp_train.hlo", dp, False, "dump",
+         "data-parallel SGD step (batch split, parameters replicated), GSPMD mode, XLA's before_optimizations dump"),
+        ("jax_dp_train_zero.hlo", zero, False, "dump",
+         "data-parallel SGD step with parameters sharded over data (ZeRO-3), GSPMD mode, before_optimizations dump"),
     ]
     os.makedirs(args.out_dir, exist_ok=True)
     for fname, model, shardy, form, what in jobs:

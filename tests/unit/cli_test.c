@@ -180,6 +180,53 @@ static void test_jax_exports(void **state)
     json_decref(j);
 }
 
+/* Expects collectives (kind, bytes) in program order and their total. */
+static void expect_plan(json_t *j, const char *const *kinds, const long long *bytes, size_t n, long long total)
+{
+    assert_int_equal(n_coll(j), n);
+    for (size_t k = 0; k < n; k++) {
+        assert_string_equal(str(coll(j, k), "kind"), kinds[k]);
+        assert_int_equal(num(coll(j, k), "bytes_per_device"), bytes[k]);
+    }
+    assert_int_equal(num(json_object_get(j, "totals"), "bytes_per_device"), total);
+    assert_int_equal(json_array_size(json_object_get(j, "warnings")), 0);
+}
+
+static void test_training_steps(void **state)
+{
+    (void)state;
+    /* Megatron MLP training step (model=8): the forward's row-parallel matmul
+     * and the backward's input gradient (dX = dH.W1^T, contracting the split
+     * hidden dim) each leave a partial f32[8,128] = 4,096 B: two all-reduces
+     * of 2*7/8 * 4,096 = 7,168 B; the weight gradients are local. XLA: the same. */
+    static const char *const ar2[] = {"all-reduce", "all-reduce"};
+    static const long long mlp[] = {7168, 7168};
+    json_t *j = report("jax_mlp_train.hlo", NULL);
+    expect_plan(j, ar2, mlp, 2, 14336);
+    json_decref(j);
+    /* Data-parallel SGD step (batch split over 8, parameters replicated): the
+     * loss f32[] (4 B: floor(2*7/8*4) = 7) and one all-reduce per gradient:
+     * dW1 f32[64,32] (8,192 B -> 14,336), db1 f32[64] (256 -> 448), dW2
+     * f32[16,64] (4,096 -> 7,168), db2 f32[16] (64 -> 112): 22,071 B, as XLA. */
+    static const char *const ar5[] = {"all-reduce", "all-reduce", "all-reduce", "all-reduce", "all-reduce"};
+    static const long long dp[] = {7, 14336, 448, 7168, 112};
+    j = report("jax_dp_train.hlo", NULL);
+    expect_plan(j, ar5, dp, 5, 22071);
+    json_decref(j);
+    /* The same step with the parameters sharded over data (ZeRO-3): W1, b1, W2
+     * all-gathered for the forward (7/8 of 8,192, 256 and 4,096 B: 7,168, 224,
+     * 3,584), the loss all-reduced (7), and the gradients reduce-scattered
+     * straight into the parameters' shards (7/8 of the same operands: 7,168,
+     * 224, 3,584); db2 (b2 replicated) all-reduced (112).  22,071 B in all,
+     * where XLA all-reduces the gradients and slices them (33,047 B). */
+    static const char *const zk[] = {"all-gather", "all-gather", "all-gather", "all-reduce",
+                                     "reduce-scatter", "reduce-scatter", "reduce-scatter", "all-reduce"};
+    static const long long zb[] = {7168, 224, 3584, 7, 7168, 224, 3584, 112};
+    j = report("jax_dp_train_zero.hlo", NULL);
+    expect_plan(j, zk, zb, 8, 22071);
+    json_decref(j);
+}
+
 static void test_error_writes_nothing(void **state)
 {
     (void)state;
@@ -257,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_mlp_misaligned_costs),
         cmocka_unit_test(test_2d_mesh_groups),
         cmocka_unit_test(test_jax_exports),
+        cmocka_unit_test(test_training_steps),
         cmocka_unit_test(test_error_writes_nothing),
         cmocka_unit_test(test_output_through_symlinks),
         cmocka_unit_test(test_deterministic),

@@ -1,0 +1,1 @@
+compile ../../../examples/jax_dp_train_zero.hlo --report json

@@ -1,0 +1,1 @@
+compile ../../../examples/jax_mlp_train.hlo --report json

@@ -1,0 +1,1 @@
+compile reshape_split_local.hlo

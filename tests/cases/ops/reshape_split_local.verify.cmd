@@ -1,0 +1,1 @@
+verify reshape_split_local.hlo

@@ -1,0 +1,1 @@
+verify ../../../examples/jax_dp_train.hlo --mesh 2x4

@@ -1,0 +1,1 @@
+verify ../../../examples/jax_mlp_train.hlo
