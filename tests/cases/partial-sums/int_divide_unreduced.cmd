@@ -1,0 +1,1 @@
+compile int_divide_unreduced.hlo --mesh 4

@@ -1,0 +1,1 @@
+verify int_divide_unreduced.hlo --mesh 4

@@ -1,0 +1,1 @@
+compile widening_dot_s8.hlo --mesh 4

@@ -1,0 +1,1 @@
+verify widening_dot_s8.hlo --mesh 2
