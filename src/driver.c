@@ -17,26 +17,58 @@
 #include "spmdc/propagate.h"
 #include "spmdc/verify.h"
 
+uint64_t driver_max_input_bytes(void)
+{
+    const char *e = getenv("SPMDC_MAX_INPUT_BYTES");
+    if (!e || !*e) return SPMDC_DEFAULT_MAX_INPUT;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(e, &end, 10);
+    uint64_t unit = 1;
+    if (*end == 'K' || *end == 'k') unit = 1024, end++;
+    else if (*end == 'M' || *end == 'm') unit = 1024 * 1024, end++;
+    else if (*end == 'G' || *end == 'g') unit = 1024 * 1024 * 1024, end++;
+    if (errno || *end || e[0] == '-' || v == 0 || v > SPMDC_HARD_MAX_INPUT / unit) return 0;
+    return (uint64_t)v * unit;
+}
+
 char *driver_read_file(const char *path, size_t *len)
 {
+    uint64_t max = driver_max_input_bytes();
+    if (max == 0) {
+        fprintf(stderr, "spmdc: error: SPMDC_MAX_INPUT_BYTES='%s' is not a size between 1 and %llu bytes "
+                        "(e.g. 3G)\n", getenv("SPMDC_MAX_INPUT_BYTES"), (unsigned long long)SPMDC_HARD_MAX_INPUT);
+        return NULL;
+    }
     FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
     if (!f) {
         fprintf(stderr, "spmdc: error: cannot read %s: %s\n", path, strerror(errno));
         return NULL;
     }
+    struct stat st;
+    bool too_big = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > max;
     size_t cap = 1 << 16, n = 0;
-    char *buf = xmalloc(cap);
-    for (;;) {
+    char *buf = too_big ? NULL : xmalloc(cap);
+    while (!too_big) {
         if (n + 1 >= cap) {
-            cap *= 2;
+            cap = cap > max ? (size_t)max + 2 : cap * 2; /* room for one byte past the limit */
             buf = xrealloc(buf, cap);
         }
         size_t got = fread(buf + n, 1, cap - n - 1, f);
         n += got;
+        if (n > max) too_big = true;
         if (got == 0) break;
     }
-    int bad = ferror(f), saved = errno;
+    int bad = !too_big && ferror(f), saved = errno;
     if (f != stdin) fclose(f);
+    if (too_big) {
+        fprintf(stderr, "spmdc: error: %s is larger than the input limit of %llu bytes (set SPMDC_MAX_INPUT_BYTES, "
+                        "e.g. 3G, to raise it up to %llu)\n", strcmp(path, "-") ? path : "standard input",
+                (unsigned long long)max,
+                (unsigned long long)SPMDC_HARD_MAX_INPUT);
+        free(buf);
+        return NULL;
+    }
     if (bad) {
         fprintf(stderr, "spmdc: error: cannot read %s: %s\n", path, strerror(saved));
         free(buf);

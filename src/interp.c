@@ -29,10 +29,12 @@ struct SimBuffer {
 
 /* ---------------------------------------------------------------- values */
 
+/* Elements of an array shape; a count above int64 cannot be allocated (out of memory). */
 static int64_t elem_count(const Shape *s)
 {
     int64_t n = 1;
-    for (int32_t d = 0; d < s->rank; d++) n *= s->dims[d];
+    for (int32_t d = 0; d < s->rank; d++)
+        if (__builtin_mul_overflow(n, s->dims[d], &n)) spmdc_oom();
     return n;
 }
 
@@ -44,7 +46,9 @@ SimValue sim_value_new(const Shape *s)
     v.shape.rank = s->rank;
     for (int32_t d = 0; d < s->rank && d < SPMDC_MAX_RANK; d++) v.shape.dims[d] = s->dims[d];
     int es = num_elem_bytes(s->type);
-    size_t bytes = es > 0 ? (size_t)(elem_count(s) * es) : 0;
+    int64_t nbytes = 0;
+    if (es > 0 && __builtin_mul_overflow(elem_count(s), (int64_t)es, &nbytes)) spmdc_oom(); /* no such buffer fits */
+    size_t bytes = (size_t)nbytes;
     if (bytes) {
         v.buf = xcalloc(1, sizeof(SimBuffer) + bytes);
         v.buf->refs = 1;
@@ -840,16 +844,181 @@ static bool eval_op(Interp *ip, int32_t c, const HloInst *inst, const SimValue *
     return interp_error(ip, inst, "the interpreter does not support opcode '%s'", hlo_opcode_name(inst->op));
 }
 
-/* Counts the instruction's work against SIM_WORK_LIMIT (see sim_internal.h). */
-static bool charge_work(Interp *ip, const HloInst *inst, const SimValue *ops)
+/* ---------------------------------------------------------------- cost */
+
+/* Elements of every array leaf of s (a double: never overflows). */
+static double leaf_elems(const Shape *s)
 {
-    double n = shape_is_array(&inst->shape) ? (double)shape_elem_count(&inst->shape) : 1;
-    if (inst->op == HLO_DOT && ops[0].shape.type != ET_TUPLE) {
-        const IntList *k = &hlo_attrs(inst)->lhs_contracting;
-        for (int32_t j = 0; j < k->n; j++)
-            if (k->v[j] >= 0 && k->v[j] < ops[0].shape.rank) n *= (double)ops[0].shape.dims[k->v[j]];
+    if (s->type == ET_TUPLE) {
+        double n = 0;
+        for (int32_t k = 0; k < s->n_elems; k++) n += leaf_elems(&s->elems[k]);
+        return n;
     }
-    ip->sh->work += n;
+    double n = 1;
+    for (int32_t d = 0; d < s->rank; d++) n *= (double)s->dims[d];
+    return n;
+}
+
+/* Bytes the simulator stores for a value of shape s (sim.h: its own
+ * element size per type, sub-byte types one byte each). */
+static double leaf_bytes(const Shape *s)
+{
+    if (s->type == ET_TUPLE) {
+        double n = 0;
+        for (int32_t k = 0; k < s->n_elems; k++) n += leaf_bytes(&s->elems[k]);
+        return n;
+    }
+    int es = num_elem_bytes(s->type);
+    return leaf_elems(s) * (es > 0 ? es : 8);
+}
+
+static double window_elems(const HloAttrs *a)
+{
+    double n = 1;
+    for (int32_t k = 0; a->window && k < a->window->rank; k++) n *= (double)a->window->dims[k].size;
+    return n;
+}
+
+/* Work of one application of computation c (1 when unknown or callee_work is NULL). */
+static double apply_cost(const HloModule *m, int32_t c, const double *callee_work)
+{
+    if (!callee_work || c < 0 || c >= m->n_comps) return 1;
+    return callee_work[c] > 1 ? callee_work[c] : 1;
+}
+
+double sim_inst_work(const HloModule *m, const HloComputation *c, const HloInst *in, const double *callee_work)
+{
+    const HloAttrs *a = hlo_attrs(in);
+    const Shape *o0 = in->n_operands > 0 ? &c->insts[in->operands[0]].shape : &in->shape;
+    double out = leaf_elems(&in->shape), in0 = leaf_elems(o0);
+    switch (in->op) {
+    case HLO_DOT: {
+        double k = 1;
+        for (int32_t j = 0; j < a->lhs_contracting.n; j++)
+            if (a->lhs_contracting.v[j] >= 0 && a->lhs_contracting.v[j] < o0->rank)
+                k *= (double)o0->dims[a->lhs_contracting.v[j]];
+        return out * k;
+    }
+    case HLO_CONVOLUTION: { /* per output element: the kernel's input features x window */
+        const Shape *k = in->n_operands > 1 ? &c->insts[in->operands[1]].shape : o0;
+        double kout = a->conv && a->conv->k_out >= 0 && a->conv->k_out < k->rank ? (double)k->dims[a->conv->k_out] : 1;
+        return out * (kout > 0 ? leaf_elems(k) / kout : leaf_elems(k));
+    }
+    case HLO_REDUCE: {
+        double n = 0;
+        for (int32_t j = 0; j < in->n_operands / 2; j++) n += leaf_elems(&c->insts[in->operands[j]].shape);
+        return n * apply_cost(m, a->to_apply, callee_work) + out;
+    }
+    case HLO_REDUCE_WINDOW:
+        return out * window_elems(a) * apply_cost(m, a->to_apply, callee_work);
+    case HLO_SELECT_AND_SCATTER: {
+        const Shape *src = in->n_operands > 1 ? &c->insts[in->operands[1]].shape : o0;
+        return leaf_elems(src) * window_elems(a) *
+                   (apply_cost(m, a->select, callee_work) + apply_cost(m, a->to_apply, callee_work)) + out;
+    }
+    case HLO_SCATTER: {
+        double upd = 0;
+        for (int32_t j = (in->n_operands + 1) / 2; j < in->n_operands; j++) upd += leaf_elems(&c->insts[in->operands[j]].shape);
+        return upd * apply_cost(m, a->to_apply, callee_work) + out;
+    }
+    case HLO_SORT: { /* merge sort along one dimension */
+        int64_t d = a->dimensions.n == 1 ? a->dimensions.v[0] : -1;
+        double len = d >= 0 && d < o0->rank ? (double)o0->dims[d] : in0, lg = 1;
+        while (len > 1 && (double)(1ull << (int)lg) < len && lg < 62) lg++;
+        return in0 * lg * apply_cost(m, a->to_apply, callee_work) + out;
+    }
+    case HLO_MAP: case HLO_ALL_REDUCE: case HLO_REDUCE_SCATTER:
+        return (in0 > out ? in0 : out) * apply_cost(m, a->to_apply, callee_work);
+    case HLO_GATHER: case HLO_PAD: case HLO_DYNAMIC_UPDATE_SLICE:
+        return out + in0;
+    default:
+        return out > 1 ? out : 1;
+    }
+}
+
+SimCost sim_module_cost(const HloModule *m)
+{
+    SimCost r = {0, 0, 0, -1, -1, 0};
+    if (m->entry < 0 || m->n_comps <= 0) return r;
+    double *work = xcalloc((size_t)m->n_comps, sizeof(double)), *peak = xcalloc((size_t)m->n_comps, sizeof(double));
+    int32_t *last = NULL;
+    size_t last_cap = 0;
+    /* Callees are defined before their callers (parse.h), so one pass in index order sees them done. */
+    for (int32_t ci = 0; ci < m->n_comps; ci++) {
+        const HloComputation *c = &m->comps[ci];
+        if ((size_t)c->n_insts > last_cap) {
+            last_cap = (size_t)c->n_insts;
+            last = xrealloc(last, sizeof(int32_t) * last_cap);
+        }
+        for (int32_t i = 0; i < c->n_insts; i++) last[i] = i;
+        for (int32_t i = 0; i < c->n_insts; i++)
+            for (int32_t k = 0; k < c->insts[i].n_operands; k++) {
+                int32_t o = c->insts[i].operands[k];
+                if (o >= 0 && o < i) last[o] = i;
+            }
+        if (c->root >= 0 && c->root < c->n_insts) last[c->root] = c->n_insts;
+        double live = 0, top = 0, w = 0;
+        for (int32_t i = 0; i < c->n_insts; i++) {
+            const HloInst *in = &c->insts[i];
+            const HloAttrs *a = hlo_attrs(in);
+            double iw = sim_inst_work(m, c, in, work);
+            w += iw;
+            if (iw > r.worst_work) {
+                r.worst_work = iw;
+                r.worst_comp = ci;
+                r.worst_inst = i;
+            }
+            double callee_peak = 0;
+            int32_t callees[2] = {-1, -1};
+            if (in->op == HLO_CALL) callees[0] = a->to_apply;
+            if (in->op == HLO_WHILE) callees[0] = a->condition, callees[1] = a->body;
+            for (int k = 0; k < 2; k++)
+                if (callees[k] >= 0 && callees[k] < ci) {
+                    w += work[callees[k]];
+                    if (peak[callees[k]] > callee_peak) callee_peak = peak[callees[k]];
+                }
+            if (in->op == HLO_CONDITIONAL) {
+                double bw = 0;
+                for (int32_t k = 0; k < a->branches.n; k++) {
+                    int64_t b = a->branches.v[k];
+                    if (b < 0 || b >= ci) continue;
+                    if (work[b] > bw) bw = work[b];
+                    if (peak[b] > callee_peak) callee_peak = peak[b];
+                }
+                w += bw;
+            }
+            /* every value counts its buffers, also one that shares its operand's
+             * (copy, reshape, tuple, ...): the operand's are then freed at
+             * this user, so the sum stays an upper bound within 2x */
+            double bytes = leaf_bytes(&in->shape);
+            if (ci == m->entry) r.total_bytes += bytes;
+            live += bytes;
+            if (live + callee_peak > top) top = live + callee_peak;
+            for (int32_t k = 0; k < in->n_operands; k++) {
+                int32_t o = in->operands[k];
+                if (o >= 0 && o < i && last[o] == i) {
+                    live -= leaf_bytes(&c->insts[o].shape);
+                    last[o] = -1; /* an operand used twice by i is freed once */
+                }
+            }
+            if (last[i] == i) live -= bytes;
+        }
+        work[ci] = w;
+        peak[ci] = top;
+    }
+    r.work = work[m->entry];
+    r.peak_bytes = peak[m->entry];
+    free(work);
+    free(peak);
+    free(last);
+    return r;
+}
+
+/* Counts the instruction's work against SIM_WORK_LIMIT (see sim_internal.h):
+ * sim_inst_work with called computations counted as they run. */
+static bool charge_work(Interp *ip, int32_t c, const HloInst *inst)
+{
+    ip->sh->work += sim_inst_work(ip->sh->m, hlo_comp(ip->sh->m, c), inst, NULL);
     if (ip->sh->work <= SIM_WORK_LIMIT) return true;
     return interp_error(ip, inst, "the simulation went past its budget of %.0e element operations (a loop with many "
                         "trips?); verify a smaller twin of this module", SIM_WORK_LIMIT);
@@ -876,7 +1045,7 @@ bool interp_eval(Interp *ip, int32_t c, int32_t i, const SimValue *env, const Si
         if (ops[k].shape.type == ET_INVALID) ok = interp_error(ip, inst, "operand %d has no value", k);
         else if (ops[k].shape.type != ET_TUPLE) ok = check_types(ip, inst, &ops[k].shape);
     }
-    if (ok) ok = charge_work(ip, inst, ops);
+    if (ok) ok = charge_work(ip, c, inst);
     if (ok) ok = eval_op(ip, c, inst, ops, params, n_params, out);
     if (ops != stack_ops) free(ops);
     if (ok && !interp_shape_matches(out, &inst->shape)) {

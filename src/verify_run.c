@@ -51,6 +51,7 @@ typedef struct VerifyRun {
     SimValue *inputs;        /* global inputs, by parameter number */
     double *noise;           /* per instruction of m's entry (docs/verify.md) */
     StrBuf printed;          /* the partitioned program as printed (line numbers) */
+    double ref_bytes;        /* buffers the reference side holds (small_enough) */
 } VerifyRun;
 
 /* Result of comparing one array value (all its shards) with the reference. */
@@ -846,32 +847,45 @@ static int parse_args(int argc, char **argv, VerifyRun *vr, SpmdcOptions *opt)
     return 0;
 }
 
-/* Loads IN (propagated) and the per-device program; false after errors. */
-/* The simulator is an interpreter: refuse modules whose entry computation
- * would take minutes (more than 2^31 elements produced, or 2^33 multiply-adds
- * in dots) rather than run silently for a long time. */
+/* The simulator is an interpreter: a module whose runs would take more
+ * than about a minute each or hold more than 4 GiB of buffers is refused
+ * before anything runs, with the figures (docs/verify.md).  Work counts
+ * every op (sim_inst_work: dot and convolution multiply-adds, windows,
+ * reducers, sorts, data movement); memory is the reference run's live peak
+ * plus every reference value a mismatch report keeps, plus the per-device
+ * program's live peak on every device. */
+#define ORACLE_MAX_WORK SIM_WORK_LIMIT
+#define ORACLE_MAX_BYTES 4294967296.0
+
+/* Refuses (at the costliest instruction of m, per device) when work or
+ * bytes exceed the limits. */
+static bool cost_ok(VerifyRun *vr, const HloModule *m, const SimCost *c, const char *what, double work, double bytes)
+{
+    if (work <= ORACLE_MAX_WORK && bytes <= ORACLE_MAX_BYTES) return true;
+    const HloInst *in = c->worst_inst >= 0 ? hlo_inst(m, c->worst_comp, c->worst_inst) : NULL;
+    diag_error(vr->diag, in ? in->span : SRC_SPAN_NONE,
+               "%s is too large to simulate (%s: %.2g element operations, %.2g bytes of buffers; the limits are "
+               "%.2g and %.2g; the costliest instruction is %s, %.2g element operations): verify a smaller twin "
+               "with the same shardings (e.g. examples/mlp_small.hlo)",
+               vr->in_path, what, work, bytes, ORACLE_MAX_WORK, ORACLE_MAX_BYTES, in ? in->name : "-",
+               c->worst_work);
+    return false;
+}
+
 static bool small_enough(VerifyRun *vr)
 {
-    const HloComputation *c = hlo_comp(vr->m, vr->m->entry);
-    double elems = 0, macs = 0;
-    for (int32_t i = 0; i < c->n_insts; i++) {
-        const HloInst *in = &c->insts[i];
-        double n = shape_is_array(&in->shape) ? (double)shape_elem_count(&in->shape) : 0;
-        elems += n;
-        if (in->op == HLO_DOT) {
-            const HloInst *lhs = &c->insts[in->operands[0]];
-            const IntList *k = &hlo_attrs(in)->lhs_contracting;
-            double kk = 1;
-            for (int32_t j = 0; j < k->n; j++) kk *= (double)lhs->shape.dims[k->v[j]];
-            macs += n * kk;
-        }
-    }
-    if (elems <= 2147483648.0 && macs <= 8589934592.0) return true;
-    diag_error(vr->diag, SRC_SPAN_NONE,
-               "%s is too large to simulate (%.2g elements, %.2g multiply-adds in dots; the limits are 2.1e9 "
-               "and 8.6e9): verify a smaller twin with the same shardings (e.g. examples/mlp_small.hlo)",
-               vr->in_path, elems, macs);
-    return false;
+    SimCost c = sim_module_cost(vr->m);
+    vr->ref_bytes = c.peak_bytes + c.total_bytes;
+    return cost_ok(vr, vr->m, &c, "the reference run", c.work, vr->ref_bytes);
+}
+
+/* After the per-device program is known: its run on every device, next to
+ * what the reference keeps. */
+static bool program_small_enough(VerifyRun *vr)
+{
+    SimCost c = sim_module_cost(vr->p);
+    double n = (double)vr->n_dev;
+    return cost_ok(vr, vr->p, &c, "the per-device program on every device", c.work * n, c.peak_bytes * n + vr->ref_bytes);
 }
 
 static bool load(VerifyRun *vr, char **texts)
@@ -912,7 +926,7 @@ static bool load(VerifyRun *vr, char **texts)
         HloPrintOptions po = {false, false, false};
         hlo_print_module(&vr->printed, vr->p, &po);
     }
-    return check_program(vr);
+    return program_small_enough(vr) && check_program(vr);
 }
 
 static void print_header(StrBuf *b, const VerifyRun *vr)

@@ -187,6 +187,31 @@ for sig in TERM INT HUP; do
   [ "$st" -gt 128 ] && [ "$(cat out.hlo)" = old ] && only out.hlo report.fifo && ok || bad "status $st"
 done
 
+# ---------------------------------------------------------------- the input limit
+
+fresh input_stream_over_limit
+export SPMDC_MAX_INPUT_BYTES=1M
+run 1 compile /dev/zero -o out.hlo && grep -q 'larger than the input limit of 1048576 bytes' "$top/stderr" && only && ok
+unset SPMDC_MAX_INPUT_BYTES
+fresh input_file_over_default_limit
+if truncate -s 3G big.hlo 2>/dev/null; then # sparse: refused from its size, never read
+  run 1 compile big.hlo -o out.hlo && grep -q 'larger than the input limit of 2147483648 bytes' "$top/stderr" && only big.hlo && ok
+else
+  skipped "no sparse files"
+fi
+fresh input_at_limit
+size=$(wc -c <in.hlo)
+export SPMDC_MAX_INPUT_BYTES=$size
+if run 0 compile in.hlo -o out.hlo --report none; then
+  export SPMDC_MAX_INPUT_BYTES=$((size - 1))
+  run 1 compile - -o out2.hlo <in.hlo && only out.hlo && ok
+fi
+unset SPMDC_MAX_INPUT_BYTES
+fresh input_limit_malformed
+export SPMDC_MAX_INPUT_BYTES=5G
+run 1 compile in.hlo && grep -q 'SPMDC_MAX_INPUT_BYTES' "$top/stderr" && ok
+unset SPMDC_MAX_INPUT_BYTES
+
 # ---------------------------------------------------------------- `--` ends the options
 
 fresh double_dash

@@ -6,13 +6,24 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "spmdc/hlo.h"
 #include "spmdc/pass.h"
 
+/* The input limit: 2 GiB unless SPMDC_MAX_INPUT_BYTES says otherwise
+ * (bytes, or with a K/M/G suffix: powers of 1024), at most 4 GiB - 1 (the
+ * front end keeps byte offsets in 32 bits). */
+#define SPMDC_DEFAULT_MAX_INPUT (UINT64_C(2) << 30)
+#define SPMDC_HARD_MAX_INPUT ((UINT64_C(4) << 30) - 1)
+/* The limit in force: SPMDC_DEFAULT_MAX_INPUT, or SPMDC_MAX_INPUT_BYTES from
+ * the environment; 0 when that variable is malformed or out of range. */
+uint64_t driver_max_input_bytes(void);
 /* Reads a whole file into a heap buffer (NUL-terminated, *len without the
- * NUL).  "-" reads stdin.  NULL after printing `spmdc: error: cannot read
- * PATH: reason` to stderr. */
+ * NUL).  "-" reads stdin.  A regular file larger than the input limit is
+ * refused before it is read, a stream (a pipe, /dev/zero) as soon as it
+ * passes the limit.  NULL after printing `spmdc: error: cannot read PATH:
+ * reason` or `spmdc: error: PATH is larger than the input limit ...`. */
 char *driver_read_file(const char *path, size_t *len);
 /* One output of a run: data[0..len) for path ("-" = standard output). */
 typedef struct DriverOutput {

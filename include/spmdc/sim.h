@@ -104,6 +104,31 @@ typedef struct SimOptions {
 bool sim_run_spmd(const HloModule *m, const SimOptions *opt, const SimValue *args, int32_t n_args,
                   SimValue *outs, DiagEngine *diag);
 
+/* ---------------------------------------------------------------- cost */
+
+/* What running a module in the simulator costs, from its declared shapes. */
+typedef struct SimCost {
+    double work;        /* element operations of one run of the entry computation
+                           (sim_inst_work summed; a while body counted once) */
+    double peak_bytes;  /* largest total of live buffers (values are freed after
+                           their last use; called computations add their own peak) */
+    double total_bytes; /* every buffer the entry computation allocates, summed */
+    int32_t worst_comp, worst_inst; /* the instruction with the most work (-1: none) */
+    double worst_work;
+} SimCost;
+
+/* Element operations of one instruction of computation c: elements produced
+ * (elementwise, data movement), times the contracted size for dot, times
+ * the kernel's input features and window for convolution, times the window
+ * for reduce-window and select-and-scatter, times log2 of the sorted
+ * dimension for sort, reduced/scattered/mapped elements times one
+ * application of the called computation (callee_work[comp], or 1 when
+ * callee_work is NULL).  Doubles: no shape overflows them. */
+double sim_inst_work(const HloModule *m, const HloComputation *c, const HloInst *in, const double *callee_work);
+/* The cost of one run of m's entry computation on one device.  Linear in
+ * the module. */
+SimCost sim_module_cost(const HloModule *m);
+
 /* ---------------------------------------------------------------- verify */
 
 /* Entry point of `spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo]`

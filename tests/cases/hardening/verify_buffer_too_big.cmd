@@ -1,0 +1,1 @@
+verify verify_buffer_too_big.hlo

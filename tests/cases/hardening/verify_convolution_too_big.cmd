@@ -1,0 +1,1 @@
+verify verify_convolution_too_big.hlo

@@ -1,0 +1,1 @@
+verify verify_reduce_window_too_big.hlo

@@ -1,0 +1,1 @@
+verify verify_select_and_scatter_too_big.hlo

@@ -1,0 +1,1 @@
+verify verify_sort_too_big.hlo
