@@ -1435,6 +1435,17 @@ static char *random_program(uint64_t seed)
     return r;
 }
 
+/* Every opcode is partitioned by its rule (the generic path) or has a
+ * handler; none falls through to nothing. */
+static void test_every_opcode_partitions(void **state)
+{
+    (void)state;
+    for (int op = 0; op < HLO_OPCODE_COUNT; op++)
+        if (!part_handler_name((HloOpcode)op))
+            fail_msg("opcode '%s' has neither a sharding rule nor a partitioner handler",
+                     hlo_opcode_name((HloOpcode)op));
+}
+
 static void test_random_programs(void **state)
 {
     (void)state;
@@ -1492,6 +1503,7 @@ int main(void)
         cmocka_unit_test(test_remat_warning_tuple_leaf),
         cmocka_unit_test(test_remat_examples_silent),
         cmocka_unit_test(test_deep_chain),
+        cmocka_unit_test(test_every_opcode_partitions),
         cmocka_unit_test(test_random_programs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
