@@ -92,7 +92,8 @@ int32_t hlo_add_inst(HloModule *m, int32_t ci, HloOpcode op, const char *name, c
     return idx;
 }
 
-static const HloAttrs DEFAULT_ATTRS = {.to_apply = -1, .select = -1, .condition = -1, .body = -1};
+static const HloAttrs DEFAULT_ATTRS = {.to_apply = -1, .select = -1, .condition = -1, .body = -1, .k = -1,
+                                       .largest = true};
 
 const HloAttrs *hlo_attrs(const HloInst *inst) { return inst->attrs ? inst->attrs : &DEFAULT_ATTRS; }
 

@@ -465,6 +465,9 @@ static void put_attrs(StrBuf *b, const HloModule *m, const HloInst *inst, const 
             sb_puts(b, ", is_stable=true");
         put_comp(b, m, "to_apply", a->to_apply);
         break;
+    case HLO_TOPK:
+        sb_printf(b, ", k=%" PRId64 ", largest=%s", a->k, a->largest ? "true" : "false");
+        break;
     case HLO_SLICE:
         put_slice(b, a);
         break;

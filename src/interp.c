@@ -742,7 +742,7 @@ static bool eval_conditional(Interp *ip, const HloInst *inst, const SimValue *op
     return interp_call(ip, (int32_t)a->branches.v[b], &ops[b + 1], 1, out);
 }
 
-static bool eval_custom_call(const Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
+static bool eval_custom_call(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
 {
     /* annotations that are identities (hlo-input.md §4.4, §5) */
     static const char *const identity[] = {"Sharding", "xla.sdy.FuncResultSharding", "ShardBarrierFrom",
@@ -753,6 +753,7 @@ static bool eval_custom_call(const Interp *ip, const HloInst *inst, const SimVal
             *out = sim_value_share(&ops[0]);
             return true;
         }
+    if (t && strcmp(t, "TopK") == 0) return interp_topk(ip, inst, ops, out);
     return interp_error(ip, inst, "the interpreter does not support custom-call target \"%s\"", t ? t : "");
 }
 
@@ -818,6 +819,7 @@ static bool eval_op(Interp *ip, int32_t c, const HloInst *inst, const SimValue *
     case HLO_GATHER: return interp_gather(ip, inst, ops, out);
     case HLO_SCATTER: return interp_scatter(ip, inst, ops, out);
     case HLO_SORT: return interp_sort(ip, inst, ops, out);
+    case HLO_TOPK: return interp_topk(ip, inst, ops, out);
     case HLO_DOT: return interp_dot(ip, inst, &ops[0], &ops[1], out);
     case HLO_CONVOLUTION: return interp_convolution(ip, inst, &ops[0], &ops[1], out);
     case HLO_REDUCE: return interp_reduce(ip, inst, ops, out);

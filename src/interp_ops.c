@@ -947,6 +947,86 @@ bool interp_sort(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue 
     return true;
 }
 
+/* ---------------------------------------------------------------- topk */
+
+/* Whether element a of a row goes before element b in a topk: the `topk`
+ * opcode orders by value in total order (NaN above +inf), largest or
+ * smallest first, the lower index first among equals; the TopK custom-call
+ * by its comparator (to_apply), stably. */
+typedef struct TopkOrder {
+    Comparator *cmp; /* custom-call: the comparator, else NULL */
+    bool largest;
+    const SimValue *x;
+    int64_t base, stride;
+} TopkOrder;
+
+static bool topk_before(const TopkOrder *o, int64_t a, int64_t b)
+{
+    int64_t ia = o->base + a * o->stride, ib = o->base + b * o->stride;
+    if (o->cmp) return comparator_less(o->cmp, o->x, 1, ia, ib);
+    ElemType t = o->x->shape.type;
+    int es = num_elem_bytes(t);
+    const char *d = sim_value_data(o->x);
+    uint8_t r = 0;
+    num_compare(o->largest ? CMP_GT : CMP_LT, true, t, d + ia * es, d + ib * es, &r, 1);
+    return r != 0;
+}
+
+/* Stable merge sort of perm[0..len) by topk_before. */
+static void topk_sort(const TopkOrder *o, int64_t *perm, int64_t *tmp, int64_t len)
+{
+    for (int64_t w = 1; w < len; w *= 2) {
+        for (int64_t lo = 0; lo < len; lo += 2 * w) {
+            int64_t mid = MIN64(lo + w, len), hi = MIN64(lo + 2 * w, len), i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) tmp[k++] = topk_before(o, perm[j], perm[i]) ? perm[j++] : perm[i++];
+            while (i < mid) tmp[k++] = perm[i++];
+            while (j < hi) tmp[k++] = perm[j++];
+        }
+        memcpy(perm, tmp, sizeof(int64_t) * (size_t)len);
+    }
+}
+
+bool interp_topk(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
+{
+    const Shape *s = &ops[0].shape, *rs = &inst->shape;
+    if (inst->n_operands != 1 || s->type == ET_TUPLE || s->rank < 1 || rs->type != ET_TUPLE || rs->n_elems != 2 ||
+        rs->elems[0].rank != s->rank || rs->elems[1].type != ET_S32)
+        return interp_error(ip, inst, "topk needs one array operand and a (values, s32 indices) result");
+    int32_t r = s->rank, last = r - 1;
+    int64_t n = s->dims[last], k = rs->elems[0].dims[last];
+    if (k < 0 || k > n) return interp_error(ip, inst, "topk keeps %lld of %lld elements", (long long)k, (long long)n);
+    Comparator cmp;
+    bool custom = inst->op == HLO_CUSTOM_CALL;
+    if (custom) {
+        if (!comp_index_ok(ip, inst, hlo_attrs(inst)->to_apply)) return false;
+        comparator_init(&cmp, ip, inst, hlo_attrs(inst)->to_apply);
+    }
+    Shape vs = rs->elems[0], is = rs->elems[1];
+    vs.type = s->type;
+    SimValue outs[2] = {sim_value_new(&vs), sim_value_new(&is)};
+    int64_t *perm = xmalloc(sizeof(int64_t) * (size_t)(n + 1)), *tmp = xmalloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t rows = n ? count_of(s) / n : 0;
+    int es = num_elem_bytes(s->type);
+    for (int64_t row = 0; row < rows && !(custom && cmp.failed); row++) {
+        TopkOrder o = {custom ? &cmp : NULL, hlo_attrs(inst)->largest, &ops[0], row * n, 1};
+        for (int64_t j = 0; j < n; j++) perm[j] = j;
+        topk_sort(&o, perm, tmp, n);
+        for (int64_t j = 0; j < k; j++) {
+            memcpy((char *)sim_value_data(&outs[0]) + (row * k + j) * es,
+                   (const char *)sim_value_data(&ops[0]) + (row * n + perm[j]) * es, (size_t)es);
+            sim_value_set_i64(&outs[1], row * k + j, perm[j]);
+        }
+    }
+    free(perm);
+    free(tmp);
+    if (custom && cmp.failed) {
+        release_all(outs, 2);
+        return false;
+    }
+    *out = pack_results(outs, 2);
+    return true;
+}
+
 /* ---------------------------------------------------------------- map */
 
 bool interp_map(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)

@@ -904,7 +904,8 @@ static bool b_sort(Builder *b)
     return true;
 }
 
-/* TopK custom-call (operand [..., N] -> (values [..., k], indices [..., k])):
+/* topk and the TopK custom-call (operand [..., N] -> (values [..., k],
+ * indices [..., k])):
  * the batch dims are PASS; the last dim stays whole. */
 static bool b_topk(Builder *b)
 {
@@ -994,6 +995,7 @@ static const RegEntry REG[HLO_OPCODE_COUNT] = {
     [HLO_GATHER] = FAC("gather", b_gather),
     [HLO_SCATTER] = FAC("scatter", b_scatter),
     [HLO_SORT] = FAC("sort", b_sort),
+    [HLO_TOPK] = FAC("topk", b_topk),
     [HLO_DOT] = FAC("dot", b_dot),
     [HLO_CONVOLUTION] = FAC("convolution", b_convolution),
     [HLO_REDUCE] = FAC("reduce", b_reduce),

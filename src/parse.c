@@ -169,7 +169,8 @@ static bool shape_of_val(Lower *lw, const AstVal *v, Shape *out)
 
 /* ================================================================ instructions */
 
-static const HloAttrs ATTRS_DEFAULT = {.to_apply = -1, .select = -1, .condition = -1, .body = -1};
+static const HloAttrs ATTRS_DEFAULT = {.to_apply = -1, .select = -1, .condition = -1, .body = -1, .k = -1,
+                                      .largest = true};
 
 
 /* Resolves a `name` / `shape name` operand to an earlier instruction.  An

@@ -790,6 +790,8 @@ static const AttrSpec ATTR_SPECS[] = {
     {"index_vector_dim", at_int, F(index_vector_dim), false},
     {"use_global_device_ids", at_bool, F(use_global_device_ids), false},
     {"is_stable", at_bool, F(is_stable), false},
+    {"k", at_int, F(k), false},
+    {"largest", at_bool, F(largest), false},
     {"indices_are_sorted", at_bool, F(indices_are_sorted), false},
     {"unique_indices", at_bool, F(unique_indices), false},
     {"to_apply", at_comp, F(to_apply), false},
@@ -947,6 +949,9 @@ bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
     for (const AstVal *at = ai->attrs; at; at = at->next) {
         NameEnt *e = name_find(lw->attr_specs, at->t.s, at->t.n);
         if (e && ATTR_SPECS[e->idx].fn == at_compare_type && op != HLO_COMPARE) e = NULL;
+        if (e && op != HLO_TOPK &&
+            (strcmp(ATTR_SPECS[e->idx].name, "k") == 0 || strcmp(ATTR_SPECS[e->idx].name, "largest") == 0))
+            e = NULL; /* topk only; elsewhere kept verbatim */
         if (ast_tok_eq(at->t, "sharding")) {
             if (sharding) {
                 ok = parse_err(lw, &at->loc, "attribute 'sharding' is given twice");

@@ -721,7 +721,7 @@ static const Rule RULES[HLO_OPCODE_COUNT] = {
     [HLO_TRANSPOSE] = PASS("transpose", fwd_transpose, bwd_transpose),
     [HLO_SLICE] = OPAQUE, [HLO_DYNAMIC_SLICE] = OPAQUE, [HLO_DYNAMIC_UPDATE_SLICE] = OPAQUE,
     [HLO_PAD] = OPAQUE, [HLO_CONCATENATE] = OPAQUE, [HLO_REVERSE] = OPAQUE, [HLO_GATHER] = OPAQUE,
-    [HLO_SCATTER] = OPAQUE, [HLO_SORT] = OPAQUE,
+    [HLO_SCATTER] = OPAQUE, [HLO_SORT] = OPAQUE, [HLO_TOPK] = OPAQUE,
     [HLO_DOT] = {"dot", RK_RULES, PH_ALL, PH_ALL, fwd_dot, bwd_dot},
     [HLO_CONVOLUTION] = OPAQUE,
     [HLO_REDUCE] = {"reduce", RK_RULES, PH_ALL, PH_ALL, fwd_reduce, bwd_reduce},

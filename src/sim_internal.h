@@ -128,6 +128,8 @@ bool interp_select_and_scatter(Interp *ip, const HloInst *inst, const SimValue *
 bool interp_gather(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out);
 bool interp_scatter(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out);
 bool interp_sort(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out);
+/* topk(x), k=K and the TopK custom-call (by its comparator). */
+bool interp_topk(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out);
 bool interp_map(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out);
 /* Combines n arrays elementwise with reducer computation comp, in order:
  * out = f(...f(f(v[0], v[1]), v[2])..., v[n-1]) (fast path for a binop

@@ -1019,6 +1019,21 @@ static bool infer_sort(Infer *x, Shape *o)
     return true;
 }
 
+/* topk(x), k=K: (values, s32 indices) of shape x with the last dim K. */
+static bool infer_topk(Infer *x, Shape *o)
+{
+    if (!want_array(x, 0)) return false;
+    const Shape *s = ops(x, 0);
+    if (s->rank < 1) return fail(x, "topk needs an operand of rank >= 1, got %s", shs(x, s));
+    if (x->a->k < 0) return fail(x, "topk needs k=");
+    if (x->a->k > s->dims[s->rank - 1])
+        return fail(x, "topk k=%lld is larger than the last dimension of %s", (long long)x->a->k, shs(x, s));
+    Shape res[2] = {arr(s->type, s), arr(ET_S32, s)};
+    res[0].dims[s->rank - 1] = res[1].dims[s->rank - 1] = x->a->k;
+    *o = tuple_of(x, res, 2);
+    return true;
+}
+
 static bool infer_map(Infer *x, Shape *o)
 {
     int32_t n = x->in->n_operands;
@@ -1393,6 +1408,7 @@ static bool dispatch(Infer *x, Shape *o)
     case HLO_GATHER: return infer_gather(x, o);
     case HLO_SCATTER: return infer_scatter(x, o);
     case HLO_SORT: return infer_sort(x, o);
+    case HLO_TOPK: return infer_topk(x, o);
     case HLO_DOT: return infer_dot(x, o);
     case HLO_CONVOLUTION: return infer_convolution(x, o);
     case HLO_REDUCE: return infer_reduce(x, o);

@@ -126,6 +126,8 @@ typedef struct HloAttrs {
     Literal *literal;                   /* constant */
     const char *custom_call_target;     /* custom-call */
     bool is_stable;                     /* sort */
+    int64_t k;                          /* topk: the number of elements kept (-1 = absent) */
+    bool largest;                       /* topk: the k largest (true, the default) or smallest */
     bool indices_are_sorted, unique_indices;
     int64_t index_vector_dim;           /* gather/scatter */
     IntList offset_dims, collapsed_slice_dims, start_index_map, slice_sizes,

@@ -43,7 +43,7 @@ static void expect_f(const SimValue *v, const double *want, int64_t n)
     assert_int_equal(shape_elem_count(&v->shape), n);
     for (int64_t k = 0; k < n; k++) {
         double got = sim_value_get_f64(v, k);
-        if (!(got == want[k] && signbit(got) == signbit(want[k]))) {
+        if (!(got == want[k] && signbit(got) == signbit(want[k])) && !(isnan(got) && isnan(want[k]))) {
             fprintf(stderr, "element %lld: got %.17g, want %.17g\n", (long long)k, got, want[k]);
             fail();
         }
@@ -709,6 +709,47 @@ static void test_sort(void **state)
     hlo_module_free(m);
 }
 
+/* topk along the last dim: values in total order (NaN above +inf), the lower
+ * index first among equals; and the TopK custom-call by its comparator. */
+static void test_topk(void **state)
+{
+    (void)state;
+    HloModule *m = hlo_module_new("t");
+    TB g = tb_new(m, "gt", false);
+    int32_t p0 = tb_param(&g, 0, SC(F32)), p1 = tb_param(&g, 1, SC(F32));
+    int32_t c = tb_add(&g, HLO_COMPARE, SC(PRED), OPS(p0, p1));
+    tb_attrs(&g, c)->direction = CMP_GT;
+    TB e = tb_new(m, "main", true);
+    int32_t x = tb_param(&e, 0, SH(F32, 2, 5)), y = tb_param(&e, 1, SH(F32, 2, 5));
+    Shape el[2] = {SH(F32, 2, 3), SH(S32, 2, 3)};
+    Shape ts = {.type = ET_TUPLE, .n_elems = 2, .elems = el};
+    int32_t t1 = tb_add(&e, HLO_TOPK, ts, OPS(x));
+    tb_attrs(&e, t1)->k = 3;
+    int32_t t2 = tb_add(&e, HLO_TOPK, ts, OPS(x));
+    tb_attrs(&e, t2)->k = 3;
+    tb_attrs(&e, t2)->largest = false;
+    int32_t t3 = tb_add(&e, HLO_CUSTOM_CALL, ts, OPS(y));
+    tb_attrs(&e, t3)->custom_call_target = "TopK";
+    tb_attrs(&e, t3)->to_apply = g.c;
+    Shape el3[3] = {ts, ts, ts};
+    Shape all = {.type = ET_TUPLE, .n_elems = 3, .elems = el3};
+    tb_add(&e, HLO_TUPLE, all, OPS(t1, t2, t3));
+    /* row 0: 2, 7, 7, -1, 5; row 1: 0, nan, 3, 3, -inf */
+    /* y: row 0 as x's, row 1: 0, 1, 3, 3, -inf */
+    SimValue args[2] = {val_f(SH(F32, 2, 5), DL(2, 7, 7, -1, 5, 0, NAN, 3, 3, -INFINITY)),
+                        val_f(SH(F32, 2, 5), DL(2, 7, 7, -1, 5, 0, 1, 3, 3, -INFINITY))};
+    SimValue r = run(m, args, 2);
+    EXPECT_F(&r.elems[0].elems[0], 7, 7, 5, NAN, 3, 3);
+    EXPECT_I(&r.elems[0].elems[1], 1, 2, 4, 1, 2, 3);
+    EXPECT_F(&r.elems[1].elems[0], -1, 2, 5, -INFINITY, 0, 3);
+    EXPECT_I(&r.elems[1].elems[1], 3, 0, 4, 4, 0, 2);
+    /* comparator a > b, stable: equal values keep their order */
+    EXPECT_F(&r.elems[2].elems[0], 7, 7, 5, 3, 3, 1);
+    EXPECT_I(&r.elems[2].elems[1], 1, 2, 4, 2, 3, 1);
+    sim_value_release(&r);
+    hlo_module_free(m);
+}
+
 static void test_control_flow(void **state)
 {
     (void)state;
@@ -817,10 +858,10 @@ static void test_errors(void **state)
     e = tb_new(m, "main", true);
     int32_t x = tb_param(&e, 0, SH(F32, 2));
     int32_t cc = tb_add(&e, HLO_CUSTOM_CALL, SH(F32, 2), OPS(x));
-    tb_attrs(&e, cc)->custom_call_target = "TopK";
+    tb_attrs(&e, cc)->custom_call_target = "Frobnicate";
     SimValue v = val_f(SH(F32, 2), DL(1, 2));
-    assert_string_equal(run_fail(m, &v, 1),
-                        "spmdc: error: custom-call.1: the interpreter does not support custom-call target \"TopK\"\n");
+    assert_string_equal(run_fail(m, &v, 1), "spmdc: error: custom-call.1: the interpreter does not support "
+                                            "custom-call target \"Frobnicate\"\n");
     hlo_module_free(m);
 }
 
@@ -1002,6 +1043,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_windows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gather_scatter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sort, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_topk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_control_flow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_value_print_share, setup, teardown),
