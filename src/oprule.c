@@ -1409,6 +1409,39 @@ ReduceKind reducer_kind(const HloModule *m, int32_t comp)
     }
 }
 
+static bool is_param_number(const HloComputation *c, int32_t e, int64_t num)
+{
+    return e >= 0 && e < c->n_insts && c->insts[e].op == HLO_PARAMETER && hlo_attrs(&c->insts[e])->param_number == num;
+}
+
+/* Whether instruction e of c is parameter a or b, or selects (nested at
+ * most `depth` deep) between such. */
+static bool picks_between(const HloComputation *c, int32_t e, int64_t pa, int64_t pb, int32_t depth)
+{
+    if (is_param_number(c, e, pa) || is_param_number(c, e, pb))
+        return true;
+    if (depth <= 0 || e < 0 || e >= c->n_insts || c->insts[e].op != HLO_SELECT || c->insts[e].n_operands != 3)
+        return false;
+    return picks_between(c, c->insts[e].operands[1], pa, pb, depth - 1) &&
+           picks_between(c, c->insts[e].operands[2], pa, pb, depth - 1);
+}
+
+bool reducer_is_selection(const HloModule *m, int32_t comp, int32_t n)
+{
+    if (comp < 0 || comp >= m->n_comps || n < 1)
+        return false;
+    const HloComputation *c = &m->comps[comp];
+    if (c->root < 0 || c->root >= c->n_insts)
+        return false;
+    const HloInst *root = &c->insts[c->root];
+    if (n > 1 && (root->op != HLO_TUPLE || root->n_operands != n))
+        return false;
+    for (int32_t j = 0; j < n; j++)
+        if (!picks_between(c, n == 1 ? c->root : root->operands[j], j, n + j, 8))
+            return false;
+    return true;
+}
+
 /* Largest and lowest finite values of an integer type, as doubles (exact
  * for the types up to 32 bits; 64-bit ones round, which only a literal
  * compare sees). */

@@ -251,6 +251,10 @@ typedef struct RuleCtx {
                                declared states */
     uint32_t splittable;    /* FactorKind bits that may be split (default: pass-through and
                                reduction); a handler widens it (windows, permutations) */
+    uint32_t unmasked;      /* operand tensors (bit k) that stay whole values where a split reduction
+                               factor does not index them (a gather's indices: a handler masks the
+                               result instead); default 0: such an operand is wanted as a pending
+                               reduction (the mask step) */
 } RuleCtx;
 
 /* A decided way to run the op. */
@@ -293,6 +297,18 @@ bool part_by_rule(Part *p, int32_t i);
  * the annotation on a, line 31)"); false if none is split. */
 bool part_put_split_dims(Part *p, StrBuf *b, int32_t i, int32_t k, const Tiling *s, const int64_t *dims, int32_t n,
                          const char *role, bool axes);
+
+/* ---- partition_index.c: indexing, sorting, multi-output reductions */
+
+/* gather, scatter, dynamic-slice, dynamic-update-slice, topk (and the TopK
+ * custom-call), variadic reduce: the rule's method or a handler's, whichever
+ * sends fewer bytes (partition_index.c).  False after reporting an error. */
+bool part_gather(Part *p, int32_t i);
+bool part_scatter(Part *p, int32_t i);
+bool part_dynamic_slice(Part *p, int32_t i);
+bool part_dynamic_update_slice(Part *p, int32_t i);
+bool part_topk(Part *p, int32_t i);
+bool part_reduce(Part *p, int32_t i);
 
 /* ---- reshard.c: lowering */
 

@@ -162,6 +162,10 @@ static bool h_custom_call(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
     const char *target = hlo_attrs(in)->custom_call_target;
+    if (target && strcmp(target, "TopK") == 0)
+        return part_topk(p, i);
+    if (oprule_class(p->in, p->ic, i) == RULE_FACTORS)
+        return part_by_rule(p, i);
     if (!target || strcmp(target, "Sharding") != 0 || in->n_operands != 1)
         return part_default(p, i);
     const Tiling *decl = part_decl_leaves(p, i);
@@ -210,6 +214,12 @@ static const Handler HANDLERS[HLO_OPCODE_COUNT] = {
     [HLO_GET_TUPLE_ELEMENT] = h_get_tuple_element,
     [HLO_OPTIMIZATION_BARRIER] = h_opt_barrier,
     [HLO_CUSTOM_CALL] = h_custom_call,
+    [HLO_GATHER] = part_gather,
+    [HLO_SCATTER] = part_scatter,
+    [HLO_DYNAMIC_SLICE] = part_dynamic_slice,
+    [HLO_DYNAMIC_UPDATE_SLICE] = part_dynamic_update_slice,
+    [HLO_TOPK] = part_topk,
+    [HLO_REDUCE] = part_reduce,
     [HLO_WHILE] = part_while,
     [HLO_CALL] = part_call,
     [HLO_CONDITIONAL] = part_conditional,
@@ -236,8 +246,7 @@ bool part_handle(Part *p, int32_t i)
     const HloInst *in = part_in(p, i);
     p->limit_dims = 0;
     bool ok;
-    if ((unsigned)in->op < HLO_OPCODE_COUNT && HANDLERS[in->op] && !(in->op == HLO_CUSTOM_CALL &&
-                                                                      oprule_class(p->in, p->ic, i) == RULE_FACTORS))
+    if ((unsigned)in->op < HLO_OPCODE_COUNT && HANDLERS[in->op])
         ok = HANDLERS[in->op](p, i);
     else if (oprule_class(p->in, p->ic, i) == RULE_FACTORS)
         ok = part_by_rule(p, i);

@@ -269,7 +269,7 @@ static bool evaluate(Part *p, const RuleCtx *rc, const FactorSharding *fs, uint3
             } else {
                 uint32_t mask = unindexed_reduction(r, k, fs);
                 int32_t v = in->operands[r->t[k].slot];
-                if (mask && !is_reduce_identity(p->in, p->ic, v, rk)) {
+                if (mask && !((rc->unmasked >> k) & 1u) && !is_reduce_identity(p->in, p->ic, v, rk)) {
                     t.partial = mask;
                     t.kind = (uint8_t)rk;
                 }
@@ -497,6 +497,8 @@ static const char *partial_reason(Part *p, const RuleCtx *rc, const RuleChoice *
         roles[1] = "kernel ";
     } else if (in->op == HLO_SCATTER) {
         word = "scattered ";
+    } else if (in->op == HLO_GATHER || in->op == HLO_DYNAMIC_SLICE) {
+        word = "indexed ";
     }
     StrBuf b = {0};
     sb_printf(&b, "%s: %s", in->name, word);

@@ -2,7 +2,9 @@
  *
  * Generates the entry parameters from the seed (splitmix64: floats uniform
  * in [-1, 1) rounded to their type, integers in [-4, 4] ([0, 8] unsigned),
- * pred random), runs IN on one device (the reference), partitions IN (or
+ * pred random; integers that feed gather / scatter indices or dynamic-slice
+ * starts over the whole range they index and beyond, see index_uses), runs
+ * IN on one device (the reference), partitions IN (or
  * reads OUT.hlo), runs the per-device program on every device of the mesh
  * with each device's shards of the inputs, and compares every output, shard
  * by shard, with the reference: integers and pred exactly, floats within a
@@ -50,6 +52,7 @@ typedef struct VerifyRun {
     int32_t *param_inst;     /* m's entry parameter k -> instruction */
     SimValue *inputs;        /* global inputs, by parameter number */
     double *noise;           /* per instruction of m's entry (docs/verify.md) */
+    struct IndexUse *index_use; /* per instruction of m's entry: what it indexes */
     StrBuf printed;          /* the partitioned program as printed (line numbers) */
     double ref_bytes;        /* buffers the reference side holds (small_enough) */
 } VerifyRun;
@@ -76,19 +79,131 @@ static uint64_t splitmix64(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static SimValue random_value(const Shape *s, uint64_t *state)
+/* What an entry value indexes, through the ops that carry index values
+ * (converts, reshapes, broadcasts, slices, concatenates, integer arithmetic,
+ * selects, clamps): the largest operand dim it addresses as gather / scatter
+ * indices (`indices`), as a dynamic-slice / dynamic-update-slice start
+ * (`start`); 0: none. */
+typedef struct IndexUse {
+    int64_t indices, start;
+} IndexUse;
+
+#define IMAX(a, b) ((a) > (b) ? (a) : (b))
+#define IMIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* Whether operand k of an op carries its index values to the result. */
+static bool carries_index(const HloInst *in, int32_t k)
+{
+    switch (in->op) {
+    case HLO_CONVERT: case HLO_RESHAPE: case HLO_BITCAST: case HLO_BROADCAST: case HLO_TRANSPOSE: case HLO_COPY:
+    case HLO_SLICE: case HLO_CONCATENATE: case HLO_REVERSE: case HLO_ADD: case HLO_SUBTRACT: case HLO_MULTIPLY:
+    case HLO_NEGATE: case HLO_MAXIMUM: case HLO_MINIMUM: case HLO_REMAINDER: case HLO_ABS:
+        return true;
+    case HLO_SELECT: return k == 1 || k == 2;
+    case HLO_CLAMP: return k == 1;
+    case HLO_DYNAMIC_SLICE: case HLO_GATHER: return k == 0;
+    default: return false;
+    }
+}
+
+static int64_t list_max_dim(const IntList *l, const Shape *s)
+{
+    int64_t n = 0;
+    for (int32_t k = 0; k < l->n; k++)
+        if (l->v[k] >= 0 && l->v[k] < s->rank && s->dims[l->v[k]] > n) n = s->dims[l->v[k]];
+    return n;
+}
+
+/* use[i] for every instruction of m's entry: one pass, users before operands. */
+static IndexUse *index_uses(const HloModule *m)
+{
+    const HloComputation *c = hlo_comp(m, m->entry);
+    IndexUse *use = xcalloc((size_t)(c->n_insts ? c->n_insts : 1), sizeof(IndexUse));
+    for (int32_t i = c->n_insts - 1; i >= 0; i--) {
+        const HloInst *in = &c->insts[i];
+        const HloAttrs *a = hlo_attrs(in);
+        int32_t n = in->n_operands;
+        const Shape *s0 = n > 0 ? &c->insts[in->operands[0]].shape : NULL;
+        IndexUse *u;
+        switch (in->op) {
+        case HLO_GATHER:
+            if (n == 2) {
+                u = &use[in->operands[1]];
+                u->indices = IMAX(u->indices, list_max_dim(&a->start_index_map, s0));
+            }
+            break;
+        case HLO_SCATTER:
+            if (n >= 3 && n % 2) {
+                u = &use[in->operands[(n - 1) / 2]];
+                u->indices = IMAX(u->indices, list_max_dim(&a->scatter_dims_to_operand_dims, s0));
+            }
+            break;
+        case HLO_DYNAMIC_SLICE:
+        case HLO_DYNAMIC_UPDATE_SLICE:
+            for (int32_t k = in->op == HLO_DYNAMIC_SLICE ? 1 : 2, d = 0; k < n && s0 && d < s0->rank; k++, d++) {
+                u = &use[in->operands[k]];
+                u->start = IMAX(u->start, s0->dims[d]);
+            }
+            break;
+        default: break;
+        }
+        if (!use[i].indices && !use[i].start) continue;
+        for (int32_t k = 0; k < n; k++) {
+            if (!carries_index(in, k) || in->operands[k] < 0 || in->operands[k] >= i) continue;
+            u = &use[in->operands[k]];
+            u->indices = IMAX(u->indices, use[i].indices);
+            u->start = IMAX(u->start, use[i].start);
+        }
+    }
+    return use;
+}
+
+/* The values an index input is drawn from: indices over [-N, N-1] (every
+ * valid index, and as many negative ones, which XLA clamps to 0 in a gather
+ * and skips in a scatter, and JAX's take wraps), starts over
+ * [-N/4-1, N+N/4] (clamping at both ends); within the element type. */
+static void index_range(const IndexUse *u, ElemType t, int64_t *lo, int64_t *hi)
+{
+    *lo = INT64_MAX;
+    *hi = INT64_MIN;
+    if (u->indices) {
+        *lo = -u->indices;
+        *hi = u->indices - 1;
+    }
+    if (u->start) {
+        *lo = IMIN(*lo, -u->start / 4 - 1);
+        *hi = IMAX(*hi, u->start + u->start / 4);
+    }
+    int bits = elem_type_bits(t);
+    int64_t tlo = elem_type_is_unsigned_int(t) ? 0 : bits >= 64 ? INT64_MIN : -((int64_t)1 << (bits - 1));
+    int64_t thi = bits >= 63 ? INT64_MAX : elem_type_is_unsigned_int(t) ? ((int64_t)1 << bits) - 1
+                                                                         : ((int64_t)1 << (bits - 1)) - 1;
+    *lo = IMAX(*lo, tlo);
+    *hi = IMIN(*hi, thi);
+}
+
+static bool is_index_input(const IndexUse *u, ElemType t)
+{
+    return u && (u->indices || u->start) && elem_type_is_integral(t) && elem_type_bits(t) >= 8;
+}
+
+static SimValue random_value(const Shape *s, uint64_t *state, const IndexUse *use)
 {
     if (s->type == ET_TUPLE) {
         SimValue t = sim_value_tuple(s->n_elems);
-        for (int32_t k = 0; k < s->n_elems; k++) t.elems[k] = random_value(&s->elems[k], state);
+        for (int32_t k = 0; k < s->n_elems; k++) t.elems[k] = random_value(&s->elems[k], state, NULL);
         return t;
     }
     SimValue v = sim_value_new(s);
-    int64_t n = shape_elem_count(s);
+    int64_t n = shape_elem_count(s), lo = 0, hi = 0;
     if (s->type == ET_TOKEN) return v;
+    bool index = is_index_input(use, s->type);
+    if (index) index_range(use, s->type, &lo, &hi);
     for (int64_t k = 0; k < n; k++) {
         uint64_t r = splitmix64(state);
-        if (num_is_float(s->type))
+        if (index)
+            sim_value_set_i64(&v, k, lo + (int64_t)(r % (uint64_t)(hi - lo + 1)));
+        else if (num_is_float(s->type))
             sim_value_set_f64(&v, k, (double)(r >> 11) * 0x1p-52 - 1.0);
         else if (s->type == ET_PRED)
             sim_value_set_i64(&v, k, (int64_t)(r & 1));
@@ -939,13 +1054,36 @@ static void print_header(StrBuf *b, const VerifyRun *vr)
     sb_printf(b, " (%lld device%s), seed %" PRIu64 "\n", (long long)vr->n_dev, vr->n_dev == 1 ? "" : "s", vr->seed);
 }
 
+/* "  input ids s32[16,8]: index values from [-512, 511] (gather / scatter
+ * indices into a dim of 512)", one line per index input. */
+static void print_index_inputs(StrBuf *b, const VerifyRun *vr)
+{
+    const HloComputation *mc = hlo_comp(vr->m, vr->m->entry);
+    for (int32_t k = 0; k < vr->n_params; k++) {
+        const HloInst *pi = &mc->insts[vr->param_inst[k]];
+        const IndexUse *u = &vr->index_use[vr->param_inst[k]];
+        if (pi->shape.type == ET_TUPLE || !is_index_input(u, pi->shape.type)) continue;
+        int64_t lo, hi;
+        index_range(u, pi->shape.type, &lo, &hi);
+        sb_printf(b, "  input %s ", pi->name);
+        shape_print(b, &pi->shape, false);
+        sb_printf(b, ": index values from [%lld, %lld] (", (long long)lo, (long long)hi);
+        if (u->indices) sb_printf(b, "gather / scatter indices into a dim of %lld", (long long)u->indices);
+        if (u->indices && u->start) sb_puts(b, "; ");
+        if (u->start) sb_printf(b, "dynamic-slice starts into a dim of %lld", (long long)u->start);
+        sb_puts(b, ")\n");
+    }
+}
+
 /* Runs both programs and compares; returns the exit status. */
 static int run_and_compare(VerifyRun *vr)
 {
     uint64_t state = vr->seed;
     vr->inputs = xcalloc((size_t)(vr->n_params ? vr->n_params : 1), sizeof(SimValue));
     const HloComputation *mc = hlo_comp(vr->m, vr->m->entry);
-    for (int32_t k = 0; k < vr->n_params; k++) vr->inputs[k] = random_value(&mc->insts[vr->param_inst[k]].shape, &state);
+    vr->index_use = index_uses(vr->m);
+    for (int32_t k = 0; k < vr->n_params; k++)
+        vr->inputs[k] = random_value(&mc->insts[vr->param_inst[k]].shape, &state, &vr->index_use[vr->param_inst[k]]);
     compute_noise(vr);
     SimValue ref, *outs = xcalloc((size_t)vr->n_dev, sizeof(SimValue));
     StrBuf b = {0};
@@ -954,6 +1092,7 @@ static int run_and_compare(VerifyRun *vr)
         if (run_program(vr, NULL, outs)) {
             int32_t n_bad, n_out;
             print_header(&b, vr);
+            print_index_inputs(&b, vr);
             compare_outputs(vr, &ref, outs, &b, &n_bad, &n_out);
             rc = n_bad ? 1 : 0;
             if (n_bad && !localize(vr, &b)) rc = 1;
@@ -989,6 +1128,7 @@ int sim_verify_main(int argc, char **argv)
         fprintf(stderr, "spmdc: %d error%s\n", diag_error_count(vr.diag), diag_error_count(vr.diag) == 1 ? "" : "s");
     if (vr.inputs) release_array(vr.inputs, vr.n_params);
     free(vr.noise);
+    free(vr.index_use);
     free(vr.param_inst);
     sb_free(&vr.printed);
     hlo_module_free(vr.p);

@@ -229,6 +229,12 @@ bool op_partial_passes(const HloModule *m, int32_t c, int32_t i, ReduceKind k, u
  * minimum, multiply, and, or of its two parameters (or, for pred, of the
  * same); REDUCE_NONE otherwise (variadic reducers such as argmax pairs). */
 ReduceKind reducer_kind(const HloModule *m, int32_t comp);
+/* Whether the reducer computation of an n-input reduce picks, for every
+ * output j, one of its two arguments j and n+j (a parameter, or selects
+ * between them: argmax / argmin pairs).  Such a reducer returns its argument
+ * when combined with itself, so a partitioned reduce may apply the init
+ * value once per shard (its associativity is the reduce's own contract). */
+bool reducer_is_selection(const HloModule *m, int32_t comp, int32_t n);
 /* The identity of reduction k in element type t as a double (sum/or: 0,
  * prod/and: 1, max: -inf or the type's lowest value, min: +inf or its
  * largest); false for REDUCE_NONE. */
