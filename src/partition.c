@@ -880,6 +880,14 @@ static const char *limit_text(Part *p, const HloInst *ci, uint32_t dims)
     }
     case HLO_REDUCE:
         return part_fmt(p, "reducing its split %s is not partitioned yet for this reducer and init value", d);
+    case HLO_SCATTER: {
+        int32_t comb = hlo_attrs(ci)->to_apply;
+        if (reducer_kind(p->in, comb) == REDUCE_NONE && comb >= 0 && comb < p->in->n_comps)
+            return part_fmt(p, "its combiner %s is no sum, product, maximum, minimum, and or or, so shares of the "
+                            "updates split on %s could not be combined: every device applies all of them, in order",
+                            p->in->comps[comb].name, d);
+        return part_fmt(p, "scatter along its split %s is not partitioned yet", d);
+    }
     default: return part_fmt(p, "%s along its split %s is not partitioned yet", hlo_opcode_name(ci->op), d);
     }
     return part_fmt(p, "%s its split %s is not partitioned yet", verb, d);

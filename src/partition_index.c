@@ -592,7 +592,7 @@ static int32_t all_gather(Part *p, int32_t v, int64_t dim, const int8_t *atoms, 
     s.dims[dim] *= g;
     int32_t r = emit_as(p, HLO_ALL_GATHER, base, "all-gather", &s, &v, 1);
     HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, r));
-    a->channel_id = p->next_channel++;
+    a->channel_id = p->mod->next_channel++;
     a->replica_groups = part_groups(p, atoms, n);
     a->use_global_device_ids = true;
     a->dimensions = hlo_intlist(p->out, &dim, 1);
@@ -677,7 +677,7 @@ bool part_topk(Part *p, int32_t i)
     li.type = ET_S32;
     int64_t cost = part_cost(p, in->operands[0], &w);
     cost += all_gather_bytes(p->mesh, &lv, last, atoms, na) + all_gather_bytes(p->mesh, &li, last, atoms, na);
-    Tiling *decl = part_decl_leaves(p, i);
+    const Tiling *decl = part_decl_leaves(p, i);
     for (int32_t l = 0; l < 2 && cost < PART_INF_COST; l++)
         cost += reshard_cost(p->mesh, &rs->elems[l], &leaves[l], &decl[l]);
     if (have && ch.bytes < cost) /* a tie: the candidates (the operand is not gathered whole) */
@@ -766,7 +766,7 @@ bool part_reduce(Part *p, int32_t i)
     if (na == 0 || !tiling_is_even(&w, p->mesh, xs, NULL))
         return have ? part_rule_emit(p, &rc, &ch) : part_default(p, i);
     Tiling *leaves = ARENA_ARRAY(p->scratch, Tiling, n);
-    Tiling *decl = part_decl_leaves(p, i);
+    const Tiling *decl = part_decl_leaves(p, i);
     int64_t cost = 0;
     for (int32_t k = 0; k < n && cost < PART_INF_COST; k++)
         cost += part_cost(p, in->operands[k], &w);
@@ -803,7 +803,7 @@ bool part_reduce(Part *p, int32_t i)
     HloAttrs *fa = hlo_attrs_mut(p->out, part_out(p, fin));
     int64_t cd = kept[0].rank;
     fa->dimensions = hlo_intlist(p->out, &cd, 1);
-    fa->to_apply = p->comp_map[a->to_apply];
+    fa->to_apply = p->mod->comp_map[a->to_apply];
     part_out(p, fin)->span = in->span;
     part_set_result(p, i, fin, leaves, -1, NULL);
     return true;

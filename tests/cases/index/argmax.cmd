@@ -1,0 +1,1 @@
+compile argmax.hlo --report text

@@ -1,0 +1,1 @@
+verify argmax.hlo --mesh data=1,model=2

@@ -1,0 +1,1 @@
+verify argmax.hlo --mesh data=2,model=2

@@ -1,0 +1,1 @@
+compile dynamic_slice.hlo --report text

@@ -1,0 +1,1 @@
+verify dynamic_slice.hlo --mesh data=2,model=2

@@ -1,0 +1,1 @@
+verify dynamic_slice.hlo --mesh data=1,model=4

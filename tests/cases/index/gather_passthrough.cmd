@@ -1,0 +1,1 @@
+compile gather_passthrough.hlo --report text

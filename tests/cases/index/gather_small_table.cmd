@@ -1,0 +1,1 @@
+compile gather_small_table.hlo --report text

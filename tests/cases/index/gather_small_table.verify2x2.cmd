@@ -1,0 +1,1 @@
+verify gather_small_table.hlo --mesh data=2,model=2

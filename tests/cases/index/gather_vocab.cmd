@@ -1,0 +1,1 @@
+compile gather_vocab.hlo --report text

@@ -1,0 +1,1 @@
+compile kv_cache.hlo --report text

@@ -1,0 +1,1 @@
+verify kv_cache.hlo --mesh data=2,model=4

@@ -1,0 +1,1 @@
+compile scatter_add.hlo --report text

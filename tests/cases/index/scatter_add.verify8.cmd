@@ -1,0 +1,1 @@
+verify scatter_add.hlo --mesh data=1,model=8

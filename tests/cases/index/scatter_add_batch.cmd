@@ -1,0 +1,1 @@
+compile scatter_add_batch.hlo --report text

@@ -1,0 +1,1 @@
+verify scatter_add_batch.hlo --mesh data=1,model=2

@@ -1,0 +1,1 @@
+compile scatter_assign.hlo --report text

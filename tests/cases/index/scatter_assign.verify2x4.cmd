@@ -1,0 +1,1 @@
+verify scatter_assign.hlo --mesh data=2,model=4

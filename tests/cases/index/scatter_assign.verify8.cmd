@@ -1,0 +1,1 @@
+verify scatter_assign.hlo --mesh data=1,model=8

@@ -1,0 +1,1 @@
+compile sort_rows.hlo --report text

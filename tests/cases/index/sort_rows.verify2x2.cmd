@@ -1,0 +1,1 @@
+verify sort_rows.hlo --mesh data=2,model=2

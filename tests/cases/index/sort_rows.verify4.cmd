@@ -1,0 +1,1 @@
+verify sort_rows.hlo --mesh data=1,model=4

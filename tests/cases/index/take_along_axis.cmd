@@ -1,0 +1,1 @@
+compile take_along_axis.hlo --report text

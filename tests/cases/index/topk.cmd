@@ -1,0 +1,1 @@
+compile topk.hlo --report text

@@ -1,0 +1,1 @@
+verify topk.hlo --mesh data=2,model=4

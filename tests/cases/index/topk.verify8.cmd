@@ -1,0 +1,1 @@
+verify topk.hlo --mesh data=1,model=8

@@ -1,0 +1,1 @@
+compile topk_custom_call.hlo --report text

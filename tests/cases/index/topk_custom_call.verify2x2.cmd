@@ -1,0 +1,1 @@
+verify topk_custom_call.hlo --mesh data=2,model=2
