@@ -13,6 +13,7 @@
 #include "spmdc/diag.h"
 #include "spmdc/driver.h"
 #include "spmdc/hlo.h"
+#include "spmdc/memory.h"
 #include "spmdc/parse.h"
 #include "spmdc/partition.h"
 #include "spmdc/propagate.h"
@@ -117,6 +118,7 @@ static int cmd_compile(int argc, char **argv)
     }
     report_init(&rep, m->name, &m->mesh);
     if (!partition_module(m, &out, &rep, &cx)) goto done;
+    memory_fill_report(&rep, m, out);
     arena_reset(scratch);
     HloPrintOptions po = {false, false, false};
     hlo_print_module(&prog, out, &po);

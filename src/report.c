@@ -82,6 +82,7 @@ void report_free(CommReport *r)
     free(r->records);
     free(r->warnings);
     free(r->module);
+    free(r->peak_instruction);
     memset(r, 0, sizeof *r);
 }
 
@@ -404,6 +405,23 @@ static void print_memory(StrBuf *b, const CommReport *r)
     sb_puts(b, " unpartitioned");
     if (all > 0) sb_printf(b, " (%.1f%%)", 100.0 * (double)dev / (double)all);
     sb_putc(b, '\n');
+    if (!r->has_memory_estimate) return;
+    sb_puts(b, "peak memory per device: ");
+    put_bytes_cell(b, r->peak_bytes_per_device, 0);
+    if (r->peak_instruction) sb_printf(b, " at %s", r->peak_instruction);
+    sb_puts(b, " (live buffers in program order, an estimate)\n");
+    if (r->padding_bytes_per_device > 0) {
+        sb_puts(b, "padding per device: ");
+        put_bytes_cell(b, r->padding_bytes_per_device, 0);
+        if (r->value_bytes_per_device > 0)
+            sb_printf(b, ", %.1f%% of", 100.0 * (double)r->padding_bytes_per_device / (double)r->value_bytes_per_device);
+        else
+            sb_puts(b, " of");
+        sb_puts(b, " the ");
+        put_bytes_cell(b, r->value_bytes_per_device, 0);
+        sb_puts(b, " its values take (uneven shards)");
+        sb_putc(b, '\n');
+    }
 }
 
 static void print_warnings(StrBuf *b, const CommReport *r)
@@ -571,6 +589,12 @@ void report_print_json(StrBuf *b, const CommReport *r)
     json_object_set_new(root, "totals", jtotals(r));
     json_object_set_new(mem, "parameter_bytes_per_device", jint(r->parameter_bytes_per_device));
     json_object_set_new(mem, "parameter_bytes_unpartitioned", jint(r->parameter_bytes_unpartitioned));
+    if (r->has_memory_estimate) {
+        json_object_set_new(mem, "peak_bytes_per_device", jint(r->peak_bytes_per_device));
+        json_object_set_new(mem, "peak_instruction", jstr(r->peak_instruction));
+        json_object_set_new(mem, "padding_bytes_per_device", jint(r->padding_bytes_per_device));
+        json_object_set_new(mem, "value_bytes_per_device", jint(r->value_bytes_per_device));
+    }
     json_object_set_new(root, "memory", mem);
     json_object_set_new(root, "warnings", jwarnings(r));
     char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

@@ -73,6 +73,14 @@ typedef struct CommReport {
     CommWarning *warnings;
     int64_t parameter_bytes_per_device;
     int64_t parameter_bytes_unpartitioned;
+    /* Per-device memory of the partitioned program (memory.h), printed only
+     * when has_memory_estimate (memory_fill_report sets it). */
+    bool has_memory_estimate;
+    int64_t peak_bytes_per_device;     /* peak of live buffers on one device, bytes */
+    char *peak_instruction;            /* per-device program instruction at the peak (heap), or NULL */
+    int64_t padding_bytes_per_device;  /* padding of uneven shards on the most padded device, bytes */
+    int64_t value_bytes_per_device;    /* every value's local bytes, summed (the padding share's
+                                          denominator) */
 } CommReport;
 
 /* An empty report for module (copied) on mesh (copied; NULL = no mesh). */

@@ -1,0 +1,207 @@
+/* memory.c - per-device memory of a partitioned program (memory.h).
+ *
+ * memory_estimate computes, for every computation the program runs, the
+ * peak of the buffers it allocates itself (callees first: the emitted
+ * module lists computations callee-first, and a computation's peak only
+ * needs the peaks of the computations its instructions call), in two
+ * linear passes per computation:
+ *  1. backwards: the last position each buffer is used at, through the
+ *     aliasing instructions that name it (tuple, get-tuple-element, bitcast,
+ *     opt-barrier, while);
+ *  2. forwards: at position i the buffer of i is allocated, the callees of
+ *     i add their peak while i runs, and the buffers whose last use is i are
+ *     freed after it.
+ */
+#include "spmdc/memory.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "spmdc/tiling.h"
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    int64_t s;
+    return __builtin_add_overflow(a, b, &s) ? INT64_MAX : s;
+}
+
+/* Whether the result of in names its operands' buffers instead of its own. */
+static bool is_alias(const HloInst *in)
+{
+    switch (in->op) {
+    case HLO_TUPLE:
+    case HLO_GET_TUPLE_ELEMENT:
+    case HLO_BITCAST:
+    case HLO_OPTIMIZATION_BARRIER:
+    case HLO_WHILE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The largest peak among the computations instruction in runs (while body
+ * and condition, conditional branches, a call's callee); 0 if none. */
+static int64_t callee_peak(const HloModule *m, const HloInst *in, const int64_t *peak)
+{
+    const HloAttrs *a = hlo_attrs(in);
+    int64_t best = 0;
+    int32_t refs[2] = {-1, -1};
+    if (in->op == HLO_WHILE) {
+        refs[0] = a->body;
+        refs[1] = a->condition;
+    } else if (in->op == HLO_CALL) {
+        refs[0] = a->to_apply;
+    } else if (in->op == HLO_CONDITIONAL) {
+        for (int32_t k = 0; k < a->branches.n; k++) {
+            int64_t c = a->branches.v[k];
+            if (c >= 0 && c < m->n_comps && peak[c] > best) best = peak[c];
+        }
+    }
+    for (int k = 0; k < 2; k++)
+        if (refs[k] >= 0 && refs[k] < m->n_comps && peak[refs[k]] > best) best = peak[refs[k]];
+    return best;
+}
+
+/* Peak of the buffers computation c allocates (its parameters excluded:
+ * its caller owns them), with where it is reached (*at: instruction, -1 if
+ * the computation allocates nothing).  peak[] holds the peaks of the
+ * computations before c. */
+static int64_t comp_peak(const HloModule *m, int32_t c, const int64_t *peak, int32_t *at)
+{
+    const HloComputation *comp = &m->comps[c];
+    int32_t n = comp->n_insts;
+    *at = -1;
+    if (n == 0) return 0;
+    int32_t *end = xmalloc(sizeof(int32_t) * (size_t)n);
+    int32_t *head = xmalloc(sizeof(int32_t) * (size_t)n), *next = xmalloc(sizeof(int32_t) * (size_t)n);
+    /* 1. last uses (n: lives to the end) */
+    for (int32_t i = 0; i < n; i++) end[i] = i;
+    if (comp->root >= 0 && comp->root < n) end[comp->root] = n;
+    for (int32_t u = n - 1; u >= 0; u--) {
+        const HloInst *in = &comp->insts[u];
+        int32_t until = is_alias(in) ? end[u] : u;
+        for (int32_t k = 0; k < in->n_operands; k++) {
+            int32_t o = in->operands[k];
+            if (o >= 0 && o < u && end[o] < until) end[o] = until;
+        }
+    }
+    /* 2. the sweep: buffers freed after position end[i] are chained there */
+    for (int32_t i = 0; i < n; i++) head[i] = -1;
+    for (int32_t i = 0; i < n; i++) {
+        if (end[i] < n) {
+            next[i] = head[end[i]];
+            head[end[i]] = i;
+        }
+    }
+    int64_t live = 0, best = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const HloInst *in = &comp->insts[i];
+        bool own = !is_alias(in) && in->op != HLO_PARAMETER;
+        if (own) live = sat_add(live, shape_byte_size(&in->shape));
+        int64_t now = sat_add(live, callee_peak(m, in, peak));
+        if (now > best || *at < 0) {
+            best = now;
+            *at = i;
+        }
+        for (int32_t j = head[i]; j >= 0; j = next[j]) {
+            const HloInst *d = &comp->insts[j];
+            if (!is_alias(d) && d->op != HLO_PARAMETER) live -= shape_byte_size(&d->shape);
+        }
+    }
+    free(end);
+    free(head);
+    free(next);
+    return best;
+}
+
+MemoryEstimate memory_estimate(const HloModule *m)
+{
+    MemoryEstimate e = {0, -1, -1, 0};
+    if (m->entry < 0 || m->n_comps == 0) return e;
+    int64_t *peak = xcalloc((size_t)m->n_comps, sizeof(int64_t));
+    int32_t *at = xmalloc(sizeof(int32_t) * (size_t)m->n_comps);
+    /* callees precede their callers; a reference to a later computation
+     * (not in an emitted module) reads its peak as 0 */
+    for (int32_t c = 0; c < m->n_comps; c++) peak[c] = comp_peak(m, c, peak, &at[c]);
+    const HloComputation *entry = &m->comps[m->entry];
+    for (int32_t i = 0; i < entry->n_insts; i++)
+        if (entry->insts[i].op == HLO_PARAMETER)
+            e.parameter_bytes = sat_add(e.parameter_bytes, shape_byte_size(&entry->insts[i].shape));
+    e.peak_bytes = sat_add(e.parameter_bytes, peak[m->entry]);
+    e.peak_comp = m->entry;
+    e.peak_inst = at[m->entry];
+    free(peak);
+    free(at);
+    return e;
+}
+
+/* Padding and local bytes of one array leaf under its tiling. */
+static void leaf_padding(const HloModule *in, const Shape *s, const Sharding *sh, PaddingEstimate *p, int32_t c,
+                         int32_t i)
+{
+    Tiling t;
+    if (!shape_is_array(s) || !sh || !sharding_to_tiling(sh, s->rank, &t)) return;
+    Shape local = tiling_local_shape(&t, &in->mesh, s);
+    p->value_bytes = sat_add(p->value_bytes, shape_byte_size(&local));
+    int64_t pad = tiling_max_device_padding(&t, &in->mesh, s);
+    if (pad <= 0) return;
+    Shape padded = shape_array(s->type, 1, &pad);
+    p->padding_bytes = sat_add(p->padding_bytes, shape_byte_size(&padded));
+    if (p->first_inst < 0) {
+        int32_t bad = -1;
+        tiling_is_even(&t, &in->mesh, s, &bad);
+        p->first_comp = c;
+        p->first_inst = i;
+        p->first_dim = bad;
+    }
+}
+
+/* Every array leaf of shape s, flat order from leaf *k. */
+static void tree_padding(const HloModule *in, const Shape *s, const Sharding *sh, int32_t *k, PaddingEstimate *p,
+                         int32_t c, int32_t i)
+{
+    if (shape_is_tuple(s)) {
+        for (int32_t e = 0; e < s->n_elems; e++) tree_padding(in, &s->elems[e], sh, k, p, c, i);
+        return;
+    }
+    int32_t leaf = (*k)++;
+    if (sh->kind != SHARDING_TUPLE || leaf < sh->n_elems) leaf_padding(in, s, sharding_leaf(sh, leaf), p, c, i);
+}
+
+static void inst_padding(const HloModule *in, int32_t c, int32_t i, PaddingEstimate *p)
+{
+    const HloInst *x = &in->comps[c].insts[i];
+    int32_t k = 0;
+    if (x->sharding) tree_padding(in, &x->shape, x->sharding, &k, p, c, i);
+}
+
+PaddingEstimate memory_padding(const HloModule *in)
+{
+    PaddingEstimate p = {0, 0, -1, -1, -1};
+    if (!in->has_mesh || in->entry < 0) return p;
+    /* the entry first, so the first uneven value named is the user's */
+    for (int32_t i = 0; i < in->comps[in->entry].n_insts; i++) inst_padding(in, in->entry, i, &p);
+    for (int32_t c = 0; c < in->n_comps; c++)
+        if (c != in->entry)
+            for (int32_t i = 0; i < in->comps[c].n_insts; i++) inst_padding(in, c, i, &p);
+    return p;
+}
+
+void memory_fill_report(CommReport *rep, const HloModule *in, const HloModule *out)
+{
+    MemoryEstimate e = memory_estimate(out);
+    PaddingEstimate p = memory_padding(in);
+    rep->has_memory_estimate = true;
+    rep->peak_bytes_per_device = e.peak_bytes;
+    free(rep->peak_instruction);
+    rep->peak_instruction = NULL;
+    if (e.peak_inst >= 0) {
+        const char *name = out->comps[e.peak_comp].insts[e.peak_inst].name;
+        size_t len = strlen(name) + 1;
+        rep->peak_instruction = xmalloc(len);
+        memcpy(rep->peak_instruction, name, len);
+    }
+    rep->padding_bytes_per_device = p.padding_bytes;
+    rep->value_bytes_per_device = p.value_bytes;
+}
