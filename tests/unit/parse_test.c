@@ -800,8 +800,17 @@ static void test_name_errors(void **state)
     expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] add(a, f32[] mul(a, a))"),
                   "t.hlo:4:21: error: nested instructions are not supported as operands: give 'mul(...)' its own "
                   "instruction\n");
-    expect_errors("HloModule m\nENTRY e (p: f32[3]) -> f32[2] {\n  ROOT a = f32[2] parameter(0)\n}\n",
-                  "t.hlo:2:10: error: the signature declares parameter 0 as f32[3] but 'a' is f32[2]\n");
+    /* a parameter list that disagrees is a warning (XLA's parser ignores it), the result must agree */
+    Parsed sig = parse("HloModule m\nENTRY e (p: f32[3]) -> f32[2] {\n  ROOT a = f32[2] parameter(0)\n}\n");
+    assert_non_null(sig.m);
+    assert_string_equal(diag_text(sig.diag), "t.hlo:2:10: warning: the signature declares parameter 0 as f32[3] but "
+                                             "'a' is f32[2]; 'a' keeps its own shape (XLA's parser ignores the "
+                                             "parameter list too)\n");
+    parsed_free(&sig);
+    expect_errors("HloModule m\nENTRY e (arg_tuple.1: ()) -> f32[3] {\n  ROOT a = bf16[2] parameter(0)\n}\n",
+                  "t.hlo:2:10: warning: the signature declares parameter 0 as () but 'a' is bf16[2]; 'a' keeps its "
+                  "own shape (XLA's parser ignores the parameter list too)\nt.hlo:2:30: error: the signature declares "
+                  "the result as f32[3] but the root 'a' is bf16[2]\n");
     expect_errors("HloModule m, num_partitions=0\nENTRY e {\n  ROOT a = f32[2] parameter(0)\n}\n",
                   "t.hlo:1:29: error: num_partitions= expects a device count between 1 and 65536, found integer "
                   "'0'\n");

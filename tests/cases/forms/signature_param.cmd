@@ -1,0 +1,1 @@
+compile signature_param.hlo --report none
