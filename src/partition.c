@@ -1128,9 +1128,9 @@ static bool check_leaf(Part *p, const HloInst *in, const Sharding *sh, const Sha
         diag_error(d, in->span, "%s: manual sharding is not supported yet", in->name);
         return false;
     }
-    if (sh && sh->kind == SHARDING_MAXIMAL && in->op == HLO_PARAMETER && !p->parent) {
+    if (sh && sh->kind == SHARDING_MAXIMAL && in->op == HLO_PARAMETER && !p->parent && shape_is_tuple(&in->shape)) {
         /* Only that device is given the data: not the same as replicated. */
-        diag_error(d, in->span, "%s: a parameter on a single device (maximal sharding, device %lld) is not "
+        diag_error(d, in->span, "%s: a tuple parameter on a single device (maximal sharding, device %lld) is not "
                    "supported yet", in->name, (long long)sh->device);
         return false;
     }

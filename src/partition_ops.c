@@ -64,10 +64,56 @@ bool part_default(Part *p, int32_t i)
 
 /* A parameter keeps its declared shards, or arrives in the state its
  * caller passes (a loop body's parameter holds the loop state). */
+/* An entry parameter only device `dev` holds ({maximal device=N}): every
+ * device has the whole shape, but only dev's is the value, so the others'
+ * are masked to zero: the value is a pending sum over every atom, which the
+ * first consumer that needs it whole closes (a broadcast from dev, as an
+ * all-reduce; XLA moves a single-device value the same way). */
+static bool h_maximal_parameter(Part *p, int32_t i, int64_t dev)
+{
+    const HloInst *in = part_in(p, i);
+    Tiling st;
+    tiling_replicated(&st, in->shape.rank);
+    int32_t r = part_clone(p, i, p->mesh->n_atoms ? part_name(p, in->name, "arg") : in->name, &in->shape, NULL, 0);
+    if (p->mesh->n_atoms == 0) {
+        part_set_result(p, i, r, &st, -1, NULL);
+        return true;
+    }
+    int8_t all[SPMDC_MAX_ATOMS];
+    for (int32_t a = 0; a < p->mesh->n_atoms; a++)
+        all[a] = (int8_t)a;
+    Shape s32 = shape_scalar(ET_S32), ps = shape_scalar(ET_PRED), pl = shape_array(ET_PRED, in->shape.rank,
+                                                                                     in->shape.dims);
+    int32_t id = part_offset(p, all, p->mesh->n_atoms, 1, in->name); /* this device's id */
+    int32_t c = part_emit(p, HLO_CONSTANT, part_name(p, in->name, "device"), &s32, NULL, 0);
+    Literal *lit = ARENA_NEW(p->out->arena, Literal);
+    lit->n = 1;
+    lit->i = arena_memdup(p->out->arena, &dev, sizeof dev);
+    hlo_attrs_mut(p->out, part_out(p, c))->literal = lit;
+    int32_t ab[2] = {id, c};
+    int32_t own = part_emit(p, HLO_COMPARE, part_name(p, in->name, "on-device"), &ps, ab, 2);
+    hlo_attrs_mut(p->out, part_out(p, own))->direction = CMP_EQ;
+    int32_t ob = part_emit(p, HLO_BROADCAST, part_name(p, in->name, "on-device-broadcast"), &pl, &own, 1);
+    int32_t sel[3] = {ob, r, part_identity(p, REDUCE_SUM, &in->shape, in->name)};
+    int32_t m = part_emit(p, HLO_SELECT, part_name(p, in->name, "masked"), &in->shape, sel, 3);
+    st.partial = ((uint32_t)1 << p->mesh->n_atoms) - 1u;
+    st.kind = REDUCE_SUM;
+    const char *why = NULL;
+    if (p->rep)
+        why = in->span.begin.line ? part_fmt(p, "%s: only device %lld holds it ({maximal device=%lld}, line %u)",
+                                             in->name, (long long)dev, (long long)dev, (unsigned)in->span.begin.line)
+                                  : part_fmt(p, "%s: only device %lld holds it ({maximal device=%lld})", in->name,
+                                             (long long)dev, (long long)dev);
+    part_set_result(p, i, m, &st, i, why);
+    return true;
+}
+
 static bool h_parameter(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
     int64_t k = hlo_attrs(in)->param_number;
+    if (!p->parent && in->sharding && in->sharding->kind == SHARDING_MAXIMAL && shape_is_array(&in->shape))
+        return h_maximal_parameter(p, i, in->sharding->device);
     const Tiling *leaves = k >= 0 && k < p->n_params && p->param_leaves[k] ? p->param_leaves[k]
                                                                             : part_decl_leaves(p, i);
     Shape l = part_local_shape(p, &in->shape, leaves);

@@ -267,9 +267,24 @@ static void tile_region(const VerifyRun *vr, const Sharding *s, const Shape *g, 
     }
 }
 
+/* What a device that does not hold a single-device ({maximal device=N})
+ * input gets in its place: NaN (floats), a fixed pattern (integers, pred), so
+ * a program that reads it shows. */
+static SimValue not_held(const SimValue *v)
+{
+    SimValue r = sim_value_new(&v->shape);
+    int64_t n = shape_elem_count(&v->shape);
+    for (int64_t i = 0; i < n; i++) {
+        if (num_is_float(v->shape.type)) sim_value_set_f64(&r, i, NAN);
+        else sim_value_set_i64(&r, i, v->shape.type == ET_PRED ? 1 : 0x5a5a5a5a);
+    }
+    return r;
+}
+
 /* Device d's shard of the global array value v under s (padding zeros). */
 static SimValue shard_of(const VerifyRun *vr, const SimValue *v, const Sharding *s, int64_t d)
 {
+    if (s && s->kind == SHARDING_MAXIMAL && d != s->device) return not_held(v);
     if (!s || s->kind != SHARDING_TILED) return sim_value_share(v);
     Shape local;
     sharding_shard_shape(s, &vr->mesh, &v->shape, &local, NULL);

@@ -1,0 +1,1 @@
+compile maximal_param.hlo --report text

@@ -1,0 +1,1 @@
+verify maximal_param.hlo --mesh model=8

@@ -1,0 +1,1 @@
+compile maximal_root.hlo --report text

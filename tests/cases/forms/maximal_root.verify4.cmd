@@ -1,0 +1,1 @@
+verify maximal_root.hlo --mesh model=4

@@ -1,0 +1,1 @@
+compile unreduced.hlo --report text
