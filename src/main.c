@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spmdc/check.h"
 #include "spmdc/diag.h"
 #include "spmdc/driver.h"
 #include "spmdc/hlo.h"
@@ -28,6 +29,7 @@ static void usage(FILE *f)
     fputs("usage: spmdc compile IN.hlo [--mesh SPEC] [-o OUT.hlo] [--report text|json|none]\n"
           "                            [--report-out FILE] [--dump-after parse|propagate]\n"
           "       spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo]\n"
+          "       spmdc check IN.hlo [--mesh SPEC] [--budget FILE] [limits] [--report text|json]\n"
           "       spmdc --help | --version\n"
           "\n"
           "SPEC is a device count (8), a shape (2x4) or named axes (x=2,y=4).\n"
@@ -162,6 +164,7 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "compile") == 0) return cmd_compile(argc - 1, argv + 1);
     if (strcmp(argv[1], "verify") == 0) return sim_verify_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "check") == 0) return check_main(argc - 1, argv + 1);
     fprintf(stderr, "spmdc: error: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

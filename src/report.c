@@ -14,6 +14,7 @@
  */
 #include "spmdc/report.h"
 #include "spmdc/arena.h"
+#include "spmdc/texttable.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -181,96 +182,6 @@ static int32_t atom_run(const Mesh *m, const int8_t *atoms, int32_t n, int32_t i
 
 /* ------------------------------------------------------------ text form */
 
-/* 234881024 -> "234,881,024" */
-static void put_grouped(StrBuf *b, int64_t v)
-{
-    char digits[32];
-    int n = snprintf(digits, sizeof digits, "%lld", (long long)v);
-    int start = digits[0] == '-' ? 1 : 0;
-    if (start) sb_putc(b, '-');
-    for (int i = start; i < n; i++) {
-        sb_putc(b, digits[i]);
-        int left = n - 1 - i;
-        if (left > 0 && left % 3 == 0) sb_putc(b, ',');
-    }
-}
-
-/* "(224.0 MiB)"; nothing below 1 KiB. */
-static void put_human(StrBuf *b, int64_t v)
-{
-    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    if (v < 1024) return;
-    double x = (double)v / 1024.0;
-    int u = 0;
-    /* Roll over when rounding to one decimal would print 1024.0. */
-    while (x >= 1023.95 && u < 5) x /= 1024.0, u++;
-    sb_printf(b, "(%.1f %s)", x, units[u]);
-}
-
-/* A table of heap-string cells, columns aligned by code points (UTF-8),
- * two spaces between columns, the last column not padded. */
-typedef struct Table {
-    int32_t n_cols, n_cells, cap;
-    const char *align; /* 'l' or 'r' per column */
-    char **cells;
-} Table;
-
-static void table_put(Table *t, StrBuf *cell)
-{
-    if (t->n_cells == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : 64;
-        t->cells = xrealloc(t->cells, sizeof(char *) * (size_t)t->cap);
-    }
-    t->cells[t->n_cells++] = dup_or_null(sb_cstr(cell));
-    sb_clear(cell);
-}
-
-static void table_puts(Table *t, const char *s)
-{
-    StrBuf b = {0};
-    sb_puts(&b, s);
-    table_put(t, &b);
-    sb_free(&b);
-}
-
-static size_t text_width(const char *s)
-{
-    size_t w = 0;
-    for (; *s; s++)
-        if (((unsigned char)*s & 0xC0) != 0x80) w++;
-    return w;
-}
-
-static void pad(StrBuf *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++) sb_putc(b, ' ');
-}
-
-static void table_print(StrBuf *b, const Table *t)
-{
-    size_t width[16] = {0};
-    for (int32_t i = 0; i < t->n_cells; i++) {
-        size_t w = text_width(t->cells[i]);
-        if (w > width[i % t->n_cols]) width[i % t->n_cols] = w;
-    }
-    for (int32_t i = 0; i < t->n_cells; i++) {
-        int32_t col = i % t->n_cols;
-        bool last = col == t->n_cols - 1;
-        size_t fill = width[col] - text_width(t->cells[i]);
-        sb_puts(b, "  ");
-        if (t->align[col] == 'r') pad(b, fill);
-        sb_puts(b, t->cells[i]);
-        if (t->align[col] != 'r' && !last) pad(b, fill);
-        if (last) sb_putc(b, '\n');
-    }
-}
-
-static void table_free(Table *t)
-{
-    for (int32_t i = 0; i < t->n_cells; i++) free(t->cells[i]);
-    free(t->cells);
-}
-
 static void put_dims(StrBuf *b, const int64_t *dims, int32_t rank)
 {
     if (rank < 0 || rank > SPMDC_MAX_RANK) rank = 0;
@@ -291,26 +202,7 @@ static void put_axes_cell(StrBuf *b, const CommReport *r, const CommRecord *c)
 }
 
 /* "234,881,024 B (224.0 MiB)", the exact part right-aligned to width w. */
-static void put_bytes_cell(StrBuf *b, int64_t v, size_t w)
-{
-    StrBuf e = {0};
-    put_grouped(&e, v);
-    sb_puts(&e, " B");
-    pad(b, w > e.len ? w - e.len : 0);
-    sb_puts(b, sb_cstr(&e));
-    sb_free(&e);
-    if (v >= 1024) sb_putc(b, ' ');
-    put_human(b, v);
-}
-
-static size_t exact_width(int64_t v)
-{
-    StrBuf e = {0};
-    put_grouped(&e, v);
-    size_t n = e.len + 2;
-    sb_free(&e);
-    return n;
-}
+static void put_bytes_cell(StrBuf *b, int64_t v, size_t w) { text_put_bytes(b, v, w); }
 
 /* "dot.7 (line 7): reason" */
 static void put_cause(StrBuf *b, const char *inst, uint32_t line, const char *reason)
@@ -328,27 +220,27 @@ static void put_cause(StrBuf *b, const char *inst, uint32_t line, const char *re
     if ((!inst || !*inst) && !line && (!words || !*words)) sb_putc(b, '-');
 }
 
-static void record_row(Table *t, const CommReport *r, int32_t i, size_t bw)
+static void record_row(TextTable *t, const CommReport *r, int32_t i, size_t bw)
 {
     const CommRecord *c = &r->records[i];
     StrBuf cell = {0};
     sb_printf(&cell, "%d", i + 1);
-    table_put(t, &cell);
-    table_puts(t, collective_kind_name(c->kind));
-    table_puts(t, c->instruction ? c->instruction : "-");
-    table_puts(t, elem_type_name(c->dtype));
+    text_table_put(t, &cell);
+    text_table_puts(t, collective_kind_name(c->kind));
+    text_table_puts(t, c->instruction ? c->instruction : "-");
+    text_table_puts(t, elem_type_name(c->dtype));
     put_dims(&cell, c->operand_dims, c->operand_rank);
     sb_puts(&cell, " -> ");
     put_dims(&cell, c->result_dims, c->result_rank);
-    table_put(t, &cell);
+    text_table_put(t, &cell);
     put_axes_cell(&cell, r, c);
-    table_put(t, &cell);
+    text_table_put(t, &cell);
     put_bytes_cell(&cell, c->bytes_per_device, bw);
     if (c->multiplier > 1) sb_printf(&cell, " in %lld loop trips", (long long)c->multiplier);
     if (c->per_trip) sb_printf(&cell, "%s per trip of a loop whose trip count is unknown", c->multiplier > 1 ? "," : "");
-    table_put(t, &cell);
+    text_table_put(t, &cell);
     put_cause(&cell, c->cause_instruction, c->cause_line, c->reason);
-    table_put(t, &cell);
+    text_table_put(t, &cell);
     sb_free(&cell);
 }
 
@@ -356,42 +248,42 @@ static void print_records(StrBuf *b, const CommReport *r)
 {
     static const char *const head[] = {"#", "kind", "instruction", "dtype", "per-device operand -> result", "axes",
                                        "bytes sent per device", "cause"};
-    Table t = {8, 0, 0, "rllllll" "l", NULL};
+    TextTable t = {8, 0, 0, "rllllll" "l", NULL};
     size_t bw = 0;
     for (int32_t i = 0; i < r->n_records; i++)
-        if (exact_width(r->records[i].bytes_per_device) > bw) bw = exact_width(r->records[i].bytes_per_device);
-    for (int k = 0; k < 8; k++) table_puts(&t, head[k]);
+        if (text_bytes_width(r->records[i].bytes_per_device) > bw) bw = text_bytes_width(r->records[i].bytes_per_device);
+    for (int k = 0; k < 8; k++) text_table_puts(&t, head[k]);
     for (int32_t i = 0; i < r->n_records; i++) record_row(&t, r, i, bw);
-    table_print(b, &t);
-    table_free(&t);
+    text_table_print(b, &t);
+    text_table_free(&t);
 }
 
 static void print_totals(StrBuf *b, const CommReport *r)
 {
     KindTotals kt = kind_totals(r);
     int64_t total = report_total_bytes(r);
-    size_t bw = exact_width(total);
-    Table t = {3, 0, 0, "lrl", NULL};
+    size_t bw = text_bytes_width(total);
+    TextTable t = {3, 0, 0, "lrl", NULL};
     StrBuf cell = {0};
-    table_puts(&t, "kind");
-    table_puts(&t, "count");
-    table_puts(&t, "bytes sent per device");
+    text_table_puts(&t, "kind");
+    text_table_puts(&t, "count");
+    text_table_puts(&t, "bytes sent per device");
     for (int k = 0; k < N_KINDS; k++) {
         if (!kt.count[k]) continue;
-        table_puts(&t, collective_kind_name((CollectiveKind)k));
+        text_table_puts(&t, collective_kind_name((CollectiveKind)k));
         sb_printf(&cell, "%lld", (long long)kt.count[k]);
-        table_put(&t, &cell);
+        text_table_put(&t, &cell);
         put_bytes_cell(&cell, kt.bytes[k], bw);
-        table_put(&t, &cell);
+        text_table_put(&t, &cell);
     }
-    table_puts(&t, "total");
+    text_table_puts(&t, "total");
     sb_printf(&cell, "%d", r->n_records);
-    table_put(&t, &cell);
+    text_table_put(&t, &cell);
     put_bytes_cell(&cell, total, bw);
-    table_put(&t, &cell);
+    text_table_put(&t, &cell);
     sb_puts(b, "totals:\n");
-    table_print(b, &t);
-    table_free(&t);
+    text_table_print(b, &t);
+    text_table_free(&t);
     sb_free(&cell);
 }
 
@@ -430,17 +322,17 @@ static void print_warnings(StrBuf *b, const CommReport *r)
         sb_puts(b, "warnings: none\n");
         return;
     }
-    Table t = {2, 0, 0, "ll", NULL};
+    TextTable t = {2, 0, 0, "ll", NULL};
     StrBuf cell = {0};
     for (int32_t i = 0; i < r->n_warnings; i++) {
         const CommWarning *w = &r->warnings[i];
-        table_puts(&t, w->kind ? w->kind : "warning");
+        text_table_puts(&t, w->kind ? w->kind : "warning");
         put_cause(&cell, w->instruction, w->line, w->message);
-        table_put(&t, &cell);
+        text_table_put(&t, &cell);
     }
     sb_printf(b, "warnings (%d):\n", r->n_warnings);
-    table_print(b, &t);
-    table_free(&t);
+    text_table_print(b, &t);
+    text_table_free(&t);
     sb_free(&cell);
 }
 

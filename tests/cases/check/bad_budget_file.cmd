@@ -1,0 +1,1 @@
+check ../../../examples/mlp_small.hlo --budget bad.budget

@@ -1,0 +1,1 @@
+check ../../../examples/mlp.hlo --max-bytes 1.5 --no-budget-file
