@@ -14,7 +14,10 @@ and, where there is one, the Shardy form) the script
      with the sidecar's mesh and reads the report (docs/report.md, schema
      spmdc.report/v1): total bytes per device, collectives by kind, and the
      full-rematerialization warnings;
-  2. runs `SPMDC verify FILE --mesh MESH` (the simulator's numerical check);
+  2. runs `SPMDC verify FILE --mesh MESH` (the simulator's numerical check)
+     and, with --xla-run PYTHON, tools/xla_run.py: the emitted program on 8
+     XLA:CPU devices against XLA's run of the unpartitioned file (a check that
+     does not depend on spmdc's simulator; PYTHON must have jax);
   3. takes XLA's bytes per device after its spmd-partitioning pass from
      baseline.json (loop trips counted; the Shardy form of a model whose file
      XLA rejects uses its GSPMD twin's figure, marked ²);
@@ -81,7 +84,7 @@ def kinds(report):
     return ", ".join("%d %s" % (v["count"], k) for k, v in by.items()) or "no collectives"
 
 
-def compare_file(spmdc, path, mesh, tmp, timeout):
+def compare_file(spmdc, path, mesh, tmp, timeout, xla_python=None):
     out, rep = os.path.join(tmp, "out.hlo"), os.path.join(tmp, "report.json")
     for f in (out, rep):
         if os.path.exists(f):
@@ -109,7 +112,13 @@ def compare_file(spmdc, path, mesh, tmp, timeout):
         last = [x for x in (vout + verr).splitlines() if x.strip()]
         row["verify"] = "FAIL (exit %s): %s" % (rc, first_error(verr) if "error:" in verr
                                                  else (last[-1] if last else ""))
-    row["ok"] = row["verify"] == "ok" and row["remat"] == 0
+    if xla_python:
+        rc, xout, xerr = run([xla_python, os.path.join(HERE, "xla_run.py"), path, out,
+                              "--mesh", mesh], timeout)
+        last = [x for x in (xout + xerr).splitlines() if x.strip()]
+        row["xla_run"] = ("timed out" if rc == "timeout" else "ok" if rc == 0 else
+                          "FAIL: " + (last[-1] if last else "exit %s" % rc))
+    row["ok"] = row["verify"] == "ok" and row["remat"] == 0 and row.get("xla_run", "ok") == "ok"
     return row
 
 
@@ -143,6 +152,9 @@ def main():
     ap.add_argument("--models", default=os.path.join(ROOT, "examples", "models"))
     ap.add_argument("--format", choices=("markdown", "json"), default="markdown")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per spmdc run")
+    ap.add_argument("--xla-run", metavar="PYTHON",
+                    help="also run spmdc's program on 8 XLA:CPU devices against XLA's "
+                         "unpartitioned run (tools/xla_run.py) with this python (needs jax)")
     ap.add_argument("--fail-over", action="store_true",
                     help="exit 1 when any file is worse than XLA or not proven")
     args = ap.parse_args()
@@ -177,7 +189,7 @@ def main():
                 if fe["form"] == "gspmd":
                     twin = xla
                 r = compare_file(args.spmdc, os.path.join(d, fe["file"]), model["mesh"], tmp,
-                                 args.timeout)
+                                 args.timeout, args.xla_run)
                 r.update({"suite": suite, "model": model["name"], "file": key, "form": fe["form"],
                           "mesh": model["mesh"], "xla_bytes": xla, "xla_note": note,
                           "xla_collectives": xla_kinds(base)})
@@ -199,16 +211,18 @@ def main():
         print("Measured with spmdc built from commit %s (the last commit that changed src/, "
               "include/ or grammar/), XLA from jax/jaxlib %s (examples/models/baseline.json).\n"
               % (commit, baseline_jax))
+        xr = bool(args.xla_run)
         print("| model | mesh | XLA collectives | XLA bytes/device | spmdc bytes/device | spmdc/XLA "
-              "| verify | full remat | spmdc |")
-        print("|---|---|---|---|---|---|---|---|---|")
+              "| verify |%s full remat | spmdc |" % (" XLA run |" if xr else ""))
+        print("|---|---|---|---|---|---|---|---|---|%s" % ("---|" if xr else ""))
         for r in rows:
             name = "%s%s%s" % (r["suite"] + "/" if len(suites) > 1 else "", r["model"],
                                " (Shardy)" if r["form"] == "shardy" else "")
-            print("| %s | %s | %s | %s%s | %s | %s | %s | %s | %s |" % (
+            print("| %s | %s | %s | %s%s | %s | %s | %s |%s %s | %s |" % (
                 name, r["mesh"], r["xla_collectives"] if not r["xla_note"] else "(as GSPMD form)",
                 fmt_int(r["xla_bytes"]), r["xla_note"], fmt_int(r["spmdc_bytes"]),
                 ratio(r["spmdc_bytes"], r["xla_bytes"]), r["verify"] or "—",
+                " %s |" % r.get("xla_run", "—") if xr else "",
                 "—" if r["remat"] is None else r["remat"],
                 r["result"].replace("|", "\\|")))
         n_ok = sum(1 for r in rows if r["ok"])

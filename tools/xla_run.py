@@ -23,7 +23,9 @@ for mesh[model=8]).  The script
      and reduce-scatter with use_global_device_ids keep theirs);
   5. compares every device's result with its piece of the reference under the
      root's sharding (INPUT's, or --root-sharding when the input leaves the
-     root unannotated), ignoring padding.
+     root unannotated), ignoring padding.  A tuple-shaped root (several
+     results; any printing style, Shardy exports included) is compared leaf by
+     leaf under the elements of its tuple sharding.
 
 Exit status: 0 every device matches, 1 a mismatch or XLA rejected a module,
 2 usage.  Prints "skipped: jax not installed" and exits 0 without jax.
@@ -72,8 +74,32 @@ def entry_lines(text):
     return lines
 
 
-INST = re.compile(r"^\s*(ROOT\s+)?%?([\w.-]+)\s*=\s*(\S+)\s+([a-z][a-z0-9-]*)\((.*)$")
+INST = re.compile(r"^\s*(ROOT\s+)?%?([\w.-]+)\s*=\s*(.*)$")
 SHAPE = re.compile(r"^([a-z][a-z0-9]*)\[([\d,]*)\]")
+LEAF = re.compile(r"([a-z][a-z0-9]*)\[([\d,]*)\]")
+
+
+def split_instruction(line):
+    """(is_root, shape_text, opcode, rest after the opcode's '(') or None; the
+    shape may be a tuple `(f32[2]{0}, s32[])` (balanced parentheses)."""
+    m = INST.match(line)
+    if not m:
+        return None
+    is_root, _, tail = m.groups()
+    if tail.startswith("("):
+        depth = 0
+        for k, c in enumerate(tail):
+            depth += c == "("
+            depth -= c == ")"
+            if depth == 0:
+                break
+        shape, tail = tail[:k + 1], tail[k + 1:]
+    else:
+        shape, _, tail = tail.partition(" ")
+    m = re.match(r"\s*([a-z][a-z0-9-]*)\((.*)$", tail)
+    if not m:
+        return None
+    return bool(is_root), shape, m.group(1), m.group(2)
 
 
 def parse_shape(s):
@@ -81,6 +107,37 @@ def parse_shape(s):
     if not m:
         raise ValueError("unsupported (tuple or dynamic) shape %s" % s)
     return m.group(1), tuple(int(d) for d in m.group(2).split(",") if d)
+
+
+def parse_leaves(s):
+    """[(dtype, dims)] of an array shape or a flat tuple of arrays."""
+    if not s.startswith("("):
+        return [parse_shape(s)]
+    if "(" in s[1:]:
+        raise ValueError("nested tuple shape %s is not supported by xla_run.py" % s)
+    return [(dt, tuple(int(d) for d in dims.split(",") if d)) for dt, dims in LEAF.findall(s)]
+
+
+def split_tuple_sharding(text, n):
+    """Per-leaf shardings of a sharding text: `{{replicated}, {devices=..}}`
+    gives its elements, an array sharding applies to all n leaves, None gives
+    None for each."""
+    if not text:
+        return [None] * n
+    inner = text[1:-1].strip()
+    if not inner.startswith("{"):
+        return [text] * n
+    out, i = [], 0
+    while i < len(inner):
+        if inner[i] == "{":
+            j = matching_brace(inner, i)
+            out.append(inner[i:j])
+            i = j
+        else:
+            i += 1
+    if len(out) != n:
+        raise ValueError("tuple sharding %s has %d elements for %d results" % (text, len(out), n))
+    return out
 
 
 def sharding_of(line):
@@ -92,18 +149,21 @@ def sharding_of(line):
 
 
 def signature(text):
-    """(params: {number: (dtype, dims, sharding_text)}, root: (dtype, dims, sharding_text))."""
+    """(params: {number: (dtype, dims, sharding_text)},
+        root: [(dtype, dims, sharding_text)] one per result leaf, or None)."""
     params, root = {}, None
     for line in entry_lines(text):
-        m = INST.match(line)
-        if not m:
+        p = split_instruction(line)
+        if not p:
             continue
-        is_root, _, shape, opcode, rest = m.groups()
+        is_root, shape, opcode, rest = p
         if opcode == "parameter":
             num = int(re.match(r"(\d+)\)", rest).group(1))
             params[num] = parse_shape(shape) + (sharding_of(line),)
         if is_root:
-            root = parse_shape(shape) + (sharding_of(line),)
+            leaves = parse_leaves(shape)
+            shs = split_tuple_sharding(sharding_of(line), len(leaves))
+            root = [leaf + (sh,) for leaf, sh in zip(leaves, shs)]
     return params, root
 
 
@@ -180,7 +240,8 @@ def compile_text(text, nrep):
 
 
 def run(exe, devs, per_device_args):
-    """per_device_args[arg][device] = numpy array; returns [device] -> numpy result."""
+    """per_device_args[arg][device] = numpy array; returns [result leaf][device] -> numpy
+    array (a tuple-shaped result is one leaf per element)."""
     import numpy as np
     import jax
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
@@ -199,7 +260,7 @@ def run(exe, devs, per_device_args):
         arrays.append(jax.make_array_from_single_device_arrays(gshape, sh, bufs))
     res = exe.execute_sharded(arrays)
     outs = res.disassemble_into_single_device_arrays()
-    return [np.asarray(x) for x in outs[0]]
+    return [[np.asarray(x) for x in leaf] for leaf in outs]
 
 
 def reference_text(text):
@@ -274,13 +335,15 @@ def main():
     if root is None:
         print("xla_run.py: cannot find the ENTRY root of %s" % args.input)
         return 1
-    root_sh = args.root_sharding or root[2]
+    if args.root_sharding:
+        for k, sh in enumerate(split_tuple_sharding(args.root_sharding, len(root))):
+            root[k] = root[k][:2] + (sh,)
     rng = np.random.default_rng(args.seed)
     full_args = [random_array(rng, *params[k][:2]) for k in sorted(params)]
 
     try:
         rdevs, rexe = compile_text(ref_text, 1)
-        ref = run(rexe, rdevs, [[a] for a in full_args])[0]
+        refs = [leaf[0] for leaf in run(rexe, rdevs, [[a] for a in full_args])]
     except Exception as e:
         print("xla_run.py: XLA cannot run the input %s: %s" % (args.input, str(e).strip()[:2000]))
         return 1
@@ -297,28 +360,34 @@ def main():
     except Exception as e:
         print("xla_run.py: XLA cannot run the program %s: %s" % (args.program, str(e).strip()[:2000]))
         return 1
+    if len(outs) != len(root):
+        print("xla_run.py: the program has %d results, the input %d" % (len(outs), len(root)))
+        return 1
 
-    dtype = root[0]
-    rtol = args.rtol or DEFAULT_RTOL.get(dtype, 0.0)
-    scale = float(np.max(np.abs(ref.astype(np.float64)))) if ref.size else 0.0
-    rsl = device_slices(root_sh, root[1], ndev)
     bad = 0
-    for d, (out, sl) in enumerate(zip(outs, rsl)):
-        want = ref[tuple(slice(a, b) for a, b, _ in sl)].astype(np.float64)
-        shape = tuple(c for _, _, c in sl)
-        if out.shape != shape:
-            print("device %d: result shape %s, expected %s (root sharding %s)" % (
-                d, list(out.shape), list(shape), root_sh))
-            bad += 1
-            continue
-        got = out[tuple(slice(0, b - a) for a, b, _ in sl)].astype(np.float64)
-        err = float(np.max(np.abs(got - want))) if got.size else 0.0
-        ok = err <= rtol * max(scale, 1.0)
-        bad += not ok
-        print("device %d: %s max |error| %.3g%s" % (d, "ok  " if ok else "FAIL", err,
-                                                    "" if ok else " (allowed %.3g)" % (rtol * max(scale, 1.0))))
-    print("%s: %d of %d devices match XLA's unpartitioned run (seed %d)" % (
-        "ok" if not bad else "FAIL", ndev - bad, ndev, args.seed))
+    for leaf, (ref, leaf_outs, (dtype, dims, root_sh)) in enumerate(zip(refs, outs, root)):
+        rtol = args.rtol or DEFAULT_RTOL.get(dtype, 0.0)
+        scale = float(np.max(np.abs(ref.astype(np.float64)))) if ref.size else 0.0
+        rsl = device_slices(root_sh, dims, ndev)
+        what = "result %d: " % leaf if len(root) > 1 else ""
+        for d, (out, sl) in enumerate(zip(leaf_outs, rsl)):
+            want = ref[tuple(slice(a, b) for a, b, _ in sl)].astype(np.float64)
+            shape = tuple(c for _, _, c in sl)
+            if out.shape != shape:
+                print("%sdevice %d: result shape %s, expected %s (root sharding %s)" % (
+                    what, d, list(out.shape), list(shape), root_sh))
+                bad += 1
+                continue
+            got = out[tuple(slice(0, b - a) for a, b, _ in sl)].astype(np.float64)
+            err = float(np.max(np.abs(got - want))) if got.size else 0.0
+            ok = err <= rtol * max(scale, 1.0)
+            bad += not ok
+            print("%sdevice %d: %s max |error| %.3g%s" % (
+                what, d, "ok  " if ok else "FAIL", err,
+                "" if ok else " (allowed %.3g)" % (rtol * max(scale, 1.0))))
+    total = ndev * len(root)
+    print("%s: %d of %d device results match XLA's unpartitioned run (seed %d)" % (
+        "ok" if not bad else "FAIL", total - bad, total, args.seed))
     return 1 if bad else 0
 
 
