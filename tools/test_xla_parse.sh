@@ -8,7 +8,7 @@
 # HLO parser, StableHLO conversion + MLIR shape verification, and a full
 # XLA:CPU compile for the program's devices (no execution).
 #
-# Exit status: 0 all accepted (or skipped: no python3 / jax), 1 a compile
+# Exit status: 0 all accepted (or skipped: no python with jax), 1 a compile
 # failed or XLA rejected an output, 2 usage.  Meant for ctest:
 #   add_test(NAME xla/parse COMMAND sh tools/test_xla_parse.sh $<TARGET_FILE:spmdc>)
 set -u
@@ -23,7 +23,10 @@ if [ ! -x "$spmdc" ]; then
   echo "test_xla_parse.sh: $spmdc is not an executable" >&2
   exit 2
 fi
-if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import jax' >/dev/null 2>&1; then
+# The python to run XLA with: $SPMDC_PYTHON (ctest sets it from
+# SPMDC_XLA_PYTHON, see tools/xla_venv.sh), else python3.
+py=${SPMDC_PYTHON:-python3}
+if ! command -v "$py" >/dev/null 2>&1 || ! "$py" -c 'import jax' >/dev/null 2>&1; then
   echo "skipped: jax not installed"
   exit 0
 fi
@@ -46,7 +49,7 @@ run_one() {
     fail=1
     return
   fi
-  if msg=$(python3 "$here/check_xla_parse.py" --compile "$out" 2>&1); then
+  if msg=$("$py" "$here/check_xla_parse.py" --compile "$out" 2>&1); then
     echo "ok: $(basename "$f")${*:+ $*}"
   else
     echo "FAIL xla: $(basename "$f")${*:+ $*}"

@@ -7,7 +7,7 @@
 # unpartitioned input, from the same random inputs (seeds 0 and 1).
 # Independent of spmdc's own simulator (`spmdc verify`).
 #
-# Exit status: 0 all match (or skipped: no python3 / jax), 1 a compile failed,
+# Exit status: 0 all match (or skipped: no python with jax), 1 a compile failed,
 # XLA rejected a program or a device's result differs, 2 usage.
 #   add_test(NAME xla/run COMMAND sh tools/test_xla_run.sh $<TARGET_FILE:spmdc>)
 set -u
@@ -18,7 +18,10 @@ if [ $# -ne 1 ] || [ ! -x "$1" ]; then
   exit 2
 fi
 spmdc=$1
-if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import jax' >/dev/null 2>&1; then
+# The python to run XLA with: $SPMDC_PYTHON (ctest sets it from
+# SPMDC_XLA_PYTHON, see tools/xla_venv.sh), else python3.
+py=${SPMDC_PYTHON:-python3}
+if ! command -v "$py" >/dev/null 2>&1 || ! "$py" -c 'import jax' >/dev/null 2>&1; then
   echo "skipped: jax not installed"
   exit 0
 fi
@@ -45,7 +48,7 @@ check() {
     return
   fi
   for seed in 0 1; do
-    if msg=$(python3 "$here/xla_run.py" "$@" --seed "$seed" "$f" "$out" 2>&1); then
+    if msg=$("$py" "$here/xla_run.py" "$@" --seed "$seed" "$f" "$out" 2>&1); then
       :
     else
       echo "FAIL run: $label (seed $seed)"
