@@ -20,6 +20,7 @@
 #include "spmdc/propagate.h"
 #include "spmdc/report.h"
 #include "spmdc/sim.h"
+#include "spmdc/sweep.h"
 #include "spmdc/verify.h"
 
 #define SPMDC_VERSION "0.1.0"
@@ -30,6 +31,7 @@ static void usage(FILE *f)
           "                            [--report-out FILE] [--dump-after parse|propagate]\n"
           "       spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo]\n"
           "       spmdc check IN.hlo [--mesh SPEC] [--budget FILE] [limits] [--report text|json]\n"
+          "       spmdc sweep IN.hlo --mesh 'AXIS=N,N,... ...' [--format text|csv|json] [-o FILE]\n"
           "       spmdc --help | --version\n"
           "\n"
           "SPEC is a device count (8), a shape (2x4) or named axes (x=2,y=4).\n"
@@ -165,6 +167,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "compile") == 0) return cmd_compile(argc - 1, argv + 1);
     if (strcmp(argv[1], "verify") == 0) return sim_verify_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "check") == 0) return check_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "sweep") == 0) return sweep_main(argc - 1, argv + 1);
     fprintf(stderr, "spmdc: error: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

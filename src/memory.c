@@ -138,7 +138,7 @@ MemoryEstimate memory_estimate(const HloModule *m)
 
 /* Padding and local bytes of one array leaf under its tiling. */
 static void leaf_padding(const HloModule *in, const Shape *s, const Sharding *sh, PaddingEstimate *p, int32_t c,
-                         int32_t i)
+                         int32_t i, int32_t leaf)
 {
     Tiling t;
     if (!shape_is_array(s) || !sh || !sharding_to_tiling(sh, s->rank, &t)) return;
@@ -153,6 +153,7 @@ static void leaf_padding(const HloModule *in, const Shape *s, const Sharding *sh
         tiling_is_even(&t, &in->mesh, s, &bad);
         p->first_comp = c;
         p->first_inst = i;
+        p->first_leaf = leaf;
         p->first_dim = bad;
     }
 }
@@ -166,7 +167,7 @@ static void tree_padding(const HloModule *in, const Shape *s, const Sharding *sh
         return;
     }
     int32_t leaf = (*k)++;
-    if (sh->kind != SHARDING_TUPLE || leaf < sh->n_elems) leaf_padding(in, s, sharding_leaf(sh, leaf), p, c, i);
+    if (sh->kind != SHARDING_TUPLE || leaf < sh->n_elems) leaf_padding(in, s, sharding_leaf(sh, leaf), p, c, i, leaf);
 }
 
 static void inst_padding(const HloModule *in, int32_t c, int32_t i, PaddingEstimate *p)
@@ -178,7 +179,7 @@ static void inst_padding(const HloModule *in, int32_t c, int32_t i, PaddingEstim
 
 PaddingEstimate memory_padding(const HloModule *in)
 {
-    PaddingEstimate p = {0, 0, -1, -1, -1};
+    PaddingEstimate p = {0, 0, -1, -1, -1, -1};
     if (!in->has_mesh || in->entry < 0) return p;
     /* the entry first, so the first uneven value named is the user's */
     for (int32_t i = 0; i < in->comps[in->entry].n_insts; i++) inst_padding(in, in->entry, i, &p);

@@ -52,8 +52,9 @@ MemoryEstimate memory_estimate(const HloModule *m);
 typedef struct PaddingEstimate {
     int64_t padding_bytes;    /* bytes of padding on the most padded device, summed over values */
     int64_t value_bytes;      /* bytes of every split value's local shard, summed over values */
-    int32_t first_comp;       /* the first value (program order, entry first) with padding, and */
-    int32_t first_inst;       /* its first uneven dim; -1 if none */
+    int32_t first_comp;       /* the first value (program order, entry first) with padding: */
+    int32_t first_inst;       /* computation, instruction, array leaf (0 for arrays) and first */
+    int32_t first_leaf;       /* uneven dim; -1 if none */
     int32_t first_dim;
 } PaddingEstimate;
 

@@ -1,0 +1,1 @@
+sweep ../../../examples/mlp.hlo --mesh model=1,,2

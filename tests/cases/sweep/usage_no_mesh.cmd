@@ -1,0 +1,1 @@
+sweep ../../../examples/mlp.hlo
