@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "spmdc/names.h"
+#include "spmdc/sdy.h"
 
 typedef struct Rewriter {
     HloModule *m;
@@ -72,14 +73,144 @@ static bool is_sdy_identity(const HloInst *in)
     return in->op == HLO_CUSTOM_CALL && in->n_operands == 1 && t && strcmp(t, "xla.sdy.FuncResultSharding") == 0;
 }
 
+static bool is_target(const HloInst *in, const char *t)
+{
+    const char *ct = hlo_attrs(in)->custom_call_target;
+    return in->op == HLO_CUSTOM_CALL && ct && strcmp(ct, t) == 0;
+}
+
+static bool is_sdy_border(const HloInst *in)
+{
+    return is_target(in, "xla.sdy.GlobalToLocalShape") || is_target(in, "xla.sdy.LocalToGlobalShape");
+}
+
 static bool needs_rewrite(const HloComputation *c)
 {
     for (int32_t i = 0; i < c->n_insts; i++)
-        if (c->insts[i].op == HLO_CALL || is_sdy_identity(&c->insts[i])) return true;
+        if (c->insts[i].op == HLO_CALL || is_sdy_identity(&c->insts[i]) || is_sdy_border(&c->insts[i])) return true;
     return false;
 }
 
-static void rewrite_computation(HloModule *m, int32_t ci, Arena *scratch)
+/* ---------------------------------------------------------------- shard_map */
+
+static const char *frontend_attrs(const HloInst *in)
+{
+    const HloAttrs *a = hlo_attrs(in);
+    for (int32_t k = 0; k < a->n_raw; k++)
+        if (strcmp(a->raw[k].name, "frontend_attributes") == 0) return a->raw[k].text;
+    return NULL;
+}
+
+/* s with the atoms of mask taken out of its dims and made manual (every
+ * atom: MANUAL). */
+static Sharding make_manual(const HloModule *m, const Sharding *s, int32_t rank, uint32_t mask)
+{
+    uint32_t all = m->mesh.n_atoms >= 32 ? 0xffffffffu : (1u << m->mesh.n_atoms) - 1;
+    Sharding r = sharding_tiled(rank);
+    if (mask == all) {
+        r = sharding_replicated();
+        r.kind = SHARDING_MANUAL;
+        r.manual_atoms = all;
+        return r;
+    }
+    for (int32_t d = 0; s->kind == SHARDING_TILED && d < rank && d < s->tile.rank; d++) {
+        int8_t a[SPMDC_MAX_ATOMS];
+        int32_t n = 0;
+        const int8_t *src = sharding_dim_atoms(s, d);
+        for (int32_t k = 0; k < sharding_dim_n(s, d); k++)
+            if (!(mask & (1u << src[k]))) a[n++] = src[k];
+        sharding_set_dim(&r, d, a, n);
+    }
+    r.manual_atoms = mask;
+    r.named_form = s->named_form;
+    sharding_normalize(&r);
+    return r;
+}
+
+/* Appends a custom-call of target t on operand x with shape and sharding
+ * (the user's: never overwritten); returns its index. */
+static int32_t emit_border(Rewriter *rw, const HloInst *like, const char *name, const char *t, int32_t x,
+                           const Shape *shape, const Sharding *sh)
+{
+    HloInst n;
+    memset(&n, 0, sizeof n);
+    n.op = HLO_CUSTOM_CALL;
+    n.name = names_unique(&rw->names, name, rw->m->arena);
+    n.shape = hlo_copy_shape(rw->m, shape);
+    n.n_operands = 1;
+    n.operands = ARENA_NEW(rw->m->arena, int32_t);
+    n.operands[0] = x;
+    n.attrs = ARENA_NEW(rw->m->arena, HloAttrs);
+    n.attrs->to_apply = n.attrs->select = n.attrs->condition = n.attrs->body = -1;
+    n.attrs->custom_call_target = arena_strdup(rw->m->arena, t);
+    n.sharding = arena_memdup(rw->m->arena, sh, sizeof *sh);
+    n.sharding_from_user = true;
+    n.sharding_origin = -1;
+    n.span = like->span;
+    return emit(rw, &n);
+}
+
+/* Rewrites Shardy's shard_map borders into XLA's GSPMD ones: per value,
+ * xla.sdy.GlobalToLocalShape becomes Sharding(in_sharding) then
+ * SPMDFullToShardShape (manual along the manual axes), and
+ * xla.sdy.LocalToGlobalShape becomes Sharding(manual) then
+ * SPMDShardToFullShape(out_sharding); a tuple of the pieces keeps the
+ * custom-call's name.  Returns the replacement's index, -1 after an error. */
+static int32_t rewrite_sdy_border(Rewriter *rw, const HloInst *in, const int32_t *ops, DiagEngine *diag)
+{
+    HloModule *m = rw->m;
+    bool to_local = is_target(in, "xla.sdy.GlobalToLocalShape");
+    const char *fa = frontend_attrs(in);
+    char why[200];
+    uint32_t axes = 0;
+    int32_t nv = in->n_operands, got = 0;
+    ShardingSyntax *syn = ARENA_ARRAY(rw->scratch, ShardingSyntax, nv ? nv : 1);
+    if (!m->has_mesh || sdy_manual_axes(fa, &m->mesh, &axes, why, sizeof why) != SDY_OK ||
+        sdy_sharding_list(fa, to_local ? "xla.sdy.in_shardings" : "xla.sdy.out_shardings", &m->mesh, rw->scratch,
+                          syn, nv, &got, why, sizeof why) != SDY_OK ||
+        got != nv || (shape_is_tuple(&in->shape) ? in->shape.n_elems : 1) != nv) {
+        diag_error(diag, in->span, "%s: cannot read this shard_map border (%s)", in->name,
+                   why[0] ? why : "its shardings do not match its values");
+        return -1;
+    }
+    uint32_t mask = 0;
+    for (int32_t a = 0; a < m->mesh.n_axes; a++)
+        if (axes & (1u << a))
+            for (int32_t k = 0; k < m->mesh.axes[a].n_atoms; k++) mask |= 1u << (m->mesh.axes[a].first_atom + k);
+    int32_t *pieces = ARENA_ARRAY(rw->scratch, int32_t, nv ? nv : 1);
+    for (int32_t k = 0; k < nv; k++) {
+        const Shape *res = shape_is_tuple(&in->shape) ? &in->shape.elems[k] : &in->shape;
+        const Shape *op = &rw->out[ops[k]].shape;
+        const Shape *global = to_local ? op : res;
+        Sharding bound;
+        if (!sharding_bind(&syn[k], &m->mesh, global, &bound, m->arena, diag)) return -1;
+        bound.named_form = true;
+        Sharding man = make_manual(m, &bound, global->rank, mask);
+        if (to_local) {
+            int32_t sh = emit_border(rw, in, in->name, "Sharding", ops[k], op, &bound);
+            pieces[k] = emit_border(rw, in, in->name, "SPMDFullToShardShape", sh, res, &man);
+        } else {
+            int32_t sh = emit_border(rw, in, in->name, "Sharding", ops[k], op, &man);
+            pieces[k] = emit_border(rw, in, in->name, "SPMDShardToFullShape", sh, res, &bound);
+        }
+    }
+    if (!shape_is_tuple(&in->shape)) {
+        rw->out[pieces[0]].name = in->name; /* the border's value keeps its name */
+        return pieces[0];
+    }
+    HloInst t = *in;
+    t.op = HLO_TUPLE;
+    t.attrs = NULL;
+    t.sharding = NULL;
+    t.sharding_src = NULL;
+    t.sharding_from_user = false;
+    t.sharding_origin = -1;
+    t.sharding_dim_origin = NULL;
+    t.operands = arena_memdup(m->arena, pieces, sizeof(int32_t) * (size_t)nv);
+    return emit(rw, &t);
+}
+
+static bool rewrite_computation(HloModule *m, int32_t ci, Arena *scratch, DiagEngine *diag)
 {
     HloComputation *c = &m->comps[ci];
     Rewriter rw = {.m = m, .scratch = scratch};
@@ -116,6 +247,9 @@ static void rewrite_computation(HloModule *m, int32_t ci, Arena *scratch)
         } else if (is_sdy_identity(in)) {
             copy.op = HLO_COPY;
             copy.attrs = NULL;
+        } else if (is_sdy_border(in)) {
+            if ((map[i] = rewrite_sdy_border(&rw, in, copy.operands, diag)) < 0) return false;
+            continue;
         }
         map[i] = emit(&rw, &copy);
     }
@@ -123,6 +257,7 @@ static void rewrite_computation(HloModule *m, int32_t ci, Arena *scratch)
     c->insts = rw.out;
     c->n_insts = rw.n_out;
     c->cap_insts = rw.cap_out;
+    return true;
 }
 
 static void mark_reachable(const HloModule *m, int32_t ci, bool *live)
@@ -182,7 +317,7 @@ bool canonicalize_module(HloModule *m, PassCtx *cx)
     bool changed = false;
     for (int32_t ci = 0; ci < m->n_comps; ci++) {
         if (!needs_rewrite(&m->comps[ci])) continue;
-        rewrite_computation(m, ci, cx->scratch);
+        if (!rewrite_computation(m, ci, cx->scratch, cx->diag)) return false;
         changed = true;
     }
     if (changed) prune(m, cx->scratch);

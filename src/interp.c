@@ -239,7 +239,7 @@ static bool compute_has_collective(InterpShared *sh, int32_t c, uint8_t *state)
     bool has = false;
     for (int32_t i = 0; i < comp->n_insts && !has; i++) {
         const HloInst *inst = &comp->insts[i];
-        if (hlo_opcode_category(inst->op) == 'C') has = true;
+        if (sim_is_lockstep(inst)) has = true;
         int32_t cs[4], n;
         called_comps(inst, cs, &n);
         for (int32_t k = 0; k < n && !has; k++)

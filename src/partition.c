@@ -90,6 +90,16 @@ const char *part_axes_text(Part *p, const int8_t *atoms, int32_t n)
     return r;
 }
 
+const char *part_axes_mask_text(Part *p, uint32_t mask)
+{
+    int8_t a[SPMDC_MAX_ATOMS];
+    int32_t n = 0;
+    for (int32_t k = 0; k < p->mesh->n_atoms; k++)
+        if (mask & (1u << k))
+            a[n++] = (int8_t)k;
+    return part_axes_text(p, a, n);
+}
+
 /* ================================================================ names */
 
 /* cand, or cand.N (smallest N >= 1) if taken; in scratch, and now taken. */
@@ -253,11 +263,11 @@ ReplicaGroups part_groups(Part *p, const int8_t *atoms, int32_t n)
     return g;
 }
 
-void part_record(Part *p, CollectiveKind kind, int32_t local, const int8_t *atoms, int32_t n, int64_t bytes,
-                 int32_t cause_inst, const char *reason)
+CommRecord *part_record(Part *p, CollectiveKind kind, int32_t local, const int8_t *atoms, int32_t n, int64_t bytes,
+                        int32_t cause_inst, const char *reason)
 {
     if (!p->rep)
-        return;
+        return NULL;
     const HloInst *ci = part_out(p, local);
     const Shape *os = &part_out(p, ci->operands[0])->shape;
     const HloInst *cause = cause_inst >= 0 ? part_in(p, cause_inst) : NULL;
@@ -279,6 +289,7 @@ void part_record(Part *p, CollectiveKind kind, int32_t local, const int8_t *atom
     r->per_trip = p->per_trip;
     if (p->trips > 1)
         r->bytes_per_device = bytes > INT64_MAX / p->trips ? INT64_MAX : bytes * p->trips;
+    return r;
 }
 
 /* ================================================================ copying */
@@ -584,6 +595,8 @@ const Tiling *part_decl_leaves(const Part *p, int32_t i)
         int32_t n = pv->n_leaves, k = 0;
         Tiling *s = ARENA_ARRAY(p->scratch, Tiling, n ? n : 1);
         decl_walk(&part_in(p, i)->shape, part_in(p, i)->sharding, &k, n, s);
+        for (int32_t l = 0; pv->manual && l < n; l++)
+            s[l] = part_strip_atoms(s[l], pv->manual);
         pv->decl = s;
     }
     return pv->decl;
@@ -1124,10 +1137,8 @@ int32_t part_operand(Part *p, int32_t i, int32_t k, const Tiling *want)
 static bool check_leaf(Part *p, const HloInst *in, const Sharding *sh, const Shape *ls)
 {
     DiagEngine *d = p->cx->diag;
-    if (sh && sh->kind == SHARDING_MANUAL) {
-        diag_error(d, in->span, "%s: manual sharding is not supported yet", in->name);
-        return false;
-    }
+    if (sh && sh->kind == SHARDING_MANUAL)
+        return true; /* per device as written: nothing to check */
     if (sh && sh->kind == SHARDING_MAXIMAL && in->op == HLO_PARAMETER && !p->parent && shape_is_tuple(&in->shape)) {
         /* Only that device is given the data: not the same as replicated. */
         diag_error(d, in->span, "%s: a tuple parameter on a single device (maximal sharding, device %lld) is not "
@@ -1301,7 +1312,7 @@ static int32_t new_computation(PartModule *pm, int32_t c, bool is_entry)
 /* Checks and partitions p's computation into a new output computation. */
 static bool run_computation(Part *p, const Tiling *root_want)
 {
-    if (!check_computation(p))
+    if (!check_computation(p) || !part_manual_masks(p))
         return false;
     p->oc = new_computation(p->mod, p->ic, !p->parent);
     const HloComputation *ic = &p->in->comps[p->ic];
@@ -1311,7 +1322,7 @@ static bool run_computation(Part *p, const Tiling *root_want)
 }
 
 int32_t part_callee(Part *p, int32_t caller, int32_t c, const Tiling *const *params, int32_t n_params,
-                    const Tiling *root_want, int64_t trips, bool per_trip)
+                    uint32_t manual, const Tiling *root_want, int64_t trips, bool per_trip)
 {
     const HloInst *ci = part_in(p, caller);
     if (c < 0 || c >= p->in->n_comps || c == p->in->entry) {
@@ -1328,6 +1339,7 @@ int32_t part_callee(Part *p, int32_t caller, int32_t c, const Tiling *const *par
     part_init(&child, p->mod, p, caller, c);
     child.param_leaves = params;
     child.n_params = n_params;
+    child.param_manual = manual;
     child.trips = p->trips;
     if (trips > 1)
         child.trips = p->trips > INT64_MAX / trips ? INT64_MAX : p->trips * trips;

@@ -55,10 +55,11 @@ bool part_while(Part *p, int32_t i)
         return false;
     int64_t trips = hlo_while_trip_count(p->in, p->ic, i);
     const Tiling *params[1] = {state};
-    int32_t cond = part_callee(p, i, a->condition, params, 1, replicated_root(p, a->condition), 1, false);
+    uint32_t manual = p->vals[in->operands[0]].manual;
+    int32_t cond = part_callee(p, i, a->condition, params, 1, manual, replicated_root(p, a->condition), 1, false);
     if (cond < 0)
         return false;
-    int32_t body = part_callee(p, i, a->body, params, 1, state, trips < 0 ? 1 : trips, trips < 0);
+    int32_t body = part_callee(p, i, a->body, params, 1, manual, state, trips < 0 ? 1 : trips, trips < 0);
     if (body < 0)
         return false;
     Shape l = part_local_shape(p, &in->shape, state);
@@ -93,7 +94,7 @@ bool part_conditional(Part *p, int32_t i)
         if (ops[k + 1] < 0)
             return false;
         const Tiling *params[1] = {want};
-        branches[k] = part_callee(p, i, c, params, 1, result, 1, false);
+        branches[k] = part_callee(p, i, c, params, 1, p->vals[i].manual, result, 1, false);
         if (branches[k] < 0)
             return false;
     }
@@ -120,7 +121,7 @@ bool part_call(Part *p, int32_t i)
             return false;
     }
     const Tiling *result = part_decl_leaves(p, i);
-    int32_t callee = part_callee(p, i, a->to_apply, params, in->n_operands, result, 1, false);
+    int32_t callee = part_callee(p, i, a->to_apply, params, in->n_operands, p->vals[i].manual, result, 1, false);
     if (callee < 0)
         return false;
     Shape l = part_local_shape(p, &in->shape, result);

@@ -46,6 +46,7 @@ typedef struct VState {
 
 typedef struct PVal {
     int32_t n_leaves;
+    uint32_t manual;            /* atoms along which the value is manual (partition_manual.c), 0: none */
     VState *states;             /* first: what the value's handler produced */
     const Tiling *decl;         /* [n_leaves] declared (propagated) states, computed on first use
                                    (part_decl_leaves; scratch) */
@@ -94,6 +95,8 @@ typedef struct Part {
      * of parameter number k (NULL or k >= n_params: its declared state). */
     const Tiling *const *param_leaves;
     int32_t n_params;
+    uint32_t param_manual;      /* the parameters are manual along these atoms (a callee inside a manual
+                                   region) */
     const Tiling *root_want;    /* the leaves the root is brought to (set once the body is walked) */
     /* How often one run of the program runs this computation: the product of
      * the known trip counts of the loops around it; per_trip: some loop
@@ -142,12 +145,14 @@ int32_t part_identity(Part *p, ReduceKind k, const Shape *s, const char *base);
 int32_t part_reducer(Part *p, ReduceKind kind, ElemType t);
 /* Replica groups of a collective along atoms[0..n) (mesh_groups order). */
 ReplicaGroups part_groups(Part *p, const int8_t *atoms, int32_t n);
-/* Fills the report row of collective `local` (its operand is operand 0). */
-void part_record(Part *p, CollectiveKind kind, int32_t local, const int8_t *atoms, int32_t n, int64_t bytes,
+/* Fills the report row of collective `local` (its operand is operand 0) and
+ * returns it (valid until the next row), or NULL without a report. */
+CommRecord *part_record(Part *p, CollectiveKind kind, int32_t local, const int8_t *atoms, int32_t n, int64_t bytes,
                  int32_t cause_inst, const char *reason);
-/* The text of a Tiling / the axes of an atom run, in scratch. */
+/* The text of a Tiling / the axes of an atom run / of an atom mask, in scratch. */
 const char *part_spec_text(Part *p, const Tiling *s);
 const char *part_axes_text(Part *p, const int8_t *atoms, int32_t n);
+const char *part_axes_mask_text(Part *p, uint32_t mask);
 /* printf into scratch. */
 const char *part_fmt(Part *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -207,11 +212,12 @@ int32_t part_clone(Part *p, int32_t i, const char *name, const Shape *shape, con
  * instruction of p's computation) into a new output computation (named like
  * c, ".N" added when taken): parameter number k arrives in state params[k]
  * (leaves; NULL or k >= n_params: its declared state), the root is brought
- * to root_want (leaves; NULL: its declared state).  The computation runs
+ * to root_want (leaves; NULL: its declared state); inside a manual region
+ * the parameters are manual along the atoms of `manual`.  The computation runs
  * `trips` times per run of p's (per_trip: an unknown number of times,
  * counted once).  Returns the output computation, -1 after an error. */
 int32_t part_callee(Part *p, int32_t caller, int32_t c, const Tiling *const *params, int32_t n_params,
-                    const Tiling *root_want, int64_t trips, bool per_trip);
+                    uint32_t manual, const Tiling *root_want, int64_t trips, bool per_trip);
 /* Number of leaves of value i (its array leaves, flat order). */
 static inline int32_t part_n_leaves(const Part *p, int32_t i) { return p->vals[i].n_leaves; }
 
@@ -226,6 +232,22 @@ bool part_while(Part *p, int32_t i);
 bool part_conditional(Part *p, int32_t i);
 /* call: the callee partitioned as a computation of its own. */
 bool part_call(Part *p, int32_t i);
+
+/* ---- partition_manual.c: manual regions */
+
+/* t without the atoms of mask (dims and pending reduction). */
+Tiling part_strip_atoms(Tiling t, uint32_t mask);
+/* Sets PVal.manual of every instruction of p's computation; false after an
+ * error (operands manual along different axes, a border without a manual
+ * sharding). */
+bool part_manual_masks(Part *p);
+/* SPMDFullToShardShape / SPMDShardToFullShape. */
+bool part_manual_border(Part *p, int32_t i);
+/* all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute
+ * written in the input: kept inside a manual region, an error elsewhere. */
+bool part_user_collective(Part *p, int32_t i);
+/* partition-id: kept inside a manual region, an error elsewhere. */
+bool part_manual_leaf(Part *p, int32_t i);
 
 /* ---- partition_ops.c */
 

@@ -212,6 +212,8 @@ static bool h_custom_call(Part *p, int32_t i)
         return part_topk(p, i);
     if (oprule_class(p->in, p->ic, i) == RULE_FACTORS)
         return part_by_rule(p, i);
+    if (oprule_class(p->in, p->ic, i) == RULE_MANUAL_BORDER)
+        return part_manual_border(p, i);
     if (!target || strcmp(target, "Sharding") != 0 || in->n_operands != 1)
         return part_default(p, i);
     const Tiling *decl = part_decl_leaves(p, i);
@@ -240,14 +242,6 @@ static bool h_opt_barrier(Part *p, int32_t i)
     return true;
 }
 
-static bool h_unsupported(Part *p, int32_t i)
-{
-    const HloInst *in = part_in(p, i);
-    diag_error(p->cx->diag, in->span, "%s: %s in the input program is not supported by the partitioner", in->name,
-               hlo_opcode_name(in->op));
-    return false;
-}
-
 /* ================================================================ dispatch */
 
 typedef bool (*Handler)(Part *p, int32_t i);
@@ -269,12 +263,12 @@ static const Handler HANDLERS[HLO_OPCODE_COUNT] = {
     [HLO_WHILE] = part_while,
     [HLO_CALL] = part_call,
     [HLO_CONDITIONAL] = part_conditional,
-    [HLO_PARTITION_ID] = h_unsupported,
-    [HLO_ALL_REDUCE] = h_unsupported,
-    [HLO_ALL_GATHER] = h_unsupported,
-    [HLO_REDUCE_SCATTER] = h_unsupported,
-    [HLO_ALL_TO_ALL] = h_unsupported,
-    [HLO_COLLECTIVE_PERMUTE] = h_unsupported,
+    [HLO_PARTITION_ID] = part_manual_leaf,
+    [HLO_ALL_REDUCE] = part_user_collective,
+    [HLO_ALL_GATHER] = part_user_collective,
+    [HLO_REDUCE_SCATTER] = part_user_collective,
+    [HLO_ALL_TO_ALL] = part_user_collective,
+    [HLO_COLLECTIVE_PERMUTE] = part_user_collective,
 };
 
 const char *part_handler_name(HloOpcode op)

@@ -221,3 +221,75 @@ bool sdy_module_mesh(const char *text, Mesh *out)
     out->named = true;
     return true;
 }
+
+SdyResult sdy_sharding_list(const char *text, const char *key, const Mesh *mesh, Arena *arena, ShardingSyntax *out,
+                            int32_t max, int32_t *n, char *why, size_t whylen)
+{
+    *n = 0;
+    why[0] = 0;
+    size_t kl = strlen(key);
+    const char *hit = NULL;
+    for (const char *p = text ? strstr(text, key) : NULL; p; p = strstr(p + 1, key))
+        if (p[kl] == '=') {
+            hit = p + kl + 1;
+            break;
+        }
+    if (!hit) return SDY_NONE;
+    Rd r = {hit};
+    if (!eat(&r, '"') || strncmp(r.p, "#sdy.sharding_per_value<[", 25) != 0) {
+        snprintf(why, whylen, "expected #sdy.sharding_per_value<[...]>");
+        return SDY_UNREADABLE;
+    }
+    r.p += 25;
+    for (;;) {
+        skip(&r);
+        if (*r.p == ']') return SDY_OK;
+        if (*n == max) {
+            snprintf(why, whylen, "more than %d values", (int)max);
+            return SDY_UNREADABLE;
+        }
+        if (!eat(&r, '<') || !read_tensor(&r, mesh, arena, &out[*n], why, whylen) || !eat(&r, '>'))
+            return SDY_UNREADABLE;
+        (*n)++;
+        skip(&r);
+        if (*r.p == ',') r.p++;
+    }
+}
+
+SdyResult sdy_manual_axes(const char *text, const Mesh *mesh, uint32_t *axes, char *why, size_t whylen)
+{
+    *axes = 0;
+    why[0] = 0;
+    const char *hit = text ? strstr(text, "xla.sdy.manual_axes=") : NULL;
+    if (!hit) return SDY_NONE;
+    Rd r = {hit + strlen("xla.sdy.manual_axes=")};
+    if (!eat(&r, '"') || strncmp(r.p, "#sdy<manual_axes{", 17) != 0) {
+        snprintf(why, whylen, "expected #sdy<manual_axes{...}>");
+        return SDY_UNREADABLE;
+    }
+    r.p += 17;
+    for (;;) {
+        skip(&r);
+        if (*r.p == '}') return SDY_OK;
+        if (*r.p == ',') {
+            r.p++;
+            continue;
+        }
+        if (!eat(&r, '"')) {
+            snprintf(why, whylen, "malformed manual axes");
+            return SDY_UNREADABLE;
+        }
+        const char *s = r.p;
+        while (*r.p && *r.p != '"' && *r.p != '\\') r.p++;
+        char name[64];
+        size_t len = (size_t)(r.p - s) < sizeof name - 1 ? (size_t)(r.p - s) : sizeof name - 1;
+        memcpy(name, s, len);
+        name[len] = 0;
+        int32_t a = mesh_axis_index(mesh, name);
+        if (a < 0 || !eat(&r, '"')) {
+            snprintf(why, whylen, "manual axis '%s' is not in the mesh", name);
+            return SDY_UNREADABLE;
+        }
+        *axes |= 1u << a;
+    }
+}

@@ -127,6 +127,9 @@ bool sharding_is_tiled(const Sharding *s)
 
 bool sharding_equal(const Sharding *a, const Sharding *b)
 {
+    if (a->kind != SHARDING_TUPLE && b->kind != SHARDING_TUPLE && a->kind != SHARDING_MANUAL &&
+        b->kind != SHARDING_MANUAL && a->manual_atoms != b->manual_atoms)
+        return false;
     bool ra = a->kind != SHARDING_TUPLE && sharding_is_replicated(a);
     bool rb = b->kind != SHARDING_TUPLE && sharding_is_replicated(b);
     if (ra || rb)
@@ -335,13 +338,13 @@ static int32_t mask_atoms(const Mesh *m, uint32_t mask, int8_t *out)
 static void print_positional_tiled(StrBuf *b, const Sharding *s, const Mesh *m)
 {
     uint32_t all = m->n_atoms >= 32 ? 0xffffffffu : (1u << m->n_atoms) - 1;
-    uint32_t tiled = sharding_tiled_atoms(s), part = s->tile.partial & ~tiled;
-    uint32_t repl = all & ~tiled & ~part;
-    if (tiled == 0 && part == 0) {
+    uint32_t tiled = sharding_tiled_atoms(s), man = s->manual_atoms & ~tiled, part = s->tile.partial & ~tiled & ~man;
+    uint32_t repl = all & ~tiled & ~part & ~man;
+    if (tiled == 0 && part == 0 && man == 0) {
         sb_puts(b, "{replicated}");
         return;
     }
-    if (tiled == 0 && repl == 0) {
+    if (tiled == 0 && repl == 0 && man == 0) {
         sb_puts(b, "{unreduced}");
         return;
     }
@@ -351,6 +354,10 @@ static void print_positional_tiled(StrBuf *b, const Sharding *s, const Mesh *m)
     memcpy(pos, s->tile.atoms, (size_t)n);
     for (int32_t d = 0; d < s->tile.rank; d++)
         dims[nd++] = sharding_dim_tiles(s, m, d);
+    if (man) {
+        dims[nd++] = mesh_mask_size(m, man);
+        n += mask_atoms(m, man, pos + n);
+    }
     if (part) {
         dims[nd++] = mesh_mask_size(m, part);
         n += mask_atoms(m, part, pos + n);
@@ -362,10 +369,23 @@ static void print_positional_tiled(StrBuf *b, const Sharding *s, const Mesh *m)
     sb_int_list(b, dims, nd, "{devices=[", ",", "]");
     SPMDC_ASSERT(n == m->n_atoms);
     mesh_iota_src(b, m, pos);
-    if (part)
-        sb_puts(b, repl ? " last_tile_dims={unreduced, replicated}" : " last_tile_dims={unreduced}");
-    else if (repl)
+    if (man || part) {
+        sb_puts(b, " last_tile_dims={");
+        const char *sep = "";
+        if (man) {
+            sb_puts(b, "manual");
+            sep = ", ";
+        }
+        if (part) {
+            sb_printf(b, "%sunreduced", sep);
+            sep = ", ";
+        }
+        if (repl)
+            sb_printf(b, "%sreplicated", sep);
+        sb_putc(b, '}');
+    } else if (repl) {
         sb_puts(b, " last_tile_dim_replicate");
+    }
     sb_putc(b, '}');
 }
 
@@ -396,7 +416,7 @@ static void print_named(StrBuf *b, const Sharding *s, const Mesh *m)
         return;
     }
     bool repl = sharding_is_replicated(s);
-    if (s->tile.rank == 0 && (repl || (s->tile.partial == all && all != 0))) {
+    if (s->tile.rank == 0 && !s->manual_atoms && (repl || (s->tile.partial == all && all != 0))) {
         sb_puts(b, repl ? "replicated}" : "unreduced}");
         return;
     }
@@ -405,6 +425,12 @@ static void print_named(StrBuf *b, const Sharding *s, const Mesh *m)
         int8_t a[SPMDC_MAX_ATOMS];
         sb_puts(b, ", unreduced={");
         atoms_names(b, m, a, mask_atoms(m, s->tile.partial, a), ", ");
+        sb_putc(b, '}');
+    }
+    if (s->manual_atoms) {
+        int8_t a[SPMDC_MAX_ATOMS];
+        sb_puts(b, ", manual={");
+        atoms_names(b, m, a, mask_atoms(m, s->manual_atoms, a), ", ");
         sb_putc(b, '}');
     }
     sb_putc(b, '}');
@@ -418,7 +444,10 @@ static void print_single(StrBuf *b, const Sharding *s, const Mesh *m)
     }
     switch (s->kind) {
     case SHARDING_REPLICATED:
-        sb_puts(b, "{replicated}");
+        if (s->manual_atoms && m)
+            print_positional_tiled(b, s, m);
+        else
+            sb_puts(b, "{replicated}");
         break;
     case SHARDING_MAXIMAL:
         sb_printf(b, "{maximal device=%lld}", (long long)s->device);
@@ -453,11 +482,23 @@ void sharding_print(StrBuf *b, const Sharding *s, const Mesh *m)
     sb_putc(b, '}');
 }
 
+/* " manual over {x}" for a partially manual sharding. */
+static void put_manual(StrBuf *b, const Sharding *s, const Mesh *m)
+{
+    if (!s->manual_atoms || !m)
+        return;
+    int8_t a[SPMDC_MAX_ATOMS];
+    sb_puts(b, " manual over {");
+    atoms_names(b, m, a, mask_atoms(m, s->manual_atoms, a), ", ");
+    sb_putc(b, '}');
+}
+
 void sharding_describe(StrBuf *b, const Sharding *s, const Mesh *m)
 {
     switch (s->kind) {
     case SHARDING_REPLICATED:
         sb_puts(b, "replicated");
+        put_manual(b, s, m);
         return;
     case SHARDING_MAXIMAL:
         sb_printf(b, "maximal(device %lld)", (long long)s->device);
@@ -479,6 +520,7 @@ void sharding_describe(StrBuf *b, const Sharding *s, const Mesh *m)
     }
     if (sharding_is_replicated(s)) {
         sb_puts(b, "replicated");
+        put_manual(b, s, m);
         return;
     }
     print_named_dims(b, s, m);
@@ -488,6 +530,7 @@ void sharding_describe(StrBuf *b, const Sharding *s, const Mesh *m)
         atoms_names(b, m, a, mask_atoms(m, s->tile.partial, a), ", ");
         sb_putc(b, '}');
     }
+    put_manual(b, s, m);
 }
 
 /* ================================================================ syntax text */
@@ -644,7 +687,7 @@ static int64_t *tile_assignment(const ShardingSyntax *syn, const Mesh *m, DiagEn
 }
 
 /* Gives the subgroup dims' atoms their meaning: replicated (nothing),
- * unreduced (partial sum); manual is refused unless it is everything. */
+ * unreduced (partial sum), manual (manual_atoms); maximal is refused. */
 static bool apply_subgroup(Sharding *out, SubgroupType t, const int8_t *atoms, int32_t n,
                            const ShardingSyntax *syn, DiagEngine *diag, StrBuf *tmp)
 {
@@ -656,8 +699,13 @@ static bool apply_subgroup(Sharding *out, SubgroupType t, const int8_t *atoms, i
         out->tile.kind = REDUCE_SUM;
         return true;
     }
-    diag_error(diag, syn->span, "%s in sharding %s: partially manual shardings are not supported yet",
-               t == SUBGROUP_MANUAL ? "manual subgroup" : "maximal subgroup", syn_text(tmp, syn));
+    if (t == SUBGROUP_MANUAL) {
+        for (int32_t i = 0; i < n; i++)
+            out->manual_atoms |= 1u << atoms[i];
+        return true;
+    }
+    diag_error(diag, syn->span, "maximal subgroup in sharding %s: partially maximal shardings are not supported yet",
+               syn_text(tmp, syn));
     return false;
 }
 
@@ -687,6 +735,7 @@ static bool assign_tile_dims(const ShardingSyntax *syn, const Mesh *m, const int
         if (st == SUBGROUP_MANUAL && k - first == m->n_atoms) {
             *out = sharding_replicated();
             out->kind = SHARDING_MANUAL;
+            out->manual_atoms = m->n_atoms >= 32 ? 0xffffffffu : (1u << m->n_atoms) - 1;
             return true;
         }
         if (!apply_subgroup(out, st, order + first, k - first, syn, diag, tmp))
@@ -838,6 +887,7 @@ static bool bind_named(const ShardingSyntax *syn, const Mesh *m, int32_t rank, S
     if (syn->named_manual) {
         out->kind = SHARDING_MANUAL;
         out->tile.rank = 0;
+        out->manual_atoms = all;
         return true;
     }
     if (syn->named_replicated || syn->named_unreduced) {
@@ -875,11 +925,11 @@ static bool bind_named(const ShardingSyntax *syn, const Mesh *m, int32_t rank, S
         if (nm - nu == m->n_atoms) {
             *out = sharding_replicated();
             out->kind = SHARDING_MANUAL;
+            out->manual_atoms = all;
             return true;
         }
-        diag_error(diag, syn->span, "manual axes in sharding %s: partially manual shardings are not supported yet",
-                   syn_text(tmp, syn));
-        return false;
+        for (int32_t i = nu; i < nm; i++)
+            out->manual_atoms |= 1u << rest[i];
     }
     sharding_normalize(out);
     return true;
@@ -906,6 +956,7 @@ static bool bind_single(const ShardingSyntax *syn, const Mesh *m, int32_t rank, 
     case SSYN_MANUAL:
         out->kind = SHARDING_MANUAL;
         out->tile.rank = 0;
+        out->manual_atoms = m->n_atoms >= 32 ? 0xffffffffu : (1u << m->n_atoms) - 1;
         return true;
     case SSYN_UNREDUCED:
         *out = sharding_tiled(rank);

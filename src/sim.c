@@ -288,6 +288,103 @@ bool sim_collective(Interp *ips, int32_t c, int32_t i, const SimValue *const *op
     return ok;
 }
 
+/* ---------------------------------------------------------------- manual borders */
+
+static bool border_target(const HloInst *inst, const char *t)
+{
+    const char *ct = hlo_attrs(inst)->custom_call_target;
+    return inst->op == HLO_CUSTOM_CALL && ct && strcmp(ct, t) == 0;
+}
+
+bool sim_is_lockstep(const HloInst *inst)
+{
+    return hlo_opcode_category(inst->op) == 'C' || border_target(inst, "SPMDFullToShardShape") ||
+           border_target(inst, "SPMDShardToFullShape");
+}
+
+/* Atoms along which a bound sharding is manual. */
+static uint32_t manual_of(const Mesh *m, const Sharding *s)
+{
+    if (!s) return 0;
+    if (s->kind == SHARDING_MANUAL) return m->n_atoms >= 32 ? 0xffffffffu : (1u << m->n_atoms) - 1;
+    return s->kind == SHARDING_TUPLE ? 0 : s->manual_atoms;
+}
+
+/* The tiling of sharding s (rank) restricted to the atoms of mask. */
+static Tiling manual_layout(const Sharding *s, int32_t rank, uint32_t mask)
+{
+    Tiling t, r;
+    tiling_replicated(&r, rank);
+    if (!s || !sharding_to_tiling(s, rank, &t)) return r;
+    for (int32_t d = 0; d < rank; d++) {
+        int8_t a[SPMDC_MAX_ATOMS];
+        int32_t n = 0;
+        for (int32_t k = 0; k < tiling_dim_n(&t, d); k++)
+            if (mask & (1u << tiling_dim(&t, d)[k])) a[n++] = tiling_dim(&t, d)[k];
+        tiling_set_dim(&r, d, a, n);
+    }
+    return r;
+}
+
+/* Copies the box of `local`'s shape between local (at 0) and global (at the
+ * tile of `device` in layout t); to_local: global -> local. */
+static void copy_piece(const Mesh *m, const Tiling *t, int64_t device, SimValue *global, SimValue *local, bool to_local)
+{
+    const Shape *gs = &global->shape, *ls = &local->shape;
+    int64_t gstr[SPMDC_MAX_RANK], lstr[SPMDC_MAX_RANK], off = 0;
+    num_strides(gs->dims, gs->rank, gstr);
+    num_strides(ls->dims, ls->rank, lstr);
+    for (int32_t d = 0; d < gs->rank; d++) off += tiling_tile_index(t, m, d, device) * ls->dims[d] * gstr[d];
+    int es = num_elem_bytes(gs->type);
+    if (to_local)
+        num_copy_box(sim_value_data(local), 0, lstr, sim_value_data(global), off, gstr, ls->dims, ls->rank, es);
+    else
+        num_copy_box(sim_value_data(global), off, gstr, sim_value_data(local), 0, lstr, ls->dims, ls->rank, es);
+}
+
+/* SPMDFullToShardShape: each device takes its piece of the whole value by
+ * the operand's sharding restricted to the manual atoms of the result's.
+ * SPMDShardToFullShape: each device assembles the pieces of the devices
+ * that differ from it only along the manual atoms of the operand's sharding,
+ * placed by the result's sharding restricted to those atoms (devices whose
+ * pieces land on the same tile hold the same piece: the last one wins). */
+static bool manual_border(Interp *ips, int32_t c, int32_t i, const SimValue *const *ops, SimValue *outs, int64_t n)
+{
+    const HloModule *mod = ips[0].sh->m;
+    const HloComputation *comp = hlo_comp(mod, c);
+    const HloInst *inst = &comp->insts[i];
+    if (!mod->has_mesh || inst->n_operands != 1 || !shape_is_array(&inst->shape))
+        return interp_error(&ips[0], inst, "a manual region's border needs a bound mesh and one array operand");
+    const Mesh *m = &mod->mesh;
+    const HloInst *x = &comp->insts[inst->operands[0]];
+    bool to_shard = border_target(inst, "SPMDFullToShardShape");
+    uint32_t mask = to_shard ? manual_of(m, inst->sharding) : manual_of(m, x->sharding);
+    Tiling t = manual_layout(to_shard ? x->sharding : inst->sharding, inst->shape.rank, mask);
+    const Shape *ls = to_shard ? &inst->shape : &x->shape, *gs = to_shard ? &x->shape : &inst->shape;
+    for (int32_t d = 0; d < gs->rank; d++)
+        if (ls->rank != gs->rank || ls->dims[d] * tiling_dim_tiles(&t, m, d) != gs->dims[d])
+            return interp_error(&ips[0], inst, "the manual pieces of dim %d do not fit the shapes", d);
+    if (n != m->n_devices) return interp_error(&ips[0], inst, "simulated on %lld devices, the mesh has %lld", (long long)n, (long long)m->n_devices);
+    for (int64_t d = 0; d < n; d++) {
+        if (!interp_shape_matches(&ops[d][0], to_shard ? gs : ls)) {
+            for (int64_t e = 0; e < d; e++) sim_value_release(&outs[e]);
+            return interp_error(&ips[0], inst, "operand on device %lld does not have the declared shape", (long long)d);
+        }
+        outs[d] = sim_value_new(&inst->shape);
+        if (to_shard) {
+            copy_piece(m, &t, d, (SimValue *)&ops[d][0], &outs[d], true);
+            continue;
+        }
+        for (int64_t e = 0; e < n; e++) {
+            bool same = true;
+            for (int32_t a = 0; a < m->n_atoms && same; a++)
+                if (!(mask & (1u << a))) same = mesh_atom_coord(m, d, a) == mesh_atom_coord(m, e, a);
+            if (same) copy_piece(m, &t, e, &outs[d], (SimValue *)&ops[e][0], false);
+        }
+    }
+    return true;
+}
+
 /* ---------------------------------------------------------------- lockstep */
 
 typedef struct Sim {
@@ -412,7 +509,7 @@ static bool step(Sim *s, int32_t c, int32_t i, SimValue *envs, const SimValue *a
     const HloComputation *comp = hlo_comp(s->sh.m, c);
     const HloInst *inst = &comp->insts[i];
     int32_t ni = comp->n_insts;
-    bool coll = hlo_opcode_category(inst->op) == 'C';
+    bool coll = sim_is_lockstep(inst);
     if (!coll && !needs_lockstep(s, inst)) {
         for (int64_t d = 0; d < s->n; d++)
             if (!interp_eval(&s->ips[d], c, i, envs + d * ni, args + d * n_args, n_args, &envs[d * ni + i])) return false;
@@ -423,7 +520,9 @@ static bool step(Sim *s, int32_t c, int32_t i, SimValue *envs, const SimValue *a
             return interp_error(&s->ips[0], inst, "operand %d is not an earlier instruction", k);
     SimValue **ops = gather_operands(s, inst, envs, ni);
     SimValue *res = xcalloc((size_t)s->n, sizeof(SimValue));
-    bool ok = coll ? sim_collective(s->ips, c, i, (const SimValue *const *)ops, res, s->n) : lockstep_control(s, inst, ops, res);
+    bool ok = !coll                               ? lockstep_control(s, inst, ops, res)
+              : hlo_opcode_category(inst->op) == 'C' ? sim_collective(s->ips, c, i, (const SimValue *const *)ops, res, s->n)
+                                                     : manual_border(s->ips, c, i, (const SimValue *const *)ops, res, s->n);
     for (int64_t d = 0; d < s->n && ok; d++)
         if (!interp_shape_matches(&res[d], &inst->shape))
             ok = interp_error(&s->ips[d], inst, "result on device %lld does not have the declared shape", (long long)d);

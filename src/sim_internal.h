@@ -139,6 +139,11 @@ bool interp_combine(Interp *ip, const HloInst *inst, int32_t comp, const SimValu
 
 /* ---------------------------------------------------------------- sim.c */
 
+/* Whether instruction inst needs every device's operands at once: a
+ * collective, or a border of a manual region (SPMDFullToShardShape /
+ * SPMDShardToFullShape). */
+bool sim_is_lockstep(const HloInst *inst);
+
 /* Executes collective instruction i of computation c for the devices
  * listed in devs[0..n) (all of them: the simulator runs every device):
  * ops[k] holds device devs[k]'s operand values (inst->n_operands each),

@@ -564,7 +564,7 @@ static void compare_leaf(const VerifyRun *vr, const Sharding *s, const SimValue 
     c->worst_dev = -1;
     c->rank = ref->shape.rank;
     c->exact = !num_is_float(ref->shape.type);
-    if (s && s->kind == SHARDING_MANUAL) {
+    if (s && (s->kind == SHARDING_MANUAL || s->manual_atoms)) {
         c->skipped = true;
         snprintf(c->why, sizeof c->why, "not compared (manual sharding)");
         return;
@@ -817,10 +817,37 @@ static void release_array(SimValue *v, int64_t n)
 }
 
 /* Runs IN on one device; keep (or NULL) selects values for o->ref_vals. */
+/* Whether the input's meaning involves the devices: a manual region (its
+ * borders, the user's collectives, partition-id).  Such an input runs on
+ * every device of the mesh (outside its manual regions every device
+ * computes the same whole values) and device 0's values are the reference. */
+static bool input_needs_devices(const HloModule *m)
+{
+    for (int32_t c = 0; c < m->n_comps; c++)
+        for (int32_t i = 0; i < m->comps[c].n_insts; i++) {
+            const HloInst *in = &m->comps[c].insts[i];
+            if (sim_is_lockstep(in) || in->op == HLO_PARTITION_ID) return true;
+        }
+    return false;
+}
+
 static bool run_reference(VerifyRun *vr, Observed *o, SimValue *out)
 {
-    SimOptions so = {1, 1, o ? observe_reference : NULL, o};
-    return sim_run_spmd(vr->m, &so, vr->inputs, vr->n_params, out, vr->diag);
+    int64_t n = input_needs_devices(vr->m) ? vr->n_dev : 1;
+    SimOptions so = {n, 1, o ? observe_reference : NULL, o};
+    if (n == 1) return sim_run_spmd(vr->m, &so, vr->inputs, vr->n_params, out, vr->diag);
+    SimValue *args = xcalloc((size_t)(n * (vr->n_params ? vr->n_params : 1)), sizeof(SimValue));
+    for (int64_t d = 0; d < n; d++)
+        for (int32_t k = 0; k < vr->n_params; k++) args[d * vr->n_params + k] = vr->inputs[k];
+    SimValue *outs = xcalloc((size_t)n, sizeof(SimValue));
+    bool ok = sim_run_spmd(vr->m, &so, args, vr->n_params, outs, vr->diag);
+    if (ok) {
+        *out = outs[0];
+        memset(&outs[0], 0, sizeof outs[0]);
+    }
+    release_array(outs, n);
+    free(args);
+    return ok;
 }
 
 static bool run_program(VerifyRun *vr, Observed *o, SimValue *outs)
@@ -830,6 +857,25 @@ static bool run_program(VerifyRun *vr, Observed *o, SimValue *outs)
     bool ok = sim_run_spmd(vr->p, &so, args, vr->n_params, outs, vr->diag);
     release_array(args, vr->n_dev * vr->n_params);
     return ok;
+}
+
+/* Per entry instruction of m: whether it lies in a manual region (from an
+ * SPMDFullToShardShape to an SPMDShardToFullShape), where every device holds
+ * its own piece and the reference's device-0 value says nothing about the
+ * others (heap). */
+static bool *manual_values(const HloModule *m)
+{
+    const HloComputation *c = hlo_comp(m, m->entry);
+    bool *r = xcalloc((size_t)(c->n_insts ? c->n_insts : 1), sizeof(bool));
+    for (int32_t i = 0; i < c->n_insts; i++) {
+        const HloInst *in = &c->insts[i];
+        const char *t = in->op == HLO_CUSTOM_CALL ? hlo_attrs(in)->custom_call_target : NULL;
+        if (t && strcmp(t, "SPMDFullToShardShape") == 0) r[i] = true;
+        else if (!t || strcmp(t, "SPMDShardToFullShape") != 0)
+            for (int32_t k = 0; k < in->n_operands; k++)
+                if (in->operands[k] >= 0 && in->operands[k] < i && r[in->operands[k]]) r[i] = true;
+    }
+    return r;
 }
 
 /* Second pass after a mismatch: the first named instruction that differs. */
@@ -845,13 +891,15 @@ static bool localize(VerifyRun *vr, StrBuf *b)
         if (!old) HASH_ADD_KEYPTR(hh, map, ents[i].name, strlen(ents[i].name), &ents[i]);
     }
     bool *keep = xcalloc((size_t)(mc->n_insts ? mc->n_insts : 1), sizeof(bool));
+    bool *manual = manual_values(vr->m);
     int32_t *match = xmalloc(sizeof(int32_t) * (size_t)(pc->n_insts ? pc->n_insts : 1));
     for (int32_t j = 0; j < pc->n_insts; j++) {
         NameEntry *e;
         HASH_FIND_STR(map, pc->insts[j].name, e);
-        match[j] = e ? e->inst : -1;
-        if (e) keep[e->inst] = true;
+        match[j] = e && !manual[e->inst] ? e->inst : -1;
+        if (match[j] >= 0) keep[e->inst] = true;
     }
+    free(manual);
     HASH_CLEAR(hh, map);
     free(ents);
     Observed o;

@@ -33,6 +33,17 @@ typedef enum SdyResult {
 SdyResult sdy_sharding_syntax(const char *text, const Mesh *mesh, Arena *arena, ShardingSyntax *out, char *why,
                               size_t whylen);
 
+/* text: a frontend_attributes value (verbatim).  Reads its
+ * `key="#sdy.sharding_per_value<[<@mesh, [...]>, ...]>"` (key e.g.
+ * "xla.sdy.in_shardings", "xla.sdy.out_shardings": the shardings of a
+ * shard_map's operands and results) into out[0..*n), at most max values. */
+SdyResult sdy_sharding_list(const char *text, const char *key, const Mesh *mesh, Arena *arena, ShardingSyntax *out,
+                            int32_t max, int32_t *n, char *why, size_t whylen);
+/* text: a frontend_attributes value (verbatim).  Reads its
+ * `xla.sdy.manual_axes="#sdy<manual_axes{\"x\", ...}>"` into *axes (bit a:
+ * mesh axis a is manual). */
+SdyResult sdy_manual_axes(const char *text, const Mesh *mesh, uint32_t *axes, char *why, size_t whylen);
+
 /* text: the module header's frontend_attributes (verbatim).  If its
  * xla.sdy.meshes holds exactly one mesh with axes (`#sdy.mesh<["data"=2,
  * "model"=4]>`; empty and maximal meshes are skipped), builds it into *out

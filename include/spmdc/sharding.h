@@ -108,6 +108,13 @@ typedef struct Sharding {
     Tiling tile;                      /* TILED: per dim the atoms splitting it, and the pending
                                          reduction (tiling.h); REPLICATED: tile.rank only */
     int64_t device;                   /* MAXIMAL */
+    /* Atoms along which the value is manual: the program holds each
+     * device's own piece and the partitioner leaves it as written (shard_map
+     * inside jit).  MANUAL: every atom.  TILED / REPLICATED: a partially
+     * manual sharding (`last_tile_dims={manual, ...}`, `manual={x}`): manual
+     * along these atoms, automatic (tile) along the others, which never
+     * include them. */
+    uint32_t manual_atoms;
     bool named_form;                  /* print back as the named (mesh) form */
     /* What an annotation says beyond its tiling (propagation reads these;
      * all 0 for shardings no user wrote): */
@@ -178,8 +185,9 @@ void sharding_describe(StrBuf *b, const Sharding *s, const Mesh *m);
 Sharding sharding_from_tiling(const Tiling *t);
 /* The tiling a bound sharding gives an array of the given rank: TILED as it
  * is, REPLICATED and MAXIMAL as replicated (every device computes a maximal
- * value; the device that owns it is among them).  False for MANUAL, TUPLE,
- * a rank mismatch or an invalid tiling. */
+ * value; the device that owns it is among them); a partially manual
+ * sharding gives its automatic part.  False for MANUAL, TUPLE, a rank
+ * mismatch or an invalid tiling. */
 bool sharding_to_tiling(const Sharding *sh, int32_t rank, Tiling *out);
 
 /* ---------------------------------------------------------------- helpers

@@ -509,7 +509,7 @@ static void test_uneven_error(void **state)
     compiled_free(&c);
 }
 
-static void test_manual_error(void **state)
+static void test_manual_parameter_kept(void **state)
 {
     (void)state;
     Compiled c = compile("HloModule u, num_partitions=2\n"
@@ -518,8 +518,12 @@ static void test_manual_error(void **state)
                          "  ROOT %x = f32[8] parameter(0), sharding={manual}\n"
                          "}\n",
                          NULL);
-    assert_false(c.ok);
-    assert_non_null(strstr(diag_text(c.diag), "x: manual sharding is not supported yet"));
+    /* a manual value is per device as written: kept, shape unchanged */
+    assert_true(c.ok);
+    const HloComputation *e = &c.out->comps[c.out->entry];
+    assert_int_equal(e->n_insts, 1);
+    assert_int_equal(e->insts[0].shape.dims[0], 8);
+    assert_int_equal(c.rep.n_records, 0);
     compiled_free(&c);
 }
 
@@ -1491,7 +1495,7 @@ int main(void)
         cmocka_unit_test(test_mlp_2d_groups),
         cmocka_unit_test(test_mlp_small_numerics),
         cmocka_unit_test(test_uneven_error),
-        cmocka_unit_test(test_manual_error),
+        cmocka_unit_test(test_manual_parameter_kept),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_chain_numerics),
         cmocka_unit_test(test_add_of_partials_stays_partial),

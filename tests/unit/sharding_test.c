@@ -612,13 +612,16 @@ static void test_bind_errors(void **state)
     bind_err(f, &e, &m4, &v2, "spmdc: error: sharding {devices=[2,2]0,1,2,7} names device 7 but the mesh has 4 devices\n");
     ShardingSyntax g = syn_iota(2, (int64_t[]){2, 2}, 2, (int64_t[]){2, 4}, (int32_t[]){1, 0}, false);
     bind_err(f, &g, &m4, &v2, "spmdc: error: the iota source of sharding {devices=[2,2]<=[2,4]T(1,0)} does not match its 4 tiles\n");
-    /* partially manual */
+    /* partially manual: dim 0 split over the major atom, manual over the minor one */
     ShardingSyntax h = syn_iota(2, (int64_t[]){2, 2}, 1, (int64_t[]){4}, NULL, false);
     h.n_subgroups = 1;
     h.subgroups[0] = SUBGROUP_MANUAL;
-    bind_err(f, &h, &m4, &v,
-             "spmdc: error: manual subgroup in sharding {devices=[2,2]<=[4] last_tile_dims={manual}}: partially "
-             "manual shardings are not supported yet\n");
+    Sharding pm = bind_ok(f, &h, &m4, &v);
+    assert_int_equal(pm.kind, SHARDING_TILED);
+    assert_int_equal(pm.manual_atoms, 2u);
+    assert_int_equal(sharding_tiled_atoms(&pm), 1u);
+    expect_print(&pm, &m4, "{devices=[2,2]<=[4] last_tile_dims={manual}}");
+    expect_describe(&pm, &m4, "[{d0:(1)2}] manual over {d0:(2)2}");
     /* a manual subgroup over every device is {manual} */
     ShardingSyntax h2 = syn_iota(2, (int64_t[]){1, 4}, 1, (int64_t[]){4}, NULL, false);
     h2.n_subgroups = 1;
@@ -829,9 +832,12 @@ static void test_bind_named_errors(void **state)
     bind_err(f, &e, &xy, &v2, "spmdc: error: axis 'y' is used twice in sharding {mesh[x=2,y=4], [{y}, {y:(2)2}]}\n");
     ShardingSyntax g = syn_named(f->arena, "x=2,y=4", 2, (const char *[]){"y", ""}, NULL);
     g.manual_axes = refs_of(f->arena, "x", &g.n_manual_axes, NULL);
-    bind_err(f, &g, &xy, &v2,
-             "spmdc: error: manual axes in sharding {mesh[x=2,y=4], [{y}, {}], manual={x}}: partially manual "
-             "shardings are not supported yet\n");
+    Sharding gm = bind_ok(f, &g, &xy, &v2);
+    assert_int_equal(gm.manual_atoms, 1u); /* x is atom 0 */
+    gm.named_form = true;
+    expect_print(&gm, &xy, "{mesh[x=2,y=4], [{y}, {}], manual={x}}");
+    gm.named_form = false;
+    expect_print(&gm, &xy, "{devices=[4,1,2]<=[2,4]T(1,0) last_tile_dims={manual}}");
 }
 
 /* ------------------------------------------------------------ tuples, misc kinds */

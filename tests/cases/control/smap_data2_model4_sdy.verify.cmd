@@ -1,0 +1,1 @@
+verify smap_data2_model4_sdy.hlo --mesh data=2,model=4

@@ -1,0 +1,1 @@
+verify smap_model2.hlo --mesh model=2

@@ -1,0 +1,1 @@
+compile smap_model2_sdy.hlo --mesh model=2 -o /dev/null

@@ -1,0 +1,1 @@
+verify smap_model2_sdy.hlo --mesh model=2

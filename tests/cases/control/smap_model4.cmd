@@ -1,0 +1,1 @@
+compile smap_model4.hlo --mesh model=4 -o /dev/null

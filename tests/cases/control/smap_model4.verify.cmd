@@ -1,0 +1,1 @@
+verify smap_model4.hlo --mesh model=4

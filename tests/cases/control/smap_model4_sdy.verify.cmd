@@ -1,0 +1,1 @@
+verify smap_model4_sdy.hlo --mesh model=4

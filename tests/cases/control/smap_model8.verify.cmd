@@ -1,0 +1,1 @@
+verify smap_model8.hlo --mesh model=8

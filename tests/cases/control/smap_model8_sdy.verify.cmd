@@ -1,0 +1,1 @@
+verify smap_model8_sdy.hlo --mesh model=8

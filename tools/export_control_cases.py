@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""export_control_cases.py - write the shard_map programs of the control-flow
+test cases (tests/cases/control/smap_*.hlo, pmanual_*.hlo) from JAX, one file
+per mesh, in GSPMD form and in Shardy form.
+
+    XLA_FLAGS=--xla_force_host_platform_device_count=8 \\
+        python3 tools/export_control_cases.py --out-dir tests/cases/control
+
+A manual region is written with per-device shapes, so each mesh size needs
+its own export.  The programs:
+
+  smap_<mesh>     jax.shard_map over every mesh axis inside jit: psum of
+                  x_local @ w_local over `model`, all_gather of x_local along
+                  `model`, ppermute of x_local to the next device along
+                  `model`; automatic code before and after.
+  pmanual_<mesh>  jax.shard_map over `model` only on a data x model mesh
+                  (`data` stays automatic): psum over model of x_local @ w_local.
+
+Uses tools/export_models.py for lowering and XLA's before_optimizations dump.
+Exits 0 with a message when jax is not installed.
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+COMMAND = ("XLA_FLAGS=--xla_force_host_platform_device_count=8 "
+           "python3 tools/export_control_cases.py --out-dir tests/cases/control")
+
+MESHES = [(("model", 2),), (("model", 4),), (("model", 8),), (("data", 2), ("model", 2)),
+          (("data", 2), ("model", 4))]
+
+
+def mesh_name(mesh):
+    return "_".join("%s%d" % a for a in mesh)
+
+
+def build(em):
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P
+
+    models = []
+    for mesh in MESHES:
+        axes = tuple(a for a, _ in mesh)
+        nm = dict(mesh)["model"]
+        spec_x = ("data" if "data" in axes else None, "model")
+
+        def smap(x, w, nm=nm, axes=axes):
+            m = jax.sharding.get_abstract_mesh()
+
+            def inner(xl, wl):
+                y = jax.lax.psum(xl @ wl, "model")
+                z = jax.lax.all_gather(xl, "model", axis=1, tiled=True)
+                p = jax.lax.ppermute(xl, "model", [(i, (i + 1) % nm) for i in range(nm)])
+                return y + z, p
+            xs = P(*(("data" if "data" in axes else None), "model"))
+            y, p = jax.shard_map(inner, mesh=m, in_specs=(xs, P("model", None)),
+                                 out_specs=(xs, xs), check_vma=False)(x, w)
+            return y * 2.0, p + 1.0
+        models.append(em.Model("control", "smap_" + mesh_name(mesh), smap, mesh,
+                               [em.F(16, 64) + (spec_x,), em.F(64, 64) + (("model", None),)],
+                               [spec_x, spec_x],
+                               "shard_map over %s: psum over model of x_local @ w_local, all_gather "
+                               "and ppermute of x_local along model" % ",".join(axes),
+                               "the user's three collectives kept as written and nothing else",
+                               sdy=True))
+        if "data" not in axes:
+            continue
+
+        def pmanual(x, w):
+            m = jax.sharding.get_abstract_mesh()
+
+            def inner(xl, wl):
+                return jax.lax.psum(xl @ wl, "model")
+            y = jax.shard_map(inner, mesh=m, in_specs=(P(None, "model"), P("model", None)),
+                              out_specs=P(), axis_names={"model"})(x, w)
+            return jnp.tanh(y)
+        models.append(em.Model("control", "pmanual_" + mesh_name(mesh), pmanual, mesh,
+                               [em.F(16, 64) + (("data", "model"),), em.F(64, 64) + (("model", None),)],
+                               ("data",),
+                               "shard_map over model only (data automatic): psum over model of "
+                               "x_local @ w_local",
+                               "the user's all-reduce over model inside the region; data stays "
+                               "automatic", sdy=True))
+    return models
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out-dir", default="tests/cases/control")
+    args = ap.parse_args()
+    try:
+        import jax  # noqa: F401
+    except ImportError:
+        print("jax is not installed; nothing exported")
+        return 0
+    dump_dir = tempfile.mkdtemp(prefix="spmdc-export-")
+    import export_models as em
+    em.setup_env(dump_dir)
+    em.COMMAND = COMMAND
+    for model in build(em):
+        for shardy in (False, True):
+            lowered = em.lower(model, shardy)
+            text = em.dump_text(lowered, dump_dir)
+            fname = model.name + ("_sdy" if shardy else "") + ".hlo"
+            with open(os.path.join(args.out_dir, fname), "w") as f:
+                f.write(em.header(fname, model, em.FORMS[shardy]).replace("tools/export_models.py",
+                                                                           "tools/export_control_cases.py"))
+                f.write(text if text.endswith("\n") else text + "\n")
+            print("wrote %s/%s" % (args.out_dir, fname))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
