@@ -12,10 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "spmdc/canonicalize.h"
-#include "spmdc/parse.h"
-#include "spmdc/propagate.h"
-#include "spmdc/verify.h"
+#include "spmdc/pipeline.h"
 
 uint64_t driver_max_input_bytes(void)
 {
@@ -410,17 +407,14 @@ int driver_check_outputs(const char *input, const char *const *paths, const char
 
 HloModule *driver_load_module(const char *text, size_t len, uint32_t file_id, PassCtx *cx, bool propagate)
 {
-    HloModule *m = parse_hlo(text, len, file_id, cx->diag);
-    if (!m) return NULL;
-    bool ok = verify_module(m, cx->diag) && bind_shardings(m, cx) && canonicalize_module(m, cx);
-    arena_reset(cx->scratch);
-    if (ok && propagate) {
-        ok = propagate_shardings(m, cx);
-        arena_reset(cx->scratch);
-    }
-    if (!ok) {
-        hlo_module_free(m);
-        return NULL;
-    }
+    PipelineState st;
+    memset(&st, 0, sizeof st);
+    st.text = text;
+    st.len = len;
+    st.file_id = file_id;
+    bool ok = pipeline_run(&st, cx, PASS_PARSE, propagate ? PASS_PROPAGATE : PASS_CANONICALIZE);
+    HloModule *m = ok ? st.m : NULL;
+    if (ok) st.m = NULL;
+    pipeline_state_free(&st);
     return m;
 }

@@ -2,7 +2,7 @@
  * owns no logic of its own.
  *
  *   spmdc compile IN.hlo [--mesh SPEC] [-o OUT.hlo] [--report text|json|none]
- *                        [--report-out FILE] [--dump-after parse|propagate]
+ *                        [--report-out FILE] [--dump-after PASS]
  *   spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo]
  */
 #include <getopt.h>
@@ -15,26 +15,24 @@
 #include "spmdc/driver.h"
 #include "spmdc/hlo.h"
 #include "spmdc/memory.h"
-#include "spmdc/parse.h"
-#include "spmdc/partition.h"
-#include "spmdc/propagate.h"
+#include "spmdc/oracle.h"
+#include "spmdc/pipeline.h"
 #include "spmdc/report.h"
-#include "spmdc/sim.h"
 #include "spmdc/sweep.h"
-#include "spmdc/verify.h"
 
 #define SPMDC_VERSION "0.1.0"
 
 static void usage(FILE *f)
 {
     fputs("usage: spmdc compile IN.hlo [--mesh SPEC] [-o OUT.hlo] [--report text|json|none]\n"
-          "                            [--report-out FILE] [--dump-after parse|propagate]\n"
+          "                            [--report-out FILE] [--dump-after PASS]\n"
           "       spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo]\n"
           "       spmdc check IN.hlo [--mesh SPEC] [--budget FILE] [limits] [--report text|json]\n"
           "       spmdc sweep IN.hlo --mesh 'AXIS=N,N,... ...' [--format text|csv|json] [-o FILE]\n"
           "       spmdc --help | --version\n"
           "\n"
           "SPEC is a device count (8), a shape (2x4) or named axes (x=2,y=4).\n"
+          "PASS is parse, verify, bind, canonicalize, propagate or partition.\n"
           "compile writes the per-device program to stdout (or -o) and the\n"
           "communication report to stderr (or --report-out).  See docs/cli.md.\n",
           f);
@@ -55,7 +53,8 @@ static int cmd_compile(int argc, char **argv)
     };
     SpmdcOptions opt;
     memset(&opt, 0, sizeof opt);
-    const char *out_path = "-", *report_fmt = "text", *report_out = NULL, *dump_after = NULL;
+    const char *out_path = "-", *report_fmt = "text", *report_out = NULL;
+    const PassInfo *dump_after = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
@@ -78,11 +77,12 @@ static int cmd_compile(int argc, char **argv)
             break;
         case OPT_REPORT_OUT: report_out = optarg; break;
         case OPT_DUMP_AFTER:
-            if (strcmp(optarg, "parse") && strcmp(optarg, "propagate")) {
-                fprintf(stderr, "spmdc: error: --dump-after takes parse or propagate, not '%s'\n", optarg);
+            dump_after = pipeline_find(optarg);
+            if (!dump_after) {
+                fprintf(stderr, "spmdc: error: --dump-after takes a pass (%s), not '%s'\n", pipeline_pass_names(),
+                        optarg);
                 return 2;
             }
-            dump_after = optarg;
             break;
         case 'o': out_path = optarg; break;
         case OPT_HELP: usage(stdout); return 0;
@@ -107,29 +107,28 @@ static int cmd_compile(int argc, char **argv)
     Arena *scratch = arena_create();
     PassCtx cx = {scratch, diag, &opt};
     int rc = 1;
-    HloModule *out = NULL;
-    CommReport rep;
-    memset(&rep, 0, sizeof rep);
     StrBuf prog = {0}, rtext = {0};
-
-    HloModule *m = driver_load_module(text, len, fid, &cx, !dump_after || strcmp(dump_after, "parse"));
-    if (!m) goto done;
+    PipelineState st;
+    memset(&st, 0, sizeof st);
+    st.text = text;
+    st.len = len;
+    st.file_id = fid;
+    if (!pipeline_run(&st, &cx, PASS_PARSE, dump_after ? dump_after->id : PASS_PARTITION)) goto done;
     if (dump_after) {
-        HloPrintOptions po = {true, true, true};
-        hlo_print_module(&prog, m, &po);
-        if (driver_write_file(out_path, prog.data ? prog.data : "", prog.len)) rc = 0;
+        /* the module as it stands after that pass; after partition the per-device program */
+        bool whole = !dump_after->on_output;
+        HloPrintOptions po = {whole, whole, whole};
+        hlo_print_module(&prog, pipeline_module(&st, dump_after->id), &po);
+        if (driver_write_file(out_path, sb_cstr(&prog), prog.len)) rc = 0;
         goto done;
     }
-    report_init(&rep, m->name, &m->mesh);
-    if (!partition_module(m, &out, &rep, &cx)) goto done;
-    memory_fill_report(&rep, m, out);
-    arena_reset(scratch);
+    memory_fill_report(&st.report, st.m, st.out);
     HloPrintOptions po = {false, false, false};
-    hlo_print_module(&prog, out, &po);
+    hlo_print_module(&prog, st.out, &po);
     if (strcmp(report_fmt, "json") == 0)
-        report_print_json(&rtext, &rep);
+        report_print_json(&rtext, &st.report);
     else if (strcmp(report_fmt, "text") == 0)
-        report_print_text(&rtext, &rep);
+        report_print_text(&rtext, &st.report);
     DriverOutput files[2] = {{out_path, sb_cstr(&prog), prog.len}, {report_out, sb_cstr(&rtext), rtext.len}};
     bool report_file = report_out && strcmp(report_fmt, "none") != 0;
     if (!driver_write_outputs(files, report_file ? 2 : 1)) goto done;
@@ -141,9 +140,7 @@ done:
                 diag_error_count(diag) == 1 ? "" : "s");
     sb_free(&prog);
     sb_free(&rtext);
-    report_free(&rep);
-    hlo_module_free(out);
-    hlo_module_free(m);
+    pipeline_state_free(&st);
     arena_destroy(scratch);
     diag_destroy(diag);
     free(text);
@@ -165,7 +162,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "compile") == 0) return cmd_compile(argc - 1, argv + 1);
-    if (strcmp(argv[1], "verify") == 0) return sim_verify_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "verify") == 0) return oracle_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "check") == 0) return check_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "sweep") == 0) return sweep_main(argc - 1, argv + 1);
     fprintf(stderr, "spmdc: error: unknown command '%s'\n", argv[1]);

@@ -1,11 +1,11 @@
-/* sim_internal.h - private interfaces of the interpreter, simulator and verify.
+/* sim_internal.h - private interfaces of the interpreter, the simulator and the oracle.
  *
  * numeric.c  element storage, rounding, elementwise kernels, strided copies
  * interp.c   values, the per-device interpreter core, data movement ops
  * interp_ops.c  dot, convolution, reduce, reduce-window, select-and-scatter,
  *            gather, scatter, sort, map (ops with their own index math)
  * sim.c      lockstep N-device execution and the collectives
- * verify_run.c  `spmdc verify`
+ * oracle.c   `spmdc verify` (oracle.h)
  */
 #ifndef SPMDC_SIM_INTERNAL_H
 #define SPMDC_SIM_INTERNAL_H

@@ -52,8 +52,9 @@ bool driver_write_file(const char *path, const char *data, size_t len);
  * 0, or 2 after printing `spmdc: error: ...` (the usage exit status). */
 int driver_check_outputs(const char *input, const char *const *paths, const char *const *what, int n);
 
-/* parse -> verify -> bind_shardings -> propagate_shardings on text already
- * registered as file_id.  NULL after errors were reported through cx->diag. */
+/* The pipeline (pipeline.h) from parse through canonicalize, and propagate
+ * when asked, on text already registered as file_id.  The module, owned by
+ * the caller, or NULL after errors were reported through cx->diag. */
 HloModule *driver_load_module(const char *text, size_t len, uint32_t file_id, PassCtx *cx, bool propagate);
 
 #endif

@@ -1,4 +1,5 @@
-/* sim.h - reference interpreter, N-device SPMD simulator and `spmdc verify`.
+/* sim.h - reference interpreter and N-device SPMD simulator (oracle.h builds
+ * `spmdc verify` on them).
  *
  * Values (SimValue) are a shape plus one contiguous, reference-counted,
  * row-major buffer holding the elements in their own type (pred/s8/u8 one
@@ -128,12 +129,5 @@ double sim_inst_work(const HloModule *m, const HloComputation *c, const HloInst 
 /* The cost of one run of m's entry computation on one device.  Linear in
  * the module. */
 SimCost sim_module_cost(const HloModule *m);
-
-/* ---------------------------------------------------------------- verify */
-
-/* Entry point of `spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo]`
- * (argv[0] == "verify"); returns the exit status: 0 all outputs match, 1 a
- * mismatch or an error in the input, 2 a usage error. */
-int sim_verify_main(int argc, char **argv);
 
 #endif

@@ -1,4 +1,5 @@
-/* verify_run.c - `spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo]`.
+/* oracle.c - the numerical oracle: `spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo]`
+ * (oracle.h).
  *
  * Generates the entry parameters from the seed (splitmix64: floats uniform
  * in [-1, 1) rounded to their type, integers in [-4, 4] ([0, 8] unsigned),
@@ -26,7 +27,9 @@
 #include <uthash.h>
 
 #include "sim_internal.h"
+#include "spmdc/oracle.h"
 #include "spmdc/driver.h"
+#include "spmdc/pipeline.h"
 #include "spmdc/parse.h"
 #include "spmdc/partition.h"
 #include "spmdc/report.h"
@@ -44,8 +47,9 @@ typedef struct VerifyRun {
     uint64_t seed;
     DiagEngine *diag;
     PassCtx cx;
-    HloModule *m;            /* the input, shardings propagated */
-    HloModule *p;            /* the per-device program */
+    PipelineState st;        /* the input through the pipeline (owns m, and p when partitioned here) */
+    HloModule *m;            /* the input, shardings propagated (st.m) */
+    HloModule *p;            /* the per-device program (st.out, or read from --program) */
     Mesh mesh;
     int64_t n_dev;
     int32_t n_params;
@@ -1072,8 +1076,11 @@ static bool load(VerifyRun *vr, char **texts)
     texts[0] = driver_read_file(vr->in_path, &len);
     if (!texts[0]) return false;
     uint32_t fid = diag_add_file(vr->diag, strcmp(vr->in_path, "-") ? vr->in_path : "<stdin>", texts[0], len);
-    vr->m = driver_load_module(texts[0], len, fid, &vr->cx, true);
-    if (!vr->m) return false;
+    vr->st.text = texts[0];
+    vr->st.len = len;
+    vr->st.file_id = fid;
+    if (!pipeline_run(&vr->st, &vr->cx, PASS_PARSE, PASS_PROPAGATE)) return false;
+    vr->m = vr->st.m;
     if (vr->m->entry < 0 || hlo_comp(vr->m, vr->m->entry)->root < 0) {
         diag_error(vr->diag, SRC_SPAN_NONE, "%s has no entry computation", vr->in_path);
         return false;
@@ -1095,12 +1102,8 @@ static bool load(VerifyRun *vr, char **texts)
         vr->p = parse_hlo(texts[1], len, vr->prog_fid, vr->diag);
         if (!vr->p || !verify_module(vr->p, vr->diag)) return false;
     } else {
-        CommReport rep;
-        report_init(&rep, vr->m->name, &vr->mesh);
-        bool ok = partition_module(vr->m, &vr->p, &rep, &vr->cx);
-        report_free(&rep);
-        arena_reset(vr->cx.scratch);
-        if (!ok || !vr->p) return false;
+        if (!pipeline_run(&vr->st, &vr->cx, PASS_PARTITION, PASS_PARTITION) || !vr->st.out) return false;
+        vr->p = vr->st.out;
         HloPrintOptions po = {false, false, false};
         hlo_print_module(&vr->printed, vr->p, &po);
     }
@@ -1171,7 +1174,7 @@ static int run_and_compare(VerifyRun *vr)
     return rc;
 }
 
-int sim_verify_main(int argc, char **argv)
+int oracle_main(int argc, char **argv)
 {
     VerifyRun vr;
     SpmdcOptions opt;
@@ -1194,8 +1197,8 @@ int sim_verify_main(int argc, char **argv)
     free(vr.index_use);
     free(vr.param_inst);
     sb_free(&vr.printed);
-    hlo_module_free(vr.p);
-    hlo_module_free(vr.m);
+    if (vr.p != vr.st.out) hlo_module_free(vr.p); /* read from --program */
+    pipeline_state_free(&vr.st);
     arena_destroy(vr.cx.scratch);
     diag_destroy(vr.diag);
     free(texts[0]);

@@ -1,0 +1,1 @@
+compile passes.hlo --mesh x=2 --dump-after partition

@@ -1,0 +1,1 @@
+compile passes.hlo --dump-after lower

@@ -1,0 +1,145 @@
+/* pipeline_test.c - the pass table (src/pipeline.c): every pass in order
+ * under its --dump-after name, what each leaves in the state, a failing
+ * pass stops the run, and (in builds with SPMDC_VERIFY_EACH_PASS, i.e.
+ * Debug) a module a pass leaves invalid is an internal error naming it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "spmdc/hlo.h"
+#include "spmdc/pipeline.h"
+
+/* x is split in 2 on dim 0 over mesh[x=2]; y = negate(x) gets the same
+ * sharding by propagation and becomes a local f32[4,4] negate. */
+static const char TEXT[] = "HloModule p, num_partitions=2\n"
+                           "ENTRY %main {\n"
+                           "  %x = f32[8,4] parameter(0), sharding={devices=[2,1]<=[2]}\n"
+                           "  ROOT %y = f32[8,4] negate(%x)\n"
+                           "}\n";
+
+typedef struct Run {
+    DiagEngine *diag;
+    Arena *scratch;
+    SpmdcOptions opt;
+    PassCtx cx;
+    PipelineState st;
+} Run;
+
+static void start(Run *r, const char *text)
+{
+    memset(r, 0, sizeof *r);
+    r->diag = diag_create(NULL);
+    r->scratch = arena_create();
+    r->cx.scratch = r->scratch;
+    r->cx.diag = r->diag;
+    r->cx.opt = &r->opt;
+    r->st.text = text;
+    r->st.len = strlen(text);
+    r->st.file_id = diag_add_file(r->diag, "t.hlo", text, strlen(text));
+}
+
+static void finish(Run *r)
+{
+    pipeline_state_free(&r->st);
+    arena_destroy(r->scratch);
+    diag_destroy(r->diag);
+}
+
+static void test_table_order_and_names(void **state)
+{
+    (void)state;
+    static const char *const names[PASS_COUNT] = {"parse", "verify", "bind", "canonicalize", "propagate", "partition"};
+    for (int k = 0; k < PASS_COUNT; k++) {
+        const PassInfo *p = pipeline_pass((PassId)k);
+        assert_int_equal(p->id, k);
+        assert_string_equal(p->name, names[k]);
+        assert_ptr_equal(pipeline_find(names[k]), p);
+        assert_non_null(p->run);
+        assert_int_equal(p->on_output, k == PASS_PARTITION);
+    }
+    assert_null(pipeline_find("lower"));
+    assert_null(pipeline_find(""));
+    assert_string_equal(pipeline_pass_names(), "parse, verify, bind, canonicalize, propagate, partition");
+}
+
+static void test_each_pass_leaves_its_state(void **state)
+{
+    (void)state;
+    Run r;
+    start(&r, TEXT);
+    assert_true(pipeline_run(&r.st, &r.cx, PASS_PARSE, PASS_VERIFY));
+    const HloInst *x = hlo_inst(r.st.m, r.st.m->entry, 0), *y = hlo_inst(r.st.m, r.st.m->entry, 1);
+    assert_non_null(x->sharding_src); /* written, not yet bound */
+    assert_null(x->sharding);
+    assert_false(r.st.m->has_mesh);
+    assert_true(pipeline_run(&r.st, &r.cx, PASS_BIND, PASS_CANONICALIZE));
+    assert_true(r.st.m->has_mesh);
+    assert_int_equal(r.st.m->mesh.n_devices, 2);
+    assert_non_null(x->sharding);
+    assert_null(y->sharding); /* not annotated: propagation's job */
+    assert_true(pipeline_run(&r.st, &r.cx, PASS_PROPAGATE, PASS_PROPAGATE));
+    assert_non_null(y->sharding);
+    assert_null(r.st.out);
+    assert_ptr_equal(pipeline_module(&r.st, PASS_PROPAGATE), r.st.m);
+    assert_true(pipeline_run(&r.st, &r.cx, PASS_PARTITION, PASS_PARTITION));
+    assert_non_null(r.st.out);
+    assert_true(r.st.has_report);
+    assert_ptr_equal(pipeline_module(&r.st, PASS_PARTITION), r.st.out);
+    const HloComputation *e = hlo_comp(r.st.out, r.st.out->entry);
+    const HloInst *root = &e->insts[e->root];
+    assert_int_equal(root->op, HLO_NEGATE);
+    assert_int_equal(root->shape.dims[0], 4); /* 8 rows over 2 devices */
+    assert_int_equal(root->shape.dims[1], 4);
+    assert_int_equal(r.st.report.n_records, 0);
+    assert_string_equal(diag_text(r.diag), "");
+    finish(&r);
+}
+
+static void test_failing_pass_stops(void **state)
+{
+    (void)state;
+    Run r;
+    /* the declared f32[4] disagrees with negate's operand: verify fails, nothing later runs */
+    start(&r, "HloModule p\nENTRY %main {\n  %x = f32[8] parameter(0)\n  ROOT %y = f32[4] negate(%x)\n}\n");
+    assert_false(pipeline_run(&r.st, &r.cx, PASS_PARSE, PASS_PARTITION));
+    assert_non_null(r.st.m);
+    assert_false(r.st.m->has_mesh); /* bind did not run */
+    assert_null(r.st.out);
+    assert_int_equal(diag_error_count(r.diag), 1);
+    finish(&r);
+}
+
+static void test_invalid_module_after_a_pass(void **state)
+{
+    (void)state;
+    Run r;
+    start(&r, TEXT);
+    assert_true(pipeline_run(&r.st, &r.cx, PASS_PARSE, PASS_VERIFY));
+    /* as if a pass had broken the module: negate's declared shape no longer fits its operand */
+    hlo_inst(r.st.m, r.st.m->entry, 1)->shape.dims[0] = 5;
+    bool ok = pipeline_run(&r.st, &r.cx, PASS_BIND, PASS_BIND);
+#if defined(SPMDC_VERIFY_EACH_PASS)
+    assert_false(ok);
+    assert_non_null(strstr(diag_text(r.diag), "internal error: the module fails the IR verifier after pass bind"));
+#else
+    assert_true(ok); /* release builds trust their passes */
+#endif
+    finish(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table_order_and_names),
+        cmocka_unit_test(test_each_pass_leaves_its_state),
+        cmocka_unit_test(test_failing_pass_stops),
+        cmocka_unit_test(test_invalid_module_after_a_pass),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
