@@ -201,6 +201,25 @@ int64_t mesh_atom_coord(const Mesh *m, int64_t device, int32_t atom)
     return (device / atom_stride(m, atom)) % m->atom_size[atom];
 }
 
+int64_t mesh_run_index(const Mesh *m, int64_t device, const int8_t *atoms, int32_t n)
+{
+    int64_t t = 0;
+    for (int32_t k = 0; k < n; k++)
+        t = t * m->atom_size[atoms[k]] + mesh_atom_coord(m, device, atoms[k]);
+    return t;
+}
+
+int64_t mesh_device_at(const Mesh *m, int64_t device, const int8_t *atoms, int32_t n, int64_t index)
+{
+    int64_t r = device;
+    for (int32_t k = n - 1; k >= 0; k--) {
+        int64_t sz = m->atom_size[atoms[k]], c = index % sz;
+        index /= sz;
+        r += (c - mesh_atom_coord(m, device, atoms[k])) * atom_stride(m, atoms[k]);
+    }
+    return r;
+}
+
 int64_t mesh_mask_size(const Mesh *m, uint32_t mask)
 {
     int64_t s = 1;

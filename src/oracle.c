@@ -271,21 +271,30 @@ static void tile_region(const VerifyRun *vr, const Sharding *s, const Shape *g, 
     }
 }
 
+/* Fills v with a value no correct program lets reach an output: NaN
+ * (floats), a fixed pattern (integers, pred). */
+static void fill_poison(SimValue *v)
+{
+    int64_t n = shape_elem_count(&v->shape);
+    for (int64_t i = 0; i < n; i++) {
+        if (num_is_float(v->shape.type)) sim_value_set_f64(v, i, NAN);
+        else sim_value_set_i64(v, i, v->shape.type == ET_PRED ? 1 : 0x5a5a5a5a);
+    }
+}
+
 /* What a device that does not hold a single-device ({maximal device=N})
- * input gets in its place: NaN (floats), a fixed pattern (integers, pred), so
- * a program that reads it shows. */
+ * input gets in its place: poison, so a program that reads it shows. */
 static SimValue not_held(const SimValue *v)
 {
     SimValue r = sim_value_new(&v->shape);
-    int64_t n = shape_elem_count(&v->shape);
-    for (int64_t i = 0; i < n; i++) {
-        if (num_is_float(v->shape.type)) sim_value_set_f64(&r, i, NAN);
-        else sim_value_set_i64(&r, i, v->shape.type == ET_PRED ? 1 : 0x5a5a5a5a);
-    }
+    fill_poison(&r);
     return r;
 }
 
-/* Device d's shard of the global array value v under s (padding zeros). */
+/* Device d's shard of the global array value v under s.  The padding of an
+ * uneven shard is poison (fill_poison): the partitioned program must mask
+ * it wherever it could reach a result, as XLA's layout leaves it
+ * unspecified. */
 static SimValue shard_of(const VerifyRun *vr, const SimValue *v, const Sharding *s, int64_t d)
 {
     if (s && s->kind == SHARDING_MAXIMAL && d != s->device) return not_held(v);
@@ -299,6 +308,11 @@ static SimValue shard_of(const VerifyRun *vr, const SimValue *v, const Sharding 
     }
     int64_t off[SPMDC_MAX_RANK], len[SPMDC_MAX_RANK], gst[SPMDC_MAX_RANK], lst[SPMDC_MAX_RANK], start = 0;
     tile_region(vr, s, &v->shape, &local, d, off, len);
+    for (int32_t k = 0; k < local.rank; k++)
+        if (len[k] < local.dims[k]) {
+            fill_poison(&r);
+            break;
+        }
     num_strides(v->shape.dims, v->shape.rank, gst);
     num_strides(local.dims, local.rank, lst);
     for (int32_t k = 0; k < local.rank; k++) start += off[k] * gst[k];

@@ -57,6 +57,16 @@ struct OffsetEnt {
     UT_hash_handle hh;
 };
 
+/* A per-device table (part_device_value), found by the hash of its values;
+ * tables with the same hash are chained. */
+struct TableEnt {
+    uint64_t hash;
+    const int64_t *v;
+    int32_t local;
+    struct TableEnt *next;
+    UT_hash_handle hh;
+};
+
 /* ================================================================ text helpers */
 
 const char *part_fmt(Part *p, const char *fmt, ...)
@@ -176,6 +186,44 @@ int32_t part_offset(Part *p, const int8_t *atoms, int32_t n, int64_t chunk, cons
     e->key = key;
     e->local = r;
     HASH_ADD(hh, p->offsets, key, sizeof(OffsetKey), e);
+    return r;
+}
+
+int32_t part_device_value(Part *p, const int64_t *v, const char *base)
+{
+    int64_t nd = p->mesh->n_devices;
+    bool same = true;
+    for (int64_t d = 1; d < nd && same; d++)
+        same = v[d] == v[0];
+    if (same)
+        return emit_s32_constant(p, part_name(p, base, "constant"), v, 1, true);
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the values */
+    for (int64_t d = 0; d < nd; d++) {
+        h ^= (uint64_t)v[d];
+        h *= 1099511628211ull;
+    }
+    TableEnt *head = NULL;
+    HASH_FIND(hh, p->tables, &h, sizeof h, head);
+    for (TableEnt *e = head; e; e = e->next)
+        if (memcmp(e->v, v, sizeof(int64_t) * (size_t)nd) == 0)
+            return e->local;
+    int32_t t = emit_s32_constant(p, part_name(p, base, "table"), v, nd, false);
+    int32_t ops[2] = {t, part_pid(p)};
+    int64_t one = 1;
+    Shape s1 = shape_array(ET_S32, 1, &one), s0 = shape_scalar(ET_S32);
+    int32_t ds = part_emit(p, HLO_DYNAMIC_SLICE, part_name(p, base, "table-index"), &s1, ops, 2);
+    hlo_attrs_mut(p->out, part_out(p, ds))->dynamic_slice_sizes = hlo_intlist(p->out, &one, 1);
+    int32_t r = part_emit(p, HLO_RESHAPE, part_name(p, base, "value"), &s0, &ds, 1);
+    TableEnt *e = ARENA_NEW(p->scratch, TableEnt);
+    e->hash = h;
+    e->v = arena_memdup(p->scratch, v, sizeof(int64_t) * (size_t)nd);
+    e->local = r;
+    if (head) {
+        e->next = head->next;
+        head->next = e;
+    } else {
+        HASH_ADD(hh, p->tables, hash, sizeof e->hash, e);
+    }
     return r;
 }
 
@@ -1001,6 +1049,8 @@ static bool plan_rows(const Part *p, const ReshardPlan *plan, bool of_origin, bo
         bool origin = have_origin && (k == STEP_ALL_REDUCE || k == STEP_REDUCE_SCATTER);
         if (k != STEP_SLICE && k != STEP_MASK && origin == of_origin)
             return true;
+        if (plan->steps[s].halo_bytes > 0 && !of_origin) /* re-chunking collective-permutes */
+            return true;
     }
     return false;
 }
@@ -1133,7 +1183,7 @@ int32_t part_operand(Part *p, int32_t i, int32_t k, const Tiling *want)
 
 /* ================================================================ checks */
 
-/* Errors for shardings this version cannot partition (manual, uneven, ...). */
+/* Errors for shardings this version cannot partition (manual, ...). */
 static bool check_leaf(Part *p, const HloInst *in, const Sharding *sh, const Shape *ls)
 {
     DiagEngine *d = p->cx->diag;
@@ -1148,14 +1198,6 @@ static bool check_leaf(Part *p, const HloInst *in, const Sharding *sh, const Sha
     Tiling s;
     if (!ls || !sharding_to_tiling(sh, ls->rank, &s)) {
         diag_error(d, in->span, "%s: its sharding does not fit its shape", in->name);
-        return false;
-    }
-    int32_t bad = -1;
-    if (!tiling_is_even(&s, p->mesh, ls, &bad)) {
-        diag_error(d, in->span,
-                   "%s: dimension %d of size %lld is not divisible into %lld shards; uneven sharding is not "
-                   "supported yet",
-                   in->name, (int)bad, (long long)ls->dims[bad], (long long)tiling_dim_tiles(&s, p->mesh, bad));
         return false;
     }
     for (int32_t dd = 0; dd < ls->rank; dd++) {
@@ -1205,6 +1247,64 @@ static bool check_computation(Part *p)
 
 /* ================================================================ driver */
 
+/* The report's `uneven-padding` warning and padding entry for array leaf
+ * `leaf` (shape ls, declared tiling t) of instruction in: the padded dims,
+ * and the padding elements and bytes summed over the devices. */
+static void padding_warning(Part *p, const HloInst *in, int32_t leaf, const Shape *ls, const Tiling *t)
+{
+    if (tiling_is_even(t, p->mesh, ls, NULL))
+        return;
+    StrBuf b = {0};
+    if (shape_is_tuple(&in->shape))
+        sb_printf(&b, "leaf %d of ", (int)leaf);
+    sb_printf(&b, "%s: ", in->name);
+    shape_print(&b, ls, false);
+    sb_printf(&b, " split %s pads", part_spec_text(p, t));
+    bool first = true;
+    for (int32_t d = 0; d < ls->rank; d++) {
+        int64_t tiles = tiling_dim_tiles(t, p->mesh, d), c = tiling_shard_size(ls->dims[d], tiles);
+        if (ls->dims[d] % tiles == 0)
+            continue;
+        int64_t last = ls->dims[d] - (ls->dims[d] - 1) / c * c, empty = tiles - halo_ceil_div(ls->dims[d], c);
+        sb_printf(&b, "%s dim %d from %lld to %lld (%lld shards of %lld; the last real one holds %lld",
+                  first ? "" : ",", (int)d, (long long)ls->dims[d], (long long)(tiles * c), (long long)tiles,
+                  (long long)c, (long long)last);
+        if (empty > 0)
+            sb_printf(&b, ", %lld hold%s only padding", (long long)empty, empty == 1 ? "s" : "");
+        sb_putc(&b, ')');
+        first = false;
+    }
+    int64_t elems = tiling_padding_elems(t, p->mesh, ls);
+    Shape one = shape_scalar(ls->type);
+    int64_t eb = shape_byte_size(&one), most = tiling_max_device_padding(t, p->mesh, ls) * eb;
+    sb_printf(&b, ": %lld padding elements (%lld B) over all devices, %lld B on the device with the most",
+              (long long)elems, (long long)(elems * eb), (long long)most);
+    report_pad(p->rep, in->name, in->span.begin.line, leaf, elems, elems * eb, most);
+    report_warn(p->rep, "uneven-padding", in->name, in->span.begin.line, sb_cstr(&b));
+    sb_free(&b);
+}
+
+static void padding_walk(Part *p, const HloInst *in, const Shape *s, const Tiling *decl, int32_t *k)
+{
+    if (shape_is_tuple(s)) {
+        for (int32_t e = 0; e < s->n_elems; e++)
+            padding_walk(p, in, &s->elems[e], decl, k);
+        return;
+    }
+    int32_t leaf = (*k)++;
+    if (shape_is_array(s))
+        padding_warning(p, in, leaf, s, &decl[leaf]);
+}
+
+/* padding_warning for every padded array leaf of instruction i. */
+static void padding_warnings(Part *p, int32_t i)
+{
+    if (!p->rep)
+        return;
+    int32_t k = 0;
+    padding_walk(p, part_in(p, i), &part_in(p, i)->shape, part_decl_leaves(p, i), &k);
+}
+
 /* Why the root is resharded to what the caller needs, for the report. */
 static const char *root_reason(Part *p, int32_t root)
 {
@@ -1235,9 +1335,11 @@ static const char *root_reason(Part *p, int32_t root)
 static bool partition_body(Part *p, const Tiling *want)
 {
     const HloComputation *e = &p->in->comps[p->ic];
-    for (int32_t i = 0; i < e->n_insts; i++)
+    for (int32_t i = 0; i < e->n_insts; i++) {
+        padding_warnings(p, i);
         if (!part_handle(p, i))
             return false;
+    }
     if (e->root < 0)
         return true;
     const Tiling *decl = want ? want : part_decl_leaves(p, e->root);
@@ -1291,6 +1393,8 @@ static void part_fini(Part *p)
 {
     OffsetEnt *o, *ot;
     HASH_ITER(hh, p->offsets, o, ot) { HASH_DEL(p->offsets, o); }
+    TableEnt *t, *tt;
+    HASH_ITER(hh, p->tables, t, tt) { HASH_DEL(p->tables, t); }
 }
 
 /* A new output computation for input computation c: its own name the

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "spmdc/halo.h"
 #include "spmdc/hlo.h"
 #include "spmdc/names.h"
 #include "spmdc/oprule.h"
@@ -53,6 +54,7 @@ typedef struct PVal {
 } PVal;
 
 typedef struct OffsetEnt OffsetEnt;
+typedef struct TableEnt TableEnt;
 
 /* What every computation's partitioning shares: the input and output
  * modules, the report, the reducers and channel ids of the collectives. */
@@ -89,6 +91,7 @@ typedef struct Part {
     PVal *vals;                 /* per input instruction of ic */
     NameSet names;              /* names used in the output computation (in scratch) */
     OffsetEnt *offsets;         /* offset tables by (atoms, chunk) (uthash) */
+    TableEnt *tables;           /* per-device value tables by content (uthash) */
     int32_t pid;                /* partition-id instruction, or -1 */
     int32_t zero;               /* s32[] constant 0, or -1 */
     /* Parameter states set by the caller: param_leaves[k] are the leaves
@@ -134,6 +137,10 @@ const char *part_name(Part *p, const char *base, const char *role);
  * reshape, one per distinct (atoms, chunk). */
 int32_t part_offset(Part *p, const int8_t *atoms, int32_t n, int64_t chunk, const char *base);
 int32_t part_zero(Part *p);     /* the shared s32[] 0 */
+/* s32[] holding v[d] on device d (v has one entry per device; values fit in
+ * s32): a constant when every device agrees, else partition-id -> constant
+ * table -> dynamic-slice -> reshape, one per distinct table. */
+int32_t part_device_value(Part *p, const int64_t *v, const char *base);
 /* pred[] that is true on the devices whose coordinates on atoms[0..n) are
  * all 0 (the first device of each group along those atoms); one per
  * distinct atom list. */
@@ -331,6 +338,58 @@ bool part_dynamic_slice(Part *p, int32_t i);
 bool part_dynamic_update_slice(Part *p, int32_t i);
 bool part_topk(Part *p, int32_t i);
 bool part_reduce(Part *p, int32_t i);
+
+/* ---- partition_window.c: halo exchanges and windowed ops */
+
+/* Local data movement along one dim of x (local shape xs; the rest whole):
+ * slice [start, limit) with stride; pad by lo, hi and interior with the
+ * scalar instruction v (negative lo/hi crop); dynamic-slice of w rows at the
+ * s32[] instruction off. */
+int32_t part_slice_dim(Part *p, int32_t x, const Shape *xs, int32_t dim, int64_t start, int64_t limit, int64_t stride,
+                       const char *name);
+int32_t part_pad_dim(Part *p, int32_t x, const Shape *xs, int32_t v, int32_t dim, int64_t lo, int64_t hi,
+                     int64_t interior, const char *name);
+int32_t part_dynamic_slice_dim(Part *p, int32_t x, const Shape *xs, int32_t dim, int32_t off, int64_t w,
+                               const char *name);
+
+/* A halo exchange: every device reads a window of one split dim of a local
+ * value (halo.h's geometry). */
+typedef struct HaloReq {
+    int32_t dim;              /* dim of the local value the windows run along */
+    HaloDim d;                /* its split: the local dim holds d.chunk rows of tile win[dev].tile */
+    int64_t width;            /* window rows */
+    HaloWindow *win;          /* one per device (scratch) */
+    const int8_t *atoms;      /* the dim's atoms, major -> minor (the tile order) */
+    int32_t n_atoms;
+    int32_t fill;             /* local scalar instruction: the value of positions outside [0, n) that
+                                 a device reads; -1: no device reads any */
+} HaloReq;
+
+/* Whom an exchange serves, for the report rows. */
+typedef struct HaloCause {
+    int32_t inst;             /* input instruction */
+    const char *words;        /* the rows' leading words, or NULL */
+} HaloCause;
+
+/* Emits exchange hp (planned by halo_plan for rq) on local value `local`
+ * of local shape ls (dim rq->dim of ls->dims = rq->d.chunk); returns the
+ * window instruction (ls with that dim rq->width).  Report rows: one per
+ * collective-permute (or the all-gather), with the halo it carries. */
+int32_t part_halo(Part *p, int32_t local, const Shape *ls, const HaloReq *rq, const HaloPlan *hp, const char *base,
+                  const HaloCause *why);
+/* Bytes a device sends for exchange hp on a local value of shape ls (the
+ * report's cost of its collectives). */
+int64_t part_halo_bytes(const Shape *ls, int32_t dim, const HaloPlan *hp);
+/* x (local shape xs) with the positions whose global coordinate
+ * win[dev].start + j along dim lies outside [lo, hi) replaced by the scalar
+ * `fill`: iota + per-device start, compare, select. */
+int32_t part_mask_range(Part *p, int32_t x, const Shape *xs, int32_t dim, const HaloWindow *win, int64_t lo,
+                        int64_t hi, int32_t fill, const char *base);
+
+/* Handlers (HANDLERS in partition_ops.c): convolution and reduce-window
+ * split on window dims by halo exchange. */
+bool part_convolution(Part *p, int32_t i);
+bool part_reduce_window(Part *p, int32_t i);
 
 /* ---- reshard.c: lowering */
 

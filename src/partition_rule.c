@@ -280,10 +280,6 @@ static bool evaluate(Part *p, const RuleCtx *rc, const FactorSharding *fs, uint3
         }
         if (!tiling_valid(&t))
             return false;
-        const Shape *gs = k < r->n_in ? &part_in(p, in->operands[r->t[k].slot])->shape : NULL;
-        Shape leaf = shape_array(ET_F32, r->t[k].rank, r->t[k].shape);
-        if (!tiling_is_even(&t, p->mesh, gs ? gs : &leaf, NULL))
-            return false;
         if (k < r->n_in)
             ch->want[k] = t;
         else
@@ -533,6 +529,36 @@ static const char *partial_reason(Part *p, const RuleCtx *rc, const RuleChoice *
 
 /* ================================================================ emission */
 
+/* Operand tensor k (local instruction x) with the padding of every dim
+ * that a split reduction factor sums over replaced by that reduction's
+ * identity, so the padding of uneven shards never reaches the result (a
+ * dot masks both operands: 0 * NaN would not vanish). */
+static int32_t mask_padding(Part *p, const RuleCtx *rc, const RuleChoice *ch, int32_t k, int32_t x)
+{
+    const OpRule *r = &rc->rule;
+    int32_t v = part_in(p, rc->inst)->operands[r->t[k].slot];
+    const Shape *gs = &part_in(p, v)->shape;
+    Shape ls = tiling_local_shape(&ch->want[k], p->mesh, gs);
+    for (int32_t d = 0; d < r->t[k].rank; d++) {
+        ReduceKind rk = REDUCE_NONE;
+        for (int32_t j = 0; j < oprule_dim_n(r, k, d); j++) {
+            int32_t f = oprule_dim_factor(r, k, d, j);
+            if (r->factors[f].kind == FACTOR_REDUCTION && ch->fs.n[f] > 0)
+                rk = (ReduceKind)r->factors[f].reduce;
+        }
+        int64_t tiles = tiling_dim_tiles(&ch->want[k], p->mesh, d);
+        if (rk == REDUCE_NONE || gs->dims[d] % tiles == 0)
+            continue;
+        HaloWindow *w = ARENA_ARRAY(p->scratch, HaloWindow, p->mesh->n_devices);
+        for (int64_t dev = 0; dev < p->mesh->n_devices; dev++)
+            w[dev].start = tiling_offset(&ch->want[k], p->mesh, gs, d, dev);
+        Shape s0 = shape_scalar(gs->type);
+        int32_t fill = part_identity(p, rk, &s0, part_in(p, v)->name);
+        x = part_mask_range(p, x, &ls, d, w, 0, gs->dims[d], fill, part_name(p, part_in(p, v)->name, "unpadded"));
+    }
+    return x;
+}
+
 int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int32_t *ops)
 {
     const OpRule *r = &rc->rule;
@@ -548,6 +574,8 @@ int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int
         } else {
             p->limit_dims = forced_dims(p, rc, k);
             ops[s] = part_operand(p, rc->inst, s, want);
+            if (ops[s] >= 0)
+                ops[s] = mask_padding(p, rc, ch, k, ops[s]);
         }
         p->limit_dims = 0;
         if (ops[s] < 0)

@@ -80,8 +80,10 @@ void report_free(CommReport *r)
         free(r->warnings[i].instruction);
         free(r->warnings[i].message);
     }
+    for (int32_t i = 0; i < r->n_padding; i++) free(r->padding[i].instruction);
     free(r->records);
     free(r->warnings);
+    free(r->padding);
     free(r->module);
     free(r->peak_instruction);
     memset(r, 0, sizeof *r);
@@ -104,7 +106,24 @@ CommRecord *report_add(CommReport *r, CollectiveKind kind, const char *instructi
     c->multiplier = 1;
     c->group_size = 1;
     c->num_groups = 1;
+    c->halo_dim = -1;
     return c;
+}
+
+void report_pad(CommReport *r, const char *instruction, uint32_t line, int32_t leaf, int64_t elements, int64_t bytes,
+                int64_t max_device_bytes)
+{
+    if (r->n_padding == r->cap_padding) {
+        r->cap_padding = r->cap_padding ? r->cap_padding * 2 : 8;
+        r->padding = xrealloc(r->padding, sizeof(CommPadding) * (size_t)r->cap_padding);
+    }
+    CommPadding *c = &r->padding[r->n_padding++];
+    c->instruction = dup_or_null(instruction);
+    c->line = line;
+    c->leaf = leaf;
+    c->elements = elements;
+    c->bytes = bytes;
+    c->max_device_bytes = max_device_bytes;
 }
 
 void report_warn(CommReport *r, const char *kind, const char *instruction, uint32_t line, const char *message)
@@ -418,6 +437,13 @@ static json_t *jrecord(const CommReport *r, const CommRecord *c)
     json_object_set_new(cause, "line", jint(c->cause_line));
     json_object_set_new(cause, "reason", jstr(bare_reason(c->cause_instruction, c->reason)));
     json_object_set_new(o, "cause", cause);
+    if (c->halo_dim >= 0) {
+        json_t *h = json_object();
+        json_object_set_new(h, "dim", jint(c->halo_dim));
+        json_object_set_new(h, "rows_below", jint(c->halo_lo));
+        json_object_set_new(h, "rows_above", jint(c->halo_hi));
+        json_object_set_new(o, "halo", h);
+    }
     return o;
 }
 
@@ -489,6 +515,21 @@ void report_print_json(StrBuf *b, const CommReport *r)
     }
     json_object_set_new(root, "memory", mem);
     json_object_set_new(root, "warnings", jwarnings(r));
+    if (r->n_padding > 0) {
+        json_t *pad = json_array();
+        for (int32_t i = 0; i < r->n_padding; i++) {
+            const CommPadding *c = &r->padding[i];
+            json_t *o = json_object();
+            json_object_set_new(o, "instruction", jstr(c->instruction));
+            json_object_set_new(o, "line", jint(c->line));
+            json_object_set_new(o, "leaf", jint(c->leaf));
+            json_object_set_new(o, "elements", jint(c->elements));
+            json_object_set_new(o, "bytes", jint(c->bytes));
+            json_object_set_new(o, "max_device_bytes", jint(c->max_device_bytes));
+            json_array_append_new(pad, o);
+        }
+        json_object_set_new(root, "padding", pad);
+    }
     char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (!s) spmdc_oom();
     sb_puts(b, s);

@@ -21,6 +21,7 @@
  * collectives with replica groups from mesh_groups, reducer computations).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "partition_internal.h"
@@ -90,18 +91,222 @@ static int64_t group_size(const Mesh *m, const int8_t *atoms, int32_t n)
     return g;
 }
 
-/* Per-device bytes and local size of dim d of an array in state w. */
-static int64_t wide_bytes(const Mesh *m, const Shape *global, const Wide *w)
+/* ================================================================ uneven geometry
+
+ * A step that changes the number of tiles of a dim keeps XLA's ceil layout
+ * (tiling.h) only when the shards nest: t tiles of c = ceil(n/t) split into
+ * k tiles each of c' = ceil(n/(t*k)) with k*c' == c (always so when n
+ * divides).  Otherwise the step gets fix-ups on that dim:
+ *  - a dim that was whole (t == 1) is padded to k*c' before a slice or a
+ *    reduce-scatter splits it, and a dim that ends whole is sliced back to n
+ *    after an all-gather (local);
+ *  - between two split layouts the rows are re-chunked by a halo exchange
+ *    (halo.h): each device fetches the rows of its new shard from its
+ *    neighbours by collective-permute.  A slice re-chunks to the new shards
+ *    directly; a reduce-scatter or the receiving dim of an all-to-all first
+ *    re-chunks the t tiles to stride k*c'; an all-gather or the giving dim of
+ *    an all-to-all gathers stride k*c and re-chunks after.
+ * The fix-ups' bytes are part of the step's cost (ReshardStep.halo_bytes). */
+
+typedef enum FixKind { FIX_PAD, FIX_SLICE, FIX_HALO } FixKind;
+
+typedef struct Fixup {
+    FixKind kind;
+    int32_t dim;
+    int64_t size;                        /* the local dim after the fix-up */
+    int8_t src[SPMDC_MAX_ATOMS], dst[SPMDC_MAX_ATOMS]; /* FIX_HALO: the dim's atoms before / after */
+    int32_t n_src, n_dst;
+    int64_t src_chunk, dst_chunk;        /* FIX_HALO: strides before / after (size: the window) */
+} Fixup;
+
+typedef struct Fixups {
+    int32_t n_pre, n_post;
+    Fixup pre[SPMDC_MAX_RANK], post[SPMDC_MAX_RANK];
+    uint32_t sliced;                     /* STEP_SLICE: dims the fix-ups already cut to their shard */
+} Fixups;
+
+static int64_t dim_chunk(const Mesh *m, const Shape *g, const Tiling *s, int32_t d)
 {
-    Tiling s;
-    narrow(w, &s);
-    Shape l = tiling_local_shape(&s, m, global);
-    return shape_byte_size(&l);
+    return tiling_shard_size(g->dims[d], tiling_dim_tiles(s, m, d));
 }
 
-static int64_t wide_local_dim(const Mesh *m, const Shape *global, const Wide *w, int32_t d)
+/* dim d goes from `from`'s layout to the layout of k times as many tiles of
+ * `to` (split), i.e. to local size k*c' or directly c' (cut) */
+static bool add_split_fix(const Mesh *m, const Shape *g, const Tiling *from, const Tiling *to, int32_t d, bool cut,
+                          Fixup *f)
 {
-    return global->dims[d] / group_size(m, w->a[d], w->n[d]);
+    int64_t tb = tiling_dim_tiles(from, m, d), ta = tiling_dim_tiles(to, m, d), k = ta / tb;
+    int64_t cb = dim_chunk(m, g, from, d), ca = dim_chunk(m, g, to, d);
+    if (k * ca == cb)
+        return false;
+    memset(f, 0, sizeof *f);
+    f->dim = d;
+    if (tb == 1) {
+        f->kind = FIX_PAD;
+        f->size = k * ca;
+        return true;
+    }
+    f->kind = FIX_HALO;
+    f->n_src = tiling_dim_n(from, d);
+    memcpy(f->src, tiling_dim(from, d), (size_t)f->n_src);
+    f->src_chunk = cb;
+    if (cut) {
+        f->n_dst = tiling_dim_n(to, d);
+        memcpy(f->dst, tiling_dim(to, d), (size_t)f->n_dst);
+        f->dst_chunk = ca;
+        f->size = ca;
+    } else {
+        f->n_dst = f->n_src;
+        memcpy(f->dst, f->src, (size_t)f->n_src);
+        f->dst_chunk = k * ca;
+        f->size = k * ca;
+    }
+    return true;
+}
+
+/* dim d was gathered from `from` (stride c) to the coarser `to`: k*c rows
+ * hold [i*k*c, (i+1)*k*c); bring them to to's layout. */
+static bool add_gather_fix(const Mesh *m, const Shape *g, const Tiling *from, const Tiling *to, int32_t d, Fixup *f)
+{
+    int64_t tb = tiling_dim_tiles(from, m, d), ta = tiling_dim_tiles(to, m, d), k = tb / ta;
+    int64_t cb = dim_chunk(m, g, from, d), ca = dim_chunk(m, g, to, d);
+    if (k * cb == ca)
+        return false;
+    memset(f, 0, sizeof *f);
+    f->dim = d;
+    f->size = ca;
+    if (ta == 1) {
+        f->kind = FIX_SLICE;
+        return true;
+    }
+    f->kind = FIX_HALO;
+    f->n_src = f->n_dst = tiling_dim_n(to, d);
+    memcpy(f->src, tiling_dim(to, d), (size_t)f->n_src);
+    memcpy(f->dst, f->src, (size_t)f->n_src);
+    f->src_chunk = k * cb;
+    f->dst_chunk = ca;
+    return true;
+}
+
+/* The fix-ups of a step from `before`. */
+static void step_fixups(const Mesh *m, const Shape *g, const Tiling *before, const ReshardStep *st, Fixups *fx)
+{
+    memset(fx, 0, sizeof *fx);
+    Fixup f;
+    switch (st->kind) {
+    case STEP_SLICE:
+        for (int32_t d = 0; d < before->rank; d++) {
+            if (tiling_dim_n(&st->after, d) == tiling_dim_n(before, d) ||
+                !add_split_fix(m, g, before, &st->after, d, true, &f))
+                continue;
+            fx->pre[fx->n_pre++] = f;
+            if (f.kind == FIX_HALO)
+                fx->sliced |= 1u << d;
+        }
+        break;
+    case STEP_REDUCE_SCATTER:
+        if (add_split_fix(m, g, before, &st->after, st->dim, false, &f))
+            fx->pre[fx->n_pre++] = f;
+        break;
+    case STEP_ALL_GATHER:
+        if (add_gather_fix(m, g, before, &st->after, st->dim, &f))
+            fx->post[fx->n_post++] = f;
+        break;
+    case STEP_ALL_TO_ALL:
+        if (add_split_fix(m, g, before, &st->after, st->dim2, false, &f))
+            fx->pre[fx->n_pre++] = f;
+        if (add_gather_fix(m, g, before, &st->after, st->dim, &f))
+            fx->post[fx->n_post++] = f;
+        break;
+    default: break;
+    }
+}
+
+static bool fixup_windows(const Mesh *m, int64_t n, const int8_t *src, int32_t n_src, int64_t src_chunk,
+                           const int8_t *dst, int32_t n_dst, int64_t dst_chunk, int64_t width, HaloDim *hd,
+                           HaloWindow *w, HaloPlan *hp)
+{
+    hd->n = n;
+    hd->tiles = group_size(m, src, n_src);
+    hd->chunk = src_chunk;
+    hd->circular = false;
+    for (int64_t dev = 0; dev < m->n_devices; dev++) {
+        int64_t st = mesh_run_index(m, dev, dst, n_dst) * dst_chunk;
+        w[dev].tile = mesh_run_index(m, dev, src, n_src);
+        w[dev].start = st;
+        w[dev].lo = st;
+        w[dev].hi = st + width < n ? st + width : n;
+        if (w[dev].hi < w[dev].lo)
+            w[dev].hi = w[dev].lo;
+    }
+    return halo_plan(hd, w, m->n_devices, width, true, hp);
+}
+
+/* Bytes of a FIX_HALO on a local array of shape ls (dim f->dim holding
+ * f->src_chunk rows); RESHARD_INF_COST if it cannot be planned. */
+static int64_t fix_halo_bytes(const Mesh *m, const Shape *g, const Shape *ls, const Fixup *f)
+{
+    HaloWindow *w = malloc(sizeof(HaloWindow) * (size_t)m->n_devices);
+    HaloDim hd;
+    HaloPlan hp;
+    bool ok = w && fixup_windows(m, g->dims[f->dim], f->src, f->n_src, f->src_chunk, f->dst, f->n_dst,
+                                         f->dst_chunk, f->size, &hd, w, &hp);
+    free(w);
+    if (!ok)
+        return RESHARD_INF_COST;
+    Shape r = shape_array(ls->type, ls->rank, ls->dims);
+    r.dims[f->dim] = 1;
+    return hp.rows_sent * shape_byte_size(&r);
+}
+
+/* Applies fix-ups to local shape *ls, adding their halo bytes to *bytes. */
+static void fix_shape(const Mesh *m, const Shape *g, const Fixup *f, int32_t n, Shape *ls, int64_t *bytes)
+{
+    for (int32_t k = 0; k < n; k++) {
+        if (f[k].kind == FIX_HALO) {
+            Shape src = *ls;
+            src.dims[f[k].dim] = f[k].src_chunk;
+            int64_t b = fix_halo_bytes(m, g, &src, &f[k]);
+            *bytes = *bytes + b < RESHARD_INF_COST ? *bytes + b : RESHARD_INF_COST;
+        } else if (f[k].kind == FIX_SLICE) {
+            ls->dims[f[k].dim] = g->dims[f[k].dim];
+            continue;
+        }
+        ls->dims[f[k].dim] = f[k].size;
+    }
+}
+
+/* st->bytes (collective and fix-ups) and st->halo_bytes of a step from
+ * `before`: every buffer at the size the lowering emits. */
+static void cost_step(const Mesh *m, const Shape *g, const Tiling *before, ReshardStep *st)
+{
+    Fixups fx;
+    step_fixups(m, g, before, st, &fx);
+    Shape ls = tiling_local_shape(before, m, g);
+    int64_t halo = 0;
+    fix_shape(m, g, fx.pre, fx.n_pre, &ls, &halo);
+    int64_t gs = group_size(m, st->atoms, st->n_atoms), b = shape_byte_size(&ls), main = 0;
+    Shape la = tiling_local_shape(&st->after, m, g);
+    switch (st->kind) {
+    case STEP_SLICE:
+    case STEP_MASK: break;
+    case STEP_ALL_REDUCE: main = comm_bytes_per_device(COLL_ALL_REDUCE, gs, b, b); break;
+    case STEP_REDUCE_SCATTER: main = comm_bytes_per_device(COLL_REDUCE_SCATTER, gs, b, b / gs); break;
+    case STEP_ALL_TO_ALL: main = comm_bytes_per_device(COLL_ALL_TO_ALL, gs, b, b); break;
+    case STEP_ALL_GATHER: main = comm_bytes_per_device(COLL_ALL_GATHER, gs, b, b * gs); break;
+    case STEP_COLLECTIVE_PERMUTE:
+        main = comm_bytes_per_device(COLL_COLLECTIVE_PERMUTE, gs, b, shape_byte_size(&la));
+        break;
+    }
+    if (st->kind == STEP_ALL_GATHER || st->kind == STEP_ALL_TO_ALL) {
+        /* the post fix-ups run on the collective's result */
+        Shape lr = la;
+        lr.dims[st->dim] = tiling_dim_tiles(before, m, st->dim) / tiling_dim_tiles(&st->after, m, st->dim) *
+                           dim_chunk(m, g, before, st->dim);
+        fix_shape(m, g, fx.post, fx.n_post, &lr, &halo);
+    }
+    st->halo_bytes = halo;
+    st->bytes = main + halo < RESHARD_INF_COST ? main + halo : RESHARD_INF_COST;
 }
 
 typedef struct Planner {
@@ -125,18 +330,10 @@ static void push(Planner *pl, StepKind k, int32_t dim, int32_t dim2, const int8_
     if (n)
         memcpy(st->atoms, atoms, (size_t)n);
     narrow(after, &st->after);
-    int64_t g = group_size(pl->m, atoms, n);
-    int64_t before_b = wide_bytes(pl->m, pl->global, &pl->c), after_b = wide_bytes(pl->m, pl->global, after);
-    switch (k) {
-    case STEP_SLICE: st->bytes = 0; break;
-    case STEP_ALL_REDUCE: st->bytes = comm_bytes_per_device(COLL_ALL_REDUCE, g, before_b, after_b); break;
-    case STEP_REDUCE_SCATTER: st->bytes = comm_bytes_per_device(COLL_REDUCE_SCATTER, g, before_b, after_b); break;
-    case STEP_ALL_TO_ALL: st->bytes = comm_bytes_per_device(COLL_ALL_TO_ALL, g, before_b, after_b); break;
-    case STEP_ALL_GATHER: st->bytes = comm_bytes_per_device(COLL_ALL_GATHER, g, before_b, after_b); break;
-    case STEP_COLLECTIVE_PERMUTE: st->bytes = comm_bytes_per_device(COLL_COLLECTIVE_PERMUTE, g, before_b, after_b); break;
-    case STEP_MASK: st->bytes = 0; break;
-    }
-    plan->bytes += st->bytes;
+    Tiling before;
+    narrow(&pl->c, &before);
+    cost_step(pl->m, pl->global, &before, st);
+    plan->bytes = plan->bytes + st->bytes < RESHARD_INF_COST ? plan->bytes + st->bytes : RESHARD_INF_COST;
     pl->c = *after;
 }
 
@@ -178,7 +375,7 @@ static bool try_reduce_scatter(Planner *pl)
             run[n++] = pl->t->a[d][k];
             mask |= 1u << pl->t->a[d][k];
         }
-        if (n == 0 || wide_local_dim(pl->m, pl->global, &pl->c, d) % group_size(pl->m, run, n) != 0)
+        if (n == 0)
             continue;
         Wide nx = pl->c;
         memcpy(&nx.a[d][nx.n[d]], run, (size_t)n);
@@ -222,8 +419,6 @@ static int32_t a2a_match(const Planner *pl, int32_t i, int32_t j, int32_t max_k,
     int32_t room = t->n[j] - c->n[j];
     for (int32_t k = max_k < room ? max_k : room; k >= 1; k--) {
         if (memcmp(&c->a[i][end_i - k], &t->a[j][c->n[j]], (size_t)k) != 0)
-            continue;
-        if (wide_local_dim(pl->m, pl->global, c, j) % group_size(pl->m, &c->a[i][end_i - k], k) != 0)
             continue;
         return k;
     }
@@ -540,18 +735,115 @@ static void set_dims(Part *p, int32_t v, int64_t dim)
     a->dimensions = hlo_intlist(p->out, &dim, 1);
 }
 
-static int32_t lower_slice(Part *p, int32_t v, const Shape *global, const Tiling *before, const ReshardStep *st,
-                           const char *name, const char *base)
+/* The lowering of one step: its fix-ups, its collective, the report rows. */
+typedef struct Lower {
+    Part *p;
+    const Shape *global;
+    const Tiling *before;
+    const ReshardStep *st;
+    const char *name, *base;     /* the step's result name; the value's name */
+    int32_t row_inst;            /* the collective's report row: cause instruction and words */
+    const char *row_why;
+    HaloCause fix;               /* the fix-ups' rows */
+    Fixups fx;
+} Lower;
+
+static CollectiveKind step_collective(StepKind k)
 {
-    Shape lout = tiling_local_shape(&st->after, p->mesh, global);
+    switch (k) {
+    case STEP_ALL_REDUCE: return COLL_ALL_REDUCE;
+    case STEP_REDUCE_SCATTER: return COLL_REDUCE_SCATTER;
+    case STEP_ALL_TO_ALL: return COLL_ALL_TO_ALL;
+    case STEP_COLLECTIVE_PERMUTE: return COLL_COLLECTIVE_PERMUTE;
+    default: return COLL_ALL_GATHER;
+    }
+}
+
+static void record_main(Lower *lw, int32_t coll)
+{
+    const ReshardStep *st = lw->st;
+    part_record(lw->p, step_collective(st->kind), coll, st->atoms, st->n_atoms, st->bytes - st->halo_bytes,
+                lw->row_inst, lw->row_why);
+}
+
+/* Emits fix-ups f[0..n) on v (local shape *ls, updated). */
+static int32_t apply_fixups(Lower *lw, int32_t v, Shape *ls, const Fixup *f, int32_t n)
+{
+    Part *p = lw->p;
+    for (int32_t k = 0; k < n && v >= 0; k++) {
+        int32_t d = f[k].dim;
+        switch (f[k].kind) {
+        case FIX_PAD: {
+            Shape s0 = shape_scalar(ls->type);
+            int32_t z = part_identity(p, REDUCE_SUM, &s0, lw->base);
+            v = part_pad_dim(p, v, ls, z, d, 0, f[k].size - ls->dims[d], 0, part_name(p, lw->base, "pad"));
+            ls->dims[d] = f[k].size;
+            break;
+        }
+        case FIX_SLICE:
+            v = part_slice_dim(p, v, ls, d, 0, lw->global->dims[d], 1, part_name(p, lw->base, "slice"));
+            ls->dims[d] = lw->global->dims[d];
+            break;
+        case FIX_HALO: {
+            HaloReq rq;
+            HaloPlan hp;
+            memset(&rq, 0, sizeof rq);
+            rq.win = ARENA_ARRAY(p->scratch, HaloWindow, p->mesh->n_devices);
+            if (!fixup_windows(p->mesh, lw->global->dims[d], f[k].src, f[k].n_src, f[k].src_chunk, f[k].dst,
+                               f[k].n_dst, f[k].dst_chunk, f[k].size, &rq.d, rq.win, &hp)) {
+                diag_error(p->cx->diag, SRC_SPAN_NONE, "%s: cannot re-chunk dim %d", lw->base, (int)d);
+                return -1;
+            }
+            rq.dim = d;
+            rq.width = f[k].size;
+            rq.atoms = f[k].src;
+            rq.n_atoms = f[k].n_src;
+            rq.fill = -1;
+            StrBuf b = {0};
+            if (lw->fix.words)
+                sb_printf(&b, "%s; ", lw->fix.words);
+            sb_printf(&b, "dim %d of %s re-chunked from shards of %lld to %lld (%lld does not divide evenly)", (int)d,
+                      lw->base, (long long)f[k].src_chunk, (long long)f[k].dst_chunk,
+                      (long long)lw->global->dims[d]);
+            HaloCause why = {lw->fix.inst, arena_strdup(p->scratch, sb_cstr(&b))};
+            sb_free(&b);
+            v = part_halo(p, v, ls, &rq, &hp, lw->base, &why);
+            ls->dims[d] = f[k].size;
+            break;
+        }
+        }
+    }
+    return v;
+}
+
+/* The last instruction of a step carries the step's name. */
+static int32_t named(Lower *lw, int32_t v)
+{
+    if (v >= 0)
+        part_out(lw->p, v)->name = arena_strdup(lw->p->out->arena, lw->name);
+    return v;
+}
+
+static int32_t lower_slice(Lower *lw, int32_t v)
+{
+    Part *p = lw->p;
+    const ReshardStep *st = lw->st;
+    Shape ls = tiling_local_shape(lw->before, p->mesh, lw->global);
+    Shape lout = tiling_local_shape(&st->after, p->mesh, lw->global);
+    v = apply_fixups(lw, v, &ls, lw->fx.pre, lw->fx.n_pre);
     int32_t ops[1 + SPMDC_MAX_RANK];
     ops[0] = v;
+    bool any = false;
     for (int32_t d = 0; d < lout.rank; d++) {
-        int32_t nb = before->n[d], na = st->after.n[d];
-        ops[1 + d] = na > nb ? part_offset(p, tiling_dim(&st->after, d) + nb, na - nb, lout.dims[d], base)
-                             : part_zero(p);
+        int32_t nb = lw->before->n[d], na = st->after.n[d];
+        bool cut = na > nb && !((lw->fx.sliced >> d) & 1u);
+        ops[1 + d] = cut ? part_offset(p, tiling_dim(&st->after, d) + nb, na - nb, lout.dims[d], lw->base)
+                         : part_zero(p);
+        any |= cut;
     }
-    int32_t r = part_emit(p, HLO_DYNAMIC_SLICE, name, &lout, ops, 1 + lout.rank);
+    if (v < 0 || !any)
+        return named(lw, v);
+    int32_t r = part_emit(p, HLO_DYNAMIC_SLICE, lw->name, &lout, ops, 1 + lout.rank);
     HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, r));
     a->dynamic_slice_sizes = hlo_intlist(p->out, lout.dims, lout.rank);
     return r;
@@ -560,13 +852,18 @@ static int32_t lower_slice(Part *p, int32_t v, const Shape *global, const Tiling
 /* dim i loses the run A (its minor tiles), dim j gains it: split dim j into
  * [|A|, Lj/|A|], all-to-all along the new axis (chunk k goes to member k;
  * received chunks are stacked in sender order = A's tile index along i),
- * move that axis in front of dim i, merge. */
-static int32_t lower_all_to_all(Part *p, int32_t v, const Shape *global, const Tiling *before, const ReshardStep *st,
-                                const char *name, const char *base)
+ * move that axis in front of dim i, merge.  Uneven dims get their fix-ups
+ * before (j) and after (i). */
+static int32_t lower_all_to_all(Lower *lw, int32_t v)
 {
+    Part *p = lw->p;
+    const ReshardStep *st = lw->st;
     int32_t i = st->dim, j = st->dim2;
     int64_t n = group_size(p->mesh, st->atoms, st->n_atoms);
-    Shape lin = tiling_local_shape(before, p->mesh, global), lout = tiling_local_shape(&st->after, p->mesh, global);
+    Shape lin = tiling_local_shape(lw->before, p->mesh, lw->global);
+    v = apply_fixups(lw, v, &lin, lw->fx.pre, lw->fx.n_pre);
+    if (v < 0)
+        return -1;
     int32_t r = lin.rank;
     int64_t sd[SPMDC_MAX_RANK + 1];
     for (int32_t d = 0, k = 0; d < r; d++) {
@@ -579,14 +876,15 @@ static int32_t lower_all_to_all(Part *p, int32_t v, const Shape *global, const T
     }
     if (r + 1 > SPMDC_MAX_RANK) {
         diag_error(p->cx->diag, SRC_SPAN_NONE, "%s: an all-to-all reshard of a rank-%d array needs rank %d, "
-                   "more than %d", base, (int)r, (int)r + 1, SPMDC_MAX_RANK);
+                   "more than %d", lw->base, (int)r, (int)r + 1, SPMDC_MAX_RANK);
         return -1;
     }
     Shape split = shape_array(lin.type, r + 1, sd);
-    int32_t v1 = part_emit(p, HLO_RESHAPE, part_name(p, base, "a2a-split"), &split, &v, 1);
-    int32_t v2 = part_emit(p, HLO_ALL_TO_ALL, part_name(p, base, "all-to-all"), &split, &v1, 1);
+    int32_t v1 = part_emit(p, HLO_RESHAPE, part_name(p, lw->base, "a2a-split"), &split, &v, 1);
+    int32_t v2 = part_emit(p, HLO_ALL_TO_ALL, part_name(p, lw->base, "all-to-all"), &split, &v1, 1);
     set_collective(p, v2, st->atoms, st->n_atoms, false);
     set_dims(p, v2, j);
+    record_main(lw, v2);
     /* Axis order: all but j, with j inserted just before dim i. */
     int64_t perm[SPMDC_MAX_RANK + 1], td[SPMDC_MAX_RANK + 1];
     int32_t k = 0;
@@ -601,11 +899,16 @@ static int32_t lower_all_to_all(Part *p, int32_t v, const Shape *global, const T
     for (int32_t a = 0; a <= r; a++)
         td[a] = split.dims[perm[a]];
     Shape tsh = shape_array(lin.type, r + 1, td);
-    int32_t v3 = part_emit(p, HLO_TRANSPOSE, part_name(p, base, "a2a-transpose"), &tsh, &v2, 1);
+    int32_t v3 = part_emit(p, HLO_TRANSPOSE, part_name(p, lw->base, "a2a-transpose"), &tsh, &v2, 1);
     HloAttrs *ta = hlo_attrs_mut(p->out, part_out(p, v3));
     ta->dimensions = hlo_intlist(p->out, perm, r + 1);
-    int32_t v4 = part_emit(p, HLO_RESHAPE, name, &lout, &v3, 1);
-    return v2 >= 0 ? v4 : -1;
+    Shape mid = lin;
+    mid.dims[j] = lin.dims[j] / n;
+    mid.dims[i] = lin.dims[i] * n;
+    if (lw->fx.n_post == 0)
+        return part_emit(p, HLO_RESHAPE, lw->name, &mid, &v3, 1);
+    int32_t v4 = part_emit(p, HLO_RESHAPE, part_name(p, lw->base, "a2a-merge"), &mid, &v3, 1);
+    return named(lw, apply_fixups(lw, v4, &mid, lw->fx.post, lw->fx.n_post));
 }
 
 /* Mixed-radix index of device's coordinates on the atoms of mask (ascending). */
@@ -674,54 +977,51 @@ static int32_t lower_mask(Part *p, int32_t v, const Shape *global, const Reshard
     return part_emit(p, HLO_SELECT, name, &l, ops, 3);
 }
 
-static int32_t lower_step(Part *p, int32_t v, const Shape *global, const Tiling *before, const ReshardStep *st,
-                          LowerNames *nm)
+static int32_t lower_step(Lower *lw, int32_t v)
 {
-    const char *role = st->kind == STEP_ALL_TO_ALL ? "a2a-merge" : step_role(st->kind);
-    const char *name = step_name(p, nm, st, role);
-    Shape lout = tiling_local_shape(&st->after, p->mesh, global);
+    Part *p = lw->p;
+    const ReshardStep *st = lw->st;
+    const Tiling *before = lw->before;
+    Shape lout = tiling_local_shape(&st->after, p->mesh, lw->global);
     int32_t r;
     switch (st->kind) {
-    case STEP_SLICE: return lower_slice(p, v, global, before, st, name, nm->base);
-    case STEP_ALL_TO_ALL: return lower_all_to_all(p, v, global, before, st, name, nm->base);
+    case STEP_SLICE: return lower_slice(lw, v);
+    case STEP_ALL_TO_ALL: return lower_all_to_all(lw, v);
     case STEP_ALL_REDUCE:
     case STEP_REDUCE_SCATTER: {
-        int32_t red = part_reducer(p, (ReduceKind)before->kind, global->type);
+        Shape ls = tiling_local_shape(before, p->mesh, lw->global);
+        v = apply_fixups(lw, v, &ls, lw->fx.pre, lw->fx.n_pre);
+        if (v < 0)
+            return -1;
+        int32_t red = part_reducer(p, (ReduceKind)before->kind, lw->global->type);
         HloOpcode op = st->kind == STEP_ALL_REDUCE ? HLO_ALL_REDUCE : HLO_REDUCE_SCATTER;
-        r = part_emit(p, op, name, &lout, &v, 1);
+        r = part_emit(p, op, lw->name, &lout, &v, 1);
         set_collective(p, r, st->atoms, st->n_atoms, true);
         if (st->kind == STEP_REDUCE_SCATTER)
             set_dims(p, r, st->dim);
         hlo_attrs_mut(p->out, part_out(p, r))->to_apply = red;
+        record_main(lw, r);
         return r;
     }
-    case STEP_ALL_GATHER:
-        r = part_emit(p, HLO_ALL_GATHER, name, &lout, &v, 1);
+    case STEP_ALL_GATHER: {
+        Shape lg = tiling_local_shape(before, p->mesh, lw->global);
+        lg.dims[st->dim] *= group_size(p->mesh, st->atoms, st->n_atoms);
+        bool post = lw->fx.n_post > 0;
+        r = part_emit(p, HLO_ALL_GATHER, post ? part_name(p, lw->base, "all-gather") : lw->name, &lg, &v, 1);
         set_collective(p, r, st->atoms, st->n_atoms, true);
         set_dims(p, r, st->dim);
+        record_main(lw, r);
+        if (!post)
+            return r;
+        return named(lw, apply_fixups(lw, r, &lg, lw->fx.post, lw->fx.n_post));
+    }
+    case STEP_COLLECTIVE_PERMUTE:
+        r = lower_permute(p, v, lw->global, before, st, lw->name);
+        record_main(lw, r);
         return r;
-    case STEP_COLLECTIVE_PERMUTE: return lower_permute(p, v, global, before, st, name);
-    case STEP_MASK: return lower_mask(p, v, global, st, name, nm->base);
+    case STEP_MASK: return lower_mask(p, v, lw->global, st, lw->name, lw->base);
     }
     return -1;
-}
-
-static CollectiveKind step_collective(StepKind k)
-{
-    switch (k) {
-    case STEP_ALL_REDUCE: return COLL_ALL_REDUCE;
-    case STEP_REDUCE_SCATTER: return COLL_REDUCE_SCATTER;
-    case STEP_ALL_TO_ALL: return COLL_ALL_TO_ALL;
-    case STEP_COLLECTIVE_PERMUTE: return COLL_COLLECTIVE_PERMUTE;
-    default: return COLL_ALL_GATHER;
-    }
-}
-
-/* The collective instruction a lowered step ends in (all-to-all: the
- * all-to-all itself, two instructions before the final reshape). */
-static int32_t step_collective_inst(const ReshardStep *st, int32_t result)
-{
-    return st->kind == STEP_ALL_TO_ALL ? result - 2 : result;
 }
 
 int32_t reshard_lower(Part *p, int32_t local, const Shape *global, const Tiling *from, const ReshardPlan *plan,
@@ -732,16 +1032,16 @@ int32_t reshard_lower(Part *p, int32_t local, const Shape *global, const Tiling 
     int32_t v = local;
     for (int32_t s = 0; s < plan->n_steps; s++) {
         const ReshardStep *st = &plan->steps[s];
-        v = lower_step(p, v, global, &cur, st, names);
+        bool reduce = st->kind == STEP_ALL_REDUCE || st->kind == STEP_REDUCE_SCATTER;
+        const char *role = st->kind == STEP_ALL_TO_ALL ? "a2a-merge" : step_role(st->kind);
+        Lower lw = {p, global, &cur, st, step_name(p, names, st, role), names->base,
+                    reduce && origin_inst >= 0 ? origin_inst : cause->inst,
+                    reduce && origin_reason ? origin_reason : cause->reason,
+                    {cause->inst, cause->reason}, {0}};
+        step_fixups(p->mesh, global, &cur, st, &lw.fx);
+        v = lower_step(&lw, v);
         if (v < 0)
             return -1;
-        if (st->kind != STEP_SLICE && st->kind != STEP_MASK) {
-            bool reduce = st->kind == STEP_ALL_REDUCE || st->kind == STEP_REDUCE_SCATTER;
-            int32_t ci = reduce && origin_inst >= 0 ? origin_inst : cause->inst;
-            const char *why = reduce && origin_reason ? origin_reason : cause->reason;
-            part_record(p, step_collective(st->kind), step_collective_inst(st, v), st->atoms, st->n_atoms,
-                        st->bytes, ci, why);
-        }
         if (on_step)
             on_step(p, user, v, &st->after);
         cur = st->after;

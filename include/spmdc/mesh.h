@@ -53,6 +53,12 @@ bool mesh_parse_spec(const char *spec, Mesh *m, char *err, size_t errlen);
 int32_t mesh_axis_index(const Mesh *m, const char *name);
 /* Coordinate of device (0..n_devices-1) along one atom. */
 int64_t mesh_atom_coord(const Mesh *m, int64_t device, int32_t atom);
+/* Mixed-radix index of device's coordinates on atoms[0..n) (major ->
+ * minor): its tile index along a dim split by that run. */
+int64_t mesh_run_index(const Mesh *m, int64_t device, const int8_t *atoms, int32_t n);
+/* The device whose coordinates agree with `device` on every atom outside
+ * atoms[0..n) and whose index on that run (mesh_run_index) is `index`. */
+int64_t mesh_device_at(const Mesh *m, int64_t device, const int8_t *atoms, int32_t n, int64_t index);
 /* Product of the sizes of the atoms in mask. */
 int64_t mesh_mask_size(const Mesh *m, uint32_t mask);
 

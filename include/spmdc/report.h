@@ -55,6 +55,11 @@ typedef struct CommRecord {
     char *reason;              /* words (heap), without the cause's name: "contracting dim 1 of lhs
                                   sharded on 'model'"; the printers add "dot.7 (line 7): " (a
                                   leading "dot.7: " is tolerated and dropped) */
+    int32_t halo_dim;          /* a collective of a halo exchange: the dim of the per-device operand
+                                  its rows run along; -1 (report_add's default) for any other */
+    int64_t halo_lo, halo_hi;  /* rows this collective brings to a device from the shards below
+                                  (lower indices) and above; an all-gather of the dim counts what
+                                  the windows read beyond the device's own shard */
 } CommRecord;
 
 typedef struct CommWarning {
@@ -63,6 +68,17 @@ typedef struct CommWarning {
     uint32_t line;
     char *message;
 } CommWarning;
+
+/* A value whose sharding pads a dim (XLA's ceil layout: shards of
+ * ceil(n/t)); one per array leaf. */
+typedef struct CommPadding {
+    char *instruction;         /* input instruction (heap) */
+    uint32_t line;
+    int32_t leaf;              /* array leaf (0 for arrays) */
+    int64_t elements;          /* padding elements summed over all devices */
+    int64_t bytes;             /* the same in bytes */
+    int64_t max_device_bytes;  /* padding bytes of the device that holds the most */
+} CommPadding;
 
 typedef struct CommReport {
     char *module;              /* heap */
@@ -81,6 +97,8 @@ typedef struct CommReport {
     int64_t padding_bytes_per_device;  /* padding of uneven shards on the most padded device, bytes */
     int64_t value_bytes_per_device;    /* every value's local bytes, summed (the padding share's
                                           denominator) */
+    int32_t n_padding, cap_padding;
+    CommPadding *padding;      /* padded values, program order */
 } CommReport;
 
 /* An empty report for module (copied) on mesh (copied; NULL = no mesh). */
@@ -94,6 +112,9 @@ void report_free(CommReport *r);
 CommRecord *report_add(CommReport *r, CollectiveKind kind, const char *instruction, const char *cause_instruction,
                        uint32_t cause_line, const char *reason);
 void report_warn(CommReport *r, const char *kind, const char *instruction, uint32_t line, const char *message);
+/* Appends a padded value (instruction copied). */
+void report_pad(CommReport *r, const char *instruction, uint32_t line, int32_t leaf, int64_t elements, int64_t bytes,
+                int64_t max_device_bytes);
 /* Sum of bytes_per_device over the records (saturates at INT64_MAX). */
 int64_t report_total_bytes(const CommReport *r);
 /* The text table (docs/report.md "Text form"): title, one row per record,

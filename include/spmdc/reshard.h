@@ -42,7 +42,9 @@ typedef struct ReshardStep {
     int32_t n_atoms;
     int8_t atoms[SPMDC_MAX_ATOMS]; /* group order (major -> minor) */
     Tiling after;                  /* the state the step produces */
-    int64_t bytes;                 /* per device, comm_bytes_per_device */
+    int64_t bytes;                 /* per device, comm_bytes_per_device, halo_bytes included */
+    int64_t halo_bytes;            /* of the halo exchanges that re-chunk a dim whose shards do not
+                                      nest (uneven dims; reshard.c) */
 } ReshardStep;
 
 #define RESHARD_MAX_STEPS 64
@@ -55,7 +57,7 @@ typedef struct ReshardPlan {
 } ReshardPlan;
 
 /* Decides how an array of shape `global` moves from state `from` to `to`
- * (both even).  Order: local slices first (they shrink the data), then
+ * (dims that do not divide keep XLA's ceil layout: reshard.c's fix-ups).  Order: local slices first (they shrink the data), then
  * reduce-scatters, all-reduces, all-to-alls, and all-gathers last; a
  * single collective-permute instead when both states have the same tile
  * count on every dim (only the device order differs) and that is cheaper.

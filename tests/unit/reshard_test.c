@@ -30,6 +30,7 @@
 #include "spmdc/partition.h"
 #include "spmdc/report.h"
 #include "spmdc/sharding.h"
+#include "spmdc/sim.h"
 
 /* ================================================================ helpers */
 
@@ -1159,6 +1160,190 @@ static void test_full_remat_warning(void **state)
     hlo_module_free(in);
 }
 
+/* ================================================================ uneven shapes, simulated
+
+ * Every pair of states of an s32[d0,d1] array whose dims do not divide by
+ * their tile counts (XLA's ceil layout: tile i holds [i*c, min((i+1)*c, n)),
+ * c = ceil(n/t)), including dims smaller than their tile count (tiles that
+ * hold only padding).  The program runs on the project's simulator with the
+ * padding of every input shard poisoned (0x5A5A5A5A); every device's real
+ * elements must equal its slice of the global result. */
+
+#define POISON INT64_C(0x5A5A5A5A)
+
+/* reshard_module for s32[d0,d1] (partial sources: s32[8,d0,d1] reduced
+ * over dim 0, split over the partial atoms). */
+static HloModule *uneven_module(const Mesh *mesh, const Tiling *from, const Tiling *to, int64_t d0, int64_t d1,
+                                Shape *param_shape, Tiling *param_spec)
+{
+    HloModule *m = hlo_module_new("uneven");
+    m->mesh = *mesh;
+    m->has_mesh = true;
+    int32_t add = from->partial ? add_computation(m, ET_S32) : -1;
+    int32_t c = hlo_add_computation(m, "main", true);
+    Shape s2 = shp(ET_S32, 2, d0, d1, 0);
+    int32_t v;
+    if (!from->partial) {
+        *param_shape = s2;
+        *param_spec = *from;
+        v = hlo_add_inst(m, c, HLO_PARAMETER, "p", &s2, NULL, 0);
+        hlo_inst(m, c, v)->sharding = mk_sharding(m, from);
+    } else {
+        Tiling ps;
+        tiling_replicated(&ps, 3);
+        int8_t run[SPMDC_MAX_ATOMS];
+        int32_t n = 0;
+        for (int32_t a = 0; a < SPMDC_MAX_ATOMS; a++)
+            if (from->partial & (1u << a))
+                run[n++] = (int8_t)a;
+        tiling_set_dim(&ps, 0, run, n);
+        tiling_set_dim(&ps, 1, tiling_dim(from, 0), tiling_dim_n(from, 0));
+        tiling_set_dim(&ps, 2, tiling_dim(from, 1), tiling_dim_n(from, 1));
+        *param_shape = shp(ET_S32, 3, 8, d0, d1);
+        *param_spec = ps;
+        int32_t p = hlo_add_inst(m, c, HLO_PARAMETER, "p", param_shape, NULL, 0);
+        hlo_inst(m, c, p)->sharding = mk_sharding(m, &ps);
+        Shape s0 = shape_scalar(ET_S32);
+        int32_t z = hlo_add_inst(m, c, HLO_CONSTANT, "zero", &s0, NULL, 0);
+        Literal *lit = ARENA_NEW(m->arena, Literal);
+        lit->n = 1;
+        lit->i = ARENA_ARRAY(m->arena, int64_t, 1);
+        hlo_attrs_mut(m, hlo_inst(m, c, z))->literal = lit;
+        hlo_inst(m, c, z)->sharding = mk_sharding(m, &(Tiling){0});
+        int32_t ops[2] = {p, z};
+        v = hlo_add_inst(m, c, HLO_REDUCE, "r", &s2, ops, 2);
+        HloAttrs *ra = hlo_attrs_mut(m, hlo_inst(m, c, v));
+        int64_t dd = 0;
+        ra->dimensions = hlo_intlist(m, &dd, 1);
+        ra->to_apply = add;
+        hlo_inst(m, c, v)->sharding = mk_sharding(m, from);
+    }
+    int32_t r = hlo_add_inst(m, c, HLO_CUSTOM_CALL, "s", &s2, &v, 1);
+    hlo_attrs_mut(m, hlo_inst(m, c, r))->custom_call_target = "Sharding";
+    hlo_inst(m, c, r)->sharding = mk_sharding(m, to);
+    return m;
+}
+
+/* Device dev's shard (ceil layout) of the global int array g under s;
+ * padding = POISON. valid (may be NULL) gets 1 for real elements. */
+static SimValue uneven_shard(const Mesh *m, const int64_t *g, const Shape *gs, const Tiling *s, int64_t dev,
+                             uint8_t **valid)
+{
+    Shape ls = tiling_local_shape(s, m, gs);
+    SimValue r = sim_value_new(&ls);
+    int64_t n = shape_elem_count(&ls);
+    if (valid)
+        *valid = calloc((size_t)n + 1, 1);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t lin = k, gl = 0;
+        int64_t idx[SPMDC_MAX_RANK];
+        bool in = true;
+        for (int32_t d = ls.rank - 1; d >= 0; d--) {
+            idx[d] = lin % ls.dims[d] + tiling_offset(s, m, gs, d, dev);
+            lin /= ls.dims[d];
+            in &= idx[d] < gs->dims[d];
+        }
+        for (int32_t d = 0; d < ls.rank; d++)
+            gl = gl * gs->dims[d] + idx[d];
+        sim_value_set_i64(&r, k, in ? g[gl] : POISON);
+        if (valid)
+            (*valid)[k] = in;
+    }
+    return r;
+}
+
+static void check_uneven(const Mesh *mesh, const Tiling *from, const Tiling *to, int64_t d0, int64_t d1)
+{
+    Shape ps;
+    Tiling pspec;
+    HloModule *in = uneven_module(mesh, from, to, d0, d1, &ps, &pspec);
+    Run run;
+    if (!run_partition(in, &run))
+        fail_msg("partition failed for %s -> %s: %s", spec_str(mesh, from), spec_str(mesh, to), diag_text(run.diag));
+    int64_t n = shape_elem_count(&ps), nd = mesh->n_devices;
+    int64_t *g = malloc(sizeof(int64_t) * (size_t)n), *want = calloc((size_t)(d0 * d1) + 1, sizeof(int64_t));
+    for (int64_t k = 0; k < n; k++) {
+        g[k] = k * 7 % 101 - 50;
+        want[k % (d0 * d1)] += g[k];
+    }
+    SimValue *args = calloc((size_t)nd, sizeof(SimValue)), *outs = calloc((size_t)nd, sizeof(SimValue));
+    for (int64_t dev = 0; dev < nd; dev++)
+        args[dev] = uneven_shard(mesh, g, &ps, &pspec, dev, NULL);
+    DiagEngine *diag = diag_create(NULL);
+    SimOptions o = {nd, 1, NULL, NULL};
+    if (!sim_run_spmd(run.out, &o, args, 1, outs, diag))
+        fail_msg("simulation failed: %s", diag_text(diag));
+    Shape rs = shp(ET_S32, 2, d0, d1, 0);
+    for (int64_t dev = 0; dev < nd; dev++) {
+        uint8_t *valid;
+        SimValue exp = uneven_shard(mesh, want, &rs, to, dev, &valid);
+        int64_t ne = shape_elem_count(&exp.shape);
+        bool ok = shape_elem_count(&outs[dev].shape) == ne && outs[dev].shape.rank == 2 &&
+                  outs[dev].shape.dims[0] == exp.shape.dims[0];
+        for (int64_t k = 0; ok && k < ne; k++)
+            ok = !valid[k] || sim_value_get_i64(&outs[dev], k) == sim_value_get_i64(&exp, k);
+        if (!ok) {
+            StrBuf b = {0};
+            HloPrintOptions po = {0};
+            hlo_print_module(&b, run.out, &po);
+            fail_msg("s32[%lld,%lld]: device %lld wrong for %s -> %s:\n%s", (long long)d0, (long long)d1,
+                     (long long)dev, spec_str(mesh, from), spec_str(mesh, to), sb_cstr(&b));
+        }
+        free(valid);
+        sim_value_release(&exp);
+        sim_value_release(&outs[dev]);
+        sim_value_release(&args[dev]);
+    }
+    /* every report row's bytes add up to the plan's (part_cost agrees) */
+    int64_t total = 0;
+    for (int32_t k = 0; k < run.rep.n_records; k++)
+        total += run.rep.records[k].bytes_per_device;
+    Shape gs2 = shp(ET_S32, 2, d0, d1, 0);
+    if (!from->partial)
+        assert_int_equal(total, reshard_cost(mesh, &gs2, from, to));
+    diag_destroy(diag);
+    free(args);
+    free(outs);
+    free(g);
+    free(want);
+    run_free(&run);
+    hlo_module_free(in);
+}
+
+static void uneven_exhaustive(const char *mesh_spec, bool partial, int64_t d0, int64_t d1)
+{
+    Mesh m = mk_mesh(mesh_spec);
+    Tiling *from = calloc(512, sizeof(Tiling)), *to = calloc(512, sizeof(Tiling));
+    int32_t nf = gen_specs(&m, partial, from, 512), nt = gen_specs(&m, false, to, 512);
+    for (int32_t a = 0; a < nf; a++)
+        for (int32_t b = 0; b < nt; b++)
+            check_uneven(&m, &from[a], &to[b], d0, d1);
+    free(from);
+    free(to);
+}
+
+static void test_uneven_exhaustive_x2_y4(void **state)
+{
+    (void)state;
+    uneven_exhaustive("x=2,y=4", false, 7, 5);   /* 7 in 2/4/8 tiles: 4, 2, 1 rows; 5 likewise */
+    uneven_exhaustive("x=2,y=4", false, 17, 3);  /* 3 < 4 and 8 tiles: some hold only padding */
+    uneven_exhaustive("x=2,y=4", true, 7, 5);
+}
+
+static void test_uneven_exhaustive_x2_y2_z2(void **state)
+{
+    (void)state;
+    uneven_exhaustive("x=2,y=2,z=2", false, 7, 5);
+    uneven_exhaustive("x=2,y=2,z=2", true, 1, 31);
+}
+
+static void test_uneven_exhaustive_x3_y2(void **state)
+{
+    (void)state;
+    uneven_exhaustive("x=3,y=2", false, 7, 10);
+    uneven_exhaustive("x=3,y=2", true, 4, 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1186,6 +1371,9 @@ int main(void)
         cmocka_unit_test(test_numeric_exhaustive_x2_y2_z2),
         cmocka_unit_test(test_numeric_exhaustive_partial_x2_y4),
         cmocka_unit_test(test_numeric_exhaustive_partial_x2_y2_z2),
+        cmocka_unit_test(test_uneven_exhaustive_x2_y4),
+        cmocka_unit_test(test_uneven_exhaustive_x2_y2_z2),
+        cmocka_unit_test(test_uneven_exhaustive_x3_y2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

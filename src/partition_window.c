@@ -1,0 +1,578 @@
+/* partition_window.c - halo exchanges, and the windowed ops that need them:
+ * convolution, reduce-window and select-and-scatter split on a window dim.
+ *
+ * part_halo lowers one exchange (halo.h has its geometry): every device
+ * gets a window of one split dim of a local value, made of its own shard
+ * and rows its neighbours send by collective-permute (one per hop and side),
+ * or of the whole dim all-gathered when that is cheaper for a halo wider
+ * than one shard; positions outside the real array are masked with the op's
+ * padding value.  The report row of each collective names the halo it
+ * carries (CommRecord.halo_*).
+ *
+ * A windowed op is partitioned from its rule (partition_rule.c) with its
+ * WINDOW factors splittable: the cost of a candidate adds the bytes of its
+ * halos (the same geometry the emission uses), the windowed operand is
+ * resharded to the chosen tiling, each split window dim of it is exchanged
+ * so that every device holds exactly the input its output shard reads (the
+ * op's padding and base dilation made explicit), and the op runs locally
+ * with that dim's padding removed.  Output shard t of a dim with n_out
+ * outputs in T tiles holds outputs [t*c, min((t+1)*c, n_out)), c =
+ * ceil(n_out/T): output o reads the padded, base-dilated input positions
+ * o*stride - pad_lo + k*rhs_dilate, k < size (XLA's window semantics).
+ */
+#include <string.h>
+
+#include "partition_internal.h"
+#include "spmdc/halo.h"
+
+/* ================================================================ emission helpers */
+
+static Shape array_of(const Shape *s) { return shape_array(s->type, s->rank, s->dims); }
+
+int32_t part_slice_dim(Part *p, int32_t x, const Shape *xs, int32_t dim, int64_t start, int64_t limit,
+                          int64_t stride, const char *name)
+{
+    Shape s = array_of(xs);
+    int64_t st[SPMDC_MAX_RANK], li[SPMDC_MAX_RANK], sd[SPMDC_MAX_RANK];
+    for (int32_t d = 0; d < xs->rank; d++) {
+        st[d] = 0;
+        li[d] = xs->dims[d];
+        sd[d] = 1;
+    }
+    st[dim] = start;
+    li[dim] = limit;
+    sd[dim] = stride;
+    s.dims[dim] = limit > start ? (limit - start + stride - 1) / stride : 0;
+    int32_t r = part_emit(p, HLO_SLICE, name, &s, &x, 1);
+    HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, r));
+    a->slice_start = hlo_intlist(p->out, st, xs->rank);
+    a->slice_limit = hlo_intlist(p->out, li, xs->rank);
+    a->slice_stride = hlo_intlist(p->out, sd, xs->rank);
+    return r;
+}
+
+int32_t part_pad_dim(Part *p, int32_t x, const Shape *xs, int32_t v, int32_t dim, int64_t lo, int64_t hi,
+                        int64_t interior, const char *name)
+{
+    Shape s = array_of(xs);
+    int64_t l[SPMDC_MAX_RANK] = {0}, h[SPMDC_MAX_RANK] = {0}, in[SPMDC_MAX_RANK] = {0};
+    l[dim] = lo;
+    h[dim] = hi;
+    in[dim] = interior;
+    s.dims[dim] = lo + hi + xs->dims[dim] + (xs->dims[dim] > 0 ? (xs->dims[dim] - 1) * interior : 0);
+    int32_t ops[2] = {x, v};
+    int32_t r = part_emit(p, HLO_PAD, name, &s, ops, 2);
+    HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, r));
+    a->pad_lo = hlo_intlist(p->out, l, xs->rank);
+    a->pad_hi = hlo_intlist(p->out, h, xs->rank);
+    a->pad_interior = hlo_intlist(p->out, in, xs->rank);
+    return r;
+}
+
+int32_t part_dynamic_slice_dim(Part *p, int32_t x, const Shape *xs, int32_t dim, int32_t off, int64_t w,
+                                  const char *name)
+{
+    Shape s = array_of(xs);
+    s.dims[dim] = w;
+    int32_t ops[1 + SPMDC_MAX_RANK];
+    ops[0] = x;
+    for (int32_t d = 0; d < xs->rank; d++)
+        ops[1 + d] = d == dim ? off : part_zero(p);
+    int32_t r = part_emit(p, HLO_DYNAMIC_SLICE, name, &s, ops, 1 + xs->rank);
+    hlo_attrs_mut(p->out, part_out(p, r))->dynamic_slice_sizes = hlo_intlist(p->out, s.dims, s.rank);
+    return r;
+}
+
+/* A scalar constant of type t: the identity of k (sum: 0, max: lowest, min:
+ * highest). */
+static int32_t emit_identity(Part *p, ReduceKind k, ElemType t, const char *base)
+{
+    Shape s = shape_scalar(t);
+    return part_identity(p, k, &s, base);
+}
+
+/* Bytes of one row (all other dims) of a local array of shape s along dim. */
+static int64_t row_bytes(const Shape *s, int32_t dim)
+{
+    Shape r = array_of(s);
+    r.dims[dim] = 1;
+    return shape_byte_size(&r);
+}
+
+/* ================================================================ the exchange */
+
+int64_t part_halo_bytes(const Shape *ls, int32_t dim, const HaloPlan *hp)
+{
+    return hp->rows_sent * row_bytes(ls, dim);
+}
+
+/* "dim 1 halo: 1 row below, 2 above" */
+static void put_halo_words(StrBuf *b, int32_t dim, int64_t lo, int64_t hi)
+{
+    sb_printf(b, "halo of dim %d: %lld row%s below, %lld above", (int)dim, (long long)lo, lo == 1 ? "" : "s",
+              (long long)hi);
+}
+
+/* Fills the report row just added with the halo it carries. */
+static void record_halo(Part *p, int32_t dim, int64_t lo, int64_t hi)
+{
+    if (!p->rep || p->rep->n_records == 0)
+        return;
+    CommRecord *r = &p->rep->records[p->rep->n_records - 1];
+    r->halo_dim = dim;
+    r->halo_lo = lo;
+    r->halo_hi = hi;
+}
+
+/* One hop: pieces of `piece` rows (the last rows of each shard for the low
+ * side, the first for the high side) go to the tile `hop` above (below). */
+static int32_t emit_hop(Part *p, int32_t local, const Shape *ls, const HaloReq *rq, const HaloPlan *hp, bool high,
+                        int32_t hop, const char *base, const HaloCause *why)
+{
+    const Mesh *m = p->mesh;
+    int32_t dim = rq->dim;
+    int64_t c = ls->dims[dim];
+    int64_t piece = high ? hp->piece_hi[hop - 1] : hp->piece_lo[hop - 1];
+    int32_t src = local;
+    if (piece != c)
+        src = part_slice_dim(p, local, ls, dim, high ? 0 : c - piece, high ? piece : c, 1,
+                         part_name(p, base, high ? "halo-above" : "halo-below"));
+    Shape ps = array_of(ls);
+    ps.dims[dim] = piece;
+    int32_t cp = part_emit(p, HLO_COLLECTIVE_PERMUTE, part_name(p, base, "collective-permute"), &ps, &src, 1);
+    int64_t nd = m->n_devices, n_pairs = 0;
+    int64_t *pairs = ARENA_ARRAY(p->out->arena, int64_t, 2 * nd);
+    /* listed by receiver: every receiver that needs the hop, from the tile
+     * `hop` below (above) it */
+    for (int64_t r = 0; r < nd; r++) {
+        const HaloWindow *w = &rq->win[r];
+        if (!halo_needs_hop(&rq->d, hp, w, high, hop))
+            continue;
+        int64_t t = high ? w->tile + hop : w->tile - hop;
+        if (rq->d.circular)
+            t = ((t % rq->d.tiles) + rq->d.tiles) % rq->d.tiles;
+        if (t < 0 || t >= rq->d.tiles)
+            continue;
+        pairs[2 * n_pairs] = mesh_device_at(m, r, rq->atoms, rq->n_atoms, t);
+        pairs[2 * n_pairs + 1] = r;
+        n_pairs++;
+    }
+    HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, cp));
+    a->channel_id = p->mod->next_channel++;
+    a->n_pairs = (int32_t)n_pairs;
+    a->pairs = pairs;
+    if (p->rep) {
+        StrBuf b = {0};
+        if (why->words)
+            sb_printf(&b, "%s; ", why->words);
+        put_halo_words(&b, dim, hp->need_lo, hp->need_hi);
+        int32_t hops = high ? hp->hops_hi : hp->hops_lo;
+        sb_printf(&b, "; this permute carries %lld row%s from the shard %s%s", (long long)piece,
+                  piece == 1 ? "" : "s", hop == 1 ? "" : hop == 2 ? "two " : "", high ? "above" : "below");
+        if (hops > 1)
+            sb_printf(&b, " (hop %d of %d: the halo is wider than one shard)", (int)hop, (int)hops);
+        int64_t bytes = comm_bytes_per_device(COLL_COLLECTIVE_PERMUTE, 2, shape_byte_size(&ps), shape_byte_size(&ps));
+        part_record(p, COLL_COLLECTIVE_PERMUTE, cp, rq->atoms, rq->n_atoms, bytes, why->inst, sb_cstr(&b));
+        record_halo(p, dim, high ? 0 : piece, high ? piece : 0);
+        sb_free(&b);
+    }
+    return cp;
+}
+
+int32_t part_halo(Part *p, int32_t local, const Shape *ls, const HaloReq *rq, const HaloPlan *hp, const char *base,
+                  const HaloCause *why)
+{
+    const Mesh *m = p->mesh;
+    int32_t dim = rq->dim;
+    int64_t nd = m->n_devices, c = ls->dims[dim];
+    int32_t buf = local;
+    Shape bs = array_of(ls);
+    if (hp->gather) {
+        bs.dims[dim] = c * rq->d.tiles;
+        buf = part_emit(p, HLO_ALL_GATHER, part_name(p, base, "all-gather"), &bs, &local, 1);
+        HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, buf));
+        a->channel_id = p->mod->next_channel++;
+        a->replica_groups = part_groups(p, rq->atoms, rq->n_atoms);
+        a->use_global_device_ids = true;
+        int64_t one = dim;
+        a->dimensions = hlo_intlist(p->out, &one, 1);
+        if (p->rep) {
+            StrBuf b = {0};
+            if (why->words)
+                sb_printf(&b, "%s; ", why->words);
+            put_halo_words(&b, dim, hp->need_lo, hp->need_hi);
+            int32_t hops = (int32_t)(halo_ceil_div(hp->need_lo, c) > halo_ceil_div(hp->need_hi, c)
+                                         ? halo_ceil_div(hp->need_lo, c) : halo_ceil_div(hp->need_hi, c));
+            sb_printf(&b, "; wider than one shard, so the dim is all-gathered (%lld B a device) instead of a "
+                      "%d-hop exchange (%lld B)", (long long)(hp->rows_sent * row_bytes(ls, dim)), (int)hops,
+                      (long long)((hp->need_lo + hp->need_hi) * row_bytes(ls, dim)));
+            int64_t bytes = comm_bytes_per_device(COLL_ALL_GATHER, rq->d.tiles, shape_byte_size(ls),
+                                                  shape_byte_size(&bs));
+            part_record(p, COLL_ALL_GATHER, buf, rq->atoms, rq->n_atoms, bytes, why->inst, sb_cstr(&b));
+            record_halo(p, dim, hp->need_lo, hp->need_hi);
+            sb_free(&b);
+        }
+    } else if (hp->hops_lo || hp->hops_hi) {
+        int32_t n = hp->hops_lo + 1 + hp->hops_hi;
+        int32_t *parts = ARENA_ARRAY(p->scratch, int32_t, n);
+        for (int32_t k = hp->hops_lo; k >= 1; k--)
+            parts[hp->hops_lo - k] = emit_hop(p, local, ls, rq, hp, false, k, base, why);
+        parts[hp->hops_lo] = local;
+        for (int32_t k = 1; k <= hp->hops_hi; k++)
+            parts[hp->hops_lo + k] = emit_hop(p, local, ls, rq, hp, true, k, base, why);
+        bs.dims[dim] = hp->left + c + hp->right;
+        buf = part_emit(p, HLO_CONCATENATE, part_name(p, base, "halo"), &bs, parts, n);
+        int64_t dd = dim;
+        hlo_attrs_mut(p->out, part_out(p, buf))->dimensions = hlo_intlist(p->out, &dd, 1);
+    }
+    if (hp->pad_lo || hp->pad_hi) {
+        int32_t v = rq->fill >= 0 ? rq->fill : emit_identity(p, REDUCE_SUM, ls->type, base);
+        buf = part_pad_dim(p, buf, &bs, v, dim, hp->pad_lo, hp->pad_hi, 0, part_name(p, base, "halo-pad"));
+        bs.dims[dim] += hp->pad_lo + hp->pad_hi;
+    }
+    int64_t w = rq->width;
+    if (hp->uniform) {
+        if (hp->offset0 != 0 || w != bs.dims[dim])
+            buf = part_slice_dim(p, buf, &bs, dim, hp->offset0, hp->offset0 + w, 1, part_name(p, base, "window"));
+    } else {
+        int64_t *off = ARENA_ARRAY(p->scratch, int64_t, nd);
+        for (int64_t d = 0; d < nd; d++)
+            off[d] = halo_offset(&rq->d, hp, &rq->win[d]);
+        int32_t o = part_device_value(p, off, part_fmt(p, "%s.window-offset", base));
+        buf = part_dynamic_slice_dim(p, buf, &bs, dim, o, w, part_name(p, base, "window"));
+    }
+    bs.dims[dim] = w;
+    if (hp->fill && rq->fill >= 0)
+        buf = part_mask_range(p, buf, &bs, dim, rq->win, 0, rq->d.n, rq->fill, base);
+    return buf;
+}
+
+int32_t part_mask_range(Part *p, int32_t x, const Shape *xs, int32_t dim, const HaloWindow *win, int64_t lo,
+                        int64_t hi, int32_t fill, const char *base)
+{
+    int64_t nd = p->mesh->n_devices, w = xs->dims[dim];
+    int64_t *start = ARENA_ARRAY(p->scratch, int64_t, nd), first = INT64_MAX, end = INT64_MIN;
+    for (int64_t d = 0; d < nd; d++) {
+        start[d] = win[d].start;
+        first = start[d] < first ? start[d] : first;
+        end = start[d] + w > end ? start[d] + w : end;
+    }
+    bool need[2] = {first < lo, end > hi}; /* a bound no window crosses needs no compare */
+    if (!need[0] && !need[1])
+        return x;
+    Shape is = shape_array(ET_S32, 1, &w), ps = shape_array(ET_PRED, 1, &w), s0 = shape_scalar(ET_S32);
+    int32_t io = part_emit(p, HLO_IOTA, part_name(p, base, "position"), &is, NULL, 0);
+    hlo_attrs_mut(p->out, part_out(p, io))->iota_dimension = 0;
+    int32_t st = part_device_value(p, start, part_fmt(p, "%s.window-start", base));
+    int32_t sb = part_emit(p, HLO_BROADCAST, part_name(p, base, "window-start-broadcast"), &is, &st, 1);
+    int32_t ab[2] = {io, sb};
+    int32_t pos = part_emit(p, HLO_ADD, part_name(p, base, "global-position"), &is, ab, 2);
+    int64_t bounds[2] = {lo, hi};
+    int32_t cmp[2], n_cmp = 0;
+    for (int32_t k = 0; k < 2; k++) {
+        if (!need[k])
+            continue;
+        int32_t bc = part_emit(p, HLO_CONSTANT, part_name(p, base, k ? "limit" : "first"), &s0, NULL, 0);
+        Literal *lit = ARENA_NEW(p->out->arena, Literal);
+        lit->n = 1;
+        lit->i = arena_memdup(p->out->arena, &bounds[k], sizeof(int64_t));
+        hlo_attrs_mut(p->out, part_out(p, bc))->literal = lit;
+        int32_t bb = part_emit(p, HLO_BROADCAST, part_name(p, base, k ? "limit-broadcast" : "first-broadcast"), &is,
+                               &bc, 1);
+        int32_t ops[2] = {pos, bb};
+        cmp[n_cmp] = part_emit(p, HLO_COMPARE, part_name(p, base, k ? "below-limit" : "from-first"), &ps, ops, 2);
+        hlo_attrs_mut(p->out, part_out(p, cmp[n_cmp++]))->direction = k ? CMP_LT : CMP_GE;
+    }
+    int32_t in = n_cmp == 2 ? part_emit(p, HLO_AND, part_name(p, base, "inside"), &ps, cmp, 2) : cmp[0];
+    Shape xp = array_of(xs);
+    xp.type = ET_PRED;
+    int32_t inb = part_emit(p, HLO_BROADCAST, part_name(p, base, "inside-broadcast"), &xp, &in, 1);
+    int64_t dd = dim;
+    hlo_attrs_mut(p->out, part_out(p, inb))->dimensions = hlo_intlist(p->out, &dd, 1);
+    Shape xa = array_of(xs);
+    int32_t fb = part_emit(p, HLO_BROADCAST, part_name(p, base, "fill-broadcast"), &xa, &fill, 1);
+    int32_t ops[3] = {inb, x, fb};
+    return part_emit(p, HLO_SELECT, part_name(p, base, "masked"), &xa, ops, 3);
+}
+
+/* ================================================================ windowed ops */
+
+/* One window dim of an op, in XLA's terms. */
+typedef struct WinGeom {
+    int64_t n_in, n_out;      /* input and output extents */
+    int64_t size, stride, pad_lo, lhs_dilate, rhs_dilate;
+} WinGeom;
+
+static WinGeom geom_of(const WindowDim *w, int64_t n_in, int64_t n_out)
+{
+    WinGeom g = {n_in, n_out, w->size, w->stride > 0 ? w->stride : 1, w->pad_lo, w->lhs_dilate > 0 ? w->lhs_dilate : 1,
+                 w->rhs_dilate > 0 ? w->rhs_dilate : 1};
+    return g;
+}
+
+/* The exchange that gives every device the input its output shard reads:
+ * rq (windows over the input dim, whose atoms split it into tiles), and for
+ * a base-dilated window the dilated span each device then cuts out of its
+ * window (*dil_width positions from the per-device offset dil_off[dev]
+ * after interior padding by lhs_dilate-1).  Windows per device from the
+ * device's tile index along the atoms. */
+static void window_request(Part *p, const WinGeom *g, const int8_t *atoms, int32_t n_atoms, HaloReq *rq,
+                           int64_t *dil_off, int64_t *dil_width)
+{
+    const Mesh *m = p->mesh;
+    int64_t nd = m->n_devices, T = 1;
+    for (int32_t k = 0; k < n_atoms; k++)
+        T *= m->atom_size[atoms[k]];
+    int64_t co = tiling_shard_size(g->n_out, T), s = g->stride, ld = g->lhs_dilate;
+    int64_t span = (g->size - 1) * g->rhs_dilate + 1; /* dilated window extent */
+    int64_t wd = (co - 1) * s + span;                  /* dilated positions a device reads */
+    rq->atoms = atoms;
+    rq->n_atoms = n_atoms;
+    rq->d.n = g->n_in;
+    rq->d.tiles = T;
+    rq->d.chunk = tiling_shard_size(g->n_in, T);
+    rq->d.circular = false;
+    rq->win = ARENA_ARRAY(p->scratch, HaloWindow, nd);
+    int64_t width = 0;
+    for (int64_t dev = 0; dev < nd; dev++) {
+        HaloWindow *w = &rq->win[dev];
+        int64_t t = mesh_run_index(m, dev, atoms, n_atoms);
+        int64_t first = t * co, last = (first + co < g->n_out ? first + co : g->n_out) - 1;
+        int64_t d0 = first * s - g->pad_lo, dhi = last * s - g->pad_lo + span; /* dilated [d0, dhi) read */
+        w->tile = t;
+        if (ld == 1) {
+            w->start = d0;
+            w->lo = d0;
+            w->hi = last >= first ? dhi : d0;
+            width = wd;
+        } else {
+            w->start = halo_floor_div(d0, ld);
+            w->lo = halo_ceil_div(d0, ld);
+            w->hi = last >= first ? halo_ceil_div(dhi, ld) : w->lo;
+            int64_t wx = halo_ceil_div(d0 + wd, ld) - w->start;
+            width = wx > width ? wx : width;
+            dil_off[dev] = d0 - w->start * ld;
+        }
+    }
+    rq->width = width;
+    if (ld > 1)
+        *dil_width = wd;
+}
+
+/* The op being partitioned: its windowed operand tensor and, per factor,
+ * the window dim it is (-1: none). */
+typedef struct WinOp {
+    int32_t operand;          /* rule tensor of the windowed operand (0) */
+    int32_t win_dim[OPRULE_MAX_FACTORS]; /* WINDOW factor -> its window dim (and operand dim) */
+    int32_t in_dim[OPRULE_MAX_FACTORS];  /* ... its dim of the windowed operand */
+    int32_t out_dim[OPRULE_MAX_FACTORS]; /* ... its dim of the result */
+} WinOp;
+
+static const Window *op_window(const HloInst *in) { return hlo_attrs(in)->window; }
+
+/* Geometry of window factor f of instruction i. */
+static WinGeom factor_geom(Part *p, int32_t i, const RuleCtx *rc, const WinOp *wo, int32_t f)
+{
+    const HloInst *in = part_in(p, i);
+    const OpRule *r = &rc->rule;
+    const RuleTensor *x = &r->t[wo->operand], *o = &r->t[r->n_in];
+    return geom_of(&op_window(in)->dims[wo->win_dim[f]], x->shape[wo->in_dim[f]], o->shape[wo->out_dim[f]]);
+}
+
+/* Fills wo for a convolution or a reduce-window; false when its window
+ * dims may not be split (a reducer whose padding is not its identity, a
+ * variadic reduce-window). */
+static bool win_op_init(Part *p, int32_t i, const RuleCtx *rc, WinOp *wo)
+{
+    const HloInst *in = part_in(p, i);
+    const HloAttrs *a = hlo_attrs(in);
+    const OpRule *r = &rc->rule;
+    memset(wo, 0xff, sizeof *wo);
+    wo->operand = 0;
+    if (!a->window || r->n_out != 1 || r->n_in < 1)
+        return false;
+    if (in->op == HLO_REDUCE_WINDOW) {
+        if (in->n_operands != 2)
+            return false;
+        ReduceKind k = reducer_kind(p->in, a->to_apply);
+        /* padding and base dilation are the init value: it must be an
+         * identity of the reducer for the masked halo to be right */
+        if (k == REDUCE_NONE || !is_reduce_identity(p->in, p->ic, in->operands[1], k))
+            return false;
+    }
+    bool any = false;
+    for (int32_t d = 0; d < r->t[0].rank; d++) {
+        if (oprule_dim_n(r, 0, d) != 1)
+            continue;
+        int32_t f = oprule_dim_factor(r, 0, d, 0);
+        if (r->factors[f].kind != FACTOR_WINDOW)
+            continue;
+        int32_t wd = d, od = d;
+        if (in->op == HLO_CONVOLUTION) {
+            const ConvDims *cd = a->conv;
+            wd = -1;
+            for (int32_t s = 0; cd && s < cd->n_spatial; s++)
+                if (cd->in_spatial[s] == d) {
+                    wd = s;
+                    od = (int32_t)cd->out_spatial[s];
+                }
+            if (wd < 0)
+                continue;
+        }
+        if (wd >= a->window->rank)
+            continue;
+        wo->win_dim[f] = wd;
+        wo->in_dim[f] = d;
+        wo->out_dim[f] = od;
+        any = true;
+    }
+    return any;
+}
+
+/* Bytes of the halos a candidate needs (the exchanges run one split dim
+ * after the other, each on the previous one's windows). */
+static int64_t win_extra(Part *p, const RuleCtx *rc, const RuleChoice *cand, void *user)
+{
+    const WinOp *wo = user;
+    const OpRule *r = &rc->rule;
+    const HloInst *in = part_in(p, rc->inst);
+    const Shape *gs = &part_in(p, in->operands[r->t[wo->operand].slot])->shape;
+    Shape ls = tiling_local_shape(&cand->want[wo->operand], p->mesh, gs);
+    int64_t bytes = 0;
+    for (int32_t f = 0; f < r->n_factors; f++) {
+        if (wo->win_dim[f] < 0 || cand->fs.n[f] == 0)
+            continue;
+        WinGeom g = factor_geom(p, rc->inst, rc, wo, f);
+        HaloReq rq;
+        int64_t *doff = ARENA_ARRAY(p->scratch, int64_t, p->mesh->n_devices), dw = 0;
+        window_request(p, &g, fsh_factor(&cand->fs, f), cand->fs.n[f], &rq, doff, &dw);
+        HaloPlan hp;
+        if (!halo_plan(&rq.d, rq.win, p->mesh->n_devices, rq.width, true, &hp))
+            return PART_INF_COST;
+        bytes += part_halo_bytes(&ls, wo->in_dim[f], &hp);
+        ls.dims[wo->in_dim[f]] = g.lhs_dilate > 1 ? dw : rq.width;
+    }
+    return bytes;
+}
+
+/* Words of a window exchange's report rows: "x windowed by conv.1 (size 3,
+ * stride 2, padding 0_1)". */
+static const char *window_words(Part *p, int32_t i, int32_t v, const WindowDim *w)
+{
+    StrBuf b = {0};
+    sb_printf(&b, "%s windowed by %s (size %lld", part_in(p, v)->name, part_in(p, i)->name, (long long)w->size);
+    if (w->stride > 1)
+        sb_printf(&b, ", stride %lld", (long long)w->stride);
+    if (w->pad_lo || w->pad_hi)
+        sb_printf(&b, ", padding %lld_%lld", (long long)w->pad_lo, (long long)w->pad_hi);
+    if (w->lhs_dilate > 1)
+        sb_printf(&b, ", base dilation %lld", (long long)w->lhs_dilate);
+    if (w->rhs_dilate > 1)
+        sb_printf(&b, ", window dilation %lld", (long long)w->rhs_dilate);
+    sb_putc(&b, ')');
+    const char *r = arena_strdup(p->scratch, sb_cstr(&b));
+    sb_free(&b);
+    return r;
+}
+
+/* Exchanges the split window dims of the windowed operand (local x of shape
+ * *xs, updated) so that each device holds the input its output shard reads,
+ * base dilation made explicit; the window dims of `out` (the local op's
+ * window) lose their padding and base dilation. */
+static int32_t window_operand(Part *p, const RuleCtx *rc, const RuleChoice *ch, const WinOp *wo, int32_t x,
+                              Shape *xs, int32_t fill, Window *out)
+{
+    const OpRule *r = &rc->rule;
+    const HloInst *in = part_in(p, rc->inst);
+    int32_t v = in->operands[r->t[wo->operand].slot];
+    for (int32_t f = 0; f < r->n_factors; f++) {
+        if (wo->win_dim[f] < 0 || ch->fs.n[f] == 0)
+            continue;
+        const WindowDim *wdim = &op_window(in)->dims[wo->win_dim[f]];
+        WinGeom g = factor_geom(p, rc->inst, rc, wo, f);
+        HaloReq rq;
+        int64_t *doff = ARENA_ARRAY(p->scratch, int64_t, p->mesh->n_devices), dw = 0;
+        window_request(p, &g, fsh_factor(&ch->fs, f), ch->fs.n[f], &rq, doff, &dw);
+        rq.dim = wo->in_dim[f];
+        rq.fill = fill;
+        HaloPlan hp;
+        if (!halo_plan(&rq.d, rq.win, p->mesh->n_devices, rq.width, true, &hp))
+            return -1; /* the cost callback rejected such candidates */
+        HaloCause why = {rc->inst, window_words(p, rc->inst, v, wdim)};
+        x = part_halo(p, x, xs, &rq, &hp, part_in(p, v)->name, &why);
+        xs->dims[rq.dim] = rq.width;
+        if (g.lhs_dilate > 1) {
+            /* holes between the elements, then each device's dilated span */
+            int64_t ld = g.lhs_dilate, have = (rq.width - 1) * ld + 1, need = 0;
+            for (int64_t d = 0; d < p->mesh->n_devices; d++)
+                need = doff[d] + dw > need ? doff[d] + dw : need;
+            int64_t hi = need > have ? need - have : 0;
+            const char *base = part_in(p, v)->name;
+            x = part_pad_dim(p, x, xs, fill, rq.dim, 0, hi, ld - 1, part_name(p, base, "dilated"));
+            xs->dims[rq.dim] = have + hi;
+            bool same = true;
+            for (int64_t d = 1; d < p->mesh->n_devices && same; d++)
+                same = doff[d] == doff[0];
+            if (same) {
+                if (doff[0] != 0 || dw != xs->dims[rq.dim])
+                    x = part_slice_dim(p, x, xs, rq.dim, doff[0], doff[0] + dw, 1, part_name(p, base, "dilated-window"));
+            } else {
+                int32_t o = part_device_value(p, doff, part_fmt(p, "%s.dilated-offset", base));
+                x = part_dynamic_slice_dim(p, x, xs, rq.dim, o, dw, part_name(p, base, "dilated-window"));
+            }
+            xs->dims[rq.dim] = dw;
+        }
+        WindowDim *od = &out->dims[wo->win_dim[f]];
+        od->pad_lo = od->pad_hi = 0;
+        od->lhs_dilate = 1;
+    }
+    return x;
+}
+
+/* convolution, reduce-window: from the rule, window dims splittable. */
+static bool h_windowed(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    RuleCtx rc;
+    RuleChoice ch;
+    WinOp wo;
+    if (!part_rule_init(p, i, &rc))
+        return part_default(p, i);
+    bool windows = win_op_init(p, i, &rc, &wo);
+    if (windows)
+        rc.splittable |= 1u << FACTOR_WINDOW;
+    if (!part_rule_choose(p, &rc, windows ? win_extra : NULL, &wo, &ch))
+        return part_default(p, i);
+    bool split = false;
+    for (int32_t f = 0; windows && f < rc.rule.n_factors; f++)
+        split |= wo.win_dim[f] >= 0 && ch.fs.n[f] > 0;
+    if (!split)
+        return part_rule_emit(p, &rc, &ch);
+    int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, in->n_operands + 1);
+    if (part_rule_operands(p, &rc, &ch, ops) < 0)
+        return false;
+    const OpRule *r = &rc.rule;
+    int32_t slot = r->t[wo.operand].slot;
+    Shape xs = tiling_local_shape(&ch.want[wo.operand], p->mesh, &part_in(p, in->operands[slot])->shape);
+    int32_t fill = in->op == HLO_REDUCE_WINDOW ? ops[1] : emit_identity(p, REDUCE_SUM, xs.type, in->name);
+    Window local_win = *op_window(in);
+    int32_t x = window_operand(p, &rc, &ch, &wo, ops[slot], &xs, fill, &local_win);
+    if (x < 0)
+        return false;
+    ops[slot] = x;
+    Tiling *leaves = part_result_leaves(p, &rc, &ch);
+    bool partial = false;
+    for (int32_t l = 0; l < p->vals[i].n_leaves; l++)
+        partial |= leaves[l].partial != 0;
+    Shape l = part_local_shape(p, &in->shape, leaves);
+    int32_t res = part_clone(p, i, part_result_name(p, i, leaves, partial ? "partial" : "local"), &l, ops,
+                             in->n_operands);
+    HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, res));
+    oprule_localize_attrs(&rc.rule, p->in, p->ic, i, &ch.fs, p->mesh, a);
+    *a->window = local_win;
+    part_rule_result(p, &rc, &ch, res);
+    return true;
+}
+
+bool part_convolution(Part *p, int32_t i) { return h_windowed(p, i); }
+bool part_reduce_window(Part *p, int32_t i) { return h_windowed(p, i); }
