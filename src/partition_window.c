@@ -167,8 +167,10 @@ static int32_t emit_hop(Part *p, int32_t local, const Shape *ls, const HaloReq *
             sb_printf(&b, "%s; ", why->words);
         put_halo_words(&b, dim, hp->need_lo, hp->need_hi);
         int32_t hops = high ? hp->hops_hi : hp->hops_lo;
-        sb_printf(&b, "; this permute carries %lld row%s from the shard %s%s", (long long)piece,
-                  piece == 1 ? "" : "s", hop == 1 ? "" : hop == 2 ? "two " : "", high ? "above" : "below");
+        sb_printf(&b, "; this permute carries %lld row%s from the shard ", (long long)piece, piece == 1 ? "" : "s");
+        if (hop > 1)
+            sb_printf(&b, "%d places ", (int)hop);
+        sb_puts(&b, high ? "above" : "below");
         if (hops > 1)
             sb_printf(&b, " (hop %d of %d: the halo is wider than one shard)", (int)hop, (int)hops);
         int64_t bytes = comm_bytes_per_device(COLL_COLLECTIVE_PERMUTE, 2, shape_byte_size(&ps), shape_byte_size(&ps));

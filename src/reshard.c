@@ -816,12 +816,24 @@ static int32_t apply_fixups(Lower *lw, int32_t v, Shape *ls, const Fixup *f, int
     return v;
 }
 
-/* The last instruction of a step carries the step's name. */
+/* Whether the step's result takes the value's own name (it reaches the
+ * declared state). */
+static bool own_name(const Lower *lw) { return strcmp(lw->name, lw->base) == 0; }
+
+/* The last instruction of a step that ends in fix-ups carries the value's
+ * own name when the step reaches its declared state (the collective then
+ * has a derived name); otherwise the fix-ups keep their own names. */
 static int32_t named(Lower *lw, int32_t v)
 {
-    if (v >= 0)
+    if (v >= 0 && own_name(lw))
         part_out(lw->p, v)->name = arena_strdup(lw->p->out->arena, lw->name);
     return v;
+}
+
+/* The name of a step's collective that fix-ups follow. */
+static const char *coll_name(Lower *lw, const char *role)
+{
+    return own_name(lw) ? part_name(lw->p, lw->base, role) : lw->name;
 }
 
 static int32_t lower_slice(Lower *lw, int32_t v)
@@ -907,7 +919,7 @@ static int32_t lower_all_to_all(Lower *lw, int32_t v)
     mid.dims[i] = lin.dims[i] * n;
     if (lw->fx.n_post == 0)
         return part_emit(p, HLO_RESHAPE, lw->name, &mid, &v3, 1);
-    int32_t v4 = part_emit(p, HLO_RESHAPE, part_name(p, lw->base, "a2a-merge"), &mid, &v3, 1);
+    int32_t v4 = part_emit(p, HLO_RESHAPE, coll_name(lw, "a2a-merge"), &mid, &v3, 1);
     return named(lw, apply_fixups(lw, v4, &mid, lw->fx.post, lw->fx.n_post));
 }
 
@@ -1007,7 +1019,7 @@ static int32_t lower_step(Lower *lw, int32_t v)
         Shape lg = tiling_local_shape(before, p->mesh, lw->global);
         lg.dims[st->dim] *= group_size(p->mesh, st->atoms, st->n_atoms);
         bool post = lw->fx.n_post > 0;
-        r = part_emit(p, HLO_ALL_GATHER, post ? part_name(p, lw->base, "all-gather") : lw->name, &lg, &v, 1);
+        r = part_emit(p, HLO_ALL_GATHER, post ? coll_name(lw, "all-gather") : lw->name, &lg, &v, 1);
         set_collective(p, r, st->atoms, st->n_atoms, true);
         set_dims(p, r, st->dim);
         record_main(lw, r);

@@ -1,0 +1,1 @@
+compile uneven_ops.hlo --report json

@@ -1,0 +1,1 @@
+verify uneven_ops.hlo --mesh x=2,y=1

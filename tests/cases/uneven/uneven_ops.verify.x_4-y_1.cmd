@@ -1,0 +1,1 @@
+verify uneven_ops.hlo --mesh x=4,y=1

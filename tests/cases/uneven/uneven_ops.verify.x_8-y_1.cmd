@@ -1,0 +1,1 @@
+verify uneven_ops.hlo --mesh x=8,y=1

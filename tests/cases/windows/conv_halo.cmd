@@ -1,0 +1,1 @@
+compile conv_halo.hlo -o /dev/null

@@ -1,0 +1,1 @@
+compile reduce_window_halo.hlo --report json
