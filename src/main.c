@@ -13,6 +13,7 @@
 #include "spmdc/check.h"
 #include "spmdc/diag.h"
 #include "spmdc/driver.h"
+#include "spmdc/explain.h"
 #include "spmdc/hlo.h"
 #include "spmdc/memory.h"
 #include "spmdc/oracle.h"
@@ -25,7 +26,7 @@
 static void usage(FILE *f)
 {
     fputs("usage: spmdc compile IN.hlo [--mesh SPEC] [-o OUT.hlo] [--report text|json|none]\n"
-          "                            [--report-out FILE] [--dump-after PASS]\n"
+          "                            [--report-out FILE] [--dump-after PASS] [--explain]\n"
           "       spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo]\n"
           "       spmdc check IN.hlo [--mesh SPEC] [--budget FILE] [limits] [--report text|json]\n"
           "       spmdc sweep IN.hlo --mesh 'AXIS=N,N,... ...' [--format text|csv|json] [-o FILE]\n"
@@ -38,7 +39,7 @@ static void usage(FILE *f)
           f);
 }
 
-enum { OPT_MESH = 256, OPT_REPORT, OPT_REPORT_OUT, OPT_DUMP_AFTER, OPT_HELP };
+enum { OPT_MESH = 256, OPT_REPORT, OPT_REPORT_OUT, OPT_DUMP_AFTER, OPT_HELP, OPT_EXPLAIN };
 
 static int cmd_compile(int argc, char **argv)
 {
@@ -49,8 +50,10 @@ static int cmd_compile(int argc, char **argv)
         {"dump-after", required_argument, NULL, OPT_DUMP_AFTER},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, OPT_HELP},
+        {"explain", no_argument, NULL, OPT_EXPLAIN},
         {NULL, 0, NULL, 0},
     };
+    bool explain = false;
     SpmdcOptions opt;
     memset(&opt, 0, sizeof opt);
     const char *out_path = "-", *report_fmt = "text", *report_out = NULL;
@@ -86,12 +89,17 @@ static int cmd_compile(int argc, char **argv)
             break;
         case 'o': out_path = optarg; break;
         case OPT_HELP: usage(stdout); return 0;
+        case OPT_EXPLAIN: explain = true; break;
         default: usage(stderr); return 2;
         }
     }
     if (optind != argc - 1) {
         fprintf(stderr, "spmdc: error: compile takes exactly one input file\n");
         usage(stderr);
+        return 2;
+    }
+    if (explain && (dump_after || strcmp(report_fmt, "none") == 0)) {
+        fprintf(stderr, "spmdc: error: --explain adds to the report: it needs --report text or json and no --dump-after\n");
         return 2;
     }
     const char *in_path = argv[optind];
@@ -113,6 +121,9 @@ static int cmd_compile(int argc, char **argv)
     st.text = text;
     st.len = len;
     st.file_id = fid;
+    Explain ex;
+    explain_init(&ex);
+    if (explain) st.explain = &ex;
     if (!pipeline_run(&st, &cx, PASS_PARSE, dump_after ? dump_after->id : PASS_PARTITION)) goto done;
     if (dump_after) {
         /* the module as it stands after that pass; after partition the per-device program */
@@ -125,10 +136,13 @@ static int cmd_compile(int argc, char **argv)
     memory_fill_report(&st.report, st.m, st.out);
     HloPrintOptions po = {false, false, false};
     hlo_print_module(&prog, st.out, &po);
-    if (strcmp(report_fmt, "json") == 0)
+    if (strcmp(report_fmt, "json") == 0 && explain)
+        explain_print_json(&rtext, &ex, &st.report, st.m);
+    else if (strcmp(report_fmt, "json") == 0)
         report_print_json(&rtext, &st.report);
     else if (strcmp(report_fmt, "text") == 0)
         report_print_text(&rtext, &st.report);
+    if (strcmp(report_fmt, "text") == 0 && explain) explain_print_text(&rtext, &ex, &st.report, st.m);
     DriverOutput files[2] = {{out_path, sb_cstr(&prog), prog.len}, {report_out, sb_cstr(&rtext), rtext.len}};
     bool report_file = report_out && strcmp(report_fmt, "none") != 0;
     if (!driver_write_outputs(files, report_file ? 2 : 1)) goto done;
@@ -141,6 +155,7 @@ done:
     sb_free(&prog);
     sb_free(&rtext);
     pipeline_state_free(&st);
+    explain_free(&ex);
     arena_destroy(scratch);
     diag_destroy(diag);
     free(text);

@@ -43,6 +43,7 @@
 #include <uthash.h>
 
 #include "partition_internal.h"
+#include "spmdc/explain.h"
 #include "spmdc/oprule.h"
 
 typedef struct OffsetKey {
@@ -1092,7 +1093,11 @@ static int32_t get_array(Part *p, int32_t v, const Tiling *want, const Cause *ca
         put_closing(p, &wb, v, want, cause->inst);
         why = sb_cstr(&wb);
     }
+    int32_t first = p->rep ? p->rep->n_records : 0;
     int32_t r = reshard_lower(p, best->local, gs, &best->leaves[0], plan, &nm, &c, best->origin, why, on_step, &sc);
+    if (p->rep && p->rep->explain)
+        explain_link(p->rep->explain, first, p->rep->n_records, p->ic, p->oc, v, cause->inst, best->origin,
+                     &best->leaves[0], want);
     sb_free(&cb);
     sb_free(&wb);
     return r;
@@ -1136,7 +1141,11 @@ static int32_t reshard_tree(Part *p, int32_t v, int32_t local, const Shape *s, c
         StrBuf cb = {0};
         Cause c = {cause->inst, plan_rows(p, plan, false, false)
                                     ? default_reason(p, &cb, v, &from[leaf], &to[leaf], cause) : NULL};
+        int32_t first = p->rep ? p->rep->n_records : 0;
         int32_t r = reshard_lower(p, local, s, &from[leaf], plan, &nm, &c, -1, NULL, NULL, NULL);
+        if (p->rep && p->rep->explain)
+            explain_link(p->rep->explain, first, p->rep->n_records, p->ic, p->oc, v, cause->inst, -1, &from[leaf],
+                         &to[leaf]);
         sb_free(&cb);
         return r;
     }

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "partition_internal.h"
+#include "spmdc/explain.h"
 
 /* Candidate enumeration stops after this many factor assignments (the
  * options are ordered, so the first ones are the likely winners). */
@@ -360,6 +361,18 @@ static int32_t pass_sets(Part *p, const RuleCtx *rc, uint32_t *sets, int32_t cap
     return n;
 }
 
+/* Starts the explain sink's decision for rc's op (explain.h). */
+static void explain_rule_begin(Part *p, const RuleCtx *rc, struct Explain *ex)
+{
+    const OpRule *r = &rc->rule;
+    int32_t slots[EXPLAIN_MAX_TENSORS], leaves[EXPLAIN_MAX_TENSORS];
+    for (int32_t k = 0; k < r->n_in && k < EXPLAIN_MAX_TENSORS; k++)
+        slots[k] = r->t[k].slot;
+    for (int32_t l = 0; l < r->n_out && l < EXPLAIN_MAX_TENSORS; l++)
+        leaves[l] = r->t[r->n_in + l].leaf;
+    explain_begin(ex, p->ic, p->oc, rc->inst, r->n_in, slots, r->n_out, leaves);
+}
+
 bool part_rule_choose(Part *p, RuleCtx *rc, RuleExtraFn extra, void *user, RuleChoice *best)
 {
     const OpRule *r = &rc->rule;
@@ -378,6 +391,9 @@ bool part_rule_choose(Part *p, RuleCtx *rc, RuleExtraFn extra, void *user, RuleC
     best->bytes = PART_INF_COST;
     best->work = HUGE_VAL;
     bool found = false;
+    struct Explain *ex = p->rep ? p->rep->explain : NULL;
+    if (ex)
+        explain_rule_begin(p, rc, ex);
     int64_t total = 1;
     for (int32_t c = 0; c < cl->n; c++)
         total = total * cl->n_opt[c] > MAX_COMBOS ? MAX_COMBOS : total * cl->n_opt[c];
@@ -402,6 +418,8 @@ bool part_rule_choose(Part *p, RuleCtx *rc, RuleExtraFn extra, void *user, RuleC
             if (bytes >= PART_INF_COST)
                 continue;
             double work = local_work(p, r, &fs);
+            if (ex)
+                explain_candidate(ex, cand.want, cand.res, bytes, work);
             if (bytes < best->bytes || (bytes == best->bytes && work < best->work)) {
                 best->fs = cand.fs;
                 best->pass = cand.pass;

@@ -23,6 +23,7 @@ static bool run_propagate(PipelineState *st, PassCtx *cx) { return propagate_sha
 static bool run_partition(PipelineState *st, PassCtx *cx)
 {
     report_init(&st->report, st->m->name, &st->m->mesh);
+    st->report.explain = st->explain;
     st->has_report = true;
     return partition_module(st->m, &st->out, &st->report, cx);
 }

@@ -47,6 +47,7 @@ typedef struct PipelineState {
     HloModule *out;     /* after partition: the per-device program */
     CommReport report;  /* after partition: its communication report */
     bool has_report;
+    struct Explain *explain; /* set by the caller: the partition pass's explain sink (explain.h), or NULL */
 } PipelineState;
 
 /* One pass: true on success; false after reporting >= 1 error through cx->diag. */

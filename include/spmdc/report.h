@@ -99,6 +99,9 @@ typedef struct CommReport {
                                           denominator) */
     int32_t n_padding, cap_padding;
     CommPadding *padding;      /* padded values, program order */
+    /* Optional sink of the partitioner's decisions and of each collective's
+     * chain (explain.h; `compile --explain`); NULL: off.  Not owned. */
+    struct Explain *explain;
 } CommReport;
 
 /* An empty report for module (copied) on mesh (copied; NULL = no mesh). */

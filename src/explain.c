@@ -1,0 +1,499 @@
+/* explain.c - the explain sink and its printers (explain.h).
+ *
+ * Decisions are kept in one array with a hash from (output computation,
+ * instruction) to their index; a decision that is begun again (a handler
+ * that weighs twice) starts over.  Links are appended as the partitioner
+ * lowers reshards, so their report rows increase; explain_link_of finds a
+ * row's link by binary search (a linear scan as a fallback if a reshard ever
+ * nested inside another).
+ */
+#include "spmdc/explain.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uthash.h>
+
+#include "spmdc/arena.h"
+#include "spmdc/texttable.h"
+
+typedef struct ExplainKey {
+    int32_t out_comp, inst;
+} ExplainKey;
+
+typedef struct ExplainIndex {
+    ExplainKey key;
+    int32_t dec;
+    UT_hash_handle hh;
+} ExplainIndex;
+
+void explain_init(Explain *e)
+{
+    memset(e, 0, sizeof *e);
+    e->current = -1;
+}
+
+void explain_free(Explain *e)
+{
+    ExplainIndex *x, *t;
+    HASH_ITER(hh, e->index, x, t)
+    {
+        HASH_DEL(e->index, x);
+        free(x);
+    }
+    free(e->dec);
+    free(e->links);
+    memset(e, 0, sizeof *e);
+    e->current = -1;
+}
+
+/* ---------------------------------------------------------------- recording */
+
+static ExplainIndex *find(const Explain *e, int32_t out_comp, int32_t inst)
+{
+    ExplainKey key;
+    memset(&key, 0, sizeof key);
+    key.out_comp = out_comp;
+    key.inst = inst;
+    ExplainIndex *x = NULL;
+    HASH_FIND(hh, e->index, &key, sizeof key, x);
+    return x;
+}
+
+void explain_begin(Explain *e, int32_t comp, int32_t out_comp, int32_t inst, int32_t n_in, const int32_t *slots,
+                   int32_t n_out, const int32_t *leaves)
+{
+    ExplainIndex *x = find(e, out_comp, inst);
+    if (!x) {
+        if (e->n_dec == e->cap_dec) {
+            e->cap_dec = e->cap_dec ? 2 * e->cap_dec : 64;
+            e->dec = xrealloc(e->dec, sizeof(ExplainDecision) * (size_t)e->cap_dec);
+        }
+        x = xcalloc(1, sizeof *x);
+        x->key.out_comp = out_comp;
+        x->key.inst = inst;
+        x->dec = e->n_dec++;
+        HASH_ADD(hh, e->index, key, sizeof(ExplainKey), x);
+    }
+    ExplainDecision *d = &e->dec[x->dec];
+    memset(d, 0, sizeof *d);
+    d->comp = comp;
+    d->inst = inst;
+    d->out_comp = out_comp;
+    d->n_in = n_in < EXPLAIN_MAX_TENSORS ? n_in : EXPLAIN_MAX_TENSORS;
+    d->n_out = n_out < EXPLAIN_MAX_TENSORS - d->n_in ? n_out : EXPLAIN_MAX_TENSORS - d->n_in;
+    for (int32_t k = 0; k < d->n_in; k++) d->slot[k] = slots[k];
+    for (int32_t k = 0; k < d->n_out; k++) d->slot[d->n_in + k] = leaves[k];
+    e->current = x->dec;
+    e->next_order = 0;
+}
+
+/* a before b in the partitioner's order: bytes, then work, then enumeration */
+static bool before(const ExplainAlt *a, const ExplainAlt *b)
+{
+    if (a->bytes != b->bytes) return a->bytes < b->bytes;
+    if (a->work != b->work) return a->work < b->work;
+    return a->order < b->order;
+}
+
+void explain_candidate(Explain *e, const Tiling *wants, const Tiling *results, int64_t bytes, double work)
+{
+    if (e->current < 0) return;
+    ExplainDecision *d = &e->dec[e->current];
+    ExplainAlt a;
+    memset(&a, 0, sizeof a);
+    for (int32_t k = 0; k < d->n_in; k++) a.t[k] = wants[k];
+    for (int32_t k = 0; k < d->n_out; k++) a.t[d->n_in + k] = results[k];
+    a.bytes = bytes;
+    a.work = work;
+    a.order = e->next_order++;
+    d->n_weighed++;
+    /* the same states weighed again (another pass-through set, say) count once */
+    for (int32_t j = 0; j < d->n_alts; j++) {
+        bool same = true;
+        for (int32_t k = 0; k < d->n_in + d->n_out && same; k++) same = tiling_equal(&d->alts[j].t[k], &a.t[k]);
+        if (!same) continue;
+        if (before(&a, &d->alts[j])) {
+            for (; j > 0 && before(&a, &d->alts[j - 1]); j--) d->alts[j] = d->alts[j - 1];
+            d->alts[j] = a;
+        }
+        return;
+    }
+    int32_t pos = d->n_alts;
+    while (pos > 0 && before(&a, &d->alts[pos - 1])) pos--;
+    if (pos >= EXPLAIN_MAX_ALTS) return;
+    int32_t last = d->n_alts < EXPLAIN_MAX_ALTS ? d->n_alts : EXPLAIN_MAX_ALTS - 1;
+    for (int32_t j = last; j > pos; j--) d->alts[j] = d->alts[j - 1];
+    d->alts[pos] = a;
+    if (d->n_alts < EXPLAIN_MAX_ALTS) d->n_alts++;
+}
+
+void explain_link(Explain *e, int32_t first, int32_t end, int32_t comp, int32_t out_comp, int32_t value,
+                  int32_t consumer, int32_t origin, const Tiling *from, const Tiling *to)
+{
+    if (end <= first) return;
+    if (e->n_links == e->cap_links) {
+        e->cap_links = e->cap_links ? 2 * e->cap_links : 64;
+        e->links = xrealloc(e->links, sizeof(ExplainLink) * (size_t)e->cap_links);
+    }
+    ExplainLink *l = &e->links[e->n_links++];
+    l->first = first;
+    l->end = end;
+    l->comp = comp;
+    l->out_comp = out_comp;
+    l->value = value;
+    l->consumer = consumer;
+    l->origin = origin;
+    l->from = *from;
+    l->to = *to;
+}
+
+const ExplainDecision *explain_decision(const Explain *e, int32_t out_comp, int32_t inst)
+{
+    const ExplainIndex *x = find(e, out_comp, inst);
+    return x ? &e->dec[x->dec] : NULL;
+}
+
+const ExplainLink *explain_link_of(const Explain *e, int32_t r)
+{
+    int32_t lo = 0, hi = e->n_links;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (e->links[mid].end <= r) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < e->n_links && e->links[lo].first <= r && r < e->links[lo].end) return &e->links[lo];
+    for (int32_t k = 0; k < e->n_links; k++)
+        if (e->links[k].first <= r && r < e->links[k].end) return &e->links[k];
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- the chain */
+
+/* The annotated instructions (program order, at most 16) whose annotations
+ * the shardings of the instructions of interest came from. */
+typedef struct Chain {
+    const HloModule *in;
+    const Mesh *mesh;
+    int32_t comp;
+    int32_t n;
+    int32_t ann[16];
+} Chain;
+
+static void add_ann(Chain *c, int32_t i)
+{
+    if (i < 0 || i >= c->in->comps[c->comp].n_insts) return;
+    for (int32_t k = 0; k < c->n; k++)
+        if (c->ann[k] == i) return;
+    if (c->n == 16) return;
+    int32_t k = c->n++;
+    while (k > 0 && c->ann[k - 1] > i) {
+        c->ann[k] = c->ann[k - 1];
+        k--;
+    }
+    c->ann[k] = i;
+}
+
+/* Where instruction i's sharding came from: itself when annotated, else
+ * the annotations that reached it (the whole sharding's and each split
+ * dim's). */
+static void add_origins(Chain *c, int32_t i)
+{
+    if (i < 0 || i >= c->in->comps[c->comp].n_insts) return;
+    const HloInst *x = &c->in->comps[c->comp].insts[i];
+    if (x->sharding_from_user && x->sharding) {
+        add_ann(c, i);
+        return;
+    }
+    add_ann(c, x->sharding_origin);
+    if (x->sharding_dim_origin && shape_is_array(&x->shape))
+        for (int32_t d = 0; d < x->shape.rank; d++) add_ann(c, x->sharding_dim_origin[d]);
+}
+
+static const HloInst *inst_of(const Chain *c, int32_t i) { return &c->in->comps[c->comp].insts[i]; }
+
+static void put_sharding(StrBuf *b, const Chain *c, const HloInst *x)
+{
+    if (x->sharding) sharding_describe(b, x->sharding, c->mesh);
+    else sb_puts(b, "replicated");
+}
+
+/* "y (line 37)" */
+static void put_where(StrBuf *b, const HloInst *x)
+{
+    sb_puts(b, x->name);
+    if (x->span.begin.line) sb_printf(b, " (line %u)", (unsigned)x->span.begin.line);
+}
+
+/* "annotated [{}, {model}]" or "[{}, {model}] from the annotation on a (line 34)" */
+static void put_story(StrBuf *b, const Chain *c, int32_t i)
+{
+    const HloInst *x = inst_of(c, i);
+    if (x->sharding_from_user && x->sharding) {
+        sb_puts(b, "annotated ");
+        put_sharding(b, c, x);
+        return;
+    }
+    put_sharding(b, c, x);
+    Chain own = {c->in, c->mesh, c->comp, 0, {0}};
+    add_origins(&own, i);
+    if (own.n == 0) {
+        sb_puts(b, x->sharding && !sharding_is_replicated(x->sharding) ? "" : " by default (no annotation splits it)");
+        return;
+    }
+    sb_puts(b, own.n == 1 ? " from the annotation on " : " from the annotations on ");
+    for (int32_t k = 0; k < own.n; k++) {
+        if (k) sb_puts(b, k == own.n - 1 ? " and " : ", ");
+        put_where(b, inst_of(c, own.ann[k]));
+    }
+}
+
+/* The alternatives of decision d as "h as [{}, {model}], b as [{model}, {}] -> [{}, {}] partial(sum) over {model}" */
+static void put_alt(StrBuf *b, const Chain *c, const ExplainDecision *d, const ExplainAlt *a)
+{
+    const HloInst *x = inst_of(c, d->inst);
+    for (int32_t k = 0; k < d->n_in; k++) {
+        int32_t s = d->slot[k];
+        const char *name = s >= 0 && s < x->n_operands ? inst_of(c, x->operands[s])->name : "?";
+        sb_printf(b, "%s%s as ", k ? ", " : "", name);
+        tiling_describe(b, &a->t[k], c->mesh);
+    }
+    sb_puts(b, " -> ");
+    for (int32_t k = 0; k < d->n_out; k++) {
+        if (k) sb_puts(b, ", ");
+        tiling_describe(b, &a->t[d->n_in + k], c->mesh);
+    }
+}
+
+/* The decisions on the chain of link l: the op that made the sum, then the
+ * consumer (each once). */
+static int32_t chain_decisions(const Explain *e, const ExplainLink *l, const ExplainDecision **out)
+{
+    int32_t n = 0;
+    int32_t who[2] = {l->origin, l->consumer};
+    for (int k = 0; k < 2; k++) {
+        if (who[k] < 0 || (k == 1 && who[1] == who[0])) continue;
+        const ExplainDecision *d = explain_decision(e, l->out_comp, who[k]);
+        if (d) out[n++] = d;
+    }
+    return n;
+}
+
+static Chain chain_of(const ExplainLink *l, const HloModule *in, const Mesh *mesh)
+{
+    Chain c = {in, mesh, l->comp, 0, {0}};
+    add_origins(&c, l->value);
+    add_origins(&c, l->consumer);
+    if (l->origin >= 0) {
+        add_origins(&c, l->origin);
+        const HloInst *o = inst_of(&c, l->origin);
+        for (int32_t k = 0; k < o->n_operands; k++) add_origins(&c, o->operands[k]);
+    }
+    return c;
+}
+
+/* ---------------------------------------------------------------- text */
+
+static void print_decision_text(StrBuf *b, const Chain *c, const ExplainDecision *d)
+{
+    const HloInst *x = inst_of(c, d->inst);
+    sb_printf(b, "     alternatives weighed for %s (%s, %lld candidate%s", x->name, hlo_opcode_name(x->op),
+              (long long)d->n_weighed, d->n_weighed == 1 ? "" : "s");
+    if (d->n_weighed > d->n_alts) sb_printf(b, ", the %d cheapest", (int)d->n_alts);
+    sb_puts(b, c->comp != c->in->entry ? "; bytes for one run of the computation):\n" : "):\n");
+    TextTable t = {3, 0, 0, "lrl", NULL};
+    StrBuf cell = {0};
+    size_t w = 0;
+    for (int32_t k = 0; k < d->n_alts; k++)
+        if (text_bytes_width(d->alts[k].bytes) > w) w = text_bytes_width(d->alts[k].bytes);
+    for (int32_t k = 0; k < d->n_alts; k++) {
+        text_table_puts(&t, k == 0 ? "   chosen" : "         ");
+        text_put_bytes(&cell, d->alts[k].bytes, w);
+        text_table_put(&t, &cell);
+        put_alt(&cell, c, d, &d->alts[k]);
+        text_table_put(&t, &cell);
+    }
+    text_table_print(b, &t);
+    text_table_free(&t);
+    sb_free(&cell);
+}
+
+void explain_print_text(StrBuf *b, const Explain *e, const CommReport *rep, const HloModule *in)
+{
+    sb_puts(b, "\nexplain: for each collective, the chain to the annotations that forced it and the\n"
+               "alternatives the partitioner weighed (bytes sent per device each would cost)\n");
+    if (rep->n_records == 0) {
+        sb_puts(b, "\n  no collectives\n");
+        return;
+    }
+    for (int32_t r = 0; r < rep->n_records; r++) {
+        const CommRecord *rec = &rep->records[r];
+        sb_printf(b, "\n  %d  %s %s, ", (int)r + 1, collective_kind_name(rec->kind), rec->instruction ? rec->instruction : "-");
+        text_put_bytes(b, rec->bytes_per_device, 0);
+        sb_puts(b, " per device\n");
+        const ExplainLink *l = explain_link_of(e, r);
+        if (!l || l->comp < 0 || l->comp >= in->n_comps) {
+            sb_puts(b, rec->from_input ? "     written in the input (inside a manual region)\n"
+                                       : "     emitted by an op's own handler; its cause is the report's row\n");
+            continue;
+        }
+        Chain c = chain_of(l, in, &rep->mesh);
+        if (l->comp != in->entry) sb_printf(b, "     in computation %s\n", in->comps[l->comp].name);
+        sb_puts(b, "     reshards ");
+        put_where(b, inst_of(&c, l->value));
+        sb_puts(b, " from ");
+        tiling_describe(b, &l->from, c.mesh);
+        sb_puts(b, " to ");
+        tiling_describe(b, &l->to, c.mesh);
+        sb_putc(b, '\n');
+        if (l->origin >= 0) {
+            const HloInst *o = inst_of(&c, l->origin);
+            sb_puts(b, "     a pending ");
+            sb_puts(b, reduce_kind_name((ReduceKind)l->from.kind));
+            sb_puts(b, " made by ");
+            put_where(b, o);
+            sb_printf(b, ", a %s whose split operands leave partial results\n", hlo_opcode_name(o->op));
+        }
+        if (l->consumer >= 0) {
+            sb_puts(b, "     needed so by ");
+            put_where(b, inst_of(&c, l->consumer));
+            sb_puts(b, l->consumer == in->comps[l->comp].root ? ", the result, " : ", ");
+            put_story(b, &c, l->consumer);
+            sb_putc(b, '\n');
+        }
+        sb_puts(b, "     annotations:");
+        if (c.n == 0) sb_puts(b, " none (every sharding on the chain is the default)");
+        for (int32_t k = 0; k < c.n; k++) {
+            sb_puts(b, k ? "; " : " ");
+            put_where(b, inst_of(&c, c.ann[k]));
+            sb_putc(b, ' ');
+            put_sharding(b, &c, inst_of(&c, c.ann[k]));
+        }
+        sb_putc(b, '\n');
+        const ExplainDecision *ds[2];
+        int32_t nd = chain_decisions(e, l, ds);
+        for (int32_t k = 0; k < nd; k++) print_decision_text(b, &c, ds[k]);
+    }
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+static json_t *jstr(const char *s)
+{
+    if (!s) return json_null();
+    json_t *j = json_string(s);
+    if (j) return j;
+    size_t n = strlen(s) + 1;
+    char *c = xmalloc(n);
+    memcpy(c, s, n);
+    for (char *p = c; *p; p++)
+        if ((unsigned char)*p >= 0x80) *p = '?';
+    j = json_string(c);
+    free(c);
+    return j ? j : json_null();
+}
+
+static json_t *jtiling(const Tiling *t, const Mesh *m)
+{
+    StrBuf b = {0};
+    tiling_describe(&b, t, m);
+    json_t *j = jstr(sb_cstr(&b));
+    sb_free(&b);
+    return j;
+}
+
+static json_t *jinst(const Chain *c, int32_t i, bool story)
+{
+    const HloInst *x = inst_of(c, i);
+    json_t *o = json_object();
+    json_object_set_new(o, "instruction", jstr(x->name));
+    json_object_set_new(o, "line", json_integer(x->span.begin.line));
+    json_object_set_new(o, "opcode", json_string(hlo_opcode_name(x->op)));
+    StrBuf b = {0};
+    put_sharding(&b, c, x);
+    json_object_set_new(o, "sharding", jstr(sb_cstr(&b)));
+    if (story) {
+        sb_clear(&b);
+        put_story(&b, c, i);
+        json_object_set_new(o, "story", jstr(sb_cstr(&b)));
+    }
+    sb_free(&b);
+    return o;
+}
+
+static json_t *jdecision(const Chain *c, const ExplainDecision *d)
+{
+    const HloInst *x = inst_of(c, d->inst);
+    json_t *o = json_object(), *alts = json_array();
+    json_object_set_new(o, "instruction", jstr(x->name));
+    json_object_set_new(o, "line", json_integer(x->span.begin.line));
+    json_object_set_new(o, "opcode", json_string(hlo_opcode_name(x->op)));
+    json_object_set_new(o, "weighed", json_integer(d->n_weighed));
+    for (int32_t k = 0; k < d->n_alts; k++) {
+        const ExplainAlt *a = &d->alts[k];
+        json_t *ja = json_object(), *ops = json_array(), *res = json_array();
+        for (int32_t t = 0; t < d->n_in; t++) {
+            json_t *op = json_object();
+            int32_t s = d->slot[t];
+            json_object_set_new(op, "operand", json_integer(s));
+            json_object_set_new(op, "instruction",
+                                jstr(s >= 0 && s < x->n_operands ? inst_of(c, x->operands[s])->name : NULL));
+            json_object_set_new(op, "state", jtiling(&a->t[t], c->mesh));
+            json_array_append_new(ops, op);
+        }
+        for (int32_t t = 0; t < d->n_out; t++) json_array_append_new(res, jtiling(&a->t[d->n_in + t], c->mesh));
+        json_object_set_new(ja, "operands", ops);
+        json_object_set_new(ja, "results", res);
+        json_object_set_new(ja, "bytes_per_device", json_integer(a->bytes));
+        json_object_set_new(ja, "chosen", json_boolean(k == 0));
+        json_array_append_new(alts, ja);
+    }
+    json_object_set_new(o, "alternatives", alts);
+    return o;
+}
+
+static json_t *jexplain(const Explain *e, const ExplainLink *l, const HloModule *in, const Mesh *mesh)
+{
+    Chain c = chain_of(l, in, mesh);
+    json_t *o = json_object(), *v = json_object(), *anns = json_array(), *decs = json_array();
+    json_object_set_new(o, "computation", jstr(in->comps[l->comp].name));
+    const HloInst *x = inst_of(&c, l->value);
+    json_object_set_new(v, "instruction", jstr(x->name));
+    json_object_set_new(v, "line", json_integer(x->span.begin.line));
+    json_object_set_new(v, "from", jtiling(&l->from, mesh));
+    json_object_set_new(v, "to", jtiling(&l->to, mesh));
+    json_object_set_new(o, "value", v);
+    json_object_set_new(o, "partial_from", l->origin >= 0 ? jinst(&c, l->origin, false) : json_null());
+    json_object_set_new(o, "needed_by", l->consumer >= 0 ? jinst(&c, l->consumer, true) : json_null());
+    for (int32_t k = 0; k < c.n; k++) json_array_append_new(anns, jinst(&c, c.ann[k], false));
+    json_object_set_new(o, "annotations", anns);
+    const ExplainDecision *ds[2];
+    int32_t nd = chain_decisions(e, l, ds);
+    for (int32_t k = 0; k < nd; k++) json_array_append_new(decs, jdecision(&c, ds[k]));
+    json_object_set_new(o, "decisions", decs);
+    return o;
+}
+
+void explain_print_json(StrBuf *b, const Explain *e, const CommReport *rep, const HloModule *in)
+{
+    StrBuf r = {0};
+    report_print_json(&r, rep);
+    json_error_t err;
+    json_t *root = json_loads(sb_cstr(&r), 0, &err);
+    sb_free(&r);
+    SPMDC_ASSERT(root);
+    json_t *recs = json_object_get(root, "collectives");
+    for (int32_t i = 0; i < rep->n_records && i < (int32_t)json_array_size(recs); i++) {
+        const ExplainLink *l = explain_link_of(e, i);
+        json_t *x = l && l->comp >= 0 && l->comp < in->n_comps ? jexplain(e, l, in, &rep->mesh) : json_null();
+        json_object_set_new(json_array_get(recs, (size_t)i), "explain", x);
+    }
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!s) spmdc_oom();
+    sb_puts(b, s);
+    sb_putc(b, '\n');
+    free(s);
+    json_decref(root);
+}
