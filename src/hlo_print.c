@@ -510,6 +510,13 @@ static void put_attrs(StrBuf *b, const HloModule *m, const HloInst *inst, const 
     case HLO_COLLECTIVE_PERMUTE:
         put_collective(b, m, inst, a);
         break;
+    case HLO_SEND:
+    case HLO_SEND_DONE:
+    case HLO_RECV:
+    case HLO_RECV_DONE:
+        if (a->channel_id)
+            sb_printf(b, ", channel_id=%" PRId64, a->channel_id);
+        break;
     case HLO_WHILE:
     case HLO_CONDITIONAL:
     case HLO_CALL:

@@ -771,6 +771,64 @@ static bool check_types(const Interp *ip, const HloInst *inst, const Shape *s)
     return true;
 }
 
+/* ---------------------------------------------------------------- transfers */
+
+/* Data an infeed or recv receives: the simulator has no host or peer, so
+ * it makes the same pseudo-random values (floats in [-1, 1), integers in
+ * [-4, 4], pred random) from the instruction's name on every call and
+ * every device; an unpartitioned program and its partitioned form thus see
+ * the same data. */
+static SimValue incoming_data(const HloInst *inst, const Shape *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = inst->name; p && *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    SimValue v = sim_value_new(s);
+    int64_t n = shape_elem_count(s);
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t z = (h += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        if (num_is_float(s->type)) sim_value_set_f64(&v, i, (double)(z >> 11) * 0x1p-52 - 1.0);
+        else if (s->type == ET_PRED) sim_value_set_i64(&v, i, (int64_t)(z & 1));
+        else sim_value_set_i64(&v, i, (int64_t)(z % 9) - 4);
+    }
+    return v;
+}
+
+/* infeed -> (data, token); recv -> (data, u32 0, token); outfeed -> token;
+ * send -> (its data, u32 0, token); send-done -> token; recv-done ->
+ * (data, token) of its recv. */
+static bool eval_transfer(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
+{
+    const Shape *s = &inst->shape;
+    Shape tok = shape_scalar(ET_TOKEN), u32 = shape_scalar(ET_U32);
+    switch (inst->op) {
+    case HLO_OUTFEED: case HLO_SEND_DONE: *out = sim_value_new(&tok); return true;
+    case HLO_INFEED: case HLO_RECV:
+        if (s->type != ET_TUPLE || s->n_elems < 2 || s->elems[0].type == ET_TUPLE)
+            return interp_error(ip, inst, "the simulator feeds arrays only");
+        *out = sim_value_tuple(s->n_elems);
+        out->elems[0] = incoming_data(inst, &s->elems[0]);
+        if (s->n_elems == 3) out->elems[1] = sim_value_new(&u32);
+        out->elems[s->n_elems - 1] = sim_value_new(&tok);
+        return true;
+    case HLO_SEND:
+        *out = sim_value_tuple(3);
+        out->elems[0] = sim_value_share(&ops[0]);
+        out->elems[1] = sim_value_new(&u32);
+        out->elems[2] = sim_value_new(&tok);
+        return true;
+    case HLO_RECV_DONE:
+        if (ops[0].shape.type != ET_TUPLE || ops[0].shape.n_elems != 3) return interp_error(ip, inst, "recv-done of no recv");
+        *out = sim_value_tuple(2);
+        out->elems[0] = sim_value_share(&ops[0].elems[0]);
+        out->elems[1] = sim_value_new(&tok);
+        return true;
+    default: return interp_error(ip, inst, "not a transfer");
+    }
+}
+
 static bool eval_op(Interp *ip, int32_t c, const HloInst *inst, const SimValue *ops, const SimValue *params,
                     int32_t n_params, SimValue *out)
 {
@@ -795,6 +853,8 @@ static bool eval_op(Interp *ip, int32_t c, const HloInst *inst, const SimValue *
     case HLO_PARTITION_ID: *out = scalar_u32(ip->partition_id); return true;
     case HLO_REPLICA_ID: *out = scalar_u32(ip->replica_id); return true;
     case HLO_AFTER_ALL: *out = sim_value_new(&inst->shape); return true;
+    case HLO_INFEED: case HLO_OUTFEED: case HLO_SEND: case HLO_SEND_DONE: case HLO_RECV: case HLO_RECV_DONE:
+        return eval_transfer(ip, inst, ops, out);
     case HLO_TUPLE:
         *out = sim_value_tuple(inst->n_operands);
         for (int32_t k = 0; k < inst->n_operands; k++) out->elems[k] = sim_value_share(&ops[k]);

@@ -511,15 +511,21 @@ static void copy_applied(PartModule *pm)
     }
 }
 
-int32_t part_clone(Part *p, int32_t i, const char *name, const Shape *shape, const int32_t *ops, int32_t n)
+int32_t part_clone_into(Part *p, int32_t oc, int32_t i, const char *name, const Shape *shape, const int32_t *ops,
+                        int32_t n)
 {
     const HloInst *si = part_in(p, i);
-    int32_t k = part_emit(p, si->op, name, shape, ops, n);
-    HloInst *di = part_out(p, k);
+    int32_t k = hlo_add_inst(p->out, oc, si->op, name, shape, ops, n);
+    HloInst *di = hlo_inst(p->out, oc, k);
     di->span = si->span;
     if (si->attrs)
         di->attrs = copy_attrs(p->out, si->attrs, &si->shape, p->mod->comp_map);
     return k;
+}
+
+int32_t part_clone(Part *p, int32_t i, const char *name, const Shape *shape, const int32_t *ops, int32_t n)
+{
+    return part_clone_into(p, p->oc, i, name, shape, ops, n);
 }
 
 typedef struct OrderCtx {

@@ -130,3 +130,157 @@ bool part_call(Part *p, int32_t i)
     part_set_result(p, i, r, result, -1, NULL);
     return true;
 }
+
+/* ================================================================ transfers */
+
+/* The device a transfer runs on: -1 every device (replicated), N for
+ * {maximal device=N} (every maximal leaf on the same N); -2 after an error. */
+static int64_t transfer_device(Part *p, const HloInst *in)
+{
+    const Sharding *sh = in->sharding;
+    int32_t n = sh && sh->kind == SHARDING_TUPLE ? sh->n_elems : 1;
+    int64_t dev = -1;
+    for (int32_t k = 0; sh && k < n; k++) {
+        const Sharding *l = sh->kind == SHARDING_TUPLE ? &sh->elems[k] : sh;
+        if (l->kind == SHARDING_MAXIMAL && (dev == -1 || dev == l->device)) {
+            dev = l->device;
+        } else if (l->kind == SHARDING_MAXIMAL || l->kind == SHARDING_MANUAL || l->manual_atoms ||
+                   (l->kind == SHARDING_TILED && !sharding_is_replicated(l))) {
+            diag_error(p->cx->diag, in->span,
+                       "%s: %s with a split or mixed sharding is not partitioned yet (it runs replicated or on one "
+                       "device)", in->name, hlo_opcode_name(in->op));
+            return -2;
+        }
+    }
+    return dev;
+}
+
+/* A value of shape s made of zeros and fresh tokens, in computation oc. */
+static int32_t zeros_like(Part *p, int32_t oc, const Shape *s, const char *base)
+{
+    if (shape_is_tuple(s)) {
+        int32_t *el = ARENA_ARRAY(p->scratch, int32_t, s->n_elems + 1);
+        for (int32_t e = 0; e < s->n_elems; e++)
+            el[e] = zeros_like(p, oc, &s->elems[e], base);
+        return hlo_add_inst(p->out, oc, HLO_TUPLE, part_fmt(p, "%s.none", base), s, el, s->n_elems);
+    }
+    if (s->type == ET_TOKEN)
+        return hlo_add_inst(p->out, oc, HLO_AFTER_ALL, part_fmt(p, "%s.token", base), s, NULL, 0);
+    Shape sc = shape_scalar(s->type);
+    int32_t c = hlo_add_inst(p->out, oc, HLO_CONSTANT, part_fmt(p, "%s.zero", base), &sc, NULL, 0);
+    Literal *lit = ARENA_NEW(p->out->arena, Literal);
+    lit->n = 1;
+    if (elem_type_is_float(s->type))
+        lit->f = ARENA_ARRAY(p->out->arena, double, 2);
+    else
+        lit->i = ARENA_ARRAY(p->out->arena, int64_t, 1);
+    hlo_attrs_mut(p->out, hlo_inst(p->out, oc, c))->literal = lit;
+    if (s->rank == 0)
+        return c;
+    Shape bs = shape_array(s->type, s->rank, s->dims);
+    return hlo_add_inst(p->out, oc, HLO_BROADCAST, part_fmt(p, "%s.zeros", base), &bs, &c, 1);
+}
+
+/* A branch computation `name` taking the tuple ts: the op on its elements
+ * (run) or zeros and tokens of the op's shape. */
+static int32_t transfer_branch(Part *p, int32_t i, const Shape *ts, bool run)
+{
+    const HloInst *in = part_in(p, i);
+    const char *name = names_unique(&p->mod->comp_names, part_fmt(p, "%s.%s", in->name, run ? "on-device" : "elsewhere"),
+                                    p->scratch);
+    int32_t oc = hlo_add_computation(p->out, name, false);
+    int32_t prm = hlo_add_inst(p->out, oc, HLO_PARAMETER, "operands", ts, NULL, 0);
+    hlo_attrs_mut(p->out, hlo_inst(p->out, oc, prm))->param_number = 0;
+    if (!run) {
+        hlo_comp(p->out, oc)->root = zeros_like(p, oc, &in->shape, in->name);
+        return oc;
+    }
+    int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, ts->n_elems + 1);
+    for (int32_t k = 0; k < ts->n_elems; k++) {
+        ops[k] = hlo_add_inst(p->out, oc, HLO_GET_TUPLE_ELEMENT, part_fmt(p, "operand.%d", (int)k), &ts->elems[k],
+                              &prm, 1);
+        hlo_attrs_mut(p->out, hlo_inst(p->out, oc, ops[k]))->index = k;
+    }
+    hlo_comp(p->out, oc)->root = part_clone_into(p, oc, i, in->name, &in->shape, ops, ts->n_elems);
+    return oc;
+}
+
+bool part_transfer(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    int64_t dev = transfer_device(p, in);
+    if (dev == -2)
+        return false;
+    if (dev >= 0 && in->op != HLO_INFEED && in->op != HLO_OUTFEED) {
+        diag_error(p->cx->diag, in->span, "%s: %s on a single device is not partitioned yet (send and recv run "
+                   "replicated)", in->name, hlo_opcode_name(in->op));
+        return false;
+    }
+    int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, in->n_operands + 1);
+    for (int32_t k = 0; k < in->n_operands; k++) {
+        ops[k] = part_operand(p, i, k, part_replicated_leaves(p, &part_in(p, in->operands[k])->shape, NULL));
+        if (ops[k] < 0)
+            return false;
+    }
+    int32_t nl;
+    Tiling *leaves = part_replicated_leaves(p, &in->shape, &nl);
+    if (dev < 0 || p->mesh->n_atoms == 0) {
+        int32_t r = part_clone(p, i, part_result_name(p, i, leaves, "full"), &in->shape, ops, in->n_operands);
+        part_set_result(p, i, r, leaves, -1, NULL);
+        return true;
+    }
+    /* on device dev only: conditional(id == dev, operands, operands) */
+    Shape ts;
+    memset(&ts, 0, sizeof ts);
+    ts.type = ET_TUPLE;
+    ts.n_elems = in->n_operands;
+    ts.elems = ARENA_ARRAY(p->out->arena, Shape, in->n_operands + 1);
+    for (int32_t k = 0; k < in->n_operands; k++)
+        ts.elems[k] = hlo_copy_shape(p->out, &part_out(p, ops[k])->shape);
+    int32_t t = part_emit(p, HLO_TUPLE, part_name(p, in->name, "operands"), &ts, ops, in->n_operands);
+    int8_t all[SPMDC_MAX_ATOMS];
+    for (int32_t a = 0; a < p->mesh->n_atoms; a++)
+        all[a] = (int8_t)a;
+    int32_t id = part_offset(p, all, p->mesh->n_atoms, 1, in->name);
+    Shape s32 = shape_scalar(ET_S32), ps = shape_scalar(ET_PRED);
+    int32_t c = part_emit(p, HLO_CONSTANT, part_name(p, in->name, "device"), &s32, NULL, 0);
+    Literal *lit = ARENA_NEW(p->out->arena, Literal);
+    lit->n = 1;
+    lit->i = arena_memdup(p->out->arena, &dev, sizeof dev);
+    hlo_attrs_mut(p->out, part_out(p, c))->literal = lit;
+    int32_t ab[2] = {id, c};
+    int32_t own = part_emit(p, HLO_COMPARE, part_name(p, in->name, "is-device"), &ps, ab, 2);
+    hlo_attrs_mut(p->out, part_out(p, own))->direction = CMP_EQ;
+    int32_t bt = transfer_branch(p, i, &ts, true), bf = transfer_branch(p, i, &ts, false);
+    int32_t cops[3] = {own, t, t};
+    uint32_t all_mask = p->mesh->n_atoms >= 32 ? 0xffffffffu : (1u << p->mesh->n_atoms) - 1;
+    /* the data is a pending sum only device dev contributes to; tokens are whole */
+    int32_t k = 0;
+    const Shape *stack[64];
+    int32_t sp = 0;
+    stack[sp++] = &in->shape;
+    while (sp > 0 && k < nl) {
+        const Shape *s = stack[--sp];
+        if (shape_is_tuple(s)) {
+            for (int32_t e = s->n_elems - 1; e >= 0 && sp < 64; e--)
+                stack[sp++] = &s->elems[e];
+            continue;
+        }
+        if (s->type != ET_TOKEN && in->op != HLO_OUTFEED) {
+            leaves[k].partial = all_mask;
+            leaves[k].kind = REDUCE_SUM;
+        }
+        k++;
+    }
+    int32_t r = part_emit(p, HLO_CONDITIONAL, part_result_name(p, i, leaves, "device-only"), &in->shape, cops, 3);
+    HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, r));
+    int64_t br[2] = {bt, bf};
+    a->branches = hlo_intlist(p->out, br, 2);
+    a->branches_by_pred = true;
+    part_out(p, r)->span = in->span;
+    const char *why = p->rep ? part_fmt(p, "%s: only device %lld runs it ({maximal device=%lld})", in->name,
+                                        (long long)dev, (long long)dev)
+                             : NULL;
+    part_set_result(p, i, r, leaves, i, why);
+    return true;
+}

@@ -214,6 +214,9 @@ Shape part_local_shape(Part *p, const Shape *global, const Tiling *leaves);
 /* Emits a copy of input instruction i (attributes deep-copied, called
  * computations remapped) with new operands and shape. */
 int32_t part_clone(Part *p, int32_t i, const char *name, const Shape *shape, const int32_t *ops, int32_t n);
+/* The same into output computation oc (a computation the handler builds). */
+int32_t part_clone_into(Part *p, int32_t oc, int32_t i, const char *name, const Shape *shape, const int32_t *ops,
+                        int32_t n);
 
 /* Partitions input computation c for the call site `caller` (an
  * instruction of p's computation) into a new output computation (named like
@@ -239,6 +242,10 @@ bool part_while(Part *p, int32_t i);
 bool part_conditional(Part *p, int32_t i);
 /* call: the callee partitioned as a computation of its own. */
 bool part_call(Part *p, int32_t i);
+/* infeed, outfeed, send, send-done, recv, recv-done: kept as written on
+ * whole values, on every device (replicated) or on one ({maximal
+ * device=N}: infeed and outfeed run in a conditional on the device id). */
+bool part_transfer(Part *p, int32_t i);
 
 /* ---- partition_manual.c: manual regions */
 

@@ -701,6 +701,8 @@ static const Rule RULES[HLO_OPCODE_COUNT] = {
     [HLO_PARAMETER] = LEAF, [HLO_CONSTANT] = LEAF, [HLO_IOTA] = LEAF,
     [HLO_PARTITION_ID] = LEAF, [HLO_REPLICA_ID] = LEAF,
     [HLO_AFTER_ALL] = OPAQUE,
+    [HLO_INFEED] = OPAQUE, [HLO_OUTFEED] = OPAQUE, [HLO_SEND] = OPAQUE, [HLO_SEND_DONE] = OPAQUE,
+    [HLO_RECV] = OPAQUE, [HLO_RECV_DONE] = OPAQUE,
     [HLO_TUPLE] = PASS("tuple", fwd_tuple, bwd_tuple),
     [HLO_GET_TUPLE_ELEMENT] = PASS("get-tuple-element", fwd_gte, bwd_gte),
     [HLO_OPTIMIZATION_BARRIER] = PASS("identity", fwd_elementwise, bwd_elementwise),

@@ -1215,6 +1215,55 @@ static bool infer_after_all(Infer *x, Shape *o)
     return true;
 }
 
+/* ------------------------------------------------------------- transfers */
+
+static bool is_token(const Shape *s) { return s->type == ET_TOKEN; }
+
+/* infeed(token) -> (data, token[]); recv(token) -> (data, u32[], token[]):
+ * the data's shape is the declared one. */
+static bool infer_incoming(Infer *x, Shape *o, int32_t n_elems)
+{
+    const Shape *d = &x->in->shape;
+    if (!is_token(ops(x, 0)))
+        return fail(x, "%s takes a token, operand 0 (%s) is %s", opcode(x), opn(x, 0), shs(x, ops(x, 0)));
+    if (d->type != ET_TUPLE || d->n_elems != n_elems || !is_token(&d->elems[n_elems - 1]) ||
+        (n_elems == 3 && (d->elems[1].type != ET_U32 || d->elems[1].rank != 0)))
+        return fail(x, "%s returns %s, its declared shape is %s", opcode(x),
+                    n_elems == 2 ? "(data, token[])" : "(data, u32[], token[])", shs(x, d));
+    *o = plain(d);
+    return true;
+}
+
+/* outfeed(data, token) -> token[]; send(data, token) -> (data, u32[], token[]). */
+static bool infer_outgoing(Infer *x, Shape *o)
+{
+    if (!is_token(ops(x, 1)))
+        return fail(x, "%s takes a token as operand 1, %s is %s", opcode(x), opn(x, 1), shs(x, ops(x, 1)));
+    if (x->in->op == HLO_OUTFEED) {
+        *o = shape_scalar(ET_TOKEN);
+        return true;
+    }
+    Shape el[3] = {plain(ops(x, 0)), shape_scalar(ET_U32), shape_scalar(ET_TOKEN)};
+    *o = tuple_of(x, el, 3);
+    return true;
+}
+
+/* send-done(send) -> token[]; recv-done(recv) -> (data, token[]). */
+static bool infer_done(Infer *x, Shape *o)
+{
+    const Shape *t = ops(x, 0);
+    if (t->type != ET_TUPLE || t->n_elems != 3 || !is_token(&t->elems[2]))
+        return fail(x, "%s takes the (data, u32[], token[]) of a %s, operand 0 (%s) is %s", opcode(x),
+                    x->in->op == HLO_SEND_DONE ? "send" : "recv", opn(x, 0), shs(x, t));
+    if (x->in->op == HLO_SEND_DONE) {
+        *o = shape_scalar(ET_TOKEN);
+        return true;
+    }
+    Shape el[2] = {plain(&t->elems[0]), shape_scalar(ET_TOKEN)};
+    *o = tuple_of(x, el, 2);
+    return true;
+}
+
 /* ------------------------------------------------------------- collectives */
 
 int64_t verify_collective_group_size(const HloModule *m, const HloInst *in)
@@ -1393,6 +1442,10 @@ static bool dispatch(Infer *x, Shape *o)
     case HLO_IOTA: return infer_iota(x, o);
     case HLO_PARTITION_ID: case HLO_REPLICA_ID: *o = shape_scalar(ET_U32); return true;
     case HLO_AFTER_ALL: return infer_after_all(x, o);
+    case HLO_INFEED: return infer_incoming(x, o, 2);
+    case HLO_RECV: return infer_incoming(x, o, 3);
+    case HLO_OUTFEED: case HLO_SEND: return infer_outgoing(x, o);
+    case HLO_SEND_DONE: case HLO_RECV_DONE: return infer_done(x, o);
     case HLO_TUPLE: return infer_tuple(x, o);
     case HLO_GET_TUPLE_ELEMENT: return infer_gte(x, o);
     case HLO_OPTIMIZATION_BARRIER: *o = plain(ops(x, 0)); return true;

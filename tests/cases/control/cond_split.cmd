@@ -1,0 +1,1 @@
+compile cond_split.hlo -o /dev/null

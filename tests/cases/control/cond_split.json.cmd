@@ -1,0 +1,1 @@
+compile cond_split.hlo --mesh data=2,model=2 --report json

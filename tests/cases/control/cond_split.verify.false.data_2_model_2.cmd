@@ -1,0 +1,1 @@
+verify cond_split.hlo --mesh data=2,model=2 --seed 2

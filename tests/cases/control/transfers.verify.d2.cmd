@@ -1,0 +1,1 @@
+verify transfers.hlo --mesh d=2

@@ -1,0 +1,1 @@
+compile while_2d.hlo -o /dev/null
