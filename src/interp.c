@@ -754,6 +754,7 @@ static bool eval_custom_call(Interp *ip, const HloInst *inst, const SimValue *op
             return true;
         }
     if (t && strcmp(t, "TopK") == 0) return interp_topk(ip, inst, ops, out);
+    ip->sh->refused = true;
     return interp_error(ip, inst, "the interpreter does not support custom-call target \"%s\"", t ? t : "");
 }
 
@@ -766,8 +767,10 @@ static bool check_types(const Interp *ip, const HloInst *inst, const Shape *s)
             if (!check_types(ip, inst, &s->elems[k])) return false;
         return true;
     }
-    if (!num_type_supported(s->type))
+    if (!num_type_supported(s->type)) {
+        ip->sh->refused = true;
         return interp_error(ip, inst, "the interpreter does not support element type %s", elem_type_name(s->type));
+    }
     return true;
 }
 
@@ -903,6 +906,7 @@ static bool eval_op(Interp *ip, int32_t c, const HloInst *inst, const SimValue *
         const SimValue *p = ops;
         return sim_collective(ip, c, idx, &p, out, 1);
     }
+    ip->sh->refused = true;
     return interp_error(ip, inst, "the interpreter does not support opcode '%s'", hlo_opcode_name(inst->op));
 }
 
@@ -1082,6 +1086,7 @@ static bool charge_work(Interp *ip, int32_t c, const HloInst *inst)
 {
     ip->sh->work += sim_inst_work(ip->sh->m, hlo_comp(ip->sh->m, c), inst, NULL);
     if (ip->sh->work <= SIM_WORK_LIMIT) return true;
+    ip->sh->refused = true;
     return interp_error(ip, inst, "the simulation went past its budget of %.0e element operations (a loop with many "
                         "trips?); verify a smaller twin of this module", SIM_WORK_LIMIT);
 }

@@ -14,8 +14,9 @@
  * again and the first instruction of the partitioned program whose value
  * (an output instruction named like an input instruction holds that value's
  * shard under the input's propagated sharding, see partition.h) differs
- * from the reference is named.  Exit 0: all outputs match; 1: a mismatch or
- * an error in the input; 2: a usage error.
+ * from the reference is named.  The exit status tells a wrong program (1)
+ * from a module the simulator cannot run (4) and from an input error (5)
+ * (oracle.h); 2 is a usage error.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -59,6 +60,7 @@ typedef struct VerifyRun {
     struct IndexUse *index_use; /* per instruction of m's entry: what it indexes */
     StrBuf printed;          /* the partitioned program as printed (line numbers) */
     double ref_bytes;        /* buffers the reference side holds (small_enough) */
+    int fail_status;         /* the exit status when loading or running fails (oracle.h) */
 } VerifyRun;
 
 /* Result of comparing one array value (all its shards) with the reference. */
@@ -871,8 +873,11 @@ static bool run_reference(VerifyRun *vr, Observed *o, SimValue *out)
 static bool run_program(VerifyRun *vr, Observed *o, SimValue *outs)
 {
     SimValue *args = device_args(vr);
+    bool refused = false;
     SimOptions so = {vr->n_dev, 1, o ? observe_program : NULL, o};
-    bool ok = sim_run_spmd(vr->p, &so, args, vr->n_params, outs, vr->diag);
+    bool ok = sim_run_spmd_why(vr->p, &so, args, vr->n_params, outs, vr->diag, &refused);
+    /* devices that disagree or collectives that do not fit make a wrong program */
+    if (!ok) vr->fail_status = refused ? ORACLE_EXIT_CANNOT_VERIFY : ORACLE_EXIT_MISMATCH;
     release_array(args, vr->n_dev * vr->n_params);
     return ok;
 }
@@ -1058,6 +1063,7 @@ static int parse_args(int argc, char **argv, VerifyRun *vr, SpmdcOptions *opt)
 static bool cost_ok(VerifyRun *vr, const HloModule *m, const SimCost *c, const char *what, double work, double bytes)
 {
     if (work <= ORACLE_MAX_WORK && bytes <= ORACLE_MAX_BYTES) return true;
+    vr->fail_status = ORACLE_EXIT_CANNOT_VERIFY;
     const HloInst *in = c->worst_inst >= 0 ? hlo_inst(m, c->worst_comp, c->worst_inst) : NULL;
     diag_error(vr->diag, in ? in->span : SRC_SPAN_NONE,
                "%s is too large to simulate (%s: %.2g element operations, %.2g bytes of buffers; the limits are "
@@ -1121,7 +1127,9 @@ static bool load(VerifyRun *vr, char **texts)
         HloPrintOptions po = {false, false, false};
         hlo_print_module(&vr->printed, vr->p, &po);
     }
-    return program_small_enough(vr) && check_program(vr);
+    if (!program_small_enough(vr)) return false;
+    vr->fail_status = ORACLE_EXIT_MISMATCH; /* a per-device program that does not fit the input is wrong */
+    return check_program(vr);
 }
 
 static void print_header(StrBuf *b, const VerifyRun *vr)
@@ -1167,15 +1175,16 @@ static int run_and_compare(VerifyRun *vr)
     compute_noise(vr);
     SimValue ref, *outs = xcalloc((size_t)vr->n_dev, sizeof(SimValue));
     StrBuf b = {0};
-    int rc = 1;
+    int rc = ORACLE_EXIT_CANNOT_VERIFY; /* the input itself does not run in the simulator */
     if (run_reference(vr, NULL, &ref)) {
+        rc = vr->fail_status;
         if (run_program(vr, NULL, outs)) {
             int32_t n_bad, n_out;
             print_header(&b, vr);
             print_index_inputs(&b, vr);
             compare_outputs(vr, &ref, outs, &b, &n_bad, &n_out);
-            rc = n_bad ? 1 : 0;
-            if (n_bad && !localize(vr, &b)) rc = 1;
+            rc = n_bad ? ORACLE_EXIT_MISMATCH : ORACLE_EXIT_EQUAL;
+            if (n_bad) localize(vr, &b);
             if (n_bad) sb_printf(&b, "verify: MISMATCH (%d of %d outputs differ)\n", n_bad, n_out);
             else sb_printf(&b, "verify: OK (%d output%s)\n", n_out, n_out == 1 ? " matches" : "s match");
             fputs(sb_cstr(&b), stdout);
@@ -1202,8 +1211,8 @@ int oracle_main(int argc, char **argv)
     vr.cx.diag = vr.diag;
     vr.cx.opt = &opt;
     char *texts[2] = {NULL, NULL};
-    rc = 1;
-    if (load(&vr, texts)) rc = run_and_compare(&vr);
+    vr.fail_status = ORACLE_EXIT_INPUT_ERROR;
+    rc = load(&vr, texts) ? run_and_compare(&vr) : vr.fail_status;
     if (diag_error_count(vr.diag) > 0)
         fprintf(stderr, "spmdc: %d error%s\n", diag_error_count(vr.diag), diag_error_count(vr.diag) == 1 ? "" : "s");
     if (vr.inputs) release_array(vr.inputs, vr.n_params);

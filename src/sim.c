@@ -578,6 +578,13 @@ static bool run_lockstep(Sim *s, int32_t c, const SimValue *args, int32_t n_args
 bool sim_run_spmd(const HloModule *m, const SimOptions *opt, const SimValue *args, int32_t n_args, SimValue *outs,
                   DiagEngine *diag)
 {
+    return sim_run_spmd_why(m, opt, args, n_args, outs, diag, NULL);
+}
+
+bool sim_run_spmd_why(const HloModule *m, const SimOptions *opt, const SimValue *args, int32_t n_args,
+                      SimValue *outs, DiagEngine *diag, bool *refused)
+{
+    if (refused) *refused = false;
     int64_t P = opt->n_partitions, R = opt->n_replicas;
     if (m->entry < 0 || P < 1 || R < 1 || P * R > SPMDC_MAX_DEVICES) {
         diag_error(diag, SRC_SPAN_NONE, "cannot simulate module %s on %lld x %lld devices", m->name, (long long)R,
@@ -597,6 +604,7 @@ bool sim_run_spmd(const HloModule *m, const SimOptions *opt, const SimValue *arg
     }
     for (int64_t d = 0; d < s.n; d++) memset(&outs[d], 0, sizeof outs[d]);
     bool ok = run_lockstep(&s, m->entry, args, n_args, outs, true);
+    if (!ok && refused) *refused = s.sh.refused;
     free(s.ips);
     interp_shared_free(&s.sh);
     return ok;

@@ -84,6 +84,9 @@ typedef struct InterpShared {
     InterpCompInfo *comps; /* m->n_comps (heap) */
     int64_t n_partitions, n_replicas;
     double work;           /* elements produced + multiply-adds, all devices so far */
+    bool refused;          /* stopped because the simulator cannot run the module (an op or
+                              element type it does not support, the work budget), not
+                              because the program is wrong */
 } InterpShared;
 
 /* The simulator stops with an error past this much work (elements produced

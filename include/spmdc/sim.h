@@ -104,6 +104,13 @@ typedef struct SimOptions {
  * after reporting through diag. */
 bool sim_run_spmd(const HloModule *m, const SimOptions *opt, const SimValue *args, int32_t n_args,
                   SimValue *outs, DiagEngine *diag);
+/* sim_run_spmd that also says why a run failed: *refused (not NULL) is set
+ * true when the simulator cannot run the module (an op or element type it
+ * does not support, the work budget), false when the program itself failed
+ * (devices that disagree on a loop condition or branch, collectives whose
+ * groups do not fit). */
+bool sim_run_spmd_why(const HloModule *m, const SimOptions *opt, const SimValue *args, int32_t n_args,
+                      SimValue *outs, DiagEngine *diag, bool *refused);
 
 /* ---------------------------------------------------------------- cost */
 
