@@ -12,6 +12,7 @@
 
 #include "spmdc/check.h"
 #include "spmdc/diag.h"
+#include "spmdc/dot.h"
 #include "spmdc/driver.h"
 #include "spmdc/explain.h"
 #include "spmdc/hlo.h"
@@ -27,6 +28,7 @@ static void usage(FILE *f)
 {
     fputs("usage: spmdc compile IN.hlo [--mesh SPEC] [-o OUT.hlo] [--report text|json|none]\n"
           "                            [--report-out FILE] [--dump-after PASS] [--explain]\n"
+          "                            [--dot FILE]\n"
           "       spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo]\n"
           "       spmdc check IN.hlo [--mesh SPEC] [--budget FILE] [limits] [--report text|json]\n"
           "       spmdc sweep IN.hlo --mesh 'AXIS=N,N,... ...' [--format text|csv|json] [-o FILE]\n"
@@ -39,7 +41,7 @@ static void usage(FILE *f)
           f);
 }
 
-enum { OPT_MESH = 256, OPT_REPORT, OPT_REPORT_OUT, OPT_DUMP_AFTER, OPT_HELP, OPT_EXPLAIN };
+enum { OPT_MESH = 256, OPT_REPORT, OPT_REPORT_OUT, OPT_DUMP_AFTER, OPT_HELP, OPT_EXPLAIN, OPT_DOT };
 
 static int cmd_compile(int argc, char **argv)
 {
@@ -51,9 +53,11 @@ static int cmd_compile(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, OPT_HELP},
         {"explain", no_argument, NULL, OPT_EXPLAIN},
+        {"dot", required_argument, NULL, OPT_DOT},
         {NULL, 0, NULL, 0},
     };
     bool explain = false;
+    const char *dot_path = NULL;
     SpmdcOptions opt;
     memset(&opt, 0, sizeof opt);
     const char *out_path = "-", *report_fmt = "text", *report_out = NULL;
@@ -90,6 +94,7 @@ static int cmd_compile(int argc, char **argv)
         case 'o': out_path = optarg; break;
         case OPT_HELP: usage(stdout); return 0;
         case OPT_EXPLAIN: explain = true; break;
+        case OPT_DOT: dot_path = optarg; break;
         default: usage(stderr); return 2;
         }
     }
@@ -98,13 +103,19 @@ static int cmd_compile(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (dot_path && dump_after) {
+        fprintf(stderr, "spmdc: error: --dot draws the partitioned program: it excludes --dump-after\n");
+        return 2;
+    }
     if (explain && (dump_after || strcmp(report_fmt, "none") == 0)) {
         fprintf(stderr, "spmdc: error: --explain adds to the report: it needs --report text or json and no --dump-after\n");
         return 2;
     }
     const char *in_path = argv[optind];
-    const char *outs[2] = {out_path, report_out}, *flags[2] = {"-o", "--report-out"};
-    int usage_rc = driver_check_outputs(in_path, outs, flags, report_out && strcmp(report_fmt, "none") ? 2 : 1);
+    bool report_file = report_out && strcmp(report_fmt, "none") != 0;
+    const char *outs[3] = {out_path, report_file ? report_out : dot_path, dot_path};
+    const char *flags[3] = {"-o", report_file ? "--report-out" : "--dot", "--dot"};
+    int usage_rc = driver_check_outputs(in_path, outs, flags, 1 + report_file + (dot_path != NULL));
     if (usage_rc) return usage_rc;
     size_t len;
     char *text = driver_read_file(in_path, &len);
@@ -115,7 +126,7 @@ static int cmd_compile(int argc, char **argv)
     Arena *scratch = arena_create();
     PassCtx cx = {scratch, diag, &opt};
     int rc = 1;
-    StrBuf prog = {0}, rtext = {0};
+    StrBuf prog = {0}, rtext = {0}, graph = {0};
     PipelineState st;
     memset(&st, 0, sizeof st);
     st.text = text;
@@ -123,7 +134,7 @@ static int cmd_compile(int argc, char **argv)
     st.file_id = fid;
     Explain ex;
     explain_init(&ex);
-    if (explain) st.explain = &ex;
+    if (explain || dot_path) st.explain = &ex;
     if (!pipeline_run(&st, &cx, PASS_PARSE, dump_after ? dump_after->id : PASS_PARTITION)) goto done;
     if (dump_after) {
         /* the module as it stands after that pass; after partition the per-device program */
@@ -143,9 +154,14 @@ static int cmd_compile(int argc, char **argv)
     else if (strcmp(report_fmt, "text") == 0)
         report_print_text(&rtext, &st.report);
     if (strcmp(report_fmt, "text") == 0 && explain) explain_print_text(&rtext, &ex, &st.report, st.m);
-    DriverOutput files[2] = {{out_path, sb_cstr(&prog), prog.len}, {report_out, sb_cstr(&rtext), rtext.len}};
-    bool report_file = report_out && strcmp(report_fmt, "none") != 0;
-    if (!driver_write_outputs(files, report_file ? 2 : 1)) goto done;
+    DriverOutput files[3] = {{out_path, sb_cstr(&prog), prog.len}, {report_out, sb_cstr(&rtext), rtext.len},
+                             {dot_path, NULL, 0}};
+    int n_files = report_file ? 2 : 1;
+    if (dot_path) {
+        dot_print(&graph, st.m, &st.report, &ex);
+        files[n_files++] = (DriverOutput){dot_path, sb_cstr(&graph), graph.len};
+    }
+    if (!driver_write_outputs(files, n_files)) goto done;
     if (!report_out && strcmp(report_fmt, "none") != 0) fputs(sb_cstr(&rtext), stderr);
     rc = 0;
 done:
@@ -154,6 +170,7 @@ done:
                 diag_error_count(diag) == 1 ? "" : "s");
     sb_free(&prog);
     sb_free(&rtext);
+    sb_free(&graph);
     pipeline_state_free(&st);
     explain_free(&ex);
     arena_destroy(scratch);

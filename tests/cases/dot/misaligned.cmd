@@ -1,0 +1,1 @@
+compile ../../../examples/mlp_misaligned.hlo -o /dev/null --report none --dot -

@@ -1,0 +1,1 @@
+compile ../control/scan_fwd.hlo -o /dev/null --report none --dot -

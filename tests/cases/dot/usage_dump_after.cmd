@@ -1,0 +1,1 @@
+compile ../../../examples/mlp.hlo --dot - --dump-after propagate
