@@ -56,7 +56,10 @@ typedef struct VerifyRun {
     int32_t n_params;
     int32_t *param_inst;     /* m's entry parameter k -> instruction */
     SimValue *inputs;        /* global inputs, by parameter number */
-    double *noise;           /* per instruction of m's entry (docs/verify.md) */
+    double *noise;           /* per instruction of m's entry, relative to its scale (docs/verify.md) */
+    double *abs_err;         /* per instruction of m's entry: the same bound in the value's units */
+    double *scale;           /* per instruction of m's entry: largest finite magnitude in the
+                                reference run (0 until it ran) */
     struct IndexUse *index_use; /* per instruction of m's entry: what it indexes */
     StrBuf printed;          /* the partitioned program as printed (line numbers) */
     double ref_bytes;        /* buffers the reference side holds (small_enough) */
@@ -411,6 +414,8 @@ static double fresh_noise(const HloModule *m, const HloInst *in, const HloInst *
 typedef struct NoiseMemo {
     const HloModule *m;
     double *root;
+    const double *scale; /* the entry's reference scales, or NULL */
+    double *abs_err;     /* the entry's errors in the values' units (filled), or NULL */
 } NoiseMemo;
 
 static double comp_noise(NoiseMemo *nm, int32_t c, double *out, int depth);
@@ -436,9 +441,76 @@ static double callee_noise(NoiseMemo *nm, int32_t c, int32_t i, int depth)
     return n;
 }
 
+/* Whether op is data movement or an elementwise op whose derivative is at
+ * most 1 in magnitude where it is used: an error in an operand leaves the
+ * result off by at most as much (in the value's units). */
+static bool lipschitz_one(HloOpcode op)
+{
+    switch (op) {
+    case HLO_NEGATE: case HLO_ABS: case HLO_COPY: case HLO_CONVERT: case HLO_TANH: case HLO_LOGISTIC:
+    case HLO_SINE: case HLO_COSINE: case HLO_MAXIMUM: case HLO_MINIMUM: case HLO_SELECT: case HLO_CLAMP:
+    case HLO_RESHAPE: case HLO_BITCAST: case HLO_TRANSPOSE: case HLO_BROADCAST: case HLO_SLICE: case HLO_PAD:
+    case HLO_CONCATENATE: case HLO_REVERSE: case HLO_GATHER: case HLO_DYNAMIC_SLICE:
+    case HLO_DYNAMIC_UPDATE_SLICE: case HLO_TUPLE: case HLO_GET_TUPLE_ELEMENT: case HLO_OPTIMIZATION_BARRIER:
+    case HLO_ALL_GATHER: case HLO_ALL_TO_ALL: case HLO_COLLECTIVE_PERMUTE: case HLO_SORT:
+        return true;
+    default: return false;
+    }
+}
+
+/* Terms per result element of a dot / convolution (its contraction). */
+static double contraction_terms(const HloInst *in, const HloInst *op0, const HloInst *op1)
+{
+    const HloAttrs *a = hlo_attrs(in);
+    double k = 1;
+    if (in->op == HLO_DOT) {
+        for (int32_t i = 0; i < a->lhs_contracting.n; i++)
+            if (a->lhs_contracting.v[i] < op0->shape.rank) k *= (double)op0->shape.dims[a->lhs_contracting.v[i]];
+    } else if (a->conv && op1->shape.rank > a->conv->k_in) {
+        k = (double)op1->shape.dims[a->conv->k_in];
+        if (a->window)
+            for (int32_t i = 0; i < a->window->rank; i++) k *= (double)a->window->dims[i].size;
+    }
+    return k;
+}
+
+/* The error an instruction of the entry inherits from its operands, in its
+ * own units, from the operands' errors E and the reference's scales S
+ * (largest magnitudes): sums add their operands' errors, products scale
+ * them by the other factor, exponentials turn them relative, data movement
+ * and 1-Lipschitz functions pass them on; a reduction or contraction of n
+ * terms grows them by sqrt(n) (errors of independent rounding).  -1 when
+ * the op has no such rule (the relative rule applies). */
+static double inherited_error(const HloModule *m, const HloComputation *comp, int32_t i, const double *E,
+                              const double *S)
+{
+    const HloInst *in = &comp->insts[i];
+    const int32_t *o = in->operands;
+    double emax = 0;
+    for (int32_t k = 0; k < in->n_operands; k++)
+        emax = fmax(emax, E[o[k]]);
+    switch (in->op) {
+    case HLO_ADD: case HLO_SUBTRACT: return in->n_operands == 2 ? E[o[0]] + E[o[1]] : -1;
+    case HLO_MULTIPLY: return in->n_operands == 2 ? E[o[0]] * S[o[1]] + E[o[1]] * S[o[0]] : -1;
+    case HLO_DOT: case HLO_CONVOLUTION:
+        if (in->n_operands != 2)
+            return -1;
+        return sqrt(contraction_terms(in, &comp->insts[o[0]], &comp->insts[o[1]])) *
+               (E[o[0]] * S[o[1]] + E[o[1]] * S[o[0]]);
+    case HLO_EXP: case HLO_EXPM1: return S[i] * emax;
+    case HLO_REDUCE: case HLO_REDUCE_WINDOW:
+        return in->n_operands >= 2 ? sqrt(reduction_terms(m, in, &comp->insts[o[0]])) * emax : -1;
+    default: return lipschitz_one(in->op) ? emax : -1;
+    }
+}
+
 /* Noise of every instruction of computation c (into out, if not NULL) with
  * noise-free parameters; returns the root's.  Noise adds up along a path,
- * so a callee's root noise is what a call of it adds. */
+ * so a callee's root noise is what a call of it adds.  With the reference's
+ * scales (the entry, after the reference ran: nm->scale) errors are carried
+ * in the values' units through the ops inherited_error knows, so that a
+ * cancellation (a difference of two close sums) or an op that shrinks its
+ * values (tanh of a large sum) keeps the absolute error it inherited. */
 static double comp_noise(NoiseMemo *nm, int32_t c, double *out, int depth)
 {
     const HloModule *m = nm->m;
@@ -448,6 +520,8 @@ static double comp_noise(NoiseMemo *nm, int32_t c, double *out, int depth)
     if (!out && !isnan(nm->root[c]))
         return nm->root[c];
     double *noise = out ? out : xcalloc((size_t)comp->n_insts, sizeof(double));
+    const double *S = depth == 0 ? nm->scale : NULL;
+    double *E = depth == 0 ? nm->abs_err : NULL;
     for (int32_t i = 0; i < comp->n_insts; i++) {
         const HloInst *in = &comp->insts[i];
         double base = 0;
@@ -455,7 +529,19 @@ static double comp_noise(NoiseMemo *nm, int32_t c, double *out, int depth)
             if (in->operands[k] >= 0 && in->operands[k] < i) base = fmax(base, noise[in->operands[k]]);
         const HloInst *op0 = in->n_operands > 0 ? &comp->insts[in->operands[0]] : in;
         const HloInst *op1 = in->n_operands > 1 ? &comp->insts[in->operands[1]] : in;
-        noise[i] = base + fresh_noise(m, in, op0, op1) + callee_noise(nm, c, i, depth);
+        double fresh = fresh_noise(m, in, op0, op1) + callee_noise(nm, c, i, depth);
+        bool ordered = true;
+        for (int32_t k = 0; k < in->n_operands; k++)
+            ordered &= in->operands[k] >= 0 && in->operands[k] < i;
+        double inh = S && E && ordered ? inherited_error(m, comp, i, E, S) : -1;
+        if (inh >= 0 && S[i] > 0 && isfinite(S[i]) && isfinite(inh)) {
+            noise[i] = inh / S[i] + fresh;
+            E[i] = inh + fresh * S[i];
+        } else {
+            noise[i] = base + fresh;
+            if (E)
+                E[i] = inh >= 0 && isfinite(inh) ? fmax(inh, noise[i] * (S ? S[i] : 0)) : noise[i] * (S ? S[i] : 0);
+        }
     }
     double r = comp->root >= 0 && comp->root < comp->n_insts ? noise[comp->root] : 0;
     if (!out) free(noise);
@@ -466,8 +552,13 @@ static double comp_noise(NoiseMemo *nm, int32_t c, double *out, int depth)
 static void compute_noise(VerifyRun *vr)
 {
     const HloComputation *c = hlo_comp(vr->m, vr->m->entry);
-    vr->noise = xcalloc((size_t)(c->n_insts ? c->n_insts : 1), sizeof(double));
-    NoiseMemo nm = {vr->m, xmalloc(sizeof(double) * (size_t)(vr->m->n_comps ? vr->m->n_comps : 1))};
+    size_t n = (size_t)(c->n_insts ? c->n_insts : 1);
+    free(vr->noise);
+    free(vr->abs_err);
+    vr->noise = xcalloc(n, sizeof(double));
+    vr->abs_err = xcalloc(n, sizeof(double));
+    NoiseMemo nm = {vr->m, xmalloc(sizeof(double) * (size_t)(vr->m->n_comps ? vr->m->n_comps : 1)), vr->scale,
+                    vr->abs_err};
     for (int32_t k = 0; k < vr->m->n_comps; k++) nm.root[k] = NAN;
     comp_noise(&nm, vr->m->entry, vr->noise, 0);
     free(nm.root);
@@ -578,7 +669,7 @@ static double max_magnitude(const SimValue *v)
 /* Compares the per-device array values locals[0..n_dev) (shards of a value
  * of the reference's shape under s) with ref.  rtol: relative tolerance. */
 static void compare_leaf(const VerifyRun *vr, const Sharding *s, const SimValue *ref, const SimValue *const *locals,
-                         double rtol, Cmp *c)
+                         double rtol, double atol, Cmp *c)
 {
     memset(c, 0, sizeof *c);
     c->worst_dev = -1;
@@ -590,7 +681,7 @@ static void compare_leaf(const VerifyRun *vr, const Sharding *s, const SimValue 
         return;
     }
     c->scale = c->exact ? 0 : max_magnitude(ref);
-    c->tol = rtol * c->scale;
+    c->tol = fmax(rtol * c->scale, atol);
     Shape want = ref->shape;
     if (s && s->kind == SHARDING_TILED) sharding_shard_shape(s, &vr->mesh, &ref->shape, &want, NULL);
     for (int64_t d = 0; d < vr->n_dev && !c->bad; d++) {
@@ -806,7 +897,7 @@ static void observe_program(void *user, int32_t inst, const SimValue *vals, int6
         const SimValue **ls = device_leaves(vr, vals, k);
         const Sharding *s = min->sharding ? sharding_leaf(min->sharding, k) : NULL;
         double rtol = rl ? leaf_rtol(rl, vr->noise[mi]) : 0;
-        if (rl && rl->shape.type != ET_TOKEN) compare_leaf(vr, s, rl, ls, rtol, &o->cmp);
+        if (rl && rl->shape.type != ET_TOKEN) compare_leaf(vr, s, rl, ls, rtol, 2 * vr->abs_err[mi], &o->cmp);
         if (rl && o->cmp.bad) {
             o->found = true;
             o->inst = inst;
@@ -851,10 +942,35 @@ static bool input_needs_devices(const HloModule *m)
     return false;
 }
 
+/* The reference run's observer: records every entry value's scale (the
+ * largest finite magnitude over its array leaves) and forwards to
+ * observe_reference when a value must be kept. */
+typedef struct RefObs {
+    VerifyRun *vr;
+    Observed *o;
+} RefObs;
+
+/* Largest finite magnitude over the float array leaves of v. */
+static double value_scale(const SimValue *v)
+{
+    if (v->shape.type != ET_TUPLE) return num_is_float(v->shape.type) ? max_magnitude(v) : 0;
+    double m = 0;
+    for (int32_t k = 0; k < v->shape.n_elems && v->elems; k++) m = fmax(m, value_scale(&v->elems[k]));
+    return m;
+}
+
+static void observe_scale(void *user, int32_t inst, const SimValue *vals, int64_t n)
+{
+    RefObs *ro = user;
+    if (ro->vr->scale) ro->vr->scale[inst] = value_scale(&vals[0]);
+    if (ro->o) observe_reference(ro->o, inst, vals, n);
+}
+
 static bool run_reference(VerifyRun *vr, Observed *o, SimValue *out)
 {
     int64_t n = input_needs_devices(vr->m) ? vr->n_dev : 1;
-    SimOptions so = {n, 1, o ? observe_reference : NULL, o};
+    RefObs ro = {vr, o};
+    SimOptions so = {n, 1, observe_scale, &ro};
     if (n == 1) return sim_run_spmd(vr->m, &so, vr->inputs, vr->n_params, out, vr->diag);
     SimValue *args = xcalloc((size_t)(n * (vr->n_params ? vr->n_params : 1)), sizeof(SimValue));
     for (int64_t d = 0; d < n; d++)
@@ -971,11 +1087,10 @@ static void compare_outputs(VerifyRun *vr, const SimValue *ref, const SimValue *
         if (!rl || rl->shape.type == ET_TOKEN) continue;
         const SimValue **ls = device_leaves(vr, outs, k);
         const Sharding *s = root->sharding ? sharding_leaf(root->sharding, k) : NULL;
-        double noise = vr->noise[mc->root];
-        if (root->op == HLO_TUPLE && leaves == root->n_operands) noise = vr->noise[root->operands[k]];
-        double rtol = leaf_rtol(rl, noise);
+        int32_t src = root->op == HLO_TUPLE && leaves == root->n_operands ? (int32_t)root->operands[k] : mc->root;
+        double rtol = leaf_rtol(rl, vr->noise[src]);
         Cmp c;
-        compare_leaf(vr, s, rl, ls, rtol, &c);
+        compare_leaf(vr, s, rl, ls, rtol, 2 * vr->abs_err[src], &c);
         char buf[160];
         print_cmp(b, vr, label_of(vr, root, k, leaves, buf, sizeof buf), rl, s, &c, rtol);
         (*n_out)++;
@@ -1172,12 +1287,13 @@ static int run_and_compare(VerifyRun *vr)
     vr->index_use = index_uses(vr->m);
     for (int32_t k = 0; k < vr->n_params; k++)
         vr->inputs[k] = random_value(&mc->insts[vr->param_inst[k]].shape, &state, &vr->index_use[vr->param_inst[k]]);
-    compute_noise(vr);
     SimValue ref, *outs = xcalloc((size_t)vr->n_dev, sizeof(SimValue));
     StrBuf b = {0};
     int rc = ORACLE_EXIT_CANNOT_VERIFY; /* the input itself does not run in the simulator */
+    vr->scale = xcalloc((size_t)(mc->n_insts ? mc->n_insts : 1), sizeof(double));
     if (run_reference(vr, NULL, &ref)) {
         rc = vr->fail_status;
+        compute_noise(vr); /* with the reference's scales */
         if (run_program(vr, NULL, outs)) {
             int32_t n_bad, n_out;
             print_header(&b, vr);
@@ -1217,6 +1333,8 @@ int oracle_main(int argc, char **argv)
         fprintf(stderr, "spmdc: %d error%s\n", diag_error_count(vr.diag), diag_error_count(vr.diag) == 1 ? "" : "s");
     if (vr.inputs) release_array(vr.inputs, vr.n_params);
     free(vr.noise);
+    free(vr.abs_err);
+    free(vr.scale);
     free(vr.index_use);
     free(vr.param_inst);
     sb_free(&vr.printed);

@@ -828,8 +828,9 @@ static char *random_sum_program(Rng *g, int64_t X, bool two_d)
                (long long)C, nv, sh);
             break;
         }
-        case 8:
-            tx(&t, "  %%%s = %s[%lld,%lld] abs(%%%s)%s\n", o->name, o->type, (long long)R, (long long)C, a->name, sh);
+        case 8: /* tanh of a float (a sum rounded in another order stays within the oracle's bound) */
+            tx(&t, "  %%%s = %s[%lld,%lld] %s(%%%s)%s\n", o->name, o->type, (long long)R, (long long)C,
+               is_float ? "tanh" : "abs", a->name, sh);
             break;
         default: { /* compare + select */
             if (!b)
