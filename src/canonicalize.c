@@ -84,10 +84,12 @@ static bool is_sdy_border(const HloInst *in)
     return is_target(in, "xla.sdy.GlobalToLocalShape") || is_target(in, "xla.sdy.LocalToGlobalShape");
 }
 
-static bool needs_rewrite(const HloComputation *c)
+static bool needs_rewrite(const HloComputation *c, bool inline_calls)
 {
     for (int32_t i = 0; i < c->n_insts; i++)
-        if (c->insts[i].op == HLO_CALL || is_sdy_identity(&c->insts[i]) || is_sdy_border(&c->insts[i])) return true;
+        if ((inline_calls && c->insts[i].op == HLO_CALL) || is_sdy_identity(&c->insts[i]) ||
+            is_sdy_border(&c->insts[i]))
+            return true;
     return false;
 }
 
@@ -210,7 +212,7 @@ static int32_t rewrite_sdy_border(Rewriter *rw, const HloInst *in, const int32_t
     return emit(rw, &t);
 }
 
-static bool rewrite_computation(HloModule *m, int32_t ci, Arena *scratch, DiagEngine *diag)
+static bool rewrite_computation(HloModule *m, int32_t ci, Arena *scratch, DiagEngine *diag, bool inline_calls)
 {
     HloComputation *c = &m->comps[ci];
     Rewriter rw = {.m = m, .scratch = scratch};
@@ -223,7 +225,7 @@ static bool rewrite_computation(HloModule *m, int32_t ci, Arena *scratch, DiagEn
         copy.operands = map_operands(&rw, in, map);
         copy.sharding_origin = -1; /* indices change: propagation sets it again */
         copy.sharding_dim_origin = NULL;
-        if (in->op == HLO_CALL) {
+        if (in->op == HLO_CALL && inline_calls) {
             int32_t root = inline_body(&rw, &m->comps[hlo_attrs(in)->to_apply], copy.operands);
             if (shape_is_tuple(&in->shape)) {
                 /* A tuple needs no copy (users reach its leaves through
@@ -314,10 +316,10 @@ static void prune(HloModule *m, Arena *scratch)
 
 bool canonicalize_module(HloModule *m, PassCtx *cx)
 {
-    bool changed = false;
+    bool changed = false, inline_calls = !(cx->opt && cx->opt->keep_calls);
     for (int32_t ci = 0; ci < m->n_comps; ci++) {
-        if (!needs_rewrite(&m->comps[ci])) continue;
-        if (!rewrite_computation(m, ci, cx->scratch, cx->diag)) return false;
+        if (!needs_rewrite(&m->comps[ci], inline_calls)) continue;
+        if (!rewrite_computation(m, ci, cx->scratch, cx->diag, inline_calls)) return false;
         changed = true;
     }
     if (changed) prune(m, cx->scratch);

@@ -28,8 +28,8 @@ static void usage(FILE *f)
 {
     fputs("usage: spmdc compile IN.hlo [--mesh SPEC] [-o OUT.hlo] [--report text|json|none]\n"
           "                            [--report-out FILE] [--dump-after PASS] [--explain]\n"
-          "                            [--dot FILE]\n"
-          "       spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo]\n"
+          "                            [--dot FILE] [--keep-calls]\n"
+          "       spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo] [--keep-calls]\n"
           "       spmdc check IN.hlo [--mesh SPEC] [--budget FILE] [limits] [--report text|json]\n"
           "       spmdc sweep IN.hlo --mesh 'AXIS=N,N,... ...' [--format text|csv|json] [-o FILE]\n"
           "       spmdc --help | --version\n"
@@ -41,7 +41,7 @@ static void usage(FILE *f)
           f);
 }
 
-enum { OPT_MESH = 256, OPT_REPORT, OPT_REPORT_OUT, OPT_DUMP_AFTER, OPT_HELP, OPT_EXPLAIN, OPT_DOT };
+enum { OPT_MESH = 256, OPT_REPORT, OPT_REPORT_OUT, OPT_DUMP_AFTER, OPT_HELP, OPT_EXPLAIN, OPT_DOT, OPT_KEEP_CALLS };
 
 static int cmd_compile(int argc, char **argv)
 {
@@ -54,6 +54,7 @@ static int cmd_compile(int argc, char **argv)
         {"help", no_argument, NULL, OPT_HELP},
         {"explain", no_argument, NULL, OPT_EXPLAIN},
         {"dot", required_argument, NULL, OPT_DOT},
+        {"keep-calls", no_argument, NULL, OPT_KEEP_CALLS},
         {NULL, 0, NULL, 0},
     };
     bool explain = false;
@@ -95,6 +96,7 @@ static int cmd_compile(int argc, char **argv)
         case OPT_HELP: usage(stdout); return 0;
         case OPT_EXPLAIN: explain = true; break;
         case OPT_DOT: dot_path = optarg; break;
+        case OPT_KEEP_CALLS: opt.keep_calls = true; break;
         default: usage(stderr); return 2;
         }
     }

@@ -1103,13 +1103,13 @@ static void compare_outputs(VerifyRun *vr, const SimValue *ref, const SimValue *
 
 static void usage(FILE *f)
 {
-    fputs("usage: spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo]\n"
+    fputs("usage: spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo] [--keep-calls]\n"
           "Runs IN on one device and its partitioned form (or OUT.hlo) on every device of\n"
           "the mesh with inputs drawn from the seed, and compares the outputs (docs/verify.md).\n",
           f);
 }
 
-enum { OPT_MESH = 256, OPT_SEED, OPT_PROGRAM, OPT_HELP };
+enum { OPT_MESH = 256, OPT_SEED, OPT_PROGRAM, OPT_HELP, OPT_KEEP_CALLS };
 
 /* 0 = parsed, else the exit status. */
 static int parse_args(int argc, char **argv, VerifyRun *vr, SpmdcOptions *opt)
@@ -1117,7 +1117,7 @@ static int parse_args(int argc, char **argv, VerifyRun *vr, SpmdcOptions *opt)
     static const struct option longopts[] = {
         {"mesh", required_argument, NULL, OPT_MESH},   {"seed", required_argument, NULL, OPT_SEED},
         {"program", required_argument, NULL, OPT_PROGRAM}, {"help", no_argument, NULL, OPT_HELP},
-        {NULL, 0, NULL, 0},
+        {"keep-calls", no_argument, NULL, OPT_KEEP_CALLS}, {NULL, 0, NULL, 0},
     };
     int c;
     optind = 1;
@@ -1144,6 +1144,7 @@ static int parse_args(int argc, char **argv, VerifyRun *vr, SpmdcOptions *opt)
             break;
         }
         case OPT_PROGRAM: vr->prog_path = optarg; break;
+        case OPT_KEEP_CALLS: opt->keep_calls = true; break;
         case OPT_HELP: usage(stdout); return -1;
         case ':':
             fprintf(stderr, "spmdc: error: option '%s' needs an argument\n", argv[optind - 1]);

@@ -16,6 +16,7 @@
 typedef struct SpmdcOptions {
     bool has_mesh;      /* --mesh given */
     Mesh mesh;          /* parsed --mesh */
+    bool keep_calls;    /* --keep-calls: calls are partitioned as computations, not inlined */
 } SpmdcOptions;
 
 typedef struct PassCtx {

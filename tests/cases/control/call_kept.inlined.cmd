@@ -1,0 +1,1 @@
+compile call_kept.hlo -o /dev/null
