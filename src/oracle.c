@@ -34,6 +34,7 @@
 #include "spmdc/parse.h"
 #include "spmdc/partition.h"
 #include "spmdc/report.h"
+#include "spmdc/shrink.h"
 #include "spmdc/verify.h"
 
 typedef struct NameEntry {
@@ -64,6 +65,9 @@ typedef struct VerifyRun {
     StrBuf printed;          /* the partitioned program as printed (line numbers) */
     double ref_bytes;        /* buffers the reference side holds (small_enough) */
     int fail_status;         /* the exit status when loading or running fails (oracle.h) */
+    bool shrink;             /* --shrink: verify the module's small twin (shrink.h) */
+    ShrinkResult twin;       /* how the twin was made */
+    StrBuf full_plan;        /* --shrink: the full-size plan's collectives (shrink_plan_signature) */
 } VerifyRun;
 
 /* Result of comparing one array value (all its shards) with the reference. */
@@ -1103,13 +1107,13 @@ static void compare_outputs(VerifyRun *vr, const SimValue *ref, const SimValue *
 
 static void usage(FILE *f)
 {
-    fputs("usage: spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo] [--keep-calls]\n"
+    fputs("usage: spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo | --shrink] [--keep-calls]\n"
           "Runs IN on one device and its partitioned form (or OUT.hlo) on every device of\n"
           "the mesh with inputs drawn from the seed, and compares the outputs (docs/verify.md).\n",
           f);
 }
 
-enum { OPT_MESH = 256, OPT_SEED, OPT_PROGRAM, OPT_HELP, OPT_KEEP_CALLS };
+enum { OPT_MESH = 256, OPT_SEED, OPT_PROGRAM, OPT_HELP, OPT_KEEP_CALLS, OPT_SHRINK };
 
 /* 0 = parsed, else the exit status. */
 static int parse_args(int argc, char **argv, VerifyRun *vr, SpmdcOptions *opt)
@@ -1117,7 +1121,8 @@ static int parse_args(int argc, char **argv, VerifyRun *vr, SpmdcOptions *opt)
     static const struct option longopts[] = {
         {"mesh", required_argument, NULL, OPT_MESH},   {"seed", required_argument, NULL, OPT_SEED},
         {"program", required_argument, NULL, OPT_PROGRAM}, {"help", no_argument, NULL, OPT_HELP},
-        {"keep-calls", no_argument, NULL, OPT_KEEP_CALLS}, {NULL, 0, NULL, 0},
+        {"keep-calls", no_argument, NULL, OPT_KEEP_CALLS}, {"shrink", no_argument, NULL, OPT_SHRINK},
+        {NULL, 0, NULL, 0},
     };
     int c;
     optind = 1;
@@ -1145,6 +1150,7 @@ static int parse_args(int argc, char **argv, VerifyRun *vr, SpmdcOptions *opt)
         }
         case OPT_PROGRAM: vr->prog_path = optarg; break;
         case OPT_KEEP_CALLS: opt->keep_calls = true; break;
+        case OPT_SHRINK: vr->shrink = true; break;
         case OPT_HELP: usage(stdout); return -1;
         case ':':
             fprintf(stderr, "spmdc: error: option '%s' needs an argument\n", argv[optind - 1]);
@@ -1158,6 +1164,10 @@ static int parse_args(int argc, char **argv, VerifyRun *vr, SpmdcOptions *opt)
     if (optind != argc - 1) {
         fprintf(stderr, "spmdc: error: verify takes exactly one input file\n");
         usage(stderr);
+        return 2;
+    }
+    if (vr->shrink && vr->prog_path) {
+        fprintf(stderr, "spmdc: error: --shrink verifies a twin spmdc partitions itself: it excludes --program\n");
         return 2;
     }
     vr->in_path = argv[optind];
@@ -1183,8 +1193,8 @@ static bool cost_ok(VerifyRun *vr, const HloModule *m, const SimCost *c, const c
     const HloInst *in = c->worst_inst >= 0 ? hlo_inst(m, c->worst_comp, c->worst_inst) : NULL;
     diag_error(vr->diag, in ? in->span : SRC_SPAN_NONE,
                "%s is too large to simulate (%s: %.2g element operations, %.2g bytes of buffers; the limits are "
-               "%.2g and %.2g; the costliest instruction is %s, %.2g element operations): verify a smaller twin "
-               "with the same shardings (e.g. examples/mlp_small.hlo)",
+               "%.2g and %.2g; the costliest instruction is %s, %.2g element operations): verify its small twin "
+               "with `spmdc verify --shrink`",
                vr->in_path, what, work, bytes, ORACLE_MAX_WORK, ORACLE_MAX_BYTES, in ? in->name : "-",
                c->worst_work);
     return false;
@@ -1206,6 +1216,48 @@ static bool program_small_enough(VerifyRun *vr)
     return cost_ok(vr, vr->p, &c, "the per-device program on every device", c.work * n, c.peak_bytes * n + vr->ref_bytes);
 }
 
+/* --shrink: the full-size plan is partitioned (no simulation) for its
+ * collectives, then the input is parsed again, shrunk to its twin after
+ * bind and canonicalize (shrink.h), checked, and propagated. */
+static bool load_twin(VerifyRun *vr)
+{
+    PipelineState full;
+    memset(&full, 0, sizeof full);
+    full.text = vr->st.text;
+    full.len = vr->st.len;
+    full.file_id = vr->st.file_id;
+    bool ok = pipeline_run(&full, &vr->cx, PASS_PARSE, PASS_PARTITION);
+    if (ok) shrink_plan_signature(&vr->full_plan, &full.report);
+    pipeline_state_free(&full);
+    arena_reset(vr->cx.scratch);
+    if (!ok || !pipeline_run(&vr->st, &vr->cx, PASS_PARSE, PASS_CANONICALIZE)) return false;
+    shrink_module(vr->st.m, &vr->twin);
+    if (!verify_module(vr->st.m, vr->diag)) {
+        diag_error(vr->diag, SRC_SPAN_NONE, "%s: its twin is not a valid module; verify a smaller version by hand",
+                   vr->in_path);
+        vr->fail_status = ORACLE_EXIT_CANNOT_VERIFY;
+        return false;
+    }
+    return pipeline_run(&vr->st, &vr->cx, PASS_PROPAGATE, PASS_PROPAGATE);
+}
+
+/* --shrink: the twin's collectives must be the full-size plan's (kind,
+ * axes, groups, in order), or the twin proves nothing about it. */
+static bool same_plan(VerifyRun *vr)
+{
+    StrBuf twin = {0};
+    shrink_plan_signature(&twin, &vr->st.report);
+    bool same = strcmp(sb_cstr(&twin), sb_cstr(&vr->full_plan)) == 0;
+    if (!same) {
+        diag_error(vr->diag, SRC_SPAN_NONE,
+                   "%s: the twin's collectives differ from the full-size plan's, so it cannot stand for it:\n"
+                   "full size:\n%stwin:\n%s", vr->in_path, sb_cstr(&vr->full_plan), sb_cstr(&twin));
+        vr->fail_status = ORACLE_EXIT_CANNOT_VERIFY;
+    }
+    sb_free(&twin);
+    return same;
+}
+
 static bool load(VerifyRun *vr, char **texts)
 {
     size_t len;
@@ -1215,7 +1267,7 @@ static bool load(VerifyRun *vr, char **texts)
     vr->st.text = texts[0];
     vr->st.len = len;
     vr->st.file_id = fid;
-    if (!pipeline_run(&vr->st, &vr->cx, PASS_PARSE, PASS_PROPAGATE)) return false;
+    if (!(vr->shrink ? load_twin(vr) : pipeline_run(&vr->st, &vr->cx, PASS_PARSE, PASS_PROPAGATE))) return false;
     vr->m = vr->st.m;
     if (vr->m->entry < 0 || hlo_comp(vr->m, vr->m->entry)->root < 0) {
         diag_error(vr->diag, SRC_SPAN_NONE, "%s has no entry computation", vr->in_path);
@@ -1240,6 +1292,7 @@ static bool load(VerifyRun *vr, char **texts)
     } else {
         if (!pipeline_run(&vr->st, &vr->cx, PASS_PARTITION, PASS_PARTITION) || !vr->st.out) return false;
         vr->p = vr->st.out;
+        if (vr->shrink && !same_plan(vr)) return false;
         HloPrintOptions po = {false, false, false};
         hlo_print_module(&vr->printed, vr->p, &po);
     }
@@ -1250,7 +1303,11 @@ static bool load(VerifyRun *vr, char **texts)
 
 static void print_header(StrBuf *b, const VerifyRun *vr)
 {
-    sb_printf(b, "verify %s", vr->in_path);
+    if (vr->shrink) {
+        shrink_describe(b, &vr->twin);
+        sb_printf(b, "twin: the same collectives as the full-size plan:\n%s", sb_cstr(&vr->full_plan));
+    }
+    sb_printf(b, "verify %s%s", vr->shrink ? "the twin of " : "", vr->in_path);
     if (vr->prog_path) sb_printf(b, " against %s", vr->prog_path);
     sb_puts(b, ": mesh ");
     if (vr->mesh.n_axes) mesh_print(b, &vr->mesh);
@@ -1339,6 +1396,8 @@ int oracle_main(int argc, char **argv)
     free(vr.index_use);
     free(vr.param_inst);
     sb_free(&vr.printed);
+    sb_free(&vr.full_plan);
+    shrink_result_free(&vr.twin);
     if (vr.p != vr.st.out) hlo_module_free(vr.p); /* read from --program */
     pipeline_state_free(&vr.st);
     arena_destroy(vr.cx.scratch);

@@ -1,0 +1,1 @@
+verify ../../../examples/mlp_misaligned.hlo --mesh model=4 --shrink

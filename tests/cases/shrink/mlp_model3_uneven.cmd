@@ -1,0 +1,1 @@
+verify ../../../examples/mlp.hlo --mesh model=3 --shrink

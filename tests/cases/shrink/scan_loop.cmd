@@ -1,0 +1,1 @@
+verify ../control/scan_fwd.hlo --shrink

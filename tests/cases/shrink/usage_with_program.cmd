@@ -1,0 +1,1 @@
+verify ../../../examples/mlp.hlo --shrink --program mlp.8.hlo
