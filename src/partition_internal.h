@@ -113,6 +113,9 @@ typedef struct Part {
      * such a dim forces is an involuntary rematerialization (part_get warns). */
     uint32_t limit_dims;
     void *rule_scratch;         /* partition_rule.c's candidate buffer, reused by every op */
+    void *halo_buf[4];          /* partition_window.c's per-device arrays for costing candidates */
+    HloUsers users;             /* users of ic's instructions (partition_shape.c), once have_users */
+    bool have_users;
 } Part;
 
 #define PART_LIMIT_ALL UINT32_MAX
@@ -393,10 +396,46 @@ int64_t part_halo_bytes(const Shape *ls, int32_t dim, const HaloPlan *hp);
 int32_t part_mask_range(Part *p, int32_t x, const Shape *xs, int32_t dim, const HaloWindow *win, int64_t lo,
                         int64_t hi, int32_t fill, const char *base);
 
+/* One window dim of an op, in XLA's terms: output o reads the padded,
+ * base-dilated input positions o*stride - pad_lo + k*rhs_dilate, k < size
+ * (a pad is a window of size 1 with base dilation interior+1). */
+typedef struct WinGeom {
+    int64_t n_in, n_out;      /* input and output extents */
+    int64_t size, stride, pad_lo, lhs_dilate, rhs_dilate;
+} WinGeom;
+
+/* Dim `dim` of local value x (local shape *xs, updated) split by
+ * atoms[0..n) exchanged so that every device holds the input positions its
+ * output shard (ceil layout over the same atoms) reads under g: the window
+ * of (n_out/T - 1)*stride + (size-1)*rhs_dilate + 1 positions, base
+ * dilation made explicit, positions outside the input masked with the
+ * scalar `fill`.  -1 if the exchange cannot be planned.  The _bytes variant
+ * is its cost (and updates *xs alike). */
+int32_t part_window_dim(Part *p, int32_t x, Shape *xs, int32_t dim, const WinGeom *g, const int8_t *atoms,
+                        int32_t n_atoms, int32_t fill, const char *base, const HaloCause *why);
+int64_t part_window_dim_bytes(Part *p, Shape *xs, int32_t dim, const WinGeom *g, const int8_t *atoms,
+                              int32_t n_atoms);
+
 /* Handlers (HANDLERS in partition_ops.c): convolution and reduce-window
  * split on window dims by halo exchange. */
 bool part_convolution(Part *p, int32_t i);
 bool part_reduce_window(Part *p, int32_t i);
+/* select-and-scatter split on window dims: halos of the operand and the
+ * source, a local select-and-scatter, each device's shard cut out. */
+bool part_select_and_scatter(Part *p, int32_t i);
+
+/* ---- partition_shape.c: shape ops along split dims */
+
+/* Handlers: slice, pad, concatenate, reverse split on their moved dims by
+ * halo exchanges and collective-permutes. */
+bool part_slice(Part *p, int32_t i);
+bool part_pad(Part *p, int32_t i);
+bool part_concatenate(Part *p, int32_t i);
+bool part_reverse(Part *p, int32_t i);
+/* Whether instruction i is folded into the op that uses it (a pad, or a
+ * copy on the way, whose slice folds the pad; a slice of a roll): its
+ * user partitions it, part_handle emits nothing for it. */
+bool part_deferred(Part *p, int32_t i);
 
 /* ---- reshard.c: lowering */
 

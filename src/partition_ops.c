@@ -252,6 +252,11 @@ static const Handler HANDLERS[HLO_OPCODE_COUNT] = {
     [HLO_IOTA] = h_iota,
     [HLO_CONVOLUTION] = part_convolution,
     [HLO_REDUCE_WINDOW] = part_reduce_window,
+    [HLO_SELECT_AND_SCATTER] = part_select_and_scatter,
+    [HLO_SLICE] = part_slice,
+    [HLO_PAD] = part_pad,
+    [HLO_CONCATENATE] = part_concatenate,
+    [HLO_REVERSE] = part_reverse,
     [HLO_TUPLE] = h_tuple,
     [HLO_GET_TUPLE_ELEMENT] = h_get_tuple_element,
     [HLO_OPTIMIZATION_BARRIER] = h_opt_barrier,
@@ -294,6 +299,8 @@ bool part_handle(Part *p, int32_t i)
     const HloInst *in = part_in(p, i);
     p->limit_dims = 0;
     bool ok;
+    if (part_deferred(p, i))
+        return true; /* its only user partitions it (partition_shape.c) */
     if ((unsigned)in->op < HLO_OPCODE_COUNT && HANDLERS[in->op])
         ok = HANDLERS[in->op](p, i);
     else if (oprule_class(p->in, p->ic, i) == RULE_FACTORS)

@@ -91,6 +91,19 @@ static int32_t emit_identity(Part *p, ReduceKind k, ElemType t, const char *base
     return part_identity(p, k, &s, base);
 }
 
+/* A per-device array of HaloWindow (or int64) for costing a candidate:
+ * one of four buffers of the Part, reused (slot 0..3); -1: a fresh array
+ * (emission). */
+static void *dev_array(Part *p, int32_t slot)
+{
+    size_t n = (size_t)p->mesh->n_devices;
+    if (slot < 0)
+        return arena_alloc(p->scratch, sizeof(HaloWindow) * n, _Alignof(HaloWindow));
+    if (!p->halo_buf[slot])
+        p->halo_buf[slot] = arena_alloc(p->scratch, sizeof(HaloWindow) * n, _Alignof(HaloWindow));
+    return p->halo_buf[slot];
+}
+
 /* Bytes of one row (all other dims) of a local array of shape s along dim. */
 static int64_t row_bytes(const Shape *s, int32_t dim)
 {
@@ -299,12 +312,6 @@ int32_t part_mask_range(Part *p, int32_t x, const Shape *xs, int32_t dim, const 
 
 /* ================================================================ windowed ops */
 
-/* One window dim of an op, in XLA's terms. */
-typedef struct WinGeom {
-    int64_t n_in, n_out;      /* input and output extents */
-    int64_t size, stride, pad_lo, lhs_dilate, rhs_dilate;
-} WinGeom;
-
 static WinGeom geom_of(const WindowDim *w, int64_t n_in, int64_t n_out)
 {
     WinGeom g = {n_in, n_out, w->size, w->stride > 0 ? w->stride : 1, w->pad_lo, w->lhs_dilate > 0 ? w->lhs_dilate : 1,
@@ -319,7 +326,7 @@ static WinGeom geom_of(const WindowDim *w, int64_t n_in, int64_t n_out)
  * after interior padding by lhs_dilate-1).  Windows per device from the
  * device's tile index along the atoms. */
 static void window_request(Part *p, const WinGeom *g, const int8_t *atoms, int32_t n_atoms, HaloReq *rq,
-                           int64_t *dil_off, int64_t *dil_width)
+                           int64_t *dil_off, int64_t *dil_width, int32_t slot)
 {
     const Mesh *m = p->mesh;
     int64_t nd = m->n_devices, T = 1;
@@ -334,7 +341,7 @@ static void window_request(Part *p, const WinGeom *g, const int8_t *atoms, int32
     rq->d.tiles = T;
     rq->d.chunk = tiling_shard_size(g->n_in, T);
     rq->d.circular = false;
-    rq->win = ARENA_ARRAY(p->scratch, HaloWindow, nd);
+    rq->win = dev_array(p, slot);
     int64_t width = 0;
     for (int64_t dev = 0; dev < nd; dev++) {
         HaloWindow *w = &rq->win[dev];
@@ -441,18 +448,12 @@ static int64_t win_extra(Part *p, const RuleCtx *rc, const RuleChoice *cand, voi
     const Shape *gs = &part_in(p, in->operands[r->t[wo->operand].slot])->shape;
     Shape ls = tiling_local_shape(&cand->want[wo->operand], p->mesh, gs);
     int64_t bytes = 0;
-    for (int32_t f = 0; f < r->n_factors; f++) {
+    for (int32_t f = 0; f < r->n_factors && bytes < PART_INF_COST; f++) {
         if (wo->win_dim[f] < 0 || cand->fs.n[f] == 0)
             continue;
         WinGeom g = factor_geom(p, rc->inst, rc, wo, f);
-        HaloReq rq;
-        int64_t *doff = ARENA_ARRAY(p->scratch, int64_t, p->mesh->n_devices), dw = 0;
-        window_request(p, &g, fsh_factor(&cand->fs, f), cand->fs.n[f], &rq, doff, &dw);
-        HaloPlan hp;
-        if (!halo_plan(&rq.d, rq.win, p->mesh->n_devices, rq.width, true, &hp))
-            return PART_INF_COST;
-        bytes += part_halo_bytes(&ls, wo->in_dim[f], &hp);
-        ls.dims[wo->in_dim[f]] = g.lhs_dilate > 1 ? dw : rq.width;
+        int64_t b = part_window_dim_bytes(p, &ls, wo->in_dim[f], &g, fsh_factor(&cand->fs, f), cand->fs.n[f]);
+        bytes = b >= PART_INF_COST ? PART_INF_COST : bytes + b;
     }
     return bytes;
 }
@@ -477,6 +478,56 @@ static const char *window_words(Part *p, int32_t i, int32_t v, const WindowDim *
     return r;
 }
 
+int32_t part_window_dim(Part *p, int32_t x, Shape *xs, int32_t dim, const WinGeom *g, const int8_t *atoms,
+                        int32_t n_atoms, int32_t fill, const char *base, const HaloCause *why)
+{
+    HaloReq rq;
+    int64_t *doff = ARENA_ARRAY(p->scratch, int64_t, p->mesh->n_devices), dw = 0;
+    window_request(p, g, atoms, n_atoms, &rq, doff, &dw, -1);
+    rq.dim = dim;
+    rq.fill = fill;
+    HaloPlan hp;
+    if (!halo_plan(&rq.d, rq.win, p->mesh->n_devices, rq.width, true, &hp))
+        return -1; /* cost callbacks reject such candidates */
+    x = part_halo(p, x, xs, &rq, &hp, base, why);
+    xs->dims[dim] = rq.width;
+    if (g->lhs_dilate > 1) {
+        /* holes between the elements, then each device's dilated span */
+        int64_t ld = g->lhs_dilate, have = (rq.width - 1) * ld + 1, need = 0;
+        for (int64_t d = 0; d < p->mesh->n_devices; d++)
+            need = doff[d] + dw > need ? doff[d] + dw : need;
+        int64_t hi = need > have ? need - have : 0;
+        x = part_pad_dim(p, x, xs, fill, dim, 0, hi, ld - 1, part_name(p, base, "dilated"));
+        xs->dims[dim] = have + hi;
+        bool same = true;
+        for (int64_t d = 1; d < p->mesh->n_devices && same; d++)
+            same = doff[d] == doff[0];
+        if (same) {
+            if (doff[0] != 0 || dw != xs->dims[dim])
+                x = part_slice_dim(p, x, xs, dim, doff[0], doff[0] + dw, 1, part_name(p, base, "dilated-window"));
+        } else {
+            int32_t o = part_device_value(p, doff, part_fmt(p, "%s.dilated-offset", base));
+            x = part_dynamic_slice_dim(p, x, xs, dim, o, dw, part_name(p, base, "dilated-window"));
+        }
+        xs->dims[dim] = dw;
+    }
+    return x;
+}
+
+int64_t part_window_dim_bytes(Part *p, Shape *xs, int32_t dim, const WinGeom *g, const int8_t *atoms,
+                              int32_t n_atoms)
+{
+    HaloReq rq;
+    int64_t *doff = dev_array(p, 0), dw = 0;
+    window_request(p, g, atoms, n_atoms, &rq, doff, &dw, 1);
+    HaloPlan hp;
+    if (!halo_plan(&rq.d, rq.win, p->mesh->n_devices, rq.width, true, &hp))
+        return PART_INF_COST;
+    int64_t b = part_halo_bytes(xs, dim, &hp);
+    xs->dims[dim] = g->lhs_dilate > 1 ? dw : rq.width;
+    return b;
+}
+
 /* Exchanges the split window dims of the windowed operand (local x of shape
  * *xs, updated) so that each device holds the input its output shard reads,
  * base dilation made explicit; the window dims of `out` (the local op's
@@ -487,43 +538,14 @@ static int32_t window_operand(Part *p, const RuleCtx *rc, const RuleChoice *ch, 
     const OpRule *r = &rc->rule;
     const HloInst *in = part_in(p, rc->inst);
     int32_t v = in->operands[r->t[wo->operand].slot];
-    for (int32_t f = 0; f < r->n_factors; f++) {
+    for (int32_t f = 0; f < r->n_factors && x >= 0; f++) {
         if (wo->win_dim[f] < 0 || ch->fs.n[f] == 0)
             continue;
         const WindowDim *wdim = &op_window(in)->dims[wo->win_dim[f]];
         WinGeom g = factor_geom(p, rc->inst, rc, wo, f);
-        HaloReq rq;
-        int64_t *doff = ARENA_ARRAY(p->scratch, int64_t, p->mesh->n_devices), dw = 0;
-        window_request(p, &g, fsh_factor(&ch->fs, f), ch->fs.n[f], &rq, doff, &dw);
-        rq.dim = wo->in_dim[f];
-        rq.fill = fill;
-        HaloPlan hp;
-        if (!halo_plan(&rq.d, rq.win, p->mesh->n_devices, rq.width, true, &hp))
-            return -1; /* the cost callback rejected such candidates */
         HaloCause why = {rc->inst, window_words(p, rc->inst, v, wdim)};
-        x = part_halo(p, x, xs, &rq, &hp, part_in(p, v)->name, &why);
-        xs->dims[rq.dim] = rq.width;
-        if (g.lhs_dilate > 1) {
-            /* holes between the elements, then each device's dilated span */
-            int64_t ld = g.lhs_dilate, have = (rq.width - 1) * ld + 1, need = 0;
-            for (int64_t d = 0; d < p->mesh->n_devices; d++)
-                need = doff[d] + dw > need ? doff[d] + dw : need;
-            int64_t hi = need > have ? need - have : 0;
-            const char *base = part_in(p, v)->name;
-            x = part_pad_dim(p, x, xs, fill, rq.dim, 0, hi, ld - 1, part_name(p, base, "dilated"));
-            xs->dims[rq.dim] = have + hi;
-            bool same = true;
-            for (int64_t d = 1; d < p->mesh->n_devices && same; d++)
-                same = doff[d] == doff[0];
-            if (same) {
-                if (doff[0] != 0 || dw != xs->dims[rq.dim])
-                    x = part_slice_dim(p, x, xs, rq.dim, doff[0], doff[0] + dw, 1, part_name(p, base, "dilated-window"));
-            } else {
-                int32_t o = part_device_value(p, doff, part_fmt(p, "%s.dilated-offset", base));
-                x = part_dynamic_slice_dim(p, x, xs, rq.dim, o, dw, part_name(p, base, "dilated-window"));
-            }
-            xs->dims[rq.dim] = dw;
-        }
+        x = part_window_dim(p, x, xs, wo->in_dim[f], &g, fsh_factor(&ch->fs, f), ch->fs.n[f], fill,
+                            part_in(p, v)->name, &why);
         WindowDim *od = &out->dims[wo->win_dim[f]];
         od->pad_lo = od->pad_hi = 0;
         od->lhs_dilate = 1;
@@ -578,3 +600,239 @@ static bool h_windowed(Part *p, int32_t i)
 
 bool part_convolution(Part *p, int32_t i) { return h_windowed(p, i); }
 bool part_reduce_window(Part *p, int32_t i) { return h_windowed(p, i); }
+
+/* ================================================================ select-and-scatter */
+
+/* What a padded operand position must hold so that select never picks it
+ * over a real element: the lowest value for a select that keeps the larger
+ * (compare(a, b) GE/GT, a the current pick), the highest for LE/LT;
+ * REDUCE_NONE when the select is no such compare. */
+static ReduceKind select_fill(const HloModule *m, int32_t comp)
+{
+    if (comp < 0 || comp >= m->n_comps)
+        return REDUCE_NONE;
+    const HloComputation *c = &m->comps[comp];
+    if (c->root < 0)
+        return REDUCE_NONE;
+    const HloInst *r = &c->insts[c->root];
+    if (r->op != HLO_COMPARE || r->n_operands != 2)
+        return REDUCE_NONE;
+    const HloInst *a = &c->insts[r->operands[0]], *b = &c->insts[r->operands[1]];
+    if (a->op != HLO_PARAMETER || b->op != HLO_PARAMETER)
+        return REDUCE_NONE;
+    bool swapped = hlo_attrs(a)->param_number == 1 && hlo_attrs(b)->param_number == 0;
+    if (!swapped && !(hlo_attrs(a)->param_number == 0 && hlo_attrs(b)->param_number == 1))
+        return REDUCE_NONE;
+    CompareDir d = hlo_attrs(r)->direction;
+    bool keeps_larger = d == CMP_GE || d == CMP_GT, keeps_smaller = d == CMP_LE || d == CMP_LT;
+    if (!keeps_larger && !keeps_smaller)
+        return REDUCE_NONE;
+    return keeps_larger != swapped ? REDUCE_MAX : REDUCE_MIN; /* max's identity: the lowest value */
+}
+
+/* The two exchanges of a split window dim of select-and-scatter: the
+ * operand's window (op), the source's (src), and per device where its
+ * result shard starts in the local result (res_off).  Device t's result
+ * rows [t*c, (t+1)*c) receive from the source windows o whose operand
+ * window [o*s - pad_lo, o*s - pad_lo + span) overlaps them; every device
+ * runs the windows [S_t, S_t + W_s) over the operand rows they cover (S_t
+ * no later than the first window that starts at or before t*c, so the
+ * local result covers the shard; extra windows scatter outside it). */
+static void sas_requests(Part *p, const WinGeom *g, int64_t n_src, const int8_t *atoms, int32_t n_atoms,
+                         HaloReq *op, HaloReq *src, int64_t *res_off, bool cost)
+{
+    const Mesh *m = p->mesh;
+    int64_t nd = m->n_devices, T = 1;
+    for (int32_t k = 0; k < n_atoms; k++)
+        T *= m->atom_size[atoms[k]];
+    int64_t c = tiling_shard_size(g->n_in, T), s = g->stride, span = (g->size - 1) * g->rhs_dilate + 1;
+    HaloReq *rq[2] = {op, src};
+    for (int32_t k = 0; k < 2; k++) {
+        rq[k]->atoms = atoms;
+        rq[k]->n_atoms = n_atoms;
+        rq[k]->d.n = k ? n_src : g->n_in;
+        rq[k]->d.tiles = T;
+        rq[k]->d.chunk = tiling_shard_size(rq[k]->d.n, T);
+        rq[k]->d.circular = false;
+        rq[k]->win = dev_array(p, cost ? k : -1);
+    }
+    int64_t ws = 1;
+    int64_t *first = ARENA_ARRAY(p->scratch, int64_t, nd), *olo = ARENA_ARRAY(p->scratch, int64_t, nd),
+            *ohi = ARENA_ARRAY(p->scratch, int64_t, nd);
+    if (cost) {
+        first = dev_array(p, 2);
+        olo = dev_array(p, 3);
+        ohi = olo + nd; /* a slot holds nd HaloWindows: room for 4 * nd int64 */
+    }
+    for (int64_t dev = 0; dev < nd; dev++) {
+        int64_t t = mesh_run_index(m, dev, atoms, n_atoms), lo = t * c, hi = lo + c;
+        int64_t a = halo_ceil_div(lo + g->pad_lo - span + 1, s), b = halo_floor_div(hi - 1 + g->pad_lo, s) + 1;
+        int64_t st = halo_floor_div(lo + g->pad_lo, s);
+        st = a < st ? a : st;
+        first[dev] = st;
+        /* windows up to b, and enough of them for the result to reach hi */
+        int64_t need = b - st, reach = halo_ceil_div(hi - st * s + g->pad_lo - span, s) + 1;
+        need = reach > need ? reach : need;
+        ws = need > ws ? need : ws;
+        olo[dev] = a > 0 ? a : 0;
+        ohi[dev] = b < n_src ? b : n_src;
+        if (lo >= g->n_in)
+            olo[dev] = ohi[dev]; /* a shard of padding only: nothing to compute */
+    }
+    int64_t wop = (ws - 1) * s + span;
+    for (int64_t dev = 0; dev < nd; dev++) {
+        int64_t t = mesh_run_index(m, dev, atoms, n_atoms);
+        HaloWindow *w = &src->win[dev], *o = &op->win[dev];
+        w->tile = o->tile = t;
+        w->start = first[dev];
+        o->start = first[dev] * s - g->pad_lo;
+        if (olo[dev] < ohi[dev]) {
+            /* windows the array does not have must scatter the identity:
+             * their source positions are read (masked) too */
+            w->lo = first[dev] < 0 ? first[dev] : olo[dev];
+            w->hi = first[dev] + ws > n_src ? first[dev] + ws : ohi[dev];
+            o->lo = olo[dev] * s - g->pad_lo;
+            o->hi = (ohi[dev] - 1) * s - g->pad_lo + span;
+        } else {
+            w->lo = w->hi = w->start;
+            o->lo = o->hi = o->start;
+        }
+        res_off[dev] = t * c - o->start;
+    }
+    src->width = ws;
+    op->width = wop;
+}
+
+typedef struct SasOp {
+    WinOp w;
+    ReduceKind op_fill, src_fill;
+} SasOp;
+
+static int64_t sas_extra(Part *p, const RuleCtx *rc, const RuleChoice *cand, void *user)
+{
+    const SasOp *so = user;
+    const OpRule *r = &rc->rule;
+    const HloInst *in = part_in(p, rc->inst);
+    Shape ls = tiling_local_shape(&cand->want[0], p->mesh, &part_in(p, in->operands[0])->shape);
+    Shape ss = tiling_local_shape(&cand->want[1], p->mesh, &part_in(p, in->operands[1])->shape);
+    int64_t bytes = 0;
+    for (int32_t f = 0; f < r->n_factors; f++) {
+        if (so->w.win_dim[f] < 0 || cand->fs.n[f] == 0)
+            continue;
+        int32_t d = so->w.in_dim[f];
+        WinGeom g = geom_of(&op_window(in)->dims[so->w.win_dim[f]], r->t[0].shape[d], r->t[0].shape[d]);
+        HaloReq op, src;
+        int64_t *off = (int64_t *)dev_array(p, 3) + 2 * p->mesh->n_devices;
+        sas_requests(p, &g, r->t[1].shape[d], fsh_factor(&cand->fs, f), cand->fs.n[f], &op, &src, off, true);
+        HaloPlan hp, hs;
+        if (!halo_plan(&op.d, op.win, p->mesh->n_devices, op.width, true, &hp) ||
+            !halo_plan(&src.d, src.win, p->mesh->n_devices, src.width, true, &hs))
+            return PART_INF_COST;
+        bytes += part_halo_bytes(&ls, d, &hp) + part_halo_bytes(&ss, d, &hs);
+        ls.dims[d] = op.width;
+        ss.dims[d] = src.width;
+    }
+    return bytes;
+}
+
+bool part_select_and_scatter(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    const HloAttrs *a = hlo_attrs(in);
+    RuleCtx rc;
+    RuleChoice ch;
+    SasOp so;
+    if (!part_rule_init(p, i, &rc))
+        return part_default(p, i);
+    const OpRule *r = &rc.rule;
+    memset(&so.w, 0xff, sizeof so.w);
+    so.w.operand = 0;
+    so.op_fill = select_fill(p->in, a->select);
+    so.src_fill = reducer_kind(p->in, a->to_apply);
+    bool windows = false;
+    if (a->window && r->n_in >= 2 && so.op_fill != REDUCE_NONE && so.src_fill != REDUCE_NONE) {
+        for (int32_t d = 0; d < r->t[0].rank && d < a->window->rank; d++) {
+            int32_t f = oprule_dim_factor(r, 0, d, 0);
+            if (oprule_dim_n(r, 0, d) != 1 || r->factors[f].kind != FACTOR_WINDOW)
+                continue;
+            so.w.win_dim[f] = so.w.in_dim[f] = so.w.out_dim[f] = d;
+            windows = true;
+        }
+    }
+    if (windows)
+        rc.splittable |= 1u << FACTOR_WINDOW;
+    if (!part_rule_choose(p, &rc, windows ? sas_extra : NULL, &so, &ch))
+        return part_default(p, i);
+    bool split = false;
+    for (int32_t f = 0; windows && f < r->n_factors; f++)
+        split |= so.w.win_dim[f] >= 0 && ch.fs.n[f] > 0;
+    if (!split)
+        return part_rule_emit(p, &rc, &ch);
+    int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, in->n_operands + 1);
+    if (part_rule_operands(p, &rc, &ch, ops) < 0)
+        return false;
+    const Shape *ogs = &part_in(p, in->operands[0])->shape;
+    Shape xs = tiling_local_shape(&ch.want[0], p->mesh, ogs);
+    Shape ss = tiling_local_shape(&ch.want[1], p->mesh, &part_in(p, in->operands[1])->shape);
+    int32_t ofill = emit_identity(p, so.op_fill, xs.type, in->name);
+    int32_t sfill = emit_identity(p, so.src_fill, ss.type, in->name);
+    Window lw = *a->window;
+    int32_t x = ops[0], sv = ops[1];
+    int64_t nd = p->mesh->n_devices;
+    /* per split dim: where the device's result shard starts in the local result */
+    int32_t n_cut = 0, cut_dim[SPMDC_MAX_RANK];
+    int64_t *cut_off[SPMDC_MAX_RANK], cut_w[SPMDC_MAX_RANK];
+    for (int32_t f = 0; f < r->n_factors; f++) {
+        if (so.w.win_dim[f] < 0 || ch.fs.n[f] == 0)
+            continue;
+        int32_t d = so.w.in_dim[f];
+        WinGeom g = geom_of(&a->window->dims[d], r->t[0].shape[d], r->t[0].shape[d]);
+        HaloReq op, src;
+        int64_t *off = ARENA_ARRAY(p->scratch, int64_t, nd);
+        sas_requests(p, &g, r->t[1].shape[d], fsh_factor(&ch.fs, f), ch.fs.n[f], &op, &src, off, false);
+        op.dim = src.dim = d;
+        op.fill = ofill;
+        src.fill = sfill;
+        HaloPlan hp, hs;
+        if (!halo_plan(&op.d, op.win, nd, op.width, true, &hp) || !halo_plan(&src.d, src.win, nd, src.width, true, &hs))
+            return false; /* the cost callback rejected such candidates */
+        HaloCause why = {i, window_words(p, i, in->operands[0], &a->window->dims[d])};
+        x = part_halo(p, x, &xs, &op, &hp, part_in(p, in->operands[0])->name, &why);
+        xs.dims[d] = op.width;
+        HaloCause whys = {i, window_words(p, i, in->operands[1], &a->window->dims[d])};
+        sv = part_halo(p, sv, &ss, &src, &hs, part_in(p, in->operands[1])->name, &whys);
+        ss.dims[d] = src.width;
+        lw.dims[d].pad_lo = lw.dims[d].pad_hi = 0;
+        cut_dim[n_cut] = d;
+        cut_off[n_cut] = off;
+        cut_w[n_cut++] = tiling_shard_size(r->t[0].shape[d], op.d.tiles);
+    }
+    ops[0] = x;
+    ops[1] = sv;
+    Tiling *leaves = part_result_leaves(p, &rc, &ch);
+    Shape l = part_local_shape(p, &in->shape, leaves);
+    Shape wide = l;
+    for (int32_t k = 0; k < n_cut; k++)
+        wide.dims[cut_dim[k]] = xs.dims[cut_dim[k]];
+    int32_t res = part_clone(p, i, part_name(p, in->name, "window"), &wide, ops, in->n_operands);
+    HloAttrs *ra = hlo_attrs_mut(p->out, part_out(p, res));
+    oprule_localize_attrs(r, p->in, p->ic, i, &ch.fs, p->mesh, ra);
+    *ra->window = lw;
+    /* each device's shard out of its local result */
+    for (int32_t k = 0; k < n_cut; k++) {
+        int32_t d = cut_dim[k];
+        bool same = true;
+        for (int64_t dev = 1; dev < nd && same; dev++)
+            same = cut_off[k][dev] == cut_off[k][0];
+        const char *name = k + 1 == n_cut ? part_result_name(p, i, leaves, "local") : part_name(p, in->name, "cut");
+        if (same) {
+            res = part_slice_dim(p, res, &wide, d, cut_off[k][0], cut_off[k][0] + cut_w[k], 1, name);
+        } else {
+            int32_t o = part_device_value(p, cut_off[k], part_fmt(p, "%s.shard-offset", in->name));
+            res = part_dynamic_slice_dim(p, res, &wide, d, o, cut_w[k], name);
+        }
+        wide.dims[d] = cut_w[k];
+    }
+    part_rule_result(p, &rc, &ch, res);
+    return true;
+}

@@ -1044,28 +1044,6 @@ static void test_remat_warning_per_op(void **state)
 {
     (void)state;
     static const RematCase cases[] = {
-        /* slice on the split dim: x gathered (384 B), the result f32[12,8]
-         * sliced locally to [{d}, {}] (3 rows a device) */
-        {"  ROOT %s = f32[12,8] slice(%x), slice={[1:13], [0:8]}, sharding={mesh[d=4], [{d}, {}]}\n", 384, "s", 17,
-         {X_WHOLE "s (slicing its split dim 0 is not partitioned yet)", NULL}},
-        /* the same slice with its result replicated by default (propagation
-         * has no rule for slice): still forced by the slice */
-        {"  ROOT %s = f32[12,8] slice(%x), slice={[1:13], [0:8]}\n", 384, "s", 17,
-         {X_WHOLE "s (slicing its split dim 0 is not partitioned yet)", NULL}},
-        /* pad on the split dim: f32[20,8], 5 rows a device */
-        {"  %z = f32[] constant(0)\n"
-         "  ROOT %p = f32[20,8] pad(%x, %z), padding=2_2x0_0, sharding={mesh[d=4], [{d}, {}]}\n",
-         384, "p", 18, {X_WHOLE "p (padding its split dim 0 is not partitioned yet)", NULL}},
-        /* concatenate along the split dim: both operands gathered, 2 x 384 B */
-        {"  %y = f32[16,8] parameter(1), sharding={mesh[d=4], [{d}, {}]}\n"
-         "  ROOT %c = f32[32,8] concatenate(%x, %y), dimensions={0}, sharding={mesh[d=4], [{d}, {}]}\n",
-         768, "c", 18,
-         {X_WHOLE "c (concatenating along its split dim 0 is not partitioned yet)",
-          "y: f32[16,8] split [{d}, {}] is all-gathered to its full size on every device for c (concatenating "
-          "along its split dim 0 is not partitioned yet)"}},
-        /* reverse of the split dim */
-        {"  ROOT %r = f32[16,8] reverse(%x), dimensions={0}, sharding={mesh[d=4], [{d}, {}]}\n", 384, "r", 17,
-         {X_WHOLE "r (reversing its split dim 0 is not partitioned yet)", NULL}},
         /* sort along the split dim */
         {"  ROOT %r = f32[16,8] sort(%x), dimensions={0}, to_apply=%lt, sharding={mesh[d=4], [{d}, {}]}\n", 384,
          "r", 17, {X_WHOLE "r (sorting along its split dim 0 is not partitioned yet)", NULL}},
@@ -1111,11 +1089,36 @@ static void test_remat_intended_no_warning(void **state)
         {"  %c = f32[16,8] custom-call(%x), custom_call_target=\"Sharding\", sharding={replicated}\n"
          "  ROOT %s = f32[12,8] slice(%c), slice={[1:13], [0:8]}\n",
          384, NULL, 0, {NULL, NULL}},
-        /* n is annotated replicated (computed split, 0 B, then gathered for
-         * the slice, 384 B): n's own sharding asks for it whole */
+        /* n is annotated replicated but computed split (no consumer needs it
+         * whole: the slice takes its split state and a 2-row halo, 64 B) */
         {"  %n = f32[16,8] negate(%x), sharding={replicated}\n"
          "  ROOT %s = f32[12,8] slice(%n), slice={[1:13], [0:8]}, sharding={mesh[d=4], [{d}, {}]}\n",
-         384, NULL, 0, {NULL, NULL}},
+         64, NULL, 0, {NULL, NULL}},
+        /* shape ops along the split dim exchange halos instead of gathering
+         * (x: 4 rows a device, a row 32 B):
+         * slice [1:13] -> 12 rows, 3 a device: shard t reads rows
+         * [3t+1, 3t+4), at most 2 below its [4t, 4t+4): 64 B */
+        {"  ROOT %s = f32[12,8] slice(%x), slice={[1:13], [0:8]}, sharding={mesh[d=4], [{d}, {}]}\n", 64, NULL, 0,
+         {NULL, NULL}},
+        /* the same slice replicated by default: computed split (64 B) and
+         * its f32[3,8] shards all-gathered (3/4 * 384 = 288 B): 352 B, less
+         * than gathering x (384 B) */
+        {"  ROOT %s = f32[12,8] slice(%x), slice={[1:13], [0:8]}\n", 352, NULL, 0, {NULL, NULL}},
+        /* pad 2_2 -> 20 rows, 5 a device: shard t reads [5t-2, 5t+3): 1 row
+         * from below (t=1) and 1 from above (t=2): 2 x 32 = 64 B */
+        {"  %z = f32[] constant(0)\n"
+         "  ROOT %p = f32[20,8] pad(%x, %z), padding=2_2x0_0, sharding={mesh[d=4], [{d}, {}]}\n",
+         64, NULL, 0, {NULL, NULL}},
+        /* concatenate along the split dim -> 32 rows, 8 a device: shard t
+         * holds x's shards 2t, 2t+1 (t < 2) or y's 2t-4, 2t-3: two hops of a
+         * whole shard (128 B) for each operand: 512 B (gathering both: 768) */
+        {"  %y = f32[16,8] parameter(1), sharding={mesh[d=4], [{d}, {}]}\n"
+         "  ROOT %c = f32[32,8] concatenate(%x, %y), dimensions={0}, sharding={mesh[d=4], [{d}, {}]}\n",
+         512, NULL, 0, {NULL, NULL}},
+        /* reverse of the split dim: shard t comes from device 3-t by one
+         * collective-permute of the whole shard (128 B), reversed locally */
+        {"  ROOT %r = f32[16,8] reverse(%x), dimensions={0}, sharding={mesh[d=4], [{d}, {}]}\n", 128, NULL, 0,
+         {NULL, NULL}},
         /* slicing the unsplit dim only: no communication at all */
         {"  ROOT %s = f32[16,4] slice(%x), slice={[0:16], [2:6]}, sharding={mesh[d=4], [{d}, {}]}\n", 0, NULL, 0,
          {NULL, NULL}},

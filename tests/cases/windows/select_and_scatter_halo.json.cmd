@@ -1,0 +1,1 @@
+compile select_and_scatter_halo.hlo --report json

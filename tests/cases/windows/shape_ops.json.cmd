@@ -1,0 +1,1 @@
+compile shape_ops.hlo --report json

@@ -1,0 +1,1 @@
+compile shape_uneven.hlo -o /dev/null

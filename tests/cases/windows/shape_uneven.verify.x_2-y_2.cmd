@@ -1,0 +1,1 @@
+verify shape_uneven.hlo --mesh x=2,y=2

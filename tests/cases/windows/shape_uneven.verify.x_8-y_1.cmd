@@ -1,0 +1,1 @@
+verify shape_uneven.hlo --mesh x=8,y=1
