@@ -114,6 +114,8 @@ typedef struct Part {
     uint32_t limit_dims;
     void *rule_scratch;         /* partition_rule.c's candidate buffer, reused by every op */
     void *halo_buf[4];          /* partition_window.c's per-device arrays for costing candidates */
+    struct HaloMemo *halos;     /* exchanges already emitted, reused by a second identical one */
+    int32_t identity[REDUCE_OR + 1][ET_COUNT]; /* scalar identity constants + 1 (0: none yet) */
     HloUsers users;             /* users of ic's instructions (partition_shape.c), once have_users */
     bool have_users;
 } Part;

@@ -84,11 +84,46 @@ int32_t part_dynamic_slice_dim(Part *p, int32_t x, const Shape *xs, int32_t dim,
 }
 
 /* A scalar constant of type t: the identity of k (sum: 0, max: lowest, min:
- * highest). */
+ * highest), one per computation. */
 static int32_t emit_identity(Part *p, ReduceKind k, ElemType t, const char *base)
 {
-    Shape s = shape_scalar(t);
-    return part_identity(p, k, &s, base);
+    (void)base;
+    if (!p->identity[k][t]) {
+        Shape s = shape_scalar(t);
+        const char *name = part_fmt(p, "%s.%s", reduce_kind_name(k), elem_type_name(t));
+        p->identity[k][t] = part_identity(p, k, &s, name) + 1;
+    }
+    return p->identity[k][t] - 1;
+}
+
+/* An exchange already emitted: the same windows of the same local value
+ * are not sent twice (a forward convolution and the kernel gradient read
+ * the same halo of the activations). */
+typedef struct HaloMemo {
+    int32_t local, dim, fill, result;
+    int64_t width;
+    uint64_t hash;
+    HaloWindow *win;
+    struct HaloMemo *next;
+} HaloMemo;
+
+static uint64_t halo_hash(const Part *p, int32_t local, const HaloReq *rq)
+{
+    uint64_t h = 1469598103934665603ull;
+    int64_t head[4] = {local, rq->dim, rq->fill, rq->width};
+    for (int32_t k = 0; k < 4; k++) {
+        h ^= (uint64_t)head[k];
+        h *= 1099511628211ull;
+    }
+    for (int64_t d = 0; d < p->mesh->n_devices; d++) {
+        const HaloWindow *w = &rq->win[d];
+        int64_t v[4] = {w->tile, w->start, w->lo, w->hi};
+        for (int32_t k = 0; k < 4; k++) {
+            h ^= (uint64_t)v[k];
+            h *= 1099511628211ull;
+        }
+    }
+    return h;
 }
 
 /* A per-device array of HaloWindow (or int64) for costing a candidate:
@@ -194,8 +229,36 @@ static int32_t emit_hop(Part *p, int32_t local, const Shape *ls, const HaloReq *
     return cp;
 }
 
+static int32_t halo_emit(Part *p, int32_t local, const Shape *ls, const HaloReq *rq, const HaloPlan *hp,
+                         const char *base, const HaloCause *why);
+
 int32_t part_halo(Part *p, int32_t local, const Shape *ls, const HaloReq *rq, const HaloPlan *hp, const char *base,
                   const HaloCause *why)
+{
+    const Mesh *m = p->mesh;
+    int32_t dim = rq->dim;
+    uint64_t hash = halo_hash(p, local, rq);
+    for (const HaloMemo *e = p->halos; e; e = e->next)
+        if (e->hash == hash && e->local == local && e->dim == dim && e->fill == rq->fill && e->width == rq->width &&
+            memcmp(e->win, rq->win, sizeof(HaloWindow) * (size_t)m->n_devices) == 0)
+            return e->result;
+    int32_t result = halo_emit(p, local, ls, rq, hp, base, why);
+    HaloMemo *e = ARENA_NEW(p->scratch, HaloMemo);
+    e->local = local;
+    e->dim = dim;
+    e->fill = rq->fill;
+    e->width = rq->width;
+    e->hash = hash;
+    e->win = arena_memdup(p->scratch, rq->win, sizeof(HaloWindow) * (size_t)m->n_devices);
+    e->result = result;
+    e->next = p->halos;
+    p->halos = e;
+    return result;
+}
+
+/* part_halo's emission. */
+static int32_t halo_emit(Part *p, int32_t local, const Shape *ls, const HaloReq *rq, const HaloPlan *hp,
+                         const char *base, const HaloCause *why)
 {
     const Mesh *m = p->mesh;
     int32_t dim = rq->dim;
@@ -598,7 +661,219 @@ static bool h_windowed(Part *p, int32_t i)
     return true;
 }
 
-bool part_convolution(Part *p, int32_t i) { return h_windowed(p, i); }
+/* ---------------------------------------------------------------- kernel-window split
+ *
+ * A convolution whose window is as large as its input (the kernel gradient
+ * of a training step: conv(x, dy) with dy's spatial dims as the window) is
+ * cheaper split on the KERNEL's spatial dim: device t takes the window
+ * elements k in [t*c, (t+1)*c) of kernel shard t, the lhs rows those read
+ * for every output (a halo of the lhs split the same way), and leaves a
+ * partial sum over the split's atoms (XLA's halo exchange on the rhs). */
+
+typedef struct RhsSplit {
+    int32_t s;                /* spatial dim index (cd->in_spatial[s], k_spatial[s]) */
+    int8_t atoms[SPMDC_MAX_ATOMS];
+    int32_t n_atoms;
+    RuleChoice ch;            /* the op's choice with both dims split and the result partial */
+    int64_t bytes;
+} RhsSplit;
+
+/* The lhs windows of a kernel-window split of spatial dim s over atoms. */
+static void rhs_request(Part *p, int32_t i, int32_t s, const int8_t *atoms, int32_t n_atoms, HaloReq *rq, int32_t slot)
+{
+    const HloInst *in = part_in(p, i);
+    const HloAttrs *a = hlo_attrs(in);
+    const ConvDims *cd = a->conv;
+    const WindowDim *w = &a->window->dims[s];
+    const Mesh *m = p->mesh;
+    int64_t nd = m->n_devices, T = 1;
+    for (int32_t k = 0; k < n_atoms; k++)
+        T *= m->atom_size[atoms[k]];
+    int64_t n_in = part_in(p, in->operands[0])->shape.dims[cd->in_spatial[s]];
+    int64_t n_out = in->shape.dims[cd->out_spatial[s]], K = w->size, ck = tiling_shard_size(K, T);
+    int64_t st = w->stride > 0 ? w->stride : 1, rd = w->rhs_dilate > 0 ? w->rhs_dilate : 1;
+    memset(rq, 0, sizeof *rq);
+    rq->atoms = atoms;
+    rq->n_atoms = n_atoms;
+    rq->d.n = n_in;
+    rq->d.tiles = T;
+    rq->d.chunk = tiling_shard_size(n_in, T);
+    rq->width = (n_out - 1) * st + (ck - 1) * rd + 1;
+    rq->win = dev_array(p, slot);
+    for (int64_t dev = 0; dev < nd; dev++) {
+        HaloWindow *hw = &rq->win[dev];
+        int64_t t = mesh_run_index(m, dev, atoms, n_atoms), k0 = t * ck, k1 = (k0 + ck < K ? k0 + ck : K) - 1;
+        hw->tile = t;
+        hw->start = k0 * rd - w->pad_lo;
+        hw->lo = hw->start;
+        hw->hi = k1 >= k0 ? (n_out - 1) * st + k1 * rd - w->pad_lo + 1 : hw->lo;
+    }
+}
+
+/* Whether conv i can be split on the kernel window of spatial dim s. */
+static bool rhs_splittable(Part *p, int32_t i, int32_t s)
+{
+    const HloInst *in = part_in(p, i);
+    const HloAttrs *a = hlo_attrs(in);
+    if (!a->conv || !a->window || s >= a->window->rank || in->n_operands != 2)
+        return false;
+    const WindowDim *w = &a->window->dims[s];
+    const Shape *ks = &part_in(p, in->operands[1])->shape;
+    return w->lhs_dilate <= 1 && !w->reversal && ks->dims[a->conv->k_spatial[s]] == w->size && w->size > 1;
+}
+
+/* The kernel-window split of spatial dim s over atoms added to base (a
+ * choice that splits no window factor): its wanted states, result and
+ * cost; false if it does not combine. */
+static bool rhs_candidate(Part *p, const RuleCtx *rc, const RuleChoice *base, int32_t s, const int8_t *atoms,
+                          int32_t n_atoms, RhsSplit *out)
+{
+    const OpRule *r = &rc->rule;
+    const HloInst *in = part_in(p, rc->inst);
+    const ConvDims *cd = hlo_attrs(in)->conv;
+    uint32_t mask = 0;
+    for (int32_t k = 0; k < n_atoms; k++)
+        mask |= 1u << atoms[k];
+    if (base->pass || (fsh_used(&base->fs) & mask) || (base->res[0].partial & ~0u && base->res[0].kind != REDUCE_SUM &&
+                                                        base->res[0].partial))
+        return false;
+    int32_t dl = (int32_t)cd->in_spatial[s], dk = (int32_t)cd->k_spatial[s];
+    if (tiling_dim_n(&base->want[0], dl) || tiling_dim_n(&base->want[1], dk))
+        return false;
+    out->s = s;
+    memcpy(out->atoms, atoms, (size_t)n_atoms);
+    out->n_atoms = n_atoms;
+    out->ch = *base;
+    out->ch.want = ARENA_ARRAY(p->scratch, Tiling, r->n_in + 1);
+    out->ch.res = ARENA_ARRAY(p->scratch, Tiling, r->n_out + 1);
+    memcpy(out->ch.want, base->want, sizeof(Tiling) * (size_t)r->n_in);
+    memcpy(out->ch.res, base->res, sizeof(Tiling) * (size_t)r->n_out);
+    tiling_set_dim(&out->ch.want[0], dl, atoms, n_atoms);
+    tiling_set_dim(&out->ch.want[1], dk, atoms, n_atoms);
+    out->ch.res[0].partial |= mask;
+    out->ch.res[0].kind = REDUCE_SUM;
+    if (!tiling_valid(&out->ch.want[0]) || !tiling_valid(&out->ch.want[1]) || !tiling_valid(&out->ch.res[0]))
+        return false;
+    int64_t bytes = part_cost(p, in->operands[0], &out->ch.want[0]);
+    bytes += part_cost(p, in->operands[1], &out->ch.want[1]);
+    bytes += reshard_cost(p->mesh, &in->shape, &out->ch.res[0], &rc->cur[r->n_in]);
+    HaloReq rq;
+    rhs_request(p, rc->inst, s, atoms, n_atoms, &rq, 1);
+    HaloPlan hp;
+    if (bytes >= PART_INF_COST || !halo_plan(&rq.d, rq.win, p->mesh->n_devices, rq.width, true, &hp))
+        return false;
+    Shape ls = tiling_local_shape(&out->ch.want[0], p->mesh, &part_in(p, in->operands[0])->shape);
+    out->bytes = bytes + part_halo_bytes(&ls, dl, &hp);
+    return true;
+}
+
+/* Emits the kernel-window split c. */
+static bool emit_rhs(Part *p, const RuleCtx *rc, const RhsSplit *c)
+{
+    int32_t i = rc->inst;
+    const HloInst *in = part_in(p, i);
+    const HloAttrs *ia = hlo_attrs(in);
+    const ConvDims *cd = ia->conv;
+    int32_t dl = (int32_t)cd->in_spatial[c->s], dk = (int32_t)cd->k_spatial[c->s];
+    int32_t ops[2];
+    if (part_rule_operands(p, rc, &c->ch, ops) < 0)
+        return false;
+    const Shape *lg = &part_in(p, in->operands[0])->shape, *kg = &part_in(p, in->operands[1])->shape;
+    Shape xs = tiling_local_shape(&c->ch.want[0], p->mesh, lg), ks = tiling_local_shape(&c->ch.want[1], p->mesh, kg);
+    HaloReq rq;
+    rhs_request(p, i, c->s, c->atoms, c->n_atoms, &rq, -1);
+    rq.dim = dl;
+    rq.fill = emit_identity(p, REDUCE_SUM, xs.type, in->name);
+    HaloPlan hp;
+    if (!halo_plan(&rq.d, rq.win, p->mesh->n_devices, rq.width, true, &hp))
+        return false;
+    const char *xn = part_in(p, in->operands[0])->name, *kn = part_in(p, in->operands[1])->name;
+    HaloCause why = {i, part_fmt(p, "%s read by %s for its share of the window (kernel %s split on dim %d)", xn,
+                                 in->name, kn, (int)dk)};
+    ops[0] = part_halo(p, ops[0], &xs, &rq, &hp, xn, &why);
+    xs.dims[dl] = rq.width;
+    /* the kernel's padding (a window that does not divide) contributes 0 */
+    int64_t K = kg->dims[dk];
+    if (K % rq.d.tiles != 0) {
+        HaloWindow *w = ARENA_ARRAY(p->scratch, HaloWindow, p->mesh->n_devices);
+        for (int64_t dev = 0; dev < p->mesh->n_devices; dev++)
+            w[dev].start = tiling_offset(&c->ch.want[1], p->mesh, kg, dk, dev);
+        ops[1] = part_mask_range(p, ops[1], &ks, dk, w, 0, K, rq.fill, part_name(p, kn, "unpadded"));
+    }
+    Tiling *leaves = part_result_leaves(p, rc, &c->ch);
+    Shape l = part_local_shape(p, &in->shape, leaves);
+    int32_t res = part_clone(p, i, part_result_name(p, i, leaves, "partial"), &l, ops, 2);
+    HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, res));
+    oprule_localize_attrs(&rc->rule, p->in, p->ic, i, &c->ch.fs, p->mesh, a);
+    WindowDim *wd = &a->window->dims[c->s];
+    wd->size = ks.dims[dk];
+    wd->pad_lo = wd->pad_hi = 0;
+    const char *reason = NULL;
+    if (p->rep) {
+        StrBuf b = {0};
+        sb_printf(&b, "%s: window dim %d of kernel %s sharded on '%s'", in->name, (int)dk, kn,
+                  part_axes_text(p, c->atoms, c->n_atoms));
+        int32_t o = part_split_origin(p, in->operands[1], &c->ch.want[1], dk);
+        if (o != PART_NOT_OWN && o >= 0) {
+            sb_puts(&b, " (");
+            part_put_origin(p, &b, in->operands[1], o);
+            sb_putc(&b, ')');
+        }
+        sb_puts(&b, ": each device sums its share of the window");
+        reason = arena_strdup(p->scratch, sb_cstr(&b));
+        sb_free(&b);
+    }
+    part_set_result(p, i, res, leaves, i, reason);
+    return true;
+}
+
+/* The cheapest kernel-window split of conv i, from the atoms its lhs or
+ * kernel already splits a spatial dim with; false if none. */
+static bool best_rhs(Part *p, const RuleCtx *rc, const RuleChoice *base, RhsSplit *best)
+{
+    const HloInst *in = part_in(p, rc->inst);
+    const ConvDims *cd = hlo_attrs(in)->conv;
+    bool found = false;
+    RhsSplit c;
+    for (int32_t s = 0; cd && s < cd->n_spatial; s++) {
+        if (!rhs_splittable(p, rc->inst, s))
+            continue;
+        const Tiling *srcs[2] = {&rc->cur[0], &rc->cur[1]};
+        int32_t dims[2] = {(int32_t)cd->in_spatial[s], (int32_t)cd->k_spatial[s]};
+        for (int32_t k = 0; k < 2; k++) {
+            int32_t n = tiling_dim_n(srcs[k], dims[k]);
+            if (n == 0 || !rhs_candidate(p, rc, base, s, tiling_dim(srcs[k], dims[k]), n, &c))
+                continue;
+            if (!found || c.bytes < best->bytes) {
+                *best = c;
+                found = true;
+            }
+        }
+    }
+    return found;
+}
+
+bool part_convolution(Part *p, int32_t i)
+{
+    RuleCtx rc;
+    RuleChoice base;
+    if (!part_rule_init(p, i, &rc))
+        return part_default(p, i);
+    RhsSplit rhs;
+    if (part_rule_choose(p, &rc, NULL, NULL, &base) && best_rhs(p, &rc, &base, &rhs)) {
+        /* against the best plan that splits no kernel window */
+        RuleCtx rc2;
+        RuleChoice ch;
+        WinOp wo;
+        part_rule_init(p, i, &rc2);
+        bool windows = win_op_init(p, i, &rc2, &wo);
+        if (windows)
+            rc2.splittable |= 1u << FACTOR_WINDOW;
+        if (!part_rule_choose(p, &rc2, windows ? win_extra : NULL, &wo, &ch) || rhs.bytes < ch.bytes)
+            return emit_rhs(p, &rc, &rhs);
+    }
+    return h_windowed(p, i);
+}
 bool part_reduce_window(Part *p, int32_t i) { return h_windowed(p, i); }
 
 /* ================================================================ select-and-scatter */

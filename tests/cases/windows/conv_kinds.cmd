@@ -1,0 +1,1 @@
+compile conv_kinds.hlo -o /dev/null

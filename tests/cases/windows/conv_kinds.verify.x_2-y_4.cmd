@@ -1,0 +1,1 @@
+verify conv_kinds.hlo --mesh x=2,y=4

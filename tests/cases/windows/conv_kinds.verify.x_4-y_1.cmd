@@ -1,0 +1,1 @@
+verify conv_kinds.hlo --mesh x=4,y=1

@@ -1,0 +1,1 @@
+compile conv_train_batch.hlo -o /dev/null

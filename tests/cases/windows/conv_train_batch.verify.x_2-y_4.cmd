@@ -1,0 +1,1 @@
+verify conv_train_batch.hlo --mesh x=2,y=4

@@ -1,0 +1,1 @@
+compile conv_train_height.hlo -o /dev/null

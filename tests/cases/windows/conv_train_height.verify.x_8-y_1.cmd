@@ -1,0 +1,1 @@
+verify conv_train_height.hlo --mesh x=8,y=1
