@@ -15,6 +15,11 @@ its own export.  The programs:
                   `model`; automatic code before and after.
   pmanual_<mesh>  jax.shard_map over `model` only on a data x model mesh
                   (`data` stays automatic): psum over model of x_local @ w_local.
+  scan_layers, scan_layers_train, while_loop, cond
+                  the control suite's models of tools/export_models.py (a scan over
+                  layers, its training step, a while with a split carry, a
+                  conditional), in the Shardy form only: its shardings name the
+                  mesh axes, so one file compiles and verifies at every mesh size.
 
 Uses tools/export_models.py for lowering and XLA's before_optimizations dump.
 Exits 0 with a message when jax is not installed.
@@ -101,8 +106,12 @@ def main():
     import export_models as em
     em.setup_env(dump_dir)
     em.COMMAND = COMMAND
-    for model in build(em):
-        for shardy in (False, True):
+    jobs = [(model, (False, True)) for model in build(em)]
+    for model in em.build_models():
+        if model.suite == "control" and model.name in ("scan_layers", "scan_layers_train", "while_2d", "cond"):
+            jobs.append((model, (True,)))
+    for model, forms in jobs:
+        for shardy in forms:
             lowered = em.lower(model, shardy)
             text = em.dump_text(lowered, dump_dir)
             fname = model.name + ("_sdy" if shardy else "") + ".hlo"

@@ -1,0 +1,1 @@
+compile cond_sdy.hlo --mesh model=8 -o /dev/null

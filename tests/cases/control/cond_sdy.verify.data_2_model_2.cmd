@@ -1,0 +1,1 @@
+verify cond_sdy.hlo --mesh data=2,model=2

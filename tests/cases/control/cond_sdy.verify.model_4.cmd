@@ -1,0 +1,1 @@
+verify cond_sdy.hlo --mesh model=4
