@@ -188,8 +188,8 @@ static int32_t dim_factor(const OpRule *r, int32_t k, int32_t d)
 }
 
 /* This device's s32[] offset along a dim of n elements that factor f splits
- * in fs (chunk = n / tiles); *chunk gets the shard size.  -1 if f is not
- * split (*chunk = n). */
+ * in fs (chunk = ceil(n / tiles), XLA's layout of uneven dims); *chunk gets
+ * the shard size.  -1 if f is not split (*chunk = n). */
 static int32_t factor_offset(Part *p, const FactorSharding *fs, int32_t f, int64_t n, int64_t *chunk,
                              const char *base)
 {
@@ -197,7 +197,7 @@ static int32_t factor_offset(Part *p, const FactorSharding *fs, int32_t f, int64
         *chunk = n;
         return -1;
     }
-    *chunk = n / fsh_tiles(fs, p->mesh, f);
+    *chunk = tiling_shard_size(n, fsh_tiles(fs, p->mesh, f));
     return part_offset(p, fsh_factor(fs, f), fs->n[f], *chunk, base);
 }
 

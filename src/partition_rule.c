@@ -344,8 +344,10 @@ static int32_t pass_sets(Part *p, const RuleCtx *rc, uint32_t *sets, int32_t cap
         const OpAlgebra *alg = op_algebra(part_in(p, rc->inst)->op);
         if (alg->partial == PARTIAL_ALL && !same)
             continue;
-        if (alg->partial == PARTIAL_CONTRACT && !same && (atoms != 0)) {
-            /* each operand its own atoms: they must not overlap */
+        if (alg->partial == PARTIAL_CONTRACT && atoms != 0) {
+            /* each operand its own atoms: they must not overlap (a dot is
+             * linear in each operand, not in both: two sums over the same
+             * atoms multiply to a double sum, not to a sum of products) */
             uint32_t seen = 0;
             for (int32_t j = 0; j < nc; j++)
                 if ((s >> j) & 1u) {

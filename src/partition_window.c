@@ -705,8 +705,11 @@ static void rhs_request(Part *p, int32_t i, int32_t s, const int8_t *atoms, int3
         int64_t t = mesh_run_index(m, dev, atoms, n_atoms), k0 = t * ck, k1 = (k0 + ck < K ? k0 + ck : K) - 1;
         hw->tile = t;
         hw->start = k0 * rd - w->pad_lo;
+        /* every device's partial sum counts, so every position it multiplies
+         * must be real data or 0, also where its kernel rows are padding */
+        (void)k1;
         hw->lo = hw->start;
-        hw->hi = k1 >= k0 ? (n_out - 1) * st + k1 * rd - w->pad_lo + 1 : hw->lo;
+        hw->hi = hw->start + rq->width;
     }
 }
 
