@@ -15,6 +15,8 @@ its own export.  The programs:
                   `model`; automatic code before and after.
   pmanual_<mesh>  jax.shard_map over `model` only on a data x model mesh
                   (`data` stays automatic): psum over model of x_local @ w_local.
+  smap_scan       lax.scan inside jax.shard_map (model=4): a psum per trip.
+  scan_smap       jax.shard_map inside the body of lax.scan (model=4).
   scan_layers, scan_layers_train, while_loop, cond
                   the control suite's models of tools/export_models.py (a scan over
                   layers, its training step, a while with a split carry, a
@@ -90,6 +92,34 @@ def build(em):
                                "x_local @ w_local",
                                "the user's all-reduce over model inside the region; data stays "
                                "automatic", sdy=True))
+    def smap_scan(x, w):
+        m = jax.sharding.get_abstract_mesh()
+
+        def inner(xl, wl):
+            def body(h, wi):
+                return jax.lax.psum(jnp.tanh(h @ wi), "model") * 0.5, None
+            return jax.lax.scan(body, xl, wl)[0]
+        return jax.shard_map(inner, mesh=m, in_specs=(P(None, "model"), P(None, "model", None)),
+                             out_specs=P(), check_vma=False)(x, w)
+
+    def scan_smap(x, w):
+        m = jax.sharding.get_abstract_mesh()
+
+        def body(h, wi):
+            def inner(hl, wl):
+                return jax.lax.psum(hl @ wl, "model")
+            y = jax.shard_map(inner, mesh=m, in_specs=(P(None, "model"), P("model", None)),
+                              out_specs=P(), check_vma=False)(h, wi)
+            return jnp.tanh(y), None
+        return jax.lax.scan(body, x, w)[0]
+    models.append(em.Model("control", "smap_scan", smap_scan, (("model", 4),),
+                           [em.F(8, 16) + ((None, "model"),), em.F(3, 16, 4) + ((None, "model", None),)],
+                           (), "lax.scan of 3 trips inside shard_map over model: a psum per trip",
+                           "the user's all-reduce inside the loop, counted per trip", sdy=True))
+    models.append(em.Model("control", "scan_smap", scan_smap, (("model", 4),),
+                           [em.F(8, 16) + ((None, "model"),), em.F(3, 16, 16) + ((None, "model", None),)],
+                           (), "shard_map over model inside the body of a 3-trip lax.scan",
+                           "the region's borders and the user's psum inside the loop body", sdy=True))
     return models
 
 

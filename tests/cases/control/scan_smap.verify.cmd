@@ -1,0 +1,1 @@
+verify scan_smap.hlo --mesh model=4

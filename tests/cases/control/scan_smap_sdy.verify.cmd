@@ -1,0 +1,1 @@
+verify scan_smap_sdy.hlo --mesh model=4

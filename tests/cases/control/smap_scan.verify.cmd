@@ -1,0 +1,1 @@
+verify smap_scan.hlo --mesh model=4

@@ -1,0 +1,1 @@
+verify smap_scan_sdy.hlo --mesh model=4
