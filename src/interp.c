@@ -621,7 +621,7 @@ static bool eval_pad(const Interp *ip, const HloInst *inst, const SimValue *ops,
             return interp_error(ip, inst, "padding of dimension %d does not give the result size", d);
         int64_t i0 = lo >= 0 ? 0 : (-lo + step - 1) / step; /* first source index landing at >= 0 */
         int64_t i1 = n;                                      /* one past the last landing < size */
-        if (n && lo + (n - 1) * step >= s->dims[d]) i1 = (s->dims[d] - 1 - lo) / step + 1;
+        if (n && lo + (n - 1) * step >= s->dims[d]) i1 = s->dims[d] - 1 - lo < 0 ? 0 : (s->dims[d] - 1 - lo) / step + 1;
         box[d] = i1 > i0 ? i1 - i0 : 0;
         soff += i0 * in_st[d];
         doff += (lo + i0 * step) * out_st[d];

@@ -964,17 +964,29 @@ static void sas_requests(Part *p, const WinGeom *g, int64_t n_src, const int8_t 
         w->tile = o->tile = t;
         w->start = first[dev];
         o->start = first[dev] * s - g->pad_lo;
+        /* the source values of the windows that overlap the shard, and the
+         * positions the array does not have (they must scatter the
+         * identity, masked, even on a device no real window reaches) */
+        int64_t lo = INT64_MAX, hi = INT64_MIN, end = first[dev] + ws;
         if (olo[dev] < ohi[dev]) {
-            /* windows the array does not have must scatter the identity:
-             * their source positions are read (masked) too */
-            w->lo = first[dev] < 0 ? first[dev] : olo[dev];
-            w->hi = first[dev] + ws > n_src ? first[dev] + ws : ohi[dev];
+            lo = olo[dev];
+            hi = ohi[dev];
             o->lo = olo[dev] * s - g->pad_lo;
             o->hi = (ohi[dev] - 1) * s - g->pad_lo + span;
         } else {
-            w->lo = w->hi = w->start;
             o->lo = o->hi = o->start;
         }
+        if (first[dev] < 0) {
+            lo = first[dev] < lo ? first[dev] : lo;
+            hi = (end < 0 ? end : 0) > hi ? (end < 0 ? end : 0) : hi;
+        }
+        if (end > n_src) {
+            int64_t b0 = first[dev] > n_src ? first[dev] : n_src;
+            lo = b0 < lo ? b0 : lo;
+            hi = end > hi ? end : hi;
+        }
+        w->lo = lo <= hi ? lo : w->start;
+        w->hi = lo <= hi ? hi : w->start;
         res_off[dev] = t * c - o->start;
     }
     src->width = ws;

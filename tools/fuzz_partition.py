@@ -11,7 +11,9 @@ so the file rebinds to every mesh below), then 3 to 8 random steps among
 elementwise ops, reductions (sum, max) over a random dim, transpose, slices
 (strided, with a start), pads (negative and interior too), concatenates,
 reverses, reduce-windows (strides, padding), dots, convolutions (window
-dilation, padding) and select-and-scatter, each result annotated with a
+dilation, padding), select-and-scatter, dynamic-slices (starts clamped at
+both ends), gathers of rows, sorts, iota offsets and reshapes that merge and
+split dims, each result annotated with a
 random sharding or left to propagation.  The last three values are the
 outputs.  Each module is verified at x=2,y=4, x=2,y=2, x=3,y=2, x=1,y=4 and
 x=4,y=1: the simulator feeds poison in the padding of every uneven input
@@ -44,6 +46,11 @@ ge {{
   a = f32[] parameter(0)
   b = f32[] parameter(1)
   ROOT c = pred[] compare(a, b), direction=GE
+}}
+lt {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction=LT
 }}
 ENTRY main {{
 """
@@ -84,7 +91,7 @@ class Program:
     def step(self):
         r = self.r
         a, ad = r.choice(self.pool)
-        op = r.randrange(12)
+        op = r.randrange(18)
         d = r.randrange(2)
         if op == 0:
             self.add(ad, "exponential(%s)" % a)
@@ -148,6 +155,32 @@ class Program:
             c = self.add([1, n, ad[1], 1], "convolution(%s, %s), window={size=%dx1 pad=%d_%dx0_0 rhs_dilate=%dx1}, "
                          "dim_labels=b01f_01io->b01f" % (x, w, k, lo, hi, rd), pool=False)
             self.add([n, ad[1]], "reshape(%s)" % c)
+        elif op == 12:
+            start = r.randrange(-2, ad[d] + 2)
+            size = r.randint(1, ad[d])
+            nd = list(ad)
+            nd[d] = size
+            idx = ["zi", "zi"]
+            idx[d] = "i%d" % self.n
+            self.lines.append("  %s = s32[] constant(%d)" % (idx[d], start))
+            self.add(nd, "dynamic-slice(%s, %s), dynamic_slice_sizes={%d,%d}" % (a, ", ".join(idx), nd[0], nd[1]))
+        elif op == 13:
+            n = r.randint(1, 5)
+            ids = "g%d" % self.n
+            self.lines.append("  %s = s32[%d,1] constant({%s})" % (
+                ids, n, ", ".join("{%d}" % r.randrange(-1, ad[0] + 1) for _ in range(n))))
+            self.add([n, ad[1]], "gather(%s, %s), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, "
+                     "index_vector_dim=1, slice_sizes={1,%d}" % (a, ids, ad[1]))
+        elif op == 14:
+            self.add(ad, "sort(%s), dimensions={%d}, to_apply=lt" % (a, d))
+        elif op == 15:
+            io = self.add(ad, "iota(), iota_dimension=%d" % d, pool=False)
+            self.add(ad, "add(%s, %s)" % (a, io))
+        elif op == 16:
+            if ad[0] * ad[1] == 0:
+                return
+            m = self.add([ad[0] * ad[1]], "reshape(%s)" % a, pool=False)
+            self.add([ad[1], ad[0]], "reshape(%s)" % m)
         else:
             k, s, lo, hi = r.randint(1, 3), r.randint(1, 2), r.randint(0, 1), r.randint(0, 1)
             n = (ad[d] + lo + hi - k) // s + 1
@@ -168,6 +201,7 @@ class Program:
             self.pool.append(("p%d" % k, dims))
         self.lines.append("  z = f32[] constant(0)")
         self.lines.append("  ni = f32[] constant(-inf)")
+        self.lines.append("  zi = s32[] constant(0)")
         for _ in range(r.randint(3, 8)):
             self.step()
         outs = self.pool[-3:]
