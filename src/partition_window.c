@@ -503,6 +503,28 @@ static bool win_op_init(Part *p, int32_t i, const RuleCtx *rc, WinOp *wo)
 
 /* Bytes of the halos a candidate needs (the exchanges run one split dim
  * after the other, each on the previous one's windows). */
+/* ---------------------------------------------------------------- scans
+ *
+ * A reduce-window whose window covers every earlier element of its dim (a
+ * cumulative sum, max, ...: size >= n, padding size-1 below, stride 1) is a
+ * prefix scan.  Split over T shards it needs no halo: every device scans
+ * its own shard, the shards' totals (one element per row) are all-gathered,
+ * and each device combines its local scan with the reduction of the totals
+ * of the shards below it: (T-1) rows a device, where the halo (or its
+ * all-gather of the dim) sends (T-1)*c. */
+
+static bool is_scan(const HloInst *in, const WinGeom *g)
+{
+    return in->op == HLO_REDUCE_WINDOW && g->stride == 1 && g->lhs_dilate == 1 && g->rhs_dilate == 1 &&
+           g->n_out == g->n_in && g->size >= g->n_in && g->pad_lo == g->size - 1 && g->n_in > 1;
+}
+
+/* Bytes of the scan's all-gather of the totals, over T tiles. */
+static int64_t scan_bytes(const Shape *ls, int32_t dim, int64_t tiles)
+{
+    return (tiles - 1) * row_bytes(ls, dim);
+}
+
 static int64_t win_extra(Part *p, const RuleCtx *rc, const RuleChoice *cand, void *user)
 {
     const WinOp *wo = user;
@@ -515,7 +537,14 @@ static int64_t win_extra(Part *p, const RuleCtx *rc, const RuleChoice *cand, voi
         if (wo->win_dim[f] < 0 || cand->fs.n[f] == 0)
             continue;
         WinGeom g = factor_geom(p, rc->inst, rc, wo, f);
-        int64_t b = part_window_dim_bytes(p, &ls, wo->in_dim[f], &g, fsh_factor(&cand->fs, f), cand->fs.n[f]);
+        int32_t d = wo->in_dim[f];
+        int64_t local = ls.dims[d];
+        int64_t b = part_window_dim_bytes(p, &ls, d, &g, fsh_factor(&cand->fs, f), cand->fs.n[f]);
+        if (is_scan(in, &g)) {
+            ls.dims[d] = local;
+            int64_t sb = scan_bytes(&ls, d, fsh_tiles(&cand->fs, p->mesh, f));
+            b = sb <= b ? sb : b;
+        }
         bytes = b >= PART_INF_COST ? PART_INF_COST : bytes + b;
     }
     return bytes;
@@ -616,6 +645,97 @@ static int32_t window_operand(Part *p, const RuleCtx *rc, const RuleChoice *ch, 
     return x;
 }
 
+/* The scan of split window factor f (is_scan): a local scan of each shard,
+ * the totals all-gathered, each device's exclusive prefix of them combined
+ * with its local scan by the reducer. */
+static bool emit_scan(Part *p, const RuleCtx *rc, const RuleChoice *ch, const WinOp *wo, int32_t f, int32_t *ops,
+                      const Shape *xs)
+{
+    int32_t i = rc->inst;
+    const HloInst *in = part_in(p, i);
+    const HloAttrs *ia = hlo_attrs(in);
+    int32_t d = wo->in_dim[f], wd = wo->win_dim[f];
+    const int8_t *atoms = fsh_factor(&ch->fs, f);
+    int32_t na = ch->fs.n[f];
+    int64_t T = fsh_tiles(&ch->fs, p->mesh, f), c = xs->dims[d];
+    ReduceKind k = reducer_kind(p->in, ia->to_apply);
+    const char *nm = in->name;
+    Tiling *leaves = part_result_leaves(p, rc, ch);
+    Shape l = part_local_shape(p, &in->shape, leaves);
+    /* the local scan: the window as wide as the shard */
+    int32_t loc = part_clone(p, i, part_name(p, nm, "local-scan"), &l, ops, in->n_operands);
+    HloAttrs *la = hlo_attrs_mut(p->out, part_out(p, loc));
+    oprule_localize_attrs(&rc->rule, p->in, p->ic, i, &ch->fs, p->mesh, la);
+    la->window->dims[wd].size = c;
+    la->window->dims[wd].pad_lo = c - 1;
+    la->window->dims[wd].pad_hi = 0;
+    /* the shard's total: its last element along d */
+    int32_t tot = part_slice_dim(p, loc, &l, d, c - 1, c, 1, part_name(p, nm, "shard-total"));
+    Shape ts = l;
+    ts.dims[d] = 1;
+    Shape gs = ts;
+    gs.dims[d] = T;
+    int32_t all = part_emit(p, HLO_ALL_GATHER, part_name(p, nm, "all-gather"), &gs, &tot, 1);
+    HloAttrs *ga = hlo_attrs_mut(p->out, part_out(p, all));
+    ga->channel_id = p->mod->next_channel++;
+    ga->replica_groups = part_groups(p, atoms, na);
+    ga->use_global_device_ids = true;
+    int64_t dd = d;
+    ga->dimensions = hlo_intlist(p->out, &dd, 1);
+    if (p->rep) {
+        int64_t b = comm_bytes_per_device(COLL_ALL_GATHER, T, shape_byte_size(&ts), shape_byte_size(&gs));
+        StrBuf w = {0};
+        sb_printf(&w, "%s scanned by %s along its split dim %d: the %lld shards' totals are all-gathered (%lld B a "
+                  "device) instead of the prefix below each shard", part_in(p, in->operands[wo->operand])->name, nm,
+                  (int)d, (long long)T, (long long)b);
+        part_record(p, COLL_ALL_GATHER, all, atoms, na, b, i, sb_cstr(&w));
+        sb_free(&w);
+    }
+    /* the reduction of the totals below each shard: an exclusive scan of the
+     * gathered totals (window T, padding T below and -1 above), this device's
+     * entry */
+    int32_t eops[2] = {all, ops[1]};
+    int32_t exc = part_emit(p, HLO_REDUCE_WINDOW, part_name(p, nm, "shards-below"), &gs, eops, 2);
+    HloAttrs *ea = hlo_attrs_mut(p->out, part_out(p, exc));
+    ea->to_apply = p->mod->comp_map[ia->to_apply];
+    ea->window = ARENA_NEW(p->out->arena, Window);
+    memset(ea->window, 0, sizeof *ea->window);
+    ea->window->rank = gs.rank;
+    for (int32_t e = 0; e < gs.rank; e++) {
+        WindowDim *w = &ea->window->dims[e];
+        w->size = e == d ? T : 1;
+        w->stride = w->lhs_dilate = w->rhs_dilate = 1;
+        w->pad_lo = e == d ? T : 0;
+        w->pad_hi = e == d ? -1 : 0;
+    }
+    int64_t *idx = ARENA_ARRAY(p->scratch, int64_t, p->mesh->n_devices);
+    for (int64_t dev = 0; dev < p->mesh->n_devices; dev++)
+        idx[dev] = mesh_run_index(p->mesh, dev, atoms, na);
+    int32_t pos = part_device_value(p, idx, part_fmt(p, "%s.shard-index", nm));
+    int32_t mine = part_dynamic_slice_dim(p, exc, &gs, d, pos, 1, part_name(p, nm, "below-total"));
+    int64_t rd[SPMDC_MAX_RANK], bd[SPMDC_MAX_RANK];
+    int32_t nr = 0;
+    for (int32_t e = 0; e < l.rank; e++)
+        if (e != d) {
+            rd[nr] = l.dims[e];
+            bd[nr++] = e;
+        }
+    Shape rs = shape_array(l.type, nr, rd);
+    int32_t flat = part_emit(p, HLO_RESHAPE, part_name(p, nm, "below-total-row"), &rs, &mine, 1);
+    int32_t bc = part_emit(p, HLO_BROADCAST, part_name(p, nm, "below-total-broadcast"), &l, &flat, 1);
+    hlo_attrs_mut(p->out, part_out(p, bc))->dimensions = hlo_intlist(p->out, bd, nr);
+    HloOpcode op = k == REDUCE_MAX ? HLO_MAXIMUM : k == REDUCE_MIN ? HLO_MINIMUM : k == REDUCE_PROD ? HLO_MULTIPLY
+                 : k == REDUCE_AND ? HLO_AND : k == REDUCE_OR ? HLO_OR : HLO_ADD;
+    int32_t cops[2] = {loc, bc};
+    bool partial = false;
+    for (int32_t e = 0; e < p->vals[i].n_leaves; e++)
+        partial |= leaves[e].partial != 0;
+    int32_t res = part_emit(p, op, part_result_name(p, i, leaves, partial ? "partial" : "local"), &l, cops, 2);
+    part_out(p, res)->span = in->span;
+    part_rule_result(p, rc, ch, res);
+    return true;
+}
+
 /* convolution, reduce-window: from the rule, window dims splittable. */
 static bool h_windowed(Part *p, int32_t i)
 {
@@ -641,6 +761,21 @@ static bool h_windowed(Part *p, int32_t i)
     const OpRule *r = &rc.rule;
     int32_t slot = r->t[wo.operand].slot;
     Shape xs = tiling_local_shape(&ch.want[wo.operand], p->mesh, &part_in(p, in->operands[slot])->shape);
+    int32_t scan_f = -1, n_split = 0;
+    for (int32_t f = 0; f < r->n_factors; f++) {
+        if (wo.win_dim[f] < 0 || ch.fs.n[f] == 0)
+            continue;
+        n_split++;
+        WinGeom g = factor_geom(p, i, &rc, &wo, f);
+        if (!is_scan(in, &g))
+            continue;
+        Shape t = xs;
+        int64_t halo = part_window_dim_bytes(p, &t, wo.in_dim[f], &g, fsh_factor(&ch.fs, f), ch.fs.n[f]);
+        if (scan_bytes(&xs, wo.in_dim[f], fsh_tiles(&ch.fs, p->mesh, f)) <= halo)
+            scan_f = f;
+    }
+    if (scan_f >= 0 && n_split == 1)
+        return emit_scan(p, &rc, &ch, &wo, scan_f, ops, &xs);
     int32_t fill = in->op == HLO_REDUCE_WINDOW ? ops[1] : emit_identity(p, REDUCE_SUM, xs.type, in->name);
     Window local_win = *op_window(in);
     int32_t x = window_operand(p, &rc, &ch, &wo, ops[slot], &xs, fill, &local_win);

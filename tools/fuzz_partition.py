@@ -11,7 +11,8 @@ so the file rebinds to every mesh below), then 3 to 8 random steps among
 elementwise ops, reductions (sum, max) over a random dim, transpose, slices
 (strided, with a start), pads (negative and interior too), concatenates,
 reverses, reduce-windows (strides, padding), dots, convolutions (window
-dilation, padding), select-and-scatter, dynamic-slices (starts clamped at
+dilation, padding), cumulative windows (scans), select-and-scatter,
+dynamic-slices (starts clamped at
 both ends), gathers of rows, sorts, iota offsets and reshapes that merge and
 split dims, each result annotated with a
 random sharding or left to propagation.  The last three values are the
@@ -91,7 +92,7 @@ class Program:
     def step(self):
         r = self.r
         a, ad = r.choice(self.pool)
-        op = r.randrange(18)
+        op = r.randrange(19)
         d = r.randrange(2)
         if op == 0:
             self.add(ad, "exponential(%s)" % a)
@@ -176,6 +177,11 @@ class Program:
         elif op == 15:
             io = self.add(ad, "iota(), iota_dimension=%d" % d, pool=False)
             self.add(ad, "add(%s, %s)" % (a, io))
+        elif op == 17:
+            red, init = ("add", "z") if r.random() < 0.5 else ("max", "ni")
+            n = ad[d] + r.randint(0, 2)
+            self.add(ad, "reduce-window(%s, %s), window={%s}, to_apply=%s" % (a, init, self.window(ad, d, n, 1, n - 1, 0),
+                                                                             red))
         elif op == 16:
             if ad[0] * ad[1] == 0:
                 return
