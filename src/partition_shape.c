@@ -46,11 +46,10 @@ static int32_t only_user(Part *p, int32_t i)
     return u->users[u->start[i]];
 }
 
-/* Whether i may disappear into its user: one user, no annotation of its own. */
-static bool foldable(Part *p, int32_t i)
-{
-    return only_user(p, i) >= 0 && !part_in(p, i)->sharding_from_user;
-}
+/* Whether i may disappear into its user: its only use (an annotation on
+ * it asks for a state no instruction then reads: the folded op runs in its
+ * own result's sharding). */
+static bool foldable(Part *p, int32_t i) { return only_user(p, i) >= 0; }
 
 /* ================================================================ slice of pad */
 
