@@ -289,6 +289,15 @@ static bool has_sdy_string(const HloInst *inst)
     return fa && strstr(fa, "xla.sdy.sharding");
 }
 
+/* Whether a written sharding holds a positional tiling (a tuple: in a leaf). */
+static bool has_positional_tiling(const ShardingSyntax *s)
+{
+    if (s->kind == SSYN_TILED) return true;
+    for (int32_t k = 0; s->kind == SSYN_TUPLE && k < s->n_elems; k++)
+        if (has_positional_tiling(&s->elems[k])) return true;
+    return false;
+}
+
 static bool same_mesh_layout(const Mesh *a, const Mesh *b)
 {
     if (a->n_axes != b->n_axes) return false;
@@ -311,7 +320,7 @@ static bool bind_all(HloModule *m, bool sdy, bool sdy_moved, bool user_mesh, Dia
             HloInst *inst = &comp->insts[i];
             if (sdy && bind_sdy(m, inst, diag))
                 continue;
-            if (sdy_moved && inst->sharding_src && inst->sharding_src->kind == SSYN_TILED) {
+            if (sdy_moved && inst->sharding_src && has_positional_tiling(inst->sharding_src)) {
                 StrBuf b = {0};
                 mesh_print(&b, &m->mesh);
                 diag_warning(diag, inst->sharding_src->span,
