@@ -1448,11 +1448,17 @@ int32_t part_callee(Part *p, int32_t caller, int32_t c, const Tiling *const *par
         diag_error(p->cx->diag, ci->span, "%s: calls no computation it can partition", ci->name);
         return -1;
     }
-    for (const Part *q = p; q; q = q->parent) {
+    int32_t depth = 0;
+    for (const Part *q = p; q; q = q->parent, depth++) {
         if (q->ic == c) {
             diag_error(p->cx->diag, ci->span, "%s: computation '%s' calls itself", ci->name, p->in->comps[c].name);
             return -1;
         }
+    }
+    if (depth >= PART_MAX_NESTING) {
+        diag_error(p->cx->diag, ci->span, "%s: loops, branches and calls nest more than %d deep here", ci->name,
+                   PART_MAX_NESTING);
+        return -1;
     }
     Part child;
     part_init(&child, p->mod, p, caller, c);

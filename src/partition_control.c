@@ -39,6 +39,8 @@ static const HloInst *param_of(const HloModule *m, int32_t c, int64_t k)
 /* The leaves of the root of computation c, all replicated (a condition's pred). */
 static const Tiling *replicated_root(Part *p, int32_t c)
 {
+    if (c < 0 || c >= p->in->n_comps)
+        return NULL;
     const HloComputation *comp = &p->in->comps[c];
     if (comp->root < 0)
         return NULL;

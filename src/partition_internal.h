@@ -30,6 +30,10 @@
 #include "spmdc/report.h"
 #include "spmdc/reshard.h"
 
+/* How deep while / conditional / call may nest (each level is a few C
+ * stack frames of the partitioner). */
+#define PART_MAX_NESTING 200
+
 /* Cost of something impossible (kept far from overflow when summed). */
 #define PART_INF_COST RESHARD_INF_COST
 

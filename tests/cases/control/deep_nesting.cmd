@@ -1,0 +1,1 @@
+compile deep_nesting.hlo --mesh 2 -o out.hlo
