@@ -138,11 +138,22 @@ bool part_manual_masks(Part *p)
     }
     if (!any)
         return true;
-    /* leaves whose users are all manual along the same atoms */
-    HloUsers u = hlo_compute_users(c, p->scratch);
+    /* values made from leaves alone (constants, iotas, partition-id and what
+     * is computed from them) whose users are all manual along the same
+     * atoms belong to the region; users come later in program order, so a
+     * walk from the end settles whole chains (partition-id / 1 % 4 ->
+     * convert -> broadcast for jax.lax.axis_index) */
+    bool *from_leaves = ARENA_ARRAY(p->scratch, bool, c->n_insts + 1);
     for (int32_t i = 0; i < c->n_insts; i++) {
         const HloInst *in = &c->insts[i];
-        if (in->n_operands > 0 || in->op == HLO_PARAMETER || p->vals[i].manual || u.start[i] == u.start[i + 1])
+        bool leafy = in->op != HLO_PARAMETER && !p->vals[i].manual && in->op != HLO_CUSTOM_CALL;
+        for (int32_t k = 0; k < in->n_operands && leafy; k++)
+            leafy = from_leaves[in->operands[k]];
+        from_leaves[i] = leafy;
+    }
+    HloUsers u = hlo_compute_users(c, p->scratch);
+    for (int32_t i = c->n_insts - 1; i >= 0; i--) {
+        if (!from_leaves[i] || u.start[i] == u.start[i + 1])
             continue;
         uint32_t m = p->vals[u.users[u.start[i]]].manual;
         for (int32_t e = u.start[i]; e < u.start[i + 1] && m; e++) {

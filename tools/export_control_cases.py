@@ -15,6 +15,8 @@ its own export.  The programs:
                   `model`; automatic code before and after.
   pmanual_<mesh>  jax.shard_map over `model` only on a data x model mesh
                   (`data` stays automatic): psum over model of x_local @ w_local.
+  a2a_<mesh>      jax.shard_map over model with all_to_all, psum_scatter and
+                  axis_index (partition-id arithmetic) inside.
   smap_scan       lax.scan inside jax.shard_map (model=4): a psum per trip.
   scan_smap       jax.shard_map inside the body of lax.scan (model=4).
   scan_layers, scan_layers_train, while_loop, cond
@@ -92,6 +94,24 @@ def build(em):
                                "x_local @ w_local",
                                "the user's all-reduce over model inside the region; data stays "
                                "automatic", sdy=True))
+    def a2a(x, w):
+        m = jax.sharding.get_abstract_mesh()
+
+        def inner(xl, wl):
+            a = jax.lax.all_to_all(xl, "model", 0, 1, tiled=True)
+            s = jax.lax.psum_scatter(xl @ wl, "model", scatter_dimension=0, tiled=True)
+            i = jax.lax.axis_index("model").astype(jnp.float32)
+            return a * 2.0, s + i
+        return jax.shard_map(inner, mesh=m, in_specs=(P(None, "model"), P("model", None)),
+                             out_specs=(P(None, "model"), P("model", None)), check_vma=False)(x, w)
+    for mesh in ((("model", 4),), (("data", 2), ("model", 2))):
+        models.append(em.Model("control", "a2a_" + mesh_name(mesh), a2a, mesh,
+                               [em.F(16, 32) + ((None, "model"),), em.F(32, 16) + (("model", None),)],
+                               [(None, "model"), ("model", None)],
+                               "shard_map over model: all_to_all, psum_scatter and axis_index",
+                               "the user's all-to-all and reduce-scatter kept; axis_index's "
+                               "partition-id keeps its meaning", sdy=True))
+
     def smap_scan(x, w):
         m = jax.sharding.get_abstract_mesh()
 

@@ -1,0 +1,1 @@
+verify a2a_data2_model2_sdy.hlo --mesh data=2,model=2

@@ -1,0 +1,1 @@
+compile a2a_model4.hlo --mesh model=4 -o /dev/null

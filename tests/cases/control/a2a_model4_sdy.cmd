@@ -1,0 +1,1 @@
+compile a2a_model4_sdy.hlo --mesh model=4 -o /dev/null

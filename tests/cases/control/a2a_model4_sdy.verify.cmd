@@ -1,0 +1,1 @@
+verify a2a_model4_sdy.hlo --mesh model=4
