@@ -207,6 +207,49 @@ static int32_t transfer_branch(Part *p, int32_t i, const Shape *ts, bool run)
     return oc;
 }
 
+/* pred[]: this device is device dev (its id over every atom == dev). */
+static int32_t is_device(Part *p, int64_t dev, const char *base)
+{
+    int8_t all[SPMDC_MAX_ATOMS];
+    for (int32_t a = 0; a < p->mesh->n_atoms; a++)
+        all[a] = (int8_t)a;
+    int32_t id = part_offset(p, all, p->mesh->n_atoms, 1, base);
+    Shape s32 = shape_scalar(ET_S32), ps = shape_scalar(ET_PRED);
+    int32_t c = part_emit(p, HLO_CONSTANT, part_name(p, base, "device"), &s32, NULL, 0);
+    Literal *lit = ARENA_NEW(p->out->arena, Literal);
+    lit->n = 1;
+    lit->i = arena_memdup(p->out->arena, &dev, sizeof dev);
+    hlo_attrs_mut(p->out, part_out(p, c))->literal = lit;
+    int32_t ab[2] = {id, c};
+    int32_t own = part_emit(p, HLO_COMPARE, part_name(p, base, "is-device"), &ps, ab, 2);
+    hlo_attrs_mut(p->out, part_out(p, own))->direction = CMP_EQ;
+    return own;
+}
+
+/* The result leaves of a transfer run on one device: its array data a
+ * pending sum the other devices add zeros to (an outfeed has none), its
+ * tokens whole. */
+static void one_device_leaves(Part *p, const HloInst *in, Tiling *leaves, int32_t nl)
+{
+    uint32_t all_mask = p->mesh->n_atoms >= 32 ? 0xffffffffu : (1u << p->mesh->n_atoms) - 1;
+    int32_t k = 0, sp = 0;
+    const Shape *stack[64];
+    stack[sp++] = &in->shape;
+    while (sp > 0 && k < nl) {
+        const Shape *s = stack[--sp];
+        if (shape_is_tuple(s)) {
+            for (int32_t e = s->n_elems - 1; e >= 0 && sp < 64; e--)
+                stack[sp++] = &s->elems[e];
+            continue;
+        }
+        if (s->type != ET_TOKEN && in->op != HLO_OUTFEED) {
+            leaves[k].partial = all_mask;
+            leaves[k].kind = REDUCE_SUM;
+        }
+        k++;
+    }
+}
+
 bool part_transfer(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
@@ -240,40 +283,9 @@ bool part_transfer(Part *p, int32_t i)
     for (int32_t k = 0; k < in->n_operands; k++)
         ts.elems[k] = hlo_copy_shape(p->out, &part_out(p, ops[k])->shape);
     int32_t t = part_emit(p, HLO_TUPLE, part_name(p, in->name, "operands"), &ts, ops, in->n_operands);
-    int8_t all[SPMDC_MAX_ATOMS];
-    for (int32_t a = 0; a < p->mesh->n_atoms; a++)
-        all[a] = (int8_t)a;
-    int32_t id = part_offset(p, all, p->mesh->n_atoms, 1, in->name);
-    Shape s32 = shape_scalar(ET_S32), ps = shape_scalar(ET_PRED);
-    int32_t c = part_emit(p, HLO_CONSTANT, part_name(p, in->name, "device"), &s32, NULL, 0);
-    Literal *lit = ARENA_NEW(p->out->arena, Literal);
-    lit->n = 1;
-    lit->i = arena_memdup(p->out->arena, &dev, sizeof dev);
-    hlo_attrs_mut(p->out, part_out(p, c))->literal = lit;
-    int32_t ab[2] = {id, c};
-    int32_t own = part_emit(p, HLO_COMPARE, part_name(p, in->name, "is-device"), &ps, ab, 2);
-    hlo_attrs_mut(p->out, part_out(p, own))->direction = CMP_EQ;
+    int32_t cops[3] = {is_device(p, dev, in->name), t, t};
     int32_t bt = transfer_branch(p, i, &ts, true), bf = transfer_branch(p, i, &ts, false);
-    int32_t cops[3] = {own, t, t};
-    uint32_t all_mask = p->mesh->n_atoms >= 32 ? 0xffffffffu : (1u << p->mesh->n_atoms) - 1;
-    /* the data is a pending sum only device dev contributes to; tokens are whole */
-    int32_t k = 0;
-    const Shape *stack[64];
-    int32_t sp = 0;
-    stack[sp++] = &in->shape;
-    while (sp > 0 && k < nl) {
-        const Shape *s = stack[--sp];
-        if (shape_is_tuple(s)) {
-            for (int32_t e = s->n_elems - 1; e >= 0 && sp < 64; e--)
-                stack[sp++] = &s->elems[e];
-            continue;
-        }
-        if (s->type != ET_TOKEN && in->op != HLO_OUTFEED) {
-            leaves[k].partial = all_mask;
-            leaves[k].kind = REDUCE_SUM;
-        }
-        k++;
-    }
+    one_device_leaves(p, in, leaves, nl);
     int32_t r = part_emit(p, HLO_CONDITIONAL, part_result_name(p, i, leaves, "device-only"), &in->shape, cops, 3);
     HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, r));
     int64_t br[2] = {bt, bf};

@@ -244,6 +244,33 @@ bool part_manual_border(Part *p, int32_t i)
 
 /* ================================================================ the user's collectives */
 
+/* A collective-permute's groups: the mesh's groups along the atoms on
+ * which a source and its target differ; false after an error. */
+static bool permute_groups(Part *p, const HloInst *in, int64_t *ids, int64_t *n_groups, int64_t *size)
+{
+    const HloAttrs *a = hlo_attrs(in);
+    int64_t nd = p->mesh->n_devices;
+    uint32_t mask = 0;
+    for (int32_t k = 0; k < a->n_pairs; k++) {
+        int64_t s = a->pairs[2 * k], t = a->pairs[2 * k + 1];
+        if (s < 0 || t < 0 || s >= nd || t >= nd) {
+            diag_error(p->cx->diag, in->span, "%s: source_target_pairs name a device the mesh does not have",
+                       in->name);
+            return false;
+        }
+        for (int32_t at = 0; at < p->mesh->n_atoms; at++)
+            if (mesh_atom_coord(p->mesh, s, at) != mesh_atom_coord(p->mesh, t, at))
+                mask |= 1u << at;
+    }
+    int8_t order[SPMDC_MAX_ATOMS];
+    int32_t n = 0;
+    for (int32_t at = 0; at < p->mesh->n_atoms; at++)
+        if (mask & (1u << at))
+            order[n++] = (int8_t)at;
+    mesh_groups(p->mesh, order, n, ids, n_groups, size);
+    return true;
+}
+
 /* The device ids of instruction in's groups (global ids: replica * P +
  * partition, one replica) as n_groups rows of size; false after an error. */
 static bool user_groups(Part *p, int32_t i, int64_t **ids, int64_t *n_groups, int64_t *size)
@@ -260,32 +287,11 @@ static bool user_groups(Part *p, int32_t i, int64_t **ids, int64_t *n_groups, in
         return false;
     }
     *ids = ARENA_ARRAY(p->scratch, int64_t, nd);
-    if (in->op == HLO_COLLECTIVE_PERMUTE) {
-        /* the groups of the mesh along the atoms on which a source and its
-         * target differ */
-        uint32_t mask = 0;
-        for (int32_t k = 0; k < a->n_pairs; k++) {
-            int64_t s = a->pairs[2 * k], t = a->pairs[2 * k + 1];
-            if (s < 0 || t < 0 || s >= nd || t >= nd) {
-                diag_error(p->cx->diag, in->span, "%s: source_target_pairs name a device the mesh does not have",
-                           in->name);
-                return false;
-            }
-            for (int32_t at = 0; at < p->mesh->n_atoms; at++)
-                if (mesh_atom_coord(p->mesh, s, at) != mesh_atom_coord(p->mesh, t, at))
-                    mask |= 1u << at;
-        }
-        int8_t order[SPMDC_MAX_ATOMS];
-        int32_t n = 0;
-        for (int32_t at = 0; at < p->mesh->n_atoms; at++)
-            if (mask & (1u << at))
-                order[n++] = (int8_t)at;
-        mesh_groups(p->mesh, order, n, *ids, n_groups, size);
-        return true;
-    }
-    /* no channel_id: groups of replica ids (one replica: each device alone
-     * unless the groups are empty, which means all of them) */
-    if (a->channel_id == 0 && a->replica_groups.n_groups > 0) {
+    if (in->op == HLO_COLLECTIVE_PERMUTE)
+        return permute_groups(p, in, *ids, n_groups, size);
+    /* no channel_id: groups of replica ids; with one replica each device
+     * is alone */
+    if (a->channel_id == 0) {
         *n_groups = nd;
         *size = 1;
         for (int64_t d = 0; d < nd; d++)
@@ -399,6 +405,25 @@ static int64_t user_bytes(Part *p, int32_t local, CollectiveKind k, int64_t size
     return comm_bytes_per_device(k, size, ob, rb);
 }
 
+/* The report row of the user's collective i, emitted as r: its groups run
+ * along atoms[0..n) (NULL: not along mesh axes), n_groups of size. */
+static void record_user(Part *p, int32_t i, int32_t r, const int8_t *atoms, int32_t n, int64_t n_groups,
+                        int64_t size)
+{
+    const HloInst *in = part_in(p, i);
+    CollectiveKind k = kind_of(in->op);
+    const char *axes = !atoms ? "devices not along mesh axes" : n ? part_axes_text(p, atoms, n) : "no axis";
+    CommRecord *rec = part_record(p, k, r, atoms, atoms ? n : 0, user_bytes(p, r, k, size), i,
+                                  part_fmt(p, "written in the input inside a manual region (manual along %s): %s "
+                                           "over %s, kept as written",
+                                           part_axes_mask_text(p, p->vals[i].manual), hlo_opcode_name(in->op), axes));
+    if (rec) {
+        rec->from_input = true;
+        rec->group_size = size;
+        rec->num_groups = n_groups;
+    }
+}
+
 bool part_user_collective(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
@@ -448,17 +473,7 @@ bool part_user_collective(Part *p, int32_t i)
     if (a->channel_id)
         a->channel_id = p->mod->next_channel++;
     part_set_result(p, i, r, res, -1, NULL);
-    CollectiveKind k = kind_of(in->op);
-    const char *axes = on_mesh ? (n ? part_axes_text(p, atoms, n) : "no axis") : "devices not along mesh axes";
-    CommRecord *rec = part_record(p, k, r, atoms, n, user_bytes(p, r, k, size), i,
-                                  part_fmt(p, "written in the input inside a manual region (manual along %s): %s "
-                                           "over %s, kept as written",
-                                           part_axes_mask_text(p, m), hlo_opcode_name(in->op), axes));
-    if (rec) {
-        rec->from_input = true;
-        rec->group_size = size;
-        rec->num_groups = n_groups;
-    }
+    record_user(p, i, r, on_mesh ? atoms : NULL, n, n_groups, size);
     return true;
 }
 
