@@ -58,9 +58,6 @@ typedef struct VerifyRun {
     int32_t *param_inst;     /* m's entry parameter k -> instruction */
     SimValue *inputs;        /* global inputs, by parameter number */
     double *noise;           /* per instruction of m's entry, relative to its scale (docs/verify.md) */
-    double *abs_err;         /* per instruction of m's entry: the same bound in the value's units */
-    double *scale;           /* per instruction of m's entry: largest finite magnitude in the
-                                reference run (0 until it ran) */
     double *wide_err;        /* per output leaf: the reference's own error measured against a run
                                 widened to f64 (loops only, else NULL) */
     struct IndexUse *index_use; /* per instruction of m's entry: what it indexes */
@@ -420,8 +417,6 @@ static double fresh_noise(const HloModule *m, const HloInst *in, const HloInst *
 typedef struct NoiseMemo {
     const HloModule *m;
     double *root;
-    const double *scale; /* the entry's reference scales, or NULL */
-    double *abs_err;     /* the entry's errors in the values' units (filled), or NULL */
 } NoiseMemo;
 
 static double comp_noise(NoiseMemo *nm, int32_t c, double *out, int depth);
@@ -447,76 +442,9 @@ static double callee_noise(NoiseMemo *nm, int32_t c, int32_t i, int depth)
     return n;
 }
 
-/* Whether op is data movement or an elementwise op whose derivative is at
- * most 1 in magnitude where it is used: an error in an operand leaves the
- * result off by at most as much (in the value's units). */
-static bool lipschitz_one(HloOpcode op)
-{
-    switch (op) {
-    case HLO_NEGATE: case HLO_ABS: case HLO_COPY: case HLO_CONVERT: case HLO_TANH: case HLO_LOGISTIC:
-    case HLO_SINE: case HLO_COSINE: case HLO_MAXIMUM: case HLO_MINIMUM: case HLO_SELECT: case HLO_CLAMP:
-    case HLO_RESHAPE: case HLO_BITCAST: case HLO_TRANSPOSE: case HLO_BROADCAST: case HLO_SLICE: case HLO_PAD:
-    case HLO_CONCATENATE: case HLO_REVERSE: case HLO_GATHER: case HLO_DYNAMIC_SLICE:
-    case HLO_DYNAMIC_UPDATE_SLICE: case HLO_TUPLE: case HLO_GET_TUPLE_ELEMENT: case HLO_OPTIMIZATION_BARRIER:
-    case HLO_ALL_GATHER: case HLO_ALL_TO_ALL: case HLO_COLLECTIVE_PERMUTE: case HLO_SORT:
-        return true;
-    default: return false;
-    }
-}
-
-/* Terms per result element of a dot / convolution (its contraction). */
-static double contraction_terms(const HloInst *in, const HloInst *op0, const HloInst *op1)
-{
-    const HloAttrs *a = hlo_attrs(in);
-    double k = 1;
-    if (in->op == HLO_DOT) {
-        for (int32_t i = 0; i < a->lhs_contracting.n; i++)
-            if (a->lhs_contracting.v[i] < op0->shape.rank) k *= (double)op0->shape.dims[a->lhs_contracting.v[i]];
-    } else if (a->conv && op1->shape.rank > a->conv->k_in) {
-        k = (double)op1->shape.dims[a->conv->k_in];
-        if (a->window)
-            for (int32_t i = 0; i < a->window->rank; i++) k *= (double)a->window->dims[i].size;
-    }
-    return k;
-}
-
-/* The error an instruction of the entry inherits from its operands, in its
- * own units, from the operands' errors E and the reference's scales S
- * (largest magnitudes): sums add their operands' errors, products scale
- * them by the other factor, exponentials turn them relative, data movement
- * and 1-Lipschitz functions pass them on; a reduction or contraction of n
- * terms grows them by sqrt(n) (errors of independent rounding).  -1 when
- * the op has no such rule (the relative rule applies). */
-static double inherited_error(const HloModule *m, const HloComputation *comp, int32_t i, const double *E,
-                              const double *S)
-{
-    const HloInst *in = &comp->insts[i];
-    const int32_t *o = in->operands;
-    double emax = 0;
-    for (int32_t k = 0; k < in->n_operands; k++)
-        emax = fmax(emax, E[o[k]]);
-    switch (in->op) {
-    case HLO_ADD: case HLO_SUBTRACT: return in->n_operands == 2 ? E[o[0]] + E[o[1]] : -1;
-    case HLO_MULTIPLY: return in->n_operands == 2 ? E[o[0]] * S[o[1]] + E[o[1]] * S[o[0]] : -1;
-    case HLO_DOT: case HLO_CONVOLUTION:
-        if (in->n_operands != 2)
-            return -1;
-        return sqrt(contraction_terms(in, &comp->insts[o[0]], &comp->insts[o[1]])) *
-               (E[o[0]] * S[o[1]] + E[o[1]] * S[o[0]]);
-    case HLO_EXP: case HLO_EXPM1: return S[i] * emax;
-    case HLO_REDUCE: case HLO_REDUCE_WINDOW:
-        return in->n_operands >= 2 ? sqrt(reduction_terms(m, in, &comp->insts[o[0]])) * emax : -1;
-    default: return lipschitz_one(in->op) ? emax : -1;
-    }
-}
-
 /* Noise of every instruction of computation c (into out, if not NULL) with
  * noise-free parameters; returns the root's.  Noise adds up along a path,
- * so a callee's root noise is what a call of it adds.  With the reference's
- * scales (the entry, after the reference ran: nm->scale) errors are carried
- * in the values' units through the ops inherited_error knows, so that a
- * cancellation (a difference of two close sums) or an op that shrinks its
- * values (tanh of a large sum) keeps the absolute error it inherited. */
+ * so a callee's root noise is what a call of it adds. */
 static double comp_noise(NoiseMemo *nm, int32_t c, double *out, int depth)
 {
     const HloModule *m = nm->m;
@@ -526,8 +454,6 @@ static double comp_noise(NoiseMemo *nm, int32_t c, double *out, int depth)
     if (!out && !isnan(nm->root[c]))
         return nm->root[c];
     double *noise = out ? out : xcalloc((size_t)comp->n_insts, sizeof(double));
-    const double *S = depth == 0 ? nm->scale : NULL;
-    double *E = depth == 0 ? nm->abs_err : NULL;
     for (int32_t i = 0; i < comp->n_insts; i++) {
         const HloInst *in = &comp->insts[i];
         double base = 0;
@@ -535,19 +461,7 @@ static double comp_noise(NoiseMemo *nm, int32_t c, double *out, int depth)
             if (in->operands[k] >= 0 && in->operands[k] < i) base = fmax(base, noise[in->operands[k]]);
         const HloInst *op0 = in->n_operands > 0 ? &comp->insts[in->operands[0]] : in;
         const HloInst *op1 = in->n_operands > 1 ? &comp->insts[in->operands[1]] : in;
-        double fresh = fresh_noise(m, in, op0, op1) + callee_noise(nm, c, i, depth);
-        bool ordered = true;
-        for (int32_t k = 0; k < in->n_operands; k++)
-            ordered &= in->operands[k] >= 0 && in->operands[k] < i;
-        double inh = S && E && ordered ? inherited_error(m, comp, i, E, S) : -1;
-        if (inh >= 0 && S[i] > 0 && isfinite(S[i]) && isfinite(inh)) {
-            noise[i] = inh / S[i] + fresh;
-            E[i] = inh + fresh * S[i];
-        } else {
-            noise[i] = base + fresh;
-            if (E)
-                E[i] = inh >= 0 && isfinite(inh) ? fmax(inh, noise[i] * (S ? S[i] : 0)) : noise[i] * (S ? S[i] : 0);
-        }
+        noise[i] = base + fresh_noise(m, in, op0, op1) + callee_noise(nm, c, i, depth);
     }
     double r = comp->root >= 0 && comp->root < comp->n_insts ? noise[comp->root] : 0;
     if (!out) free(noise);
@@ -560,11 +474,8 @@ static void compute_noise(VerifyRun *vr)
     const HloComputation *c = hlo_comp(vr->m, vr->m->entry);
     size_t n = (size_t)(c->n_insts ? c->n_insts : 1);
     free(vr->noise);
-    free(vr->abs_err);
     vr->noise = xcalloc(n, sizeof(double));
-    vr->abs_err = xcalloc(n, sizeof(double));
-    NoiseMemo nm = {vr->m, xmalloc(sizeof(double) * (size_t)(vr->m->n_comps ? vr->m->n_comps : 1)), vr->scale,
-                    vr->abs_err};
+    NoiseMemo nm = {vr->m, xmalloc(sizeof(double) * (size_t)(vr->m->n_comps ? vr->m->n_comps : 1))};
     for (int32_t k = 0; k < vr->m->n_comps; k++) nm.root[k] = NAN;
     comp_noise(&nm, vr->m->entry, vr->noise, 0);
     free(nm.root);
@@ -903,7 +814,7 @@ static void observe_program(void *user, int32_t inst, const SimValue *vals, int6
         const SimValue **ls = device_leaves(vr, vals, k);
         const Sharding *s = min->sharding ? sharding_leaf(min->sharding, k) : NULL;
         double rtol = rl ? leaf_rtol(rl, vr->noise[mi]) : 0;
-        if (rl && rl->shape.type != ET_TOKEN) compare_leaf(vr, s, rl, ls, rtol, 2 * vr->abs_err[mi], &o->cmp);
+        if (rl && rl->shape.type != ET_TOKEN) compare_leaf(vr, s, rl, ls, rtol, 0, &o->cmp);
         if (rl && o->cmp.bad) {
             o->found = true;
             o->inst = inst;
@@ -948,35 +859,10 @@ static bool input_needs_devices(const HloModule *m)
     return false;
 }
 
-/* The reference run's observer: records every entry value's scale (the
- * largest finite magnitude over its array leaves) and forwards to
- * observe_reference when a value must be kept. */
-typedef struct RefObs {
-    VerifyRun *vr;
-    Observed *o;
-} RefObs;
-
-/* Largest finite magnitude over the float array leaves of v. */
-static double value_scale(const SimValue *v)
-{
-    if (v->shape.type != ET_TUPLE) return num_is_float(v->shape.type) ? max_magnitude(v) : 0;
-    double m = 0;
-    for (int32_t k = 0; k < v->shape.n_elems && v->elems; k++) m = fmax(m, value_scale(&v->elems[k]));
-    return m;
-}
-
-static void observe_scale(void *user, int32_t inst, const SimValue *vals, int64_t n)
-{
-    RefObs *ro = user;
-    if (ro->vr->scale) ro->vr->scale[inst] = value_scale(&vals[0]);
-    if (ro->o) observe_reference(ro->o, inst, vals, n);
-}
-
 static bool run_reference(VerifyRun *vr, Observed *o, SimValue *out)
 {
     int64_t n = input_needs_devices(vr->m) ? vr->n_dev : 1;
-    RefObs ro = {vr, o};
-    SimOptions so = {n, 1, observe_scale, &ro};
+    SimOptions so = {n, 1, o ? observe_reference : NULL, o};
     if (n == 1) return sim_run_spmd(vr->m, &so, vr->inputs, vr->n_params, out, vr->diag);
     SimValue *args = xcalloc((size_t)(n * (vr->n_params ? vr->n_params : 1)), sizeof(SimValue));
     for (int64_t d = 0; d < n; d++)
@@ -1140,24 +1026,27 @@ static SimValue widen_value(const SimValue *v)
     return w;
 }
 
-static bool module_has_loop(const HloModule *m)
+/* Whether some value of m has a float type the widened run would change. */
+static bool module_has_narrow_float(const HloModule *m)
 {
     for (int32_t c = 0; c < m->n_comps; c++)
-        for (int32_t i = 0; i < m->comps[c].n_insts; i++)
-            if (m->comps[c].insts[i].op == HLO_WHILE) return true;
+        for (int32_t i = 0; i < m->comps[c].n_insts; i++) {
+            const Shape *s = &m->comps[c].insts[i].shape;
+            if (s->type == ET_TUPLE || is_narrow_float(s->type)) return true;
+        }
     return false;
 }
 
 /* Per output leaf of the reference ref, the largest difference from the
  * same module run with every narrow float widened to f64 (heap), or NULL
- * when the module has no loop, nothing narrow, or cannot be widened or
- * run so.  A loop carries rounding errors through its state trip after
- * trip, amplified by what the body does with them, which the per-op noise
- * model cannot follow; this measures the reference's own error instead
- * (docs/verify.md). */
+ * when nothing is narrow, or the module cannot be widened or run so.  The
+ * per-op noise model bounds how rounding errors add up; it cannot follow
+ * how a program stretches them (a difference of two close sums, a tanh of a
+ * large one, a loop carrying them trip after trip).  This measures the
+ * reference's own error on these inputs instead (docs/verify.md). */
 static double *widened_error(VerifyRun *vr, const SimValue *ref)
 {
-    if (!module_has_loop(vr->m)) return NULL;
+    if (!module_has_narrow_float(vr->m)) return NULL;
     PipelineState st;
     memset(&st, 0, sizeof st);
     st.text = vr->st.text;
@@ -1207,8 +1096,7 @@ static void compare_outputs(VerifyRun *vr, const SimValue *ref, const SimValue *
         const Sharding *s = root->sharding ? sharding_leaf(root->sharding, k) : NULL;
         int32_t src = root->op == HLO_TUPLE && leaves == root->n_operands ? (int32_t)root->operands[k] : mc->root;
         double rtol = leaf_rtol(rl, vr->noise[src]);
-        double atol = 2 * vr->abs_err[src];
-        if (vr->wide_err) atol = fmax(atol, WIDE_MARGIN * vr->wide_err[k]);
+        double atol = vr->wide_err ? WIDE_MARGIN * vr->wide_err[k] : 0;
         Cmp c;
         compare_leaf(vr, s, rl, ls, rtol, atol, &c);
         if (c.scale > 0 && atol / c.scale > rtol) rtol = atol / c.scale; /* the tolerance in force */
@@ -1465,10 +1353,9 @@ static int run_and_compare(VerifyRun *vr)
     SimValue ref, *outs = xcalloc((size_t)vr->n_dev, sizeof(SimValue));
     StrBuf b = {0};
     int rc = ORACLE_EXIT_CANNOT_VERIFY; /* the input itself does not run in the simulator */
-    vr->scale = xcalloc((size_t)(mc->n_insts ? mc->n_insts : 1), sizeof(double));
     if (run_reference(vr, NULL, &ref)) {
         rc = vr->fail_status;
-        compute_noise(vr); /* with the reference's scales */
+        compute_noise(vr);
         vr->wide_err = widened_error(vr, &ref);
         if (run_program(vr, NULL, outs)) {
             int32_t n_bad, n_out;
@@ -1509,9 +1396,7 @@ int oracle_main(int argc, char **argv)
         fprintf(stderr, "spmdc: %d error%s\n", diag_error_count(vr.diag), diag_error_count(vr.diag) == 1 ? "" : "s");
     if (vr.inputs) release_array(vr.inputs, vr.n_params);
     free(vr.noise);
-    free(vr.abs_err);
     free(vr.wide_err);
-    free(vr.scale);
     free(vr.index_use);
     free(vr.param_inst);
     sb_free(&vr.printed);
