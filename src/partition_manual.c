@@ -413,7 +413,8 @@ static void record_user(Part *p, int32_t i, int32_t r, const int8_t *atoms, int3
     const HloInst *in = part_in(p, i);
     CollectiveKind k = kind_of(in->op);
     const char *axes = !atoms ? "devices not along mesh axes" : n ? part_axes_text(p, atoms, n) : "no axis";
-    CommRecord *rec = part_record(p, k, r, atoms, atoms ? n : 0, user_bytes(p, r, k, size), i,
+    static const int8_t none[1] = {0};
+    CommRecord *rec = part_record(p, k, r, atoms ? atoms : none, atoms ? n : 0, user_bytes(p, r, k, size), i,
                                   part_fmt(p, "written in the input inside a manual region (manual along %s): %s "
                                            "over %s, kept as written",
                                            part_axes_mask_text(p, p->vals[i].manual), hlo_opcode_name(in->op), axes));
