@@ -109,9 +109,11 @@ def compare_file(spmdc, path, mesh, tmp, timeout, xla_python=None):
     elif rc == 0:
         row["verify"] = "ok"
     else:
+        # docs/cli.md: 1 a wrong program, 4 cannot verify (too large, unsupported), 5 input error
+        what = {1: "MISMATCH", 4: "cannot verify", 5: "input error"}.get(rc, "FAIL")
         last = [x for x in (vout + verr).splitlines() if x.strip()]
-        row["verify"] = "FAIL (exit %s): %s" % (rc, first_error(verr) if "error:" in verr
-                                                 else (last[-1] if last else ""))
+        row["verify"] = "%s (exit %s): %s" % (what, rc, first_error(verr) if "error:" in verr
+                                               else (last[-1] if last else ""))
     if xla_python:
         rc, xout, xerr = run([xla_python, os.path.join(HERE, "xla_run.py"), path, out,
                               "--mesh", mesh], timeout)
