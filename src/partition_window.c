@@ -85,9 +85,8 @@ int32_t part_dynamic_slice_dim(Part *p, int32_t x, const Shape *xs, int32_t dim,
 
 /* A scalar constant of type t: the identity of k (sum: 0, max: lowest, min:
  * highest), one per computation. */
-static int32_t emit_identity(Part *p, ReduceKind k, ElemType t, const char *base)
+static int32_t emit_identity(Part *p, ReduceKind k, ElemType t)
 {
-    (void)base;
     if (!p->identity[k][t]) {
         Shape s = shape_scalar(t);
         const char *name = part_fmt(p, "%s.%s", reduce_kind_name(k), elem_type_name(t));
@@ -304,7 +303,7 @@ static int32_t halo_emit(Part *p, int32_t local, const Shape *ls, const HaloReq 
         hlo_attrs_mut(p->out, part_out(p, buf))->dimensions = hlo_intlist(p->out, &dd, 1);
     }
     if (hp->pad_lo || hp->pad_hi) {
-        int32_t v = rq->fill >= 0 ? rq->fill : emit_identity(p, REDUCE_SUM, ls->type, base);
+        int32_t v = rq->fill >= 0 ? rq->fill : emit_identity(p, REDUCE_SUM, ls->type);
         buf = part_pad_dim(p, buf, &bs, v, dim, hp->pad_lo, hp->pad_hi, 0, part_name(p, base, "halo-pad"));
         bs.dims[dim] += hp->pad_lo + hp->pad_hi;
     }
@@ -776,7 +775,7 @@ static bool h_windowed(Part *p, int32_t i)
     }
     if (scan_f >= 0 && n_split == 1)
         return emit_scan(p, &rc, &ch, &wo, scan_f, ops, &xs);
-    int32_t fill = in->op == HLO_REDUCE_WINDOW ? ops[1] : emit_identity(p, REDUCE_SUM, xs.type, in->name);
+    int32_t fill = in->op == HLO_REDUCE_WINDOW ? ops[1] : emit_identity(p, REDUCE_SUM, xs.type);
     Window local_win = *op_window(in);
     int32_t x = window_operand(p, &rc, &ch, &wo, ops[slot], &xs, fill, &local_win);
     if (x < 0)
@@ -837,12 +836,11 @@ static void rhs_request(Part *p, int32_t i, int32_t s, const int8_t *atoms, int3
     rq->win = dev_array(p, slot);
     for (int64_t dev = 0; dev < nd; dev++) {
         HaloWindow *hw = &rq->win[dev];
-        int64_t t = mesh_run_index(m, dev, atoms, n_atoms), k0 = t * ck, k1 = (k0 + ck < K ? k0 + ck : K) - 1;
+        int64_t t = mesh_run_index(m, dev, atoms, n_atoms), k0 = t * ck;
         hw->tile = t;
         hw->start = k0 * rd - w->pad_lo;
         /* every device's partial sum counts, so every position it multiplies
          * must be real data or 0, also where its kernel rows are padding */
-        (void)k1;
         hw->lo = hw->start;
         hw->hi = hw->start + rq->width;
     }
@@ -921,7 +919,7 @@ static bool emit_rhs(Part *p, const RuleCtx *rc, const RhsSplit *c)
     HaloReq rq;
     rhs_request(p, i, c->s, c->atoms, c->n_atoms, &rq, -1);
     rq.dim = dl;
-    rq.fill = emit_identity(p, REDUCE_SUM, xs.type, in->name);
+    rq.fill = emit_identity(p, REDUCE_SUM, xs.type);
     HaloPlan hp;
     if (!halo_plan(&rq.d, rq.win, p->mesh->n_devices, rq.width, true, &hp))
         return false;
@@ -1199,8 +1197,8 @@ bool part_select_and_scatter(Part *p, int32_t i)
     const Shape *ogs = &part_in(p, in->operands[0])->shape;
     Shape xs = tiling_local_shape(&ch.want[0], p->mesh, ogs);
     Shape ss = tiling_local_shape(&ch.want[1], p->mesh, &part_in(p, in->operands[1])->shape);
-    int32_t ofill = emit_identity(p, so.op_fill, xs.type, in->name);
-    int32_t sfill = emit_identity(p, so.src_fill, ss.type, in->name);
+    int32_t ofill = emit_identity(p, so.op_fill, xs.type);
+    int32_t sfill = emit_identity(p, so.src_fill, ss.type);
     Window lw = *a->window;
     int32_t x = ops[0], sv = ops[1];
     int64_t nd = p->mesh->n_devices;
