@@ -373,6 +373,8 @@ bool bind_shardings(HloModule *m, PassCtx *cx)
     if (!ev.ok || !choose_mesh(m, cx, &ev, &mesh))
         return false;
     m->mesh = mesh;
+    m->mesh.perms = ARENA_NEW(m->arena, MeshPerms);
+    m->mesh.perms->arena = m->arena;
     m->has_mesh = true;
     Mesh sdy;
     bool sdy_mode = mesh.named && mesh_from_sdy(m, 0, &sdy);

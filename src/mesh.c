@@ -386,3 +386,64 @@ void mesh_print(StrBuf *b, const Mesh *m)
     for (int32_t i = 0; i < m->n_axes; i++)
         sb_printf(b, "%s%s=%lld", i ? "," : "", m->axes[i].name, (long long)m->axes[i].size);
 }
+
+/* ================================================================ device orders */
+
+int32_t mesh_perm_intern(MeshPerms *perms, const int64_t *phys, int64_t n_devices)
+{
+    bool identity = true;
+    for (int64_t L = 0; L < n_devices; L++)
+        identity &= phys[L] == L;
+    if (identity)
+        return 0;
+    if (!perms || !perms->arena || n_devices <= 0 || (perms->n > 0 && perms->n_devices != n_devices))
+        return -1;
+    Arena *arena = perms->arena;
+    for (int32_t k = 0; k < perms->n; k++) {
+        int64_t L = 0;
+        while (L < n_devices && perms->phys[k][L] == phys[L])
+            L++;
+        if (L == n_devices)
+            return k + 1;
+    }
+    if (perms->n >= MESH_MAX_PERMS)
+        return -1;
+    int32_t *fwd = ARENA_ARRAY(arena, int32_t, n_devices), *inv = ARENA_ARRAY(arena, int32_t, n_devices);
+    for (int64_t L = 0; L < n_devices; L++)
+        inv[L] = -1;
+    for (int64_t L = 0; L < n_devices; L++) {
+        if (phys[L] < 0 || phys[L] >= n_devices || inv[phys[L]] >= 0)
+            return -1;
+        fwd[L] = (int32_t)phys[L];
+        inv[phys[L]] = (int32_t)L;
+    }
+    if (perms->n == perms->cap) {
+        int32_t cap = perms->cap ? 2 * perms->cap : 4;
+        int32_t **p = ARENA_ARRAY(arena, int32_t *, cap), **l = ARENA_ARRAY(arena, int32_t *, cap);
+        if (perms->n) {
+            memcpy(p, perms->phys, sizeof(int32_t *) * (size_t)perms->n);
+            memcpy(l, perms->logical, sizeof(int32_t *) * (size_t)perms->n);
+        }
+        perms->phys = p;
+        perms->logical = l;
+        perms->cap = cap;
+    }
+    perms->n_devices = n_devices;
+    perms->phys[perms->n] = fwd;
+    perms->logical[perms->n] = inv;
+    return ++perms->n;
+}
+
+int64_t mesh_logical_device(const Mesh *m, int32_t perm, int64_t dev)
+{
+    if (perm <= 0 || !m->perms || perm > m->perms->n || dev < 0 || dev >= m->perms->n_devices)
+        return dev;
+    return m->perms->logical[perm - 1][dev];
+}
+
+int64_t mesh_physical_device(const Mesh *m, int32_t perm, int64_t logical)
+{
+    if (perm <= 0 || !m->perms || perm > m->perms->n || logical < 0 || logical >= m->perms->n_devices)
+        return logical;
+    return m->perms->phys[perm - 1][logical];
+}

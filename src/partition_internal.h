@@ -300,6 +300,10 @@ typedef struct RuleCtx {
                                factor does not index them (a gather's indices: a handler masks the
                                result instead); default 0: such an operand is wanted as a pending
                                reduction (the mask step) */
+    uint16_t order;         /* the device order (Tiling.perm) every split operand is in, 0 if none or
+                               they differ */
+    bool keep_order;        /* candidates may also run in `order` (the local op does not depend on
+                               the device's position: the generic emission only) */
 } RuleCtx;
 
 /* A decided way to run the op. */

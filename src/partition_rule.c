@@ -61,6 +61,41 @@ bool part_rule_init(Part *p, int32_t i, RuleCtx *rc)
     for (int32_t k = r->n_in; k < nt; k++)
         rc->cur[k] = decl[r->t[k].leaf];
     rc->splittable = (1u << FACTOR_PASS) | (1u << FACTOR_REDUCTION);
+    /* a device order shared by every split operand */
+    int32_t order = -1;
+    for (int32_t k = 0; k < r->n_in && order != 0; k++) {
+        if (!tiling_used(&rc->cur[k]))
+            continue;
+        int32_t o = rc->cur[k].partial ? 0 : rc->cur[k].perm;
+        order = order < 0 || order == o ? o : 0;
+    }
+    rc->order = (uint16_t)(order > 0 ? order : 0);
+    return true;
+}
+
+/* cand run in device order `order`: every split operand and result in it;
+ * false when a result is partial (a pending reduction is only kept in the
+ * mesh's order). */
+static bool in_order(const RuleCtx *rc, const RuleChoice *cand, uint16_t order, RuleChoice *out)
+{
+    const OpRule *r = &rc->rule;
+    out->fs = cand->fs;
+    out->pass = cand->pass;
+    for (int32_t k = 0; k < r->n_in; k++) {
+        out->want[k] = cand->want[k];
+        if (tiling_used(&cand->want[k])) {
+            if (cand->want[k].partial)
+                return false;
+            out->want[k].perm = order;
+        }
+    }
+    for (int32_t l = 0; l < r->n_out; l++) {
+        out->res[l] = cand->res[l];
+        if (cand->res[l].partial)
+            return false;
+        if (tiling_used(&cand->res[l]))
+            out->res[l].perm = order;
+    }
     return true;
 }
 
@@ -385,9 +420,12 @@ bool part_rule_choose(Part *p, RuleCtx *rc, RuleExtraFn extra, void *user, RuleC
     build_classes(p, rc, cl);
     uint32_t sets[16];
     int32_t n_sets = pass_sets(p, rc, sets, 15);
-    RuleChoice cand;
-    cand.want = ARENA_ARRAY(p->scratch, Tiling, r->n_in + 1);
-    cand.res = ARENA_ARRAY(p->scratch, Tiling, r->n_out + 1);
+    RuleChoice cands[2], *cand = &cands[0];
+    for (int32_t k = 0; k < 2; k++) {
+        cands[k].want = ARENA_ARRAY(p->scratch, Tiling, r->n_in + 1);
+        cands[k].res = ARENA_ARRAY(p->scratch, Tiling, r->n_out + 1);
+    }
+    int32_t n_orders = rc->keep_order && rc->order ? 2 : 1;
     best->want = ARENA_ARRAY(p->scratch, Tiling, r->n_in + 1);
     best->res = ARENA_ARRAY(p->scratch, Tiling, r->n_out + 1);
     best->bytes = PART_INF_COST;
@@ -410,26 +448,31 @@ bool part_rule_choose(Part *p, RuleCtx *rc, RuleExtraFn extra, void *user, RuleC
         }
         for (int32_t v = 0; ok && v <= n_sets; v++) {
             uint32_t pass = v == 0 ? 0 : sets[v - 1];
-            if (!evaluate(p, rc, &fs, pass, &cand))
+            if (!evaluate(p, rc, &fs, pass, &cands[0]))
                 continue;
-            int64_t bytes = cost_of(p, rc, &cand);
-            if (bytes < PART_INF_COST && extra) {
-                int64_t e = extra(p, rc, &cand, user);
-                bytes = e >= PART_INF_COST ? PART_INF_COST : bytes + e;
-            }
-            if (bytes >= PART_INF_COST)
-                continue;
-            double work = local_work(p, r, &fs);
-            if (ex)
-                explain_candidate(ex, cand.want, cand.res, bytes, work);
-            if (bytes < best->bytes || (bytes == best->bytes && work < best->work)) {
-                best->fs = cand.fs;
-                best->pass = cand.pass;
-                memcpy(best->want, cand.want, sizeof(Tiling) * (size_t)r->n_in);
-                memcpy(best->res, cand.res, sizeof(Tiling) * (size_t)r->n_out);
-                best->bytes = bytes;
-                best->work = work;
-                found = true;
+            for (int32_t o = 0; o < n_orders; o++) {
+                if (o == 1 && !in_order(rc, &cands[0], rc->order, &cands[1]))
+                    continue;
+                cand = &cands[o];
+                int64_t bytes = cost_of(p, rc, cand);
+                if (bytes < PART_INF_COST && extra) {
+                    int64_t e = extra(p, rc, cand, user);
+                    bytes = e >= PART_INF_COST ? PART_INF_COST : bytes + e;
+                }
+                if (bytes >= PART_INF_COST)
+                    continue;
+                double work = local_work(p, r, &fs);
+                if (ex)
+                    explain_candidate(ex, cand->want, cand->res, bytes, work);
+                if (bytes < best->bytes || (bytes == best->bytes && work < best->work)) {
+                    best->fs = cand->fs;
+                    best->pass = cand->pass;
+                    memcpy(best->want, cand->want, sizeof(Tiling) * (size_t)r->n_in);
+                    memcpy(best->res, cand->res, sizeof(Tiling) * (size_t)r->n_out);
+                    best->bytes = bytes;
+                    best->work = work;
+                    found = true;
+                }
             }
         }
     }
@@ -666,7 +709,10 @@ bool part_by_rule(Part *p, int32_t i)
 {
     RuleCtx rc;
     RuleChoice ch;
-    if (!part_rule_init(p, i, &rc) || !part_rule_choose(p, &rc, NULL, NULL, &ch))
+    if (!part_rule_init(p, i, &rc))
+        return part_default(p, i);
+    rc.keep_order = true; /* the cloned op runs the same on any device */
+    if (!part_rule_choose(p, &rc, NULL, NULL, &ch))
         return part_default(p, i);
     return part_rule_emit(p, &rc, &ch);
 }

@@ -648,6 +648,22 @@ static bool greedy_plan(const Mesh *m, const Shape *global, const Tiling *from, 
     return false;
 }
 
+/* A collective-permute step between two device orders of one tiling. */
+static void add_order_step(const Mesh *m, const Shape *global, const Tiling *before, const Tiling *after,
+                           ReshardPlan *plan)
+{
+    SPMDC_ASSERT(plan->n_steps < RESHARD_MAX_STEPS);
+    ReshardStep *st = add_step(plan, STEP_COLLECTIVE_PERMUTE, after);
+    uint32_t used = tiling_used(before);
+    for (int32_t a = 0; a < SPMDC_MAX_ATOMS; a++)
+        if (used & (1u << a))
+            st->atoms[st->n_atoms++] = (int8_t)a;
+    Shape l = tiling_local_shape(before, m, global);
+    st->bytes = comm_bytes_per_device(COLL_COLLECTIVE_PERMUTE, group_size(m, st->atoms, st->n_atoms),
+                                      shape_byte_size(&l), shape_byte_size(&l));
+    plan->bytes += st->bytes;
+}
+
 bool reshard_plan(const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to, ReshardPlan *plan)
 {
     plan->n_steps = 0;
@@ -657,6 +673,29 @@ bool reshard_plan(const Mesh *m, const Shape *global, const Tiling *from, const 
         return false;
     if (from->partial && to->partial && to->kind != from->kind)
         return false;
+    if (tiling_equal(from, to))
+        return true;
+    /* Device orders other than the mesh's: a collective-permute into the
+     * mesh's order first, one out of it last, the plan in between. */
+    bool fperm = from->perm && tiling_used(from), tperm = to->perm && tiling_used(to);
+    if (fperm || tperm || from->perm || to->perm) {
+        if ((fperm && from->partial) || (tperm && to->partial))
+            return false;
+        Tiling f0 = *from, t0 = *to;
+        f0.perm = t0.perm = 0;
+        if (fperm)
+            add_order_step(m, global, from, &f0, plan);
+        ReshardPlan inner;
+        if (!reshard_plan(m, global, &f0, &t0, &inner) || plan->n_steps + inner.n_steps + 1 > RESHARD_MAX_STEPS)
+            return false;
+        memcpy(plan->steps + plan->n_steps, inner.steps, sizeof(ReshardStep) * (size_t)inner.n_steps);
+        plan->n_steps += inner.n_steps;
+        plan->bytes += inner.bytes;
+        plan->full_remat = inner.full_remat;
+        if (tperm)
+            add_order_step(m, global, &t0, to, plan);
+        return true;
+    }
     /* Atoms only `to` is partial over are masked in at the end: plan to the
      * state without them first. */
     uint32_t masked = to->partial & ~from->partial;
@@ -937,6 +976,7 @@ static int64_t mask_index(const Mesh *m, uint32_t mask, int64_t dev)
  * its index among the devices holding the same block. */
 static int64_t block_key(const Mesh *m, const Tiling *s, int64_t dev)
 {
+    dev = mesh_logical_device(m, s->perm, dev);
     int64_t k = 0;
     for (int32_t d = 0; d < s->rank; d++) {
         const int8_t *at = tiling_dim(s, d);

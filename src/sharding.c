@@ -152,11 +152,7 @@ bool sharding_equal(const Sharding *a, const Sharding *b)
     case SHARDING_TILED:
         break;
     }
-    if (a->tile.rank != b->tile.rank || a->tile.partial != b->tile.partial || a->tile.kind != b->tile.kind)
-        return false;
-    if (memcmp(a->tile.n, b->tile.n, (size_t)a->tile.rank) != 0)
-        return false;
-    return memcmp(a->tile.atoms, b->tile.atoms, (size_t)dim_start(a, a->tile.rank)) == 0;
+    return tiling_equal(&a->tile, &b->tile);
 }
 
 const Sharding *sharding_leaf(const Sharding *s, int32_t leaf)
@@ -198,6 +194,8 @@ int64_t sharding_num_tiles(const Sharding *s, const Mesh *m)
 
 int64_t sharding_tile_index(const Sharding *s, const Mesh *m, int32_t dim, int64_t device)
 {
+    if (s->kind == SHARDING_TILED)
+        device = mesh_logical_device(m, s->tile.perm, device);
     const int8_t *a = sharding_dim_atoms(s, dim);
     int64_t idx = 0;
     for (int32_t k = 0, n = sharding_dim_n(s, dim); k < n; k++)
@@ -368,7 +366,28 @@ static void print_positional_tiled(StrBuf *b, const Sharding *s, const Mesh *m)
     }
     sb_int_list(b, dims, nd, "{devices=[", ",", "]");
     SPMDC_ASSERT(n == m->n_atoms);
-    mesh_iota_src(b, m, pos);
+    if (s->tile.perm) {
+        /* position L (mixed radix over pos) is the logical device whose
+         * coordinates on pos are L's digits; the list names who holds it */
+        int64_t stride[SPMDC_MAX_ATOMS], digit[SPMDC_MAX_ATOMS] = {0}, dev = 0;
+        for (int32_t q = 0; q < n; q++) {
+            stride[q] = 1;
+            for (int32_t a = pos[q] + 1; a < m->n_atoms; a++)
+                stride[q] *= m->atom_size[a];
+        }
+        for (int64_t L = 0; L < m->n_devices; L++) {
+            sb_printf(b, "%s%lld", L ? "," : "", (long long)mesh_physical_device(m, s->tile.perm, dev));
+            for (int32_t q = n - 1; q >= 0; q--) {
+                dev += stride[q];
+                if (++digit[q] < m->atom_size[pos[q]])
+                    break;
+                dev -= stride[q] * digit[q];
+                digit[q] = 0;
+            }
+        }
+    } else {
+        mesh_iota_src(b, m, pos);
+    }
     if (man || part) {
         sb_puts(b, " last_tile_dims={");
         const char *sep = "";
@@ -438,7 +457,8 @@ static void print_named(StrBuf *b, const Sharding *s, const Mesh *m)
 
 static void print_single(StrBuf *b, const Sharding *s, const Mesh *m)
 {
-    if (s->named_form && m) {
+    bool permuted = s->kind == SHARDING_TILED && s->tile.perm && !sharding_is_replicated(s);
+    if (s->named_form && m && !permuted) { /* the named form has no device order: positional then */
         print_named(b, s, m);
         return;
     }
@@ -524,6 +544,17 @@ void sharding_describe(StrBuf *b, const Sharding *s, const Mesh *m)
         return;
     }
     print_named_dims(b, s, m);
+    if (s->tile.perm && m) {
+        /* the devices that stand for the mesh's devices 0, 1, ... */
+        if (m->n_devices <= 16) {
+            sb_puts(b, " on devices {");
+            for (int64_t L = 0; L < m->n_devices; L++)
+                sb_printf(b, "%s%lld", L ? "," : "", (long long)mesh_physical_device(m, s->tile.perm, L));
+            sb_putc(b, '}');
+        } else {
+            sb_printf(b, " in device order %d", (int)s->tile.perm);
+        }
+    }
     if (s->tile.partial) {
         int8_t a[SPMDC_MAX_ATOMS];
         sb_printf(b, " partial(%s) over {", reduce_kind_name((ReduceKind)s->tile.kind));
@@ -777,12 +808,30 @@ static bool bind_tiled(const ShardingSyntax *syn, const Mesh *m, int32_t rank, S
         return false;
     int8_t order[SPMDC_MAX_ATOMS];
     bool ok = mesh_factor_order(m, ta, order), split_ok = true;
+    int32_t perm = 0;
+    if (!ok) {
+        /* no transposed iota: the tile dims over the mesh's atoms in order,
+         * held by the listed devices (a device order of the mesh's table) */
+        for (int32_t k = 0; k < m->n_atoms; k++)
+            order[k] = (int8_t)k;
+        perm = mesh_perm_intern(m->perms, ta, P);
+        ok = perm > 0;
+    }
     free(ta);
     *out = sharding_tiled(rank);
     if (ok) {
         ok = assign_tile_dims(syn, m, order, rank, out, diag, tmp, &split_ok);
         if (!ok && split_ok)
             return false; /* reported by apply_subgroup */
+    }
+    if (ok && perm > 0) {
+        if (out->kind != SHARDING_TILED || out->tile.partial || out->manual_atoms) {
+            diag_error(diag, syn->span, "sharding %s: a device order that is no transposed iota over the mesh %s is "
+                       "not supported with %s subgroups", syn_text(tmp, syn), mesh_text(tmp2, m),
+                       out->tile.partial ? "unreduced" : "manual");
+            return false;
+        }
+        out->tile.perm = (uint16_t)perm;
     }
     if (!ok) {
         /* A plain iota order fits the mesh whose axes are its tile dims: say so. */
@@ -1068,5 +1117,6 @@ bool sharding_to_tiling(const Sharding *sh, int32_t rank, Tiling *out)
     }
     out->partial = sh->tile.partial;
     out->kind = (uint8_t)(sh->tile.partial ? sh->tile.kind : REDUCE_NONE);
+    out->perm = total > 0 && !sh->tile.partial ? sh->tile.perm : 0;
     return tiling_valid(out);
 }

@@ -88,6 +88,8 @@ bool tiling_equal(const Tiling *a, const Tiling *b)
 {
     if (a->rank != b->rank || a->partial != b->partial || a->kind != b->kind)
         return false;
+    if (a->perm != b->perm && (a->partial || dim_start(a, a->rank) != 0))
+        return false;
     if (memcmp(a->n, b->n, (size_t)a->rank) != 0)
         return false;
     return memcmp(a->atoms, b->atoms, (size_t)dim_start(a, a->rank)) == 0;
@@ -148,6 +150,7 @@ bool tiling_is_even(const Tiling *t, const Mesh *m, const Shape *global, int32_t
 
 int64_t tiling_tile_index(const Tiling *t, const Mesh *m, int32_t d, int64_t device)
 {
+    device = mesh_logical_device(m, t->perm, device);
     const int8_t *a = tiling_dim(t, d);
     int64_t idx = 0;
     for (int32_t k = 0; k < t->n[d]; k++)

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "spmdc/arena.h"
 #include "spmdc/strbuf.h"
 
 #define SPMDC_MAX_MESH_AXES 8
@@ -30,6 +31,20 @@ typedef struct MeshAxis {
     int32_t n_atoms;
 } MeshAxis;
 
+/* Device orders that are no transposed iota over the atoms (sharding.h):
+ * permutation k (ids 1..n; 0 is the identity) maps each logical device L
+ * (the mesh's own row-major numbering, over which tilings are defined) to
+ * the physical device that holds L's tile (phys[k-1][L]), and back
+ * (logical[k-1][dev]).  Owned by the module (its arena); meshes point to it. */
+typedef struct MeshPerms {
+    Arena *arena;               /* where the permutations live (the module's) */
+    int32_t n, cap;
+    int64_t n_devices;
+    int32_t **phys, **logical;
+} MeshPerms;
+
+#define MESH_MAX_PERMS 65535
+
 typedef struct Mesh {
     int32_t n_axes;
     MeshAxis axes[SPMDC_MAX_MESH_AXES];
@@ -38,6 +53,7 @@ typedef struct Mesh {
     int8_t atom_axis[SPMDC_MAX_ATOMS];  /* owning axis */
     int64_t n_devices;                  /* product of axis sizes */
     bool named;                         /* axis names came from the user */
+    MeshPerms *perms;                   /* the module's device orders (NULL: none yet) */
 } Mesh;
 
 /* Builds a mesh from axis names and sizes (each >= 1; size-1 axes have no
@@ -74,6 +90,16 @@ void mesh_groups(const Mesh *m, const int8_t *order, int32_t n_order, int64_t *o
  * ("[2,4]<=[8]", "[4,2]<=[2,4]T(1,0)"): always possible for mesh_groups'
  * output.  Returns false and appends nothing for 1 group of 1. */
 bool mesh_groups_iota(StrBuf *b, const Mesh *m, const int8_t *order, int32_t n_order);
+/* The id (1..MESH_MAX_PERMS) of the device order phys[0..n_devices)
+ * (phys[L]: the physical device that stands at logical device L), added to
+ * perms (arrays from perms->arena) when new; 0 for the identity; -1 if phys
+ * is no permutation of the devices, perms is NULL or the table is full. */
+int32_t mesh_perm_intern(MeshPerms *perms, const int64_t *phys, int64_t n_devices);
+/* The logical device physical device `dev` holds the tile of under device
+ * order `perm` (0: dev), and the inverse. */
+int64_t mesh_logical_device(const Mesh *m, int32_t perm, int64_t dev);
+int64_t mesh_physical_device(const Mesh *m, int32_t perm, int64_t logical);
+
 /* Appends the axes that a run of atoms spans, Shardy style: "model",
  * "x,y", or sub-axes "y:(2)2".  n == 0 appends nothing. */
 void mesh_atoms_name(StrBuf *b, const Mesh *m, const int8_t *atoms, int32_t n);

@@ -9,6 +9,10 @@
  *    split no dim are replicated.
  *  - `partial`: atoms over which the value is a pending reduction of `kind`
  *    (the value is the reduction over those atoms of what the devices hold).
+ *  - `perm`: the device order, for shardings whose device list is no
+ *    transposed iota over the mesh: the tiles are those of the same tiling
+ *    on the mesh's own numbering, held by permuted devices (moved to and from
+ *    the mesh's order by a collective-permute).
  *
  * Geometry (XLA's layout, also for dims that do not divide): a dim of N
  * elements split into t tiles has shard size c = ceil(N/t) on EVERY device;
@@ -40,8 +44,13 @@ typedef struct Tiling {
     uint8_t n[SPMDC_MAX_RANK];     /* atoms splitting each dim */
     int8_t atoms[SPMDC_MAX_ATOMS]; /* the dims' runs, dim 0 first, each major -> minor */
     uint8_t kind;                  /* ReduceKind of the pending reduction (REDUCE_NONE iff !partial) */
+    uint16_t perm;                 /* device order: 0 the mesh's own, k > 0 permutation k of the mesh's
+                                      table (mesh.h MeshPerms): physical device P holds the tile of
+                                      logical device mesh_logical_device(m, k, P); never with partial */
     uint32_t partial;              /* atoms with a pending reduction */
 } Tiling;
+
+_Static_assert(sizeof(Tiling) == 48, "a Tiling is a 48-byte value");
 
 /* ---------------------------------------------------------------- the runs */
 
@@ -60,6 +69,8 @@ int32_t tiling_n_atoms(const Tiling *t);
  * set exactly when something is partial. */
 bool tiling_valid(const Tiling *t);
 bool tiling_is_replicated(const Tiling *t); /* nothing split, nothing partial */
+/* Same runs, pending reduction and device order (the order of a value
+ * split on nothing does not matter). */
 bool tiling_equal(const Tiling *a, const Tiling *b);
 /* The tiling without its pending reduction. */
 Tiling tiling_strip_partial(Tiling t);
@@ -78,8 +89,9 @@ Shape tiling_local_shape(const Tiling *t, const Mesh *m, const Shape *global);
 /* True iff every split dim divides evenly; else *bad_dim (may be NULL) gets
  * the first dim that does not. */
 bool tiling_is_even(const Tiling *t, const Mesh *m, const Shape *global, int32_t *bad_dim);
-/* Tile index of `device` along dim d: mixed radix of its coordinates on
- * the dim's atoms. */
+/* Tile index of (physical) `device` along dim d: mixed radix of the
+ * coordinates on the dim's atoms of the logical device it stands for
+ * (t->perm). */
 int64_t tiling_tile_index(const Tiling *t, const Mesh *m, int32_t d, int64_t device);
 /* First element of device's tile along dim d: tile index * ceil(N_d/t_d).
  * May be >= N_d (a tile that holds only padding). */

@@ -321,6 +321,53 @@ static void test_plan_reorder_collective_permute(void **state)
     assert_int_equal(plan.bytes, 64); /* local s32[4,4] = 64 B */
 }
 
+/* A state in another device order (a sharding whose device list is no
+ * transposed iota): one collective-permute into the mesh's order first, one
+ * out of it last, the plan between them in the mesh's order.  Device order
+ * 1 reverses the 4 devices. */
+static void test_plan_device_order(void **state)
+{
+    (void)state;
+    Mesh m = mk_mesh("4");
+    MeshPerms perms = {0};
+    Arena *a = arena_create();
+    perms.arena = a;
+    m.perms = &perms;
+    assert_int_equal(mesh_perm_intern(&perms, (int64_t[]){3, 2, 1, 0}, 4), 1);
+    assert_int_equal(mesh_perm_intern(&perms, (int64_t[]){0, 1, 2, 3}, 4), 0);
+    assert_int_equal(mesh_perm_intern(&perms, (int64_t[]){0, 1, 1, 3}, 4), -1);
+    assert_int_equal(mesh_logical_device(&m, 1, 3), 0);
+    Shape s = shp(ET_F32, 2, 16, 8, 0);
+    ReshardPlan plan;
+    Tiling rows = sp("01|"), rev = rows, cols = sp("|01"), rep = sp("|");
+    rev.perm = 1;
+    /* f32[4,8] = 128 B a device: the permute sends its whole block */
+    assert_true(reshard_plan(&m, &s, &rev, &rows, &plan));
+    assert_int_equal(plan.n_steps, 1);
+    assert_int_equal(plan.steps[0].kind, STEP_COLLECTIVE_PERMUTE);
+    assert_int_equal(plan.bytes, 128);
+    /* to columns: permute (128 B) then all-to-all (3/4 * 128 = 96 B) */
+    assert_true(reshard_plan(&m, &s, &rev, &cols, &plan));
+    assert_int_equal(plan.n_steps, 2);
+    assert_int_equal(plan.steps[0].kind, STEP_COLLECTIVE_PERMUTE);
+    assert_int_equal(plan.steps[1].kind, STEP_ALL_TO_ALL);
+    assert_int_equal(plan.bytes, 224);
+    /* replicated into the reversed rows: a local slice, then the permute */
+    assert_true(reshard_plan(&m, &s, &rep, &rev, &plan));
+    assert_int_equal(plan.n_steps, 2);
+    assert_int_equal(plan.steps[0].kind, STEP_SLICE);
+    assert_int_equal(plan.steps[1].kind, STEP_COLLECTIVE_PERMUTE);
+    assert_int_equal(plan.bytes, 128);
+    /* the same state in the same order needs nothing; a replicated value has no order */
+    assert_true(reshard_plan(&m, &s, &rev, &rev, &plan));
+    assert_int_equal(plan.n_steps, 0);
+    Tiling rep1 = rep;
+    rep1.perm = 1;
+    assert_true(tiling_equal(&rep, &rep1));
+    assert_false(tiling_equal(&rows, &rev));
+    arena_destroy(a);
+}
+
 /* A whole value becomes a pending sum by a local mask (the group's first
  * device keeps it, the others hold 0): no bytes.  Two pending reductions of
  * different kinds never meet. */
@@ -1360,6 +1407,7 @@ int main(void)
         cmocka_unit_test(test_plan_partial_gather_then_all_to_all),
         cmocka_unit_test(test_plan_reorder_collective_permute),
         cmocka_unit_test(test_plan_mask_creates_partial),
+        cmocka_unit_test(test_plan_device_order),
         cmocka_unit_test(test_2d_gather_groups),
         cmocka_unit_test(test_all_to_all_program),
         cmocka_unit_test(test_replicated_to_split_program),

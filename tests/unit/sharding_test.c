@@ -646,6 +646,50 @@ static void test_bind_errors(void **state)
              "the tiling, e.g. --mesh 3x4\n");
 }
 
+/* A device list that is no transposed iota binds as the mesh's own tiling
+ * held by permuted devices (a device order of the module's table): every
+ * device's tile is its position in the list, it prints back as the list,
+ * and the same list gets the same order. */
+static void test_bind_device_order(void **state)
+{
+    Fx *f = *state;
+    Mesh m4 = mk_mesh("4");
+    m4.perms = ARENA_NEW(f->arena, MeshPerms);
+    m4.perms->arena = f->arena;
+    Shape v2 = arr(2, (int64_t[]){16, 8}), v1 = arr(1, (int64_t[]){16});
+    int64_t ta[4] = {0, 3, 1, 2};
+    ShardingSyntax b = syn_list(2, (int64_t[]){2, 2}, 4, ta, false);
+    Sharding s = bind_ok(f, &b, &m4, &v2);
+    assert_int_equal(s.tile.perm, 1);
+    /* position L of the list is tile (L/2, L%2) */
+    for (int64_t L = 0; L < 4; L++) {
+        assert_int_equal(sharding_tile_index(&s, &m4, 0, ta[L]), L / 2);
+        assert_int_equal(sharding_tile_index(&s, &m4, 1, ta[L]), L % 2);
+        assert_int_equal(sharding_offset(&s, &m4, &v2, 0, ta[L]), (L / 2) * 8);
+    }
+    expect_print(&s, &m4, "{devices=[2,2]0,3,1,2}");
+    expect_describe(&s, &m4, "[{d0:(1)2}, {d0:(2)2}] on devices {0,3,1,2}");
+    Sharding s2 = bind_ok(f, &b, &m4, &v2);
+    assert_int_equal(s2.tile.perm, 1);
+    assert_int_equal(m4.perms->n, 1);
+    /* another list, another order; a replicated last dim keeps it */
+    int64_t tb[4] = {3, 2, 1, 0};
+    ShardingSyntax c = syn_list(2, (int64_t[]){2, 2}, 4, tb, true);
+    Sharding r = bind_ok(f, &c, &m4, &v1);
+    assert_int_equal(r.tile.perm, 2);
+    /* device 3 holds logical device 0's tile: tile 0; device 1 logical 2's: tile 1 */
+    assert_int_equal(sharding_tile_index(&r, &m4, 0, 3), 0);
+    assert_int_equal(sharding_tile_index(&r, &m4, 0, 1), 1);
+    expect_print(&r, &m4, "{devices=[2,2]3,2,1,0 last_tile_dim_replicate}");
+    /* a pending sum in a permuted order is refused */
+    ShardingSyntax u = syn_list(2, (int64_t[]){2, 2}, 4, tb, false);
+    u.n_subgroups = 1;
+    u.subgroups[0] = SUBGROUP_UNREDUCED;
+    bind_err(f, &u, &m4, &v1,
+             "spmdc: error: sharding {devices=[2,2]3,2,1,0 last_tile_dims={unreduced}}: a device order that is no "
+             "transposed iota over the mesh d0=4 is not supported with unreduced subgroups\n");
+}
+
 /* Random positional syntaxes (often invalid) never crash; whenever one binds,
  * every device's tile index matches the expanded tile assignment. */
 static void test_bind_random(void **state)
@@ -961,6 +1005,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bind_tile_locations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bind_brute_force, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bind_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bind_device_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bind_random, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bind_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bind_named_errors, setup, teardown),

@@ -1,0 +1,1 @@
+compile device_order_2d.hlo --report text

@@ -1,0 +1,1 @@
+verify device_order_2d.hlo
