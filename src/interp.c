@@ -883,6 +883,8 @@ static bool eval_op(Interp *ip, int32_t c, const HloInst *inst, const SimValue *
     case HLO_SCATTER: return interp_scatter(ip, inst, ops, out);
     case HLO_SORT: return interp_sort(ip, inst, ops, out);
     case HLO_TOPK: return interp_topk(ip, inst, ops, out);
+    case HLO_RNG: return interp_rng(ip, inst, ops, out);
+    case HLO_RNG_BIT_GENERATOR: return interp_rng_bit_generator(ip, inst, ops, out);
     case HLO_DOT: return interp_dot(ip, inst, &ops[0], &ops[1], out);
     case HLO_CONVOLUTION: return interp_convolution(ip, inst, &ops[0], &ops[1], out);
     case HLO_REDUCE: return interp_reduce(ip, inst, ops, out);

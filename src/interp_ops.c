@@ -13,6 +13,7 @@
  * loop over flat arrays (the accumulation order over k stays sequential).
  */
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "sim_internal.h"
@@ -1024,6 +1025,86 @@ bool interp_topk(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue 
         return false;
     }
     *out = pack_results(outs, 2);
+    return true;
+}
+
+/* ---------------------------------------------------------------- random numbers */
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; s && *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+bool interp_rng(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
+{
+    const char *dist = hlo_attrs(inst)->rng_distribution;
+    const Shape *s = &inst->shape;
+    if (inst->n_operands != 2 || s->type == ET_TUPLE || !dist)
+        return interp_error(ip, inst, "rng needs two scalar parameters and a distribution");
+    bool normal = strcmp(dist, "rng_normal") == 0;
+    /* one stream per instruction and device: a device's rng is its own */
+    uint64_t key = mix64(name_hash(inst->name) ^ mix64((uint64_t)ip->partition_id * 0x9e3779b97f4a7c15ull +
+                                                       (uint64_t)ip->replica_id));
+    *out = sim_value_new(s);
+    int64_t n = count_of(s);
+    ElemType t = s->type;
+    if (num_is_float(t)) {
+        double a = sim_value_get_f64(&ops[0], 0), b = sim_value_get_f64(&ops[1], 0);
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t r = mix64(key + (uint64_t)i * 0x9e3779b97f4a7c15ull);
+            double u = (double)(r >> 11) * 0x1p-53;
+            if (normal) {
+                double u2 = (double)(mix64(r) >> 11) * 0x1p-53;
+                double z = sqrt(-2.0 * log(u > 0 ? u : 0x1p-53)) * cos(6.283185307179586 * u2);
+                sim_value_set_f64(out, i, a + b * z);
+            } else {
+                double v = a + (b - a) * u;
+                sim_value_set_f64(out, i, v < b || !(b > a) ? v : a);
+            }
+        }
+    } else {
+        int64_t a = sim_value_get_i64(&ops[0], 0), b = sim_value_get_i64(&ops[1], 0);
+        uint64_t span = b > a ? (uint64_t)b - (uint64_t)a : 1;
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t r = mix64(key + (uint64_t)i * 0x9e3779b97f4a7c15ull);
+            sim_value_set_i64(out, i, (int64_t)((uint64_t)a + r % span));
+        }
+    }
+    return true;
+}
+
+bool interp_rng_bit_generator(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
+{
+    const Shape *s = &inst->shape;
+    if (inst->n_operands != 1 || s->type != ET_TUPLE || s->n_elems != 2 || ops[0].shape.type == ET_TUPLE)
+        return interp_error(ip, inst, "rng-bit-generator needs a state and a (state, bits) result");
+    /* a function of the state and the result's shape only: every device with
+     * the same state draws the same bits */
+    int64_t ns = count_of(&ops[0].shape), n = count_of(&s->elems[1]);
+    uint64_t key = 0x2545f4914f6cdd1dull;
+    for (int64_t k = 0; k < ns; k++)
+        key = mix64(key ^ (uint64_t)sim_value_get_i64(&ops[0], k));
+    SimValue res[2] = {sim_value_new(&s->elems[0]), sim_value_new(&s->elems[1])};
+    for (int64_t k = 0; k < ns; k++)
+        sim_value_set_i64(&res[0], k, (int64_t)mix64((uint64_t)sim_value_get_i64(&ops[0], k) + (uint64_t)n));
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t r = mix64(key + (uint64_t)i * 0x9e3779b97f4a7c15ull);
+        if (num_is_float(s->elems[1].type))
+            sim_value_set_f64(&res[1], i, (double)(r >> 11) * 0x1p-53);
+        else
+            sim_value_set_i64(&res[1], i, (int64_t)r);
+    }
+    *out = pack_results(res, 2);
     return true;
 }
 

@@ -910,6 +910,8 @@ static bool *manual_values(const HloModule *m)
 }
 
 /* Second pass after a mismatch: the first named instruction that differs. */
+static bool *random_values(const VerifyRun *vr);
+
 static bool localize(VerifyRun *vr, StrBuf *b)
 {
     const HloComputation *mc = hlo_comp(vr->m, vr->m->entry), *pc = hlo_comp(vr->p, vr->p->entry);
@@ -924,13 +926,16 @@ static bool localize(VerifyRun *vr, StrBuf *b)
     bool *keep = xcalloc((size_t)(mc->n_insts ? mc->n_insts : 1), sizeof(bool));
     bool *manual = manual_values(vr->m);
     int32_t *match = xmalloc(sizeof(int32_t) * (size_t)(pc->n_insts ? pc->n_insts : 1));
+    bool *random = random_values(vr); /* random values differ from the reference by design */
     for (int32_t j = 0; j < pc->n_insts; j++) {
         NameEntry *e;
         HASH_FIND_STR(map, pc->insts[j].name, e);
+        if (e && random && random[e->inst]) e = NULL;
         match[j] = e && !manual[e->inst] ? e->inst : -1;
         if (match[j] >= 0) keep[e->inst] = true;
     }
     free(manual);
+    free(random);
     HASH_CLEAR(hh, map);
     free(ents);
     Observed o;
@@ -964,8 +969,6 @@ static bool localize(VerifyRun *vr, StrBuf *b)
     return ok;
 }
 
-/* Compares every output leaf with the reference and appends one line each
- * to b; *n_bad of the *n_out compared outputs differ. */
 /* ---------------------------------------------------------------- the widened reference */
 
 /* How many times the reference's own measured error a partitioned output
@@ -1081,9 +1084,119 @@ static double *widened_error(VerifyRun *vr, const SimValue *ref)
     return err;
 }
 
+/* ---------------------------------------------------------------- random values */
+
+/* Whether computation c (or one it calls) draws random numbers. */
+static bool draws_random(const HloModule *m, int32_t c, const bool *comp_random)
+{
+    const HloComputation *hc = hlo_comp(m, c);
+    for (int32_t i = 0; i < hc->n_insts; i++) {
+        const HloInst *in = &hc->insts[i];
+        const HloAttrs *a = hlo_attrs(in);
+        if (in->op == HLO_RNG || in->op == HLO_RNG_BIT_GENERATOR) return true;
+        int32_t refs[4] = {a->to_apply, a->select, a->condition, a->body};
+        for (int32_t k = 0; k < 4; k++)
+            if (refs[k] >= 0 && refs[k] < c && comp_random[refs[k]]) return true;
+        for (int32_t k = 0; k < a->branches.n; k++)
+            if (a->branches.v[k] >= 0 && a->branches.v[k] < c && comp_random[a->branches.v[k]]) return true;
+        for (int32_t k = 0; k < a->called.n; k++)
+            if (a->called.v[k] >= 0 && a->called.v[k] < c && comp_random[a->called.v[k]]) return true;
+    }
+    return false;
+}
+
+/* Per entry instruction: its value depends on random numbers a partitioned
+ * program draws otherwise than the unpartitioned one (docs/partitioning.md):
+ * an rng (drawn per device), an rng-bit-generator whose bits are split
+ * (drawn for the shard's shape), anything computed from them or calling a
+ * computation that draws.  NULL when nothing does. */
+static bool *random_values(const VerifyRun *vr)
+{
+    const HloModule *m = vr->m;
+    bool *comp_random = xcalloc((size_t)(m->n_comps ? m->n_comps : 1), sizeof(bool)), any = false;
+    for (int32_t c = 0; c < m->n_comps; c++)
+        if (c != m->entry) comp_random[c] = draws_random(m, c, comp_random);
+    const HloComputation *e = hlo_comp(m, m->entry);
+    bool *r = xcalloc((size_t)(e->n_insts ? e->n_insts : 1), sizeof(bool));
+    for (int32_t i = 0; i < e->n_insts; i++) {
+        const HloInst *in = &e->insts[i];
+        const HloAttrs *a = hlo_attrs(in);
+        bool t = in->op == HLO_RNG;
+        if (in->op == HLO_RNG_BIT_GENERATOR)
+            t = !in->sharding || !shape_is_tuple(&in->shape) || in->shape.n_elems != 2 ||
+                sharding_is_tiled(sharding_leaf(in->sharding, 1));
+        for (int32_t k = 0; k < in->n_operands && !t; k++)
+            t = in->operands[k] >= 0 && in->operands[k] < i && r[in->operands[k]];
+        int32_t refs[4] = {a->to_apply, a->select, a->condition, a->body};
+        for (int32_t k = 0; k < 4 && !t; k++)
+            t = refs[k] >= 0 && refs[k] < m->n_comps && comp_random[refs[k]];
+        for (int32_t k = 0; k < a->branches.n && !t; k++)
+            t = a->branches.v[k] >= 0 && a->branches.v[k] < m->n_comps && comp_random[a->branches.v[k]];
+        for (int32_t k = 0; k < a->called.n && !t; k++)
+            t = a->called.v[k] >= 0 && a->called.v[k] < m->n_comps && comp_random[a->called.v[k]];
+        r[i] = t;
+        any |= t;
+    }
+    free(comp_random);
+    if (!any) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* A random output: not compared with the reference (its draws differ), but
+ * every device that holds the same tile must hold the same bits. */
+static void compare_random(const VerifyRun *vr, const Sharding *s, const SimValue *ref, const SimValue *const *locals,
+                           Cmp *c)
+{
+    memset(c, 0, sizeof *c);
+    c->worst_dev = -1;
+    c->rank = ref->shape.rank;
+    c->skipped = true;
+    if (s && (s->kind == SHARDING_MANUAL || (s->kind == SHARDING_TILED && s->tile.partial))) {
+        snprintf(c->why, sizeof c->why, "random values (drawn per device): not compared");
+        return;
+    }
+    int64_t n_tiles = s && s->kind == SHARDING_TILED ? sharding_num_tiles(s, &vr->mesh) : 1;
+    int64_t *first = xmalloc(sizeof(int64_t) * (size_t)n_tiles);
+    for (int64_t t = 0; t < n_tiles; t++) first[t] = -1;
+    int64_t copies = 0;
+    for (int64_t d = 0; d < vr->n_dev && !c->bad; d++) {
+        if (s && s->kind == SHARDING_MAXIMAL && d != s->device) continue;
+        int64_t t = 0;
+        for (int32_t k = 0; s && s->kind == SHARDING_TILED && k < ref->shape.rank; k++)
+            t = t * sharding_dim_tiles(s, &vr->mesh, k) + sharding_tile_index(s, &vr->mesh, k, d);
+        if (!locals[d] || locals[d]->shape.type == ET_TUPLE) {
+            snprintf(c->why, sizeof c->why, "device %lld holds no array", (long long)d);
+            c->bad = c->shape_bad = true;
+            break;
+        }
+        if (first[t] < 0) {
+            first[t] = d;
+            continue;
+        }
+        copies++;
+        const SimValue *a = locals[first[t]], *b = locals[d];
+        size_t bytes = (size_t)(shape_elem_count(&a->shape) * num_elem_bytes(a->shape.type));
+        if (!shape_equal(&a->shape, &b->shape) || memcmp(sim_value_data(a), sim_value_data(b), bytes) != 0) {
+            snprintf(c->why, sizeof c->why, "random values (drawn per device): devices %lld and %lld hold the same "
+                     "tile but different values", (long long)first[t], (long long)d);
+            c->bad = c->shape_bad = true;
+        }
+    }
+    if (!c->bad)
+        snprintf(c->why, sizeof c->why, "random values (drawn per device): not compared with the reference; %s: ok",
+                 copies ? "the copies of every tile agree" : "every tile is held once");
+    free(first);
+}
+
+/* Compares every output leaf with the reference and appends one line each
+ * to b; *n_bad of the *n_out compared outputs differ. */
 static void compare_outputs(VerifyRun *vr, const SimValue *ref, const SimValue *outs, StrBuf *b, int32_t *n_bad,
                             int32_t *n_out)
 {
+    bool *random = random_values(vr);
     const HloComputation *mc = hlo_comp(vr->m, vr->m->entry);
     const HloInst *root = &mc->insts[mc->root];
     int32_t leaves = shape_leaf_count(&root->shape);
@@ -1098,14 +1211,19 @@ static void compare_outputs(VerifyRun *vr, const SimValue *ref, const SimValue *
         double rtol = leaf_rtol(rl, vr->noise[src]);
         double atol = vr->wide_err ? WIDE_MARGIN * vr->wide_err[k] : 0;
         Cmp c;
-        compare_leaf(vr, s, rl, ls, rtol, atol, &c);
-        if (c.scale > 0 && atol / c.scale > rtol) rtol = atol / c.scale; /* the tolerance in force */
+        if (random && random[src]) {
+            compare_random(vr, s, rl, ls, &c);
+        } else {
+            compare_leaf(vr, s, rl, ls, rtol, atol, &c);
+            if (c.scale > 0 && atol / c.scale > rtol) rtol = atol / c.scale; /* the tolerance in force */
+        }
         char buf[160];
         print_cmp(b, vr, label_of(vr, root, k, leaves, buf, sizeof buf), rl, s, &c, rtol);
         (*n_out)++;
         *n_bad += c.bad;
         free(ls);
     }
+    free(random);
 }
 
 /* ---------------------------------------------------------------- command */

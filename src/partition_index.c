@@ -33,6 +33,11 @@
  *  - variadic reduce along split dims, for reducers that select one of their
  *    two arguments per output (argmax, argmin): a local reduce, an
  *    all-gather of one candidate per shard, a final reduce.
+ *  - rng: every device draws its own tile (XLA's semantics: the values are
+ *    per device); devices that hold the same tile take their group's first
+ *    device's draw (a pending sum closed by an all-reduce: a broadcast), so
+ *    copies of a value always agree.  rng-bit-generator needs no handler:
+ *    its bits are a function of the (replicated) state and the shard's shape.
  * Index arithmetic runs in s32 (s64 for s64 and u32 indices or dims of
  * 2^30 or more); u64 indices keep the rule's way.
  */
@@ -806,5 +811,53 @@ bool part_reduce(Part *p, int32_t i)
     fa->to_apply = p->mod->comp_map[a->to_apply];
     part_out(p, fin)->span = in->span;
     part_set_result(p, i, fin, leaves, -1, NULL);
+    return true;
+}
+
+/* ================================================================ random numbers */
+
+bool part_rng(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
+    RuleCtx rc;
+    RuleChoice ch;
+    if (!part_rule_init(p, i, &rc) || !part_rule_choose(p, &rc, NULL, NULL, &ch))
+        return part_default(p, i);
+    int32_t ops[2];
+    if (in->n_operands != 2 || part_rule_operands(p, &rc, &ch, ops) < 0)
+        return in->n_operands == 2 ? false : part_default(p, i);
+    /* every device draws its own tile; where several hold the same tile
+     * (the atoms the result is not split on) only the group's first one's
+     * draw counts: the others hold zero, a pending sum that the consumer
+     * closes (a broadcast within the group, as XLA does) */
+    Tiling st = ch.res[0];
+    uint32_t all = ((uint32_t)1 << p->mesh->n_atoms) - 1u, rep = all & ~tiling_used(&st);
+    Shape l = tiling_local_shape(&st, p->mesh, &in->shape);
+    int32_t r = part_clone(p, i, rep ? part_name(p, in->name, "draw") : part_result_name(p, i, &st, "local"), &l,
+                           ops, 2);
+    if (!rep) {
+        part_set_result(p, i, r, &st, -1, NULL);
+        return true;
+    }
+    int8_t atoms[SPMDC_MAX_ATOMS];
+    int32_t na = 0;
+    for (int32_t a = 0; a < p->mesh->n_atoms; a++)
+        if ((rep >> a) & 1u)
+            atoms[na++] = (int8_t)a;
+    int32_t first = part_first_in_group(p, atoms, na, in->name);
+    Shape pl = shape_array(ET_PRED, l.rank, l.dims);
+    int32_t fb = part_emit(p, HLO_BROADCAST, part_name(p, in->name, "first-broadcast"), &pl, &first, 1);
+    int32_t sel[3] = {fb, r, part_identity(p, REDUCE_SUM, &l, in->name)};
+    int32_t m = part_emit(p, HLO_SELECT, part_name(p, in->name, "partial"), &l, sel, 3);
+    st.partial = rep;
+    st.kind = REDUCE_SUM;
+    const char *why = NULL;
+    if (p->rep) {
+        StrBuf b = {0};
+        sb_printf(&b, "%s: the draws of each group's first device (rng values are per device)", in->name);
+        why = arena_strdup(p->scratch, sb_cstr(&b));
+        sb_free(&b);
+    }
+    part_set_result(p, i, m, &st, i, why);
     return true;
 }

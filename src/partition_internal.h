@@ -358,6 +358,10 @@ bool part_dynamic_slice(Part *p, int32_t i);
 bool part_dynamic_update_slice(Part *p, int32_t i);
 bool part_topk(Part *p, int32_t i);
 bool part_reduce(Part *p, int32_t i);
+/* rng: each device draws its own tile; the devices that hold the same tile
+ * take the draw of their group's first device (a pending sum, closed by a
+ * broadcast where needed). */
+bool part_rng(Part *p, int32_t i);
 
 /* ---- partition_window.c: halo exchanges and windowed ops */
 

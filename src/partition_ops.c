@@ -267,6 +267,7 @@ static const Handler HANDLERS[HLO_OPCODE_COUNT] = {
     [HLO_DYNAMIC_UPDATE_SLICE] = part_dynamic_update_slice,
     [HLO_TOPK] = part_topk,
     [HLO_REDUCE] = part_reduce,
+    [HLO_RNG] = part_rng,
     [HLO_WHILE] = part_while,
     [HLO_CALL] = part_call,
     [HLO_CONDITIONAL] = part_conditional,

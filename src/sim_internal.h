@@ -131,6 +131,11 @@ bool interp_select_and_scatter(Interp *ip, const HloInst *inst, const SimValue *
 bool interp_gather(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out);
 bool interp_scatter(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out);
 bool interp_sort(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out);
+/* rng: one stream per instruction and device (partition and replica id),
+ * uniform in [a, b) or normal (mean a, deviation b).  rng-bit-generator: a
+ * function of the state and the result's shape only. */
+bool interp_rng(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out);
+bool interp_rng_bit_generator(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out);
 /* topk(x), k=K and the TopK custom-call (by its comparator). */
 bool interp_topk(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out);
 bool interp_map(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out);

@@ -750,6 +750,41 @@ static void test_topk(void **state)
     hlo_module_free(m);
 }
 
+/* rng draws a stream per instruction and device, in range; rng-bit-generator
+ * is a function of its state and shape. */
+static void test_random(void **state)
+{
+    (void)state;
+    HloModule *m = hlo_module_new("t");
+    TB e = tb_new(m, "main", true);
+    int32_t a = tb_param(&e, 0, SC(S32)), b = tb_param(&e, 1, SC(S32)), st = tb_param(&e, 2, SH(U64, 2));
+    int32_t r = tb_add(&e, HLO_RNG, SH(S32, 64), OPS(a, b));
+    tb_attrs(&e, r)->rng_distribution = "rng_uniform";
+    Shape el[2] = {SH(U64, 2), SH(U32, 8)};
+    Shape gs = {.type = ET_TUPLE, .n_elems = 2, .elems = el};
+    int32_t g = tb_add(&e, HLO_RNG_BIT_GENERATOR, gs, OPS(st));
+    Shape out[2] = {SH(S32, 64), gs};
+    tb_add(&e, HLO_TUPLE, (Shape){.type = ET_TUPLE, .n_elems = 2, .elems = out}, OPS(r, g));
+    SimValue res[2];
+    for (int64_t pid = 0; pid < 2; pid++) {
+        SimValue args[3] = {val_i(SC(S32), DL(-3)), val_i(SC(S32), DL(5)), val_i(SH(U64, 2), DL(7, 9))};
+        assert_true(sim_interp_run(m, args, 3, pid, &res[pid], g_diag));
+        for (int k = 0; k < 3; k++) sim_value_release(&args[k]);
+    }
+    int64_t differ = 0;
+    for (int64_t k = 0; k < 64; k++) {
+        int64_t v = sim_value_get_i64(&res[0].elems[0], k);
+        assert_true(v >= -3 && v < 5); /* [a, b) */
+        differ += v != sim_value_get_i64(&res[1].elems[0], k);
+    }
+    assert_true(differ > 32); /* the two devices draw their own values */
+    for (int64_t k = 0; k < 8; k++) /* the same state: the same bits on both */
+        assert_int_equal(sim_value_get_i64(&res[0].elems[1].elems[1], k), sim_value_get_i64(&res[1].elems[1].elems[1], k));
+    sim_value_release(&res[0]);
+    sim_value_release(&res[1]);
+    hlo_module_free(m);
+}
+
 static void test_control_flow(void **state)
 {
     (void)state;
@@ -827,7 +862,8 @@ static void test_errors(void **state)
     int32_t a = tb_param(&e, 0, SC(F32)), b = tb_param(&e, 1, SC(F32));
     tb_add(&e, HLO_RNG, SC(F32), OPS(a, b));
     SimValue args[2] = {val_f(SC(F32), DL(0)), val_f(SC(F32), DL(1))};
-    assert_string_equal(run_fail(m, args, 2), "spmdc: error: rng.2: the interpreter does not support opcode 'rng'\n");
+    assert_string_equal(run_fail(m, args, 2), "spmdc: error: rng.2: rng needs two scalar parameters and a "
+                                              "distribution\n");
     hlo_module_free(m);
 
     diag_destroy(g_diag);
@@ -1044,6 +1080,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gather_scatter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sort, setup, teardown),
         cmocka_unit_test_setup_teardown(test_topk, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_random, setup, teardown),
         cmocka_unit_test_setup_teardown(test_control_flow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_value_print_share, setup, teardown),

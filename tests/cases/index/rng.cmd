@@ -1,0 +1,1 @@
+compile rng.hlo --report text

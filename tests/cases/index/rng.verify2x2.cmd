@@ -1,0 +1,1 @@
+verify rng.hlo --mesh data=2,model=2

@@ -1,0 +1,1 @@
+verify rng.hlo --mesh data=1,model=8
