@@ -538,10 +538,11 @@ static bool eval_slice(const Interp *ip, const HloInst *inst, const SimValue *a,
     for (int32_t d = 0; d < r; d++) {
         int64_t lo = at->slice_start.v[d], hi = at->slice_limit.v[d];
         int64_t st = at->slice_stride.n == r ? at->slice_stride.v[d] : 1;
-        if (st < 1 || lo < 0 || hi > a->shape.dims[d] || (hi > lo ? (hi - lo + st - 1) / st : 0) != s->dims[d])
+        if (st < 1 || lo < 0 || hi > a->shape.dims[d] || (hi > lo ? (hi - lo - 1) / st + 1 : 0) != s->dims[d])
             return interp_error(ip, inst, "slice of dimension %d does not fit the operand", d);
         off += lo * in_st[d];
-        src[d] = in_st[d] * st;
+        /* a stride only matters between two elements, and then st < dims[d]: no overflow */
+        src[d] = s->dims[d] > 1 ? in_st[d] * st : 0;
     }
     *out = sim_value_new(s);
     num_copy_box(sim_value_data(out), 0, dst, sim_value_data(a), off, src, s->dims, r, num_elem_bytes(s->type));
@@ -616,17 +617,22 @@ static bool eval_pad(const Interp *ip, const HloInst *inst, const SimValue *ops,
     num_strides(s->dims, r, out_st);
     for (int32_t d = 0; d < r; d++) {
         int64_t lo = at->pad_lo.v[d], hi = at->pad_hi.v[d], n = in->dims[d];
-        int64_t step = 1 + (at->pad_interior.n == r ? at->pad_interior.v[d] : 0);
-        if (step < 1 || (n ? lo + hi + n + (n - 1) * (step - 1) : lo + hi) != s->dims[d])
+        int64_t interior = at->pad_interior.n == r ? at->pad_interior.v[d] : 0, step = interior + 1;
+        /* edges may be near the int64 limits: the index arithmetic is done in 128 bits */
+        SimWide size = (SimWide)lo + hi + (n ? n + (SimWide)(n - 1) * interior : 0);
+        if (interior < 0 || size != s->dims[d])
             return interp_error(ip, inst, "padding of dimension %d does not give the result size", d);
-        int64_t i0 = lo >= 0 ? 0 : (-lo + step - 1) / step; /* first source index landing at >= 0 */
-        int64_t i1 = n;                                      /* one past the last landing < size */
-        if (n && lo + (n - 1) * step >= s->dims[d]) i1 = s->dims[d] - 1 - lo < 0 ? 0 : (s->dims[d] - 1 - lo) / step + 1;
-        box[d] = i1 > i0 ? i1 - i0 : 0;
-        soff += i0 * in_st[d];
-        doff += (lo + i0 * step) * out_st[d];
+        /* source index i lands at lo + i * step; the ones landing in [0, size) are [i0, i1) */
+        SimWide i0 = lo >= 0 ? 0 : (-(SimWide)lo + step - 1) / step;
+        SimWide i1 = size - lo <= 0 ? 0 : (size - lo + step - 1) / step;
+        if (i1 > n) i1 = n;
+        box[d] = i1 > i0 ? (int64_t)(i1 - i0) : 0;
+        src[d] = dst[d] = 0;
+        if (box[d] == 0) continue; /* nothing of the operand lands in the result */
+        soff += (int64_t)i0 * in_st[d];
+        doff += (int64_t)(lo + i0 * step) * out_st[d];
         src[d] = in_st[d];
-        dst[d] = out_st[d] * step;
+        dst[d] = box[d] > 1 ? out_st[d] * step : 0;
     }
     num_copy_box(sim_value_data(out), doff, dst, sim_value_data(&ops[0]), soff, src, box, r, es);
     return true;

@@ -861,12 +861,13 @@ bool interp_scatter(Interp *ip, const HloInst *inst, const SimValue *ops, SimVal
         }
         bool inside = true;
         int64_t dst = 0;
-        for (int32_t d = 0; d < in->rank; d++) {
+        for (int32_t d = 0; d < in->rank && inside; d++) {
             if (S[d] < 0 || S[d] > in->dims[d] - wsize[d]) inside = false; /* the whole window is skipped */
-            dst += S[d] * ist[d];
+            else dst += S[d] * ist[d]; /* only in-range starts: any index value is safe */
         }
+        if (!inside) continue;
         for (int32_t j = 0; j < nw; j++) dst += ui[a->update_window_dims.v[j]] * ist[win_op[j]];
-        if (inside) ok = reducer_step(&r, outs, dst, &ops[n + 1], k);
+        ok = reducer_step(&r, outs, dst, &ops[n + 1], k);
     }
     if (!ok) {
         release_all(outs, n);

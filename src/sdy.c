@@ -46,6 +46,7 @@ static bool read_int(Rd *r, int64_t *v)
 /* `"name"` or `"name":(pre)size` */
 static bool read_axis(Rd *r, Arena *arena, AxisRefSyntax *ax)
 {
+    memset(ax, 0, sizeof *ax); /* no span: the string's instruction is the location */
     if (!eat(r, '"')) return false;
     const char *s = r->p;
     while (*r->p && *r->p != '"' && *r->p != '\\') r->p++;

@@ -69,8 +69,9 @@ int64_t shape_byte_size(const Shape *s)
         return n;
     }
     int bits = elem_type_bits(s->type);
-    if (bits >= 8) return shape_elem_count(s) * (bits / 8);
-    return (shape_elem_count(s) * bits + 7) / 8;
+    int64_t n = shape_elem_count(s);
+    if (bits >= 8) return n * (bits / 8);
+    return (n / 8) * bits + ((n % 8) * bits + 7) / 8; /* ceil(n * bits / 8) without forming n * bits */
 }
 
 bool shape_equal(const Shape *a, const Shape *b)
@@ -138,9 +139,13 @@ static int64_t checked_bytes(const Shape *s, int depth)
         if (s->dims[i] < 0 || __builtin_mul_overflow(n, s->dims[i], &n) || n > SPMDC_MAX_SHAPE_BYTES) return -1;
     }
     int bits = elem_type_bits(s->type);
+    if (bits == 0) bits = 8; /* token/opaque count as bytes here */
     int64_t bytes;
-    if (__builtin_mul_overflow(n, (int64_t)(bits ? bits : 8), &bytes)) return -1;
-    bytes = (bytes + 7) / 8;
+    if (bits >= 8) {
+        if (__builtin_mul_overflow(n, (int64_t)(bits / 8), &bytes)) return -1;
+    } else {
+        bytes = (n / 8) * bits + ((n % 8) * bits + 7) / 8; /* n <= 2^62: no overflow */
+    }
     return bytes > SPMDC_MAX_SHAPE_BYTES ? -1 : bytes;
 }
 

@@ -58,6 +58,11 @@ void num_compare(CompareDir dir, bool total, ElemType t, const void *a, const vo
 /* XLA convert semantics (float->int saturating, NaN -> 0; int->int wraps). */
 void num_convert(ElemType from, const void *a, ElemType to, void *r, int64_t n);
 
+/* 128-bit integers for index arithmetic on attribute values (pads, window
+ * strides and dilations, start indices) that may lie near the int64 limits:
+ * a result that lands inside a shape fits int64 again. */
+__extension__ typedef __int128 SimWide;
+
 /* Row-major element strides of dims[0..rank). */
 void num_strides(const int64_t *dims, int32_t rank, int64_t *strides);
 /* For every index i of the box dims[0..rank):

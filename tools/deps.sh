@@ -11,10 +11,14 @@ command -v bison >/dev/null 2>&1 || need="$need bison"
 [ -f /usr/include/cmocka.h ] || need="$need libcmocka-dev"
 [ -f /usr/include/uthash.h ] || need="$need uthash-dev"
 [ -f /usr/include/jansson.h ] || need="$need libjansson-dev"
-# Optional: Graphviz renders `compile --dot` in tests/dot_render.sh (2.4 MB without recommends;
-# the test skips without it, and so does this script when the package cannot be had).
+# Optional (the tests that need them skip without them, and so does this script when a
+# package cannot be had): Graphviz renders `compile --dot` in tests/dot_render.sh (2.4 MB
+# without recommends); valgrind checks a sample of the golden cases (tests/valgrind.sh);
+# clang brings libFuzzer for the fuzz targets (tools/fuzz.sh).
 optional=""
 command -v dot >/dev/null 2>&1 || optional="graphviz"
+command -v valgrind >/dev/null 2>&1 || optional="$optional valgrind"
+command -v clang >/dev/null 2>&1 || optional="$optional clang"
 [ -n "$need$optional" ] || exit 0
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -28,6 +32,7 @@ else
   $SUDO apt-get update -qq >/dev/null 2>&1 || true
 fi
 if [ -n "$optional" ]; then
+  # shellcheck disable=SC2086
   $SUDO apt-get install -y -qq --no-install-recommends $optional >/dev/null 2>&1 ||
-    echo "deps.sh: $optional not installed; the tests that need it skip"
+    echo "deps.sh:$optional not installed; the tests that need them skip"
 fi

@@ -1,18 +1,19 @@
-/* compile_fuzz.c - libFuzzer entry for the whole pipeline: parse, verify,
- * bind, canonicalize, propagate, partition, print and report, on arbitrary
- * bytes, on the file's own mesh.  Every input must either compile or fail
- * with >= 1 error; a crash, sanitizer report, leak or hang is a bug.
- * Built with -DSPMDC_FUZZ=ON and clang (see parse_fuzz.c); seed it with
- * examples/ and tests/cases. */
+/* compile_fuzz.c - libFuzzer entry for the whole pipeline (pipeline.h:
+ * parse, verify, bind, canonicalize, propagate, partition), then printing
+ * and both report forms, on arbitrary bytes, on the file's own mesh.  Every
+ * input must either compile or fail with >= 1 error; a crash, sanitizer
+ * report, leak or hang is a bug.  Built with -DSPMDC_FUZZ=ON and clang in
+ * Debug (so the IR verifier also runs after every pass); run by
+ * tools/fuzz.sh, which seeds it with tests/fuzz/corpus/, tests/cases and
+ * examples. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "spmdc/diag.h"
-#include "spmdc/driver.h"
 #include "spmdc/hlo.h"
-#include "spmdc/partition.h"
+#include "spmdc/pipeline.h"
 #include "spmdc/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -26,27 +27,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     SpmdcOptions opt;
     memset(&opt, 0, sizeof opt);
     PassCtx cx = {scratch, d, &opt};
-    HloModule *m = driver_load_module((const char *)data, size, fid, &cx, true);
-    if (!m && diag_error_count(d) == 0) abort();
-    if (m && m->mesh.n_devices <= 64) {
-        CommReport rep;
-        report_init(&rep, m->name, &m->mesh);
-        HloModule *out = NULL;
-        bool ok = partition_module(m, &out, &rep, &cx);
-        if (ok != (out != NULL)) abort();
+    PipelineState st;
+    memset(&st, 0, sizeof st);
+    st.text = (const char *)data;
+    st.len = size;
+    st.file_id = fid;
+    bool ok = pipeline_run(&st, &cx, PASS_PARSE, PASS_PROPAGATE);
+    if (!ok && diag_error_count(d) == 0) abort();
+    if (ok && st.m->mesh.n_devices <= 64) {
+        ok = pipeline_run(&st, &cx, PASS_PARTITION, PASS_PARTITION);
+        if (ok != (st.out != NULL)) abort();
         if (!ok && diag_error_count(d) == 0) abort();
-        if (out) {
+        if (st.out) {
             StrBuf b = {0};
             HloPrintOptions po = {false, false, false};
-            hlo_print_module(&b, out, &po);
-            report_print_json(&b, &rep);
-            report_print_text(&b, &rep);
+            hlo_print_module(&b, st.out, &po);
+            report_print_json(&b, &st.report);
+            report_print_text(&b, &st.report);
             sb_free(&b);
         }
-        hlo_module_free(out);
-        report_free(&rep);
     }
-    hlo_module_free(m);
+    pipeline_state_free(&st);
     arena_destroy(scratch);
     diag_destroy(d);
     return 0;

@@ -1,12 +1,9 @@
 /* parse_fuzz.c - libFuzzer entry: parse_hlo on arbitrary bytes.
  *
  * Built only with -DSPMDC_FUZZ=ON and clang (which also instruments the
- * library with -fsanitize=fuzzer-no-link, so the fuzzer sees coverage):
- *
- *   CC=clang cmake -S . -B build-fuzz -DSPMDC_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug
- *   make -C build-fuzz parse_fuzz compile_fuzz
- *   mkdir -p corpus && cp tests/cases/"*"/"*".hlo corpus/
- *   build-fuzz/parse_fuzz -max_total_time=300 -timeout=5 -rss_limit_mb=2048 corpus
+ * library with -fsanitize=fuzzer-no-link, so the fuzzer sees coverage); run
+ * it with tools/fuzz.sh (2,000 inputs in the test command, 10 minutes per
+ * target by default), which seeds it with tests/fuzz/corpus/.
  *
  * Every input must come back as a module or as NULL with >= 1 error; any
  * crash, sanitizer report, leak or hang is a bug in the front end.

@@ -41,6 +41,32 @@ static void test_byte_sizes(void **state)
     assert_int_equal(shape_byte_size(&sc), 4);
 }
 
+/* Sizes near the 2^62-byte limit are computed without overflow: the bit
+ * count n * bits of a sub-byte array would pass 2^63 long before its bytes. */
+static void test_huge_sizes(void **state)
+{
+    (void)state;
+    int64_t n62 = INT64_C(1) << 62, n60 = INT64_C(1) << 60;
+    Shape u4 = shape_array(ET_U4, 1, &n62); /* 2^62 elements x 4 bits = 2^61 bytes */
+    assert_true(shape_size_fits(&u4));
+    assert_int_equal(shape_byte_size(&u4), INT64_C(1) << 61);
+    int64_t odd = n62 - 1; /* 2^62 - 1 nibbles: ceil((2^62 - 1) / 2) = 2^61 bytes */
+    Shape u4o = shape_array(ET_U4, 1, &odd);
+    assert_int_equal(shape_byte_size(&u4o), INT64_C(1) << 61);
+    Shape f32 = shape_array(ET_F32, 1, &n60); /* exactly 2^62 bytes: the limit itself fits */
+    assert_true(shape_size_fits(&f32));
+    assert_int_equal(shape_byte_size(&f32), n62);
+    int64_t over = n60 + 1;
+    Shape f32o = shape_array(ET_F32, 1, &over);
+    assert_false(shape_size_fits(&f32o));
+    int64_t dims[2] = {INT64_C(1) << 40, INT64_C(1) << 40}; /* 2^80 elements: the count itself overflows */
+    Shape big = shape_array(ET_PRED, 2, dims);
+    assert_false(shape_size_fits(&big));
+    int64_t neg = -1;
+    Shape bad = shape_array(ET_F32, 1, &neg);
+    assert_false(shape_size_fits(&bad));
+}
+
 static void test_print_and_equal(void **state)
 {
     (void)state;
@@ -73,6 +99,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names_round_trip),
         cmocka_unit_test(test_byte_sizes),
+        cmocka_unit_test(test_huge_sizes),
         cmocka_unit_test(test_print_and_equal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

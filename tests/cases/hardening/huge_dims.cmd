@@ -1,0 +1,1 @@
+compile huge_dims.hlo --report json

@@ -1,0 +1,1 @@
+verify huge_dims.hlo

@@ -1,0 +1,1 @@
+verify index_int_limits.hlo --mesh 2

@@ -1,0 +1,1 @@
+verify index_int_limits_dim1.hlo --mesh 2

@@ -1,0 +1,1 @@
+verify interp_int_limits.hlo --mesh 1
