@@ -212,12 +212,35 @@ export SPMDC_MAX_INPUT_BYTES=5G
 run 1 compile in.hlo && grep -q 'SPMDC_MAX_INPUT_BYTES' "$top/stderr" && ok
 unset SPMDC_MAX_INPUT_BYTES
 
+# ---------------------------------------------------------------- out of memory
+
+# verify of two f32[8192,8192] values (256 MiB each) under a 384 MiB address
+# space: exit 70 with the message, no crash.  Sanitizer builds cannot run
+# under such a limit at all, so the case is skipped there.
+fresh out_of_memory
+cat >big.hlo <<'EOF2'
+HloModule oom
+ENTRY %main {
+  %x = f32[8192,8192] parameter(0)
+  ROOT %y = f32[8192,8192] negate(%x)
+}
+EOF2
+if (ulimit -v 393216 && "$spmdc" --version) >/dev/null 2>&1; then
+  (ulimit -v 393216 && exec "$spmdc" verify big.hlo) >"$top/stdout" 2>"$top/stderr"
+  st=$?
+  if [ "$st" -eq 70 ] && grep -q '^spmdc: fatal: out of memory$' "$top/stderr"; then ok
+  else bad "exit $st, expected 70: $(head -c 300 "$top/stderr")"; fi
+else
+  skipped "spmdc does not start under ulimit -v (a sanitizer build)"
+fi
+
 # ---------------------------------------------------------------- `--` ends the options
 
 fresh double_dash
 cp in.hlo ./-dash.hlo
 run 0 compile --report none -- -dash.hlo && grep -q '^HloModule fs' "$top/stdout" && \
   run 0 verify -- -dash.hlo && grep -q '^verify: OK' "$top/stdout" && \
+  run 0 check -- -dash.hlo && run 0 sweep --mesh d0=1,2 -- -dash.hlo && grep -q 'sweep of -dash.hlo' "$top/stdout" && \
   run 1 compile -- --mesh && ok
 
 echo "file_safety: $pass passed, $fail failed, $skip skipped"
