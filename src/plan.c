@@ -3,20 +3,29 @@
 
 #include <string.h>
 
-#include "spmdc/driver.h"
 #include "spmdc/memory.h"
-#include "spmdc/partition.h"
+#include "spmdc/pipeline.h"
 
 bool plan_compile(const char *text, size_t len, uint32_t file_id, PassCtx *cx, Plan *p)
 {
     memset(p, 0, sizeof p[0]);
-    p->in = driver_load_module(text, len, file_id, cx, true);
-    if (!p->in) return false;
-    report_init(&p->rep, p->in->name, &p->in->mesh);
-    bool ok = partition_module(p->in, &p->out, &p->rep, cx);
-    arena_reset(cx->scratch);
-    if (ok) memory_fill_report(&p->rep, p->in, p->out);
-    return ok;
+    PipelineState st;
+    memset(&st, 0, sizeof st);
+    st.text = text;
+    st.len = len;
+    st.file_id = file_id;
+    if (!pipeline_run(&st, cx, PASS_PARSE, PASS_PROPAGATE)) {
+        pipeline_state_free(&st); /* no module that did not get through propagation */
+        return false;
+    }
+    bool ok = pipeline_run(&st, cx, PASS_PARTITION, PASS_PARTITION);
+    /* the plan takes what the passes made (the report's strings too) */
+    p->in = st.m;
+    p->out = st.out;
+    p->rep = st.report;
+    if (ok && p->out)
+        memory_fill_report(&p->rep, p->in, p->out);
+    return ok && p->out;
 }
 
 void plan_free(Plan *p)

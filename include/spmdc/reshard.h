@@ -20,8 +20,11 @@
 #include "spmdc/shape.h"
 #include "spmdc/tiling.h"
 
-/* Cost of something impossible (kept far from overflow when summed). */
-#define RESHARD_INF_COST (INT64_MAX / 8)
+/* Cost of something impossible.  Every cost is at most this, so the sum of
+ * two never overflows (callers add costs pairwise and clamp).  A real cost
+ * reaches it only for an all-reduce of a value of nearly 2^62 bytes (the
+ * largest shape spmdc takes), which then counts as impossible. */
+#define RESHARD_INF_COST (INT64_MAX / 2)
 
 
 typedef enum StepKind {

@@ -1,0 +1,1 @@
+compile huge_gather.hlo --report json
