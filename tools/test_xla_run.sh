@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_xla_run.sh SPMDC - numerical check of spmdc's output by XLA itself.
 #
-# For each small example (and a second mesh size where the file uses named
+# For each small example and the halo, shape-op and uneven golden cases (and a
+# second mesh size where the file uses named
 # axes) compiles it with `SPMDC compile`, then runs tools/xla_run.py: the
 # per-device program on N XLA:CPU devices against XLA's run of the
 # unpartitioned input, from the same random inputs (seeds 0 and 1).
@@ -76,4 +77,12 @@ check "$ex/jax_attention_sdy.hlo"
 sed 's/bf16\[8192,8192\]/f32[64,64]/g' "$ex/mlp_misaligned.hlo" >"$tmp/mlp_misaligned_small.hlo"
 check "$tmp/mlp_misaligned_small.hlo"
 check "$tmp/mlp_misaligned_small.hlo" model=4
+# Halo exchanges, shape ops and uneven shards (padding filled with garbage).
+cases=$(cd "$here/../tests/cases" && pwd)
+check "$cases/windows/conv_halo.hlo"
+check "$cases/windows/reduce_window_halo.hlo"
+check "$cases/windows/select_and_scatter_halo.hlo"
+check "$cases/windows/shape_ops.hlo"
+check "$cases/uneven/uneven_ops.hlo"
+check "$cases/uneven/uneven_ops.hlo" x=2,y=2
 exit $fail
