@@ -207,10 +207,12 @@ static bool b_broadcast(Builder *b)
         return false;
     int32_t t0 = add_operand(b, 0), t1 = add_tensor(b, -1, 0, rs);
     int32_t first = dims_own(b, t1);
+    uint32_t seen = 0;
     for (int32_t d = 0; d < os->rank; d++) {
         int64_t j = dims->v[d];
-        if (j < 0 || j >= rs->rank)
+        if (j < 0 || j >= rs->rank || ((seen >> j) & 1u))
             return false;
+        seen |= 1u << j;
         if (os->dims[d] == rs->dims[j])
             dim_add(b, t0, d, first + (int32_t)j);
         else
@@ -227,10 +229,12 @@ static bool b_transpose(Builder *b)
         return false;
     int32_t t0 = add_operand(b, 0), t1 = add_tensor(b, -1, 0, rs);
     int32_t first = dims_own(b, t0);
+    uint32_t seen = 0;
     for (int32_t k = 0; k < rs->rank; k++) {
         int64_t d = perm->v[k];
-        if (d < 0 || d >= os->rank || os->dims[d] != rs->dims[k])
+        if (d < 0 || d >= os->rank || os->dims[d] != rs->dims[k] || ((seen >> d) & 1u))
             return false;
+        seen |= 1u << d;
         dim_add(b, t1, k, first + (int32_t)d);
     }
     return true;
@@ -954,10 +958,12 @@ typedef struct RegEntry {
     const char *name;
     OpRuleClass cls;
     BuildFn build;
+    uint8_t tier; /* PropTier */
 } RegEntry;
 
-#define ELEM {"elementwise", RULE_FACTORS, b_elementwise}
-#define FAC(nm, fn) {nm, RULE_FACTORS, fn}
+#define ELEM {"elementwise", RULE_FACTORS, b_elementwise, TIER_PASS_OP}
+#define FAC(nm, fn) {nm, RULE_FACTORS, fn, TIER_NORMAL}
+#define FAC_TIER(nm, fn, tier) {nm, RULE_FACTORS, fn, tier}
 
 static const RegEntry REG[HLO_OPCODE_COUNT] = {
     [HLO_PARAMETER] = {"leaf", RULE_LEAF, NULL},
@@ -988,13 +994,13 @@ static const RegEntry REG[HLO_OPCODE_COUNT] = {
     [HLO_OR] = ELEM, [HLO_XOR] = ELEM, [HLO_SHIFT_LEFT] = ELEM, [HLO_SHIFT_RIGHT_ARITHMETIC] = ELEM,
     [HLO_SHIFT_RIGHT_LOGICAL] = ELEM, [HLO_COMPARE] = ELEM, [HLO_COMPLEX] = ELEM,
     [HLO_SELECT] = ELEM, [HLO_CLAMP] = ELEM,
-    [HLO_BROADCAST] = FAC("broadcast", b_broadcast),
-    [HLO_RESHAPE] = FAC("reshape", b_reshape),
-    [HLO_BITCAST] = FAC("reshape", b_reshape),
-    [HLO_TRANSPOSE] = FAC("transpose", b_transpose),
+    [HLO_BROADCAST] = FAC_TIER("broadcast", b_broadcast, TIER_BROADCAST),
+    [HLO_RESHAPE] = FAC_TIER("reshape", b_reshape, TIER_PASS_OP),
+    [HLO_BITCAST] = FAC_TIER("reshape", b_reshape, TIER_PASS_OP),
+    [HLO_TRANSPOSE] = FAC_TIER("transpose", b_transpose, TIER_PASS_OP),
     [HLO_SLICE] = FAC("slice", b_slice),
-    [HLO_DYNAMIC_SLICE] = FAC("dynamic-slice", b_dynamic_slice),
-    [HLO_DYNAMIC_UPDATE_SLICE] = FAC("dynamic-update-slice", b_dynamic_update_slice),
+    [HLO_DYNAMIC_SLICE] = FAC_TIER("dynamic-slice", b_dynamic_slice, TIER_FORWARD_OP),
+    [HLO_DYNAMIC_UPDATE_SLICE] = FAC_TIER("dynamic-update-slice", b_dynamic_update_slice, TIER_FORWARD_OP),
     [HLO_PAD] = FAC("pad", b_pad),
     [HLO_CONCATENATE] = FAC("concatenate", b_concatenate),
     [HLO_REVERSE] = FAC("reverse", b_reverse),
@@ -1023,6 +1029,34 @@ static const RegEntry REG[HLO_OPCODE_COUNT] = {
 
 const char *oprule_name(HloOpcode op) { return (unsigned)op < HLO_OPCODE_COUNT ? REG[op].name : NULL; }
 
+PropTier oprule_tier(HloOpcode op)
+{
+    if ((unsigned)op >= HLO_OPCODE_COUNT || REG[op].cls != RULE_FACTORS)
+        return TIER_PASS_OP;
+    return (PropTier)REG[op].tier;
+}
+
+void oprule_factor_flow(const OpRule *r, int32_t k, int32_t f, PropTier tier, int32_t phase, bool *gives,
+                        bool *takes)
+{
+    FactorKind kind = (FactorKind)r->factors[f].kind;
+    bool operand = k < r->n_in, pass = kind == FACTOR_PASS, g = false, t = false;
+    if (kind != FACTOR_NEED_REPLICATION) {
+        bool both = phase >= 2 || tier == TIER_PASS_OP || (phase == 1 && pass && tier != TIER_BROADCAST);
+        if (both) {
+            g = t = true;
+        } else if (tier == TIER_FORWARD_OP) { /* operands give, results take */
+            g = operand;
+            t = !operand;
+        } else if (phase == 1 && pass && tier == TIER_BROADCAST) { /* results give, operands take */
+            g = !operand;
+            t = operand;
+        }
+    }
+    *gives = g;
+    *takes = t;
+}
+
 OpRuleClass oprule_class(const HloModule *m, int32_t c, int32_t i)
 {
     const HloInst *in = hlo_inst(m, c, i);
@@ -1045,11 +1079,36 @@ OpRuleClass oprule_class(const HloModule *m, int32_t c, int32_t i)
     return REG[in->op].cls;
 }
 
+bool oprule_identity_map(const HloModule *m, int32_t c, int32_t i)
+{
+    const HloComputation *comp = hlo_comp(m, c);
+    const HloInst *in = &comp->insts[i];
+    if ((unsigned)in->op >= HLO_OPCODE_COUNT || REG[in->op].build != b_elementwise ||
+        oprule_class(m, c, i) != RULE_FACTORS || !shape_is_array(&in->shape))
+        return false;
+    int arity = hlo_opcode_arity(in->op);
+    if (arity >= 0 && in->n_operands != arity)
+        return false;
+    for (int32_t k = 0; k < in->n_operands; k++) {
+        if (in->operands[k] < 0 || in->operands[k] >= comp->n_insts)
+            return false;
+        const Shape *os = &comp->insts[in->operands[k]].shape;
+        if (!shape_is_array(os) || (os->rank != 0 && !same_dims(os, &in->shape)))
+            return false;
+    }
+    return true;
+}
+
 /* ================================================================ building */
 
 bool oprule_build(const HloModule *m, int32_t c, int32_t i, Arena *arena, OpRule *r)
 {
-    memset(r, 0, sizeof *r);
+    /* the header only: factors[] entries are written as factors are made */
+    r->n_factors = 0;
+    r->n_in = r->n_out = 0;
+    r->t = NULL;
+    r->dim_start = NULL;
+    r->factor_of = NULL;
     const HloComputation *comp = hlo_comp(m, c);
     const HloInst *in = &comp->insts[i];
     if (oprule_class(m, c, i) != RULE_FACTORS || !REG[in->op].build)
@@ -1071,8 +1130,18 @@ bool oprule_build(const HloModule *m, int32_t c, int32_t i, Arena *arena, OpRule
     b.ok = true;
     b.cap_tensors = in->n_operands + shape_leaf_count(&in->shape) + 1;
     r->t = ARENA_ARRAY(arena, RuleTensor, b.cap_tensors);
-    b.lst = arena_alloc(arena, sizeof(*b.lst) * (size_t)b.cap_tensors, 8);
-    b.cnt = arena_alloc(arena, sizeof(*b.cnt) * (size_t)b.cap_tensors, 8);
+    /* the per-dim factor lists of small ops live on the stack */
+    enum { SMALL = 8 };
+    int8_t lst_small[SMALL][SPMDC_MAX_RANK][DIM_MAX_FACTORS];
+    uint8_t cnt_small[SMALL][SPMDC_MAX_RANK];
+    if (b.cap_tensors <= SMALL) {
+        memset(cnt_small, 0, sizeof(cnt_small[0]) * (size_t)b.cap_tensors);
+        b.lst = lst_small;
+        b.cnt = cnt_small;
+    } else {
+        b.lst = arena_alloc(arena, sizeof(*b.lst) * (size_t)b.cap_tensors, 8);
+        b.cnt = arena_alloc(arena, sizeof(*b.cnt) * (size_t)b.cap_tensors, 8);
+    }
     if (!REG[in->op].build(&b) || !b.ok)
         return false;
     int32_t nt = r->n_in + r->n_out, total_dims = 0, total_f = 0;

@@ -50,8 +50,6 @@ Shape shape_array(ElemType t, int32_t rank, const int64_t *dims)
 }
 
 Shape shape_scalar(ElemType t) { return shape_array(t, 0, NULL); }
-bool shape_is_array(const Shape *s) { return s->type != ET_TUPLE && s->type != ET_INVALID; }
-bool shape_is_tuple(const Shape *s) { return s->type == ET_TUPLE; }
 
 int64_t shape_elem_count(const Shape *s)
 {

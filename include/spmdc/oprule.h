@@ -111,6 +111,30 @@ typedef enum OpRuleClass {
 
 /* The class of instruction i of computation c (custom-calls by target). */
 OpRuleClass oprule_class(const HloModule *m, int32_t c, int32_t i);
+/* When sharding propagation uses an op's rule (Shardy's op-priority
+ * schedule, three phases, each run to a fixed point before the next):
+ * phase 0 pass-through ops only, phase 1 also the pass-through factors of
+ * every op (broadcast backward only), phase 2 every factor of every op. */
+typedef enum PropTier {
+    TIER_PASS_OP,    /* elementwise, reshape, bitcast, transpose, and every op that is no factor op
+                        (identities, data-flow ties): every factor both ways from phase 0 */
+    TIER_FORWARD_OP, /* dynamic-slice, dynamic-update-slice: operands to results from phase 0 */
+    TIER_BROADCAST,  /* broadcast: pass-through factors result to operand in phase 1, all in phase 2 */
+    TIER_NORMAL,     /* every other factor op: pass-through factors in phase 1, all in phase 2 */
+} PropTier;
+
+/* The propagation tier of an opcode (custom-calls: TIER_NORMAL for the
+ * factor ones). */
+PropTier oprule_tier(HloOpcode op);
+/* Whether, in propagation phase `phase` (0..2) of an op of tier `tier`,
+ * tensor k of rule r may give its sharding of factor f to the op's other
+ * tensors (*gives) and take theirs (*takes).  Need-replication factors never
+ * flow; reduction factors flow among the operands that index them (results
+ * do not); pass-through, permutation and window factors among all tensors
+ * that index them. */
+void oprule_factor_flow(const OpRule *r, int32_t k, int32_t f, PropTier tier, int32_t phase, bool *gives,
+                        bool *takes);
+
 /* Name of the rule of an opcode ("elementwise", "dot", "reshape", ...), or
  * NULL when hlo_opcodes.def has an opcode the registry does not know (a unit
  * test walks the table with it). */
@@ -122,6 +146,14 @@ const char *oprule_name(HloOpcode op);
  * rejects those before any pass runs).  Linear in the op's rank and
  * operand count. */
 bool oprule_build(const HloModule *m, int32_t c, int32_t i, Arena *arena, OpRule *r);
+
+/* True when instruction i's rule is the identity map: an elementwise op
+ * (b_elementwise: unary, binary, select, clamp, compare, convert, map, ...)
+ * whose array operands have the result's dims or are scalars, so every dim d
+ * of every non-scalar tensor is pass-through factor d alone.  Propagation
+ * then merges the tensors' tilings dim by dim without building the rule.
+ * Constant time. */
+bool oprule_identity_map(const HloModule *m, int32_t c, int32_t i);
 
 /* Tensor k of the rule for operand slot `slot` (-1 if that operand is no
  * array), or for result leaf `leaf`. */

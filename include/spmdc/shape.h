@@ -92,8 +92,8 @@ bool elem_type_is_integral(ElemType t); /* signed or unsigned int, not pred */
 /* Convenience constructors (no layout). */
 Shape shape_array(ElemType t, int32_t rank, const int64_t *dims);
 Shape shape_scalar(ElemType t);
-bool shape_is_array(const Shape *s);
-bool shape_is_tuple(const Shape *s);
+static inline bool shape_is_array(const Shape *s) { return s->type != ET_TUPLE && s->type != ET_INVALID; }
+static inline bool shape_is_tuple(const Shape *s) { return s->type == ET_TUPLE; }
 /* Product of dims (1 for scalars); tuples: 0. */
 int64_t shape_elem_count(const Shape *s);
 /* Bytes of the array (elements * bytes, sub-byte types packed: ceil(n*bits/8));

@@ -365,6 +365,111 @@ static void test_partial_algebra(void **state)
     unload(&l);
 }
 
+/* ================================================================ propagation */
+
+/* The op tiers and factor flows propagation follows (Shardy's op-priority
+ * schedule: phase 0 pass-through ops, 1 pass-through factors (broadcast
+ * backward), 2 everything), and the identity-map query. */
+static void test_propagation_flow(void **state)
+{
+    (void)state;
+    Loaded l = load("HloModule m\n"
+                    "ENTRY %main {\n"
+                    "  %x = f32[8,16] parameter(0)\n"
+                    "  %w = f32[16,32] parameter(1)\n"
+                    "  %v = f32[16] parameter(2)\n"
+                    "  %s = f32[] parameter(3)\n"
+                    "  %e = f32[8,16] add(%x, %x)\n"
+                    "  %cl = f32[8,16] clamp(%s, %x, %s)\n"
+                    "  %d = f32[8,32] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+                    "  %b = f32[8,16] broadcast(%v), dimensions={1}\n"
+                    "  %i = s32[] parameter(4)\n"
+                    "  %z = s32[] constant(0)\n"
+                    "  %ds = f32[4,16] dynamic-slice(%x, %i, %z), dynamic_slice_sizes={4,16}\n"
+                    "  %t = f32[16,8] transpose(%x), dimensions={1,0}\n"
+                    "}\n",
+                    "a=2,b=2");
+    assert_int_equal(oprule_tier(HLO_ADD), TIER_PASS_OP);
+    assert_int_equal(oprule_tier(HLO_TRANSPOSE), TIER_PASS_OP);
+    assert_int_equal(oprule_tier(HLO_RESHAPE), TIER_PASS_OP);
+    assert_int_equal(oprule_tier(HLO_DYNAMIC_SLICE), TIER_FORWARD_OP);
+    assert_int_equal(oprule_tier(HLO_BROADCAST), TIER_BROADCAST);
+    assert_int_equal(oprule_tier(HLO_DOT), TIER_NORMAL);
+    assert_int_equal(oprule_tier(HLO_TUPLE), TIER_PASS_OP); /* identities are edges */
+    OpRule r;
+    Arena *a = arena_create();
+    bool g, t;
+    /* dot b a, a c -> b c (factor 0 the contraction): the contraction flows
+     * between the operands in phase 2 only, the free dims from phase 1 */
+    assert_true(oprule_build(l.m, l.entry, find(&l, "d"), a, &r));
+    oprule_factor_flow(&r, 0, 0, TIER_NORMAL, 0, &g, &t);
+    assert_false(g || t);
+    oprule_factor_flow(&r, 0, 0, TIER_NORMAL, 1, &g, &t);
+    assert_false(g || t);
+    oprule_factor_flow(&r, 0, 0, TIER_NORMAL, 2, &g, &t);
+    assert_true(g && t);
+    oprule_factor_flow(&r, 0, 1, TIER_NORMAL, 1, &g, &t); /* lhs free dim */
+    assert_true(g && t);
+    oprule_factor_flow(&r, 2, 1, TIER_NORMAL, 0, &g, &t); /* result, phase 0: nothing */
+    assert_false(g || t);
+    /* broadcast: phase 1 result -> operand only, phase 2 both ways */
+    assert_true(oprule_build(l.m, l.entry, find(&l, "b"), a, &r));
+    int32_t f1 = oprule_dim_factor(&r, 0, 0, 0); /* the operand's dim: result dim 1 */
+    oprule_factor_flow(&r, 0, f1, TIER_BROADCAST, 1, &g, &t);
+    assert_true(!g && t);
+    oprule_factor_flow(&r, 1, f1, TIER_BROADCAST, 1, &g, &t);
+    assert_true(g && !t);
+    oprule_factor_flow(&r, 0, f1, TIER_BROADCAST, 2, &g, &t);
+    assert_true(g && t);
+    /* dynamic-slice: forward from phase 0 (operand gives, result takes);
+     * its sliced dim is a permutation factor */
+    assert_true(oprule_build(l.m, l.entry, find(&l, "ds"), a, &r));
+    int32_t fs = oprule_dim_factor(&r, 0, 0, 0), fp = oprule_dim_factor(&r, 0, 1, 0);
+    assert_int_equal(r.factors[fs].kind, FACTOR_PERMUTATION);
+    oprule_factor_flow(&r, 0, fp, TIER_FORWARD_OP, 0, &g, &t);
+    assert_true(g && !t);
+    oprule_factor_flow(&r, 3, fp, TIER_FORWARD_OP, 0, &g, &t);
+    assert_true(!g && t);
+    oprule_factor_flow(&r, 0, fp, TIER_FORWARD_OP, 1, &g, &t); /* pass-through: both ways from phase 1 */
+    assert_true(g && t);
+    arena_destroy(a);
+    assert_true(oprule_identity_map(l.m, l.entry, find(&l, "e")));
+    assert_true(oprule_identity_map(l.m, l.entry, find(&l, "cl"))); /* scalar bounds */
+    assert_false(oprule_identity_map(l.m, l.entry, find(&l, "d")));
+    assert_false(oprule_identity_map(l.m, l.entry, find(&l, "b")));
+    assert_false(oprule_identity_map(l.m, l.entry, find(&l, "t")));
+    unload(&l);
+}
+
+/* A permutation that names a dim twice, a broadcast that maps two dims to
+ * one: no rule (the verifier rejects both; the registry must not make a
+ * factor appear twice in one tensor). */
+static void test_malformed_maps_have_no_rule(void **state)
+{
+    (void)state;
+    Loaded l = load("HloModule m\n"
+                    "ENTRY %main {\n"
+                    "  %x = f32[8,8] parameter(0)\n"
+                    "  %v = f32[8] parameter(1)\n"
+                    "  %t = f32[8,8] transpose(%x), dimensions={1,0}\n"
+                    "  %b = f32[8,8] broadcast(%v), dimensions={0}\n"
+                    "}\n",
+                    "4");
+    OpRule r;
+    Arena *a = arena_create();
+    HloInst *t = hlo_inst(l.m, l.entry, find(&l, "t"));
+    hlo_attrs_mut(l.m, t)->dimensions.v[1] = 1; /* {1,1} */
+    assert_false(oprule_build(l.m, l.entry, find(&l, "t"), a, &r));
+    HloInst *b = hlo_inst(l.m, l.entry, find(&l, "b"));
+    int64_t twice[2] = {0, 0};
+    hlo_attrs_mut(l.m, b)->dimensions = hlo_intlist(l.m, twice, 2);
+    hlo_inst(l.m, l.entry, find(&l, "v"))->shape.rank = 2; /* v: f32[8,8] */
+    hlo_inst(l.m, l.entry, find(&l, "v"))->shape.dims[1] = 8;
+    assert_false(oprule_build(l.m, l.entry, find(&l, "b"), a, &r));
+    arena_destroy(a);
+    unload(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -372,6 +477,8 @@ int main(void)
         cmocka_unit_test(test_factor_rules),
         cmocka_unit_test(test_reshape_projections),
         cmocka_unit_test(test_partial_algebra),
+        cmocka_unit_test(test_propagation_flow),
+        cmocka_unit_test(test_malformed_maps_have_no_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
