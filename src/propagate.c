@@ -1,752 +1,1232 @@
-/* propagate.c - sharding propagation to a fixed point (see propagate.h).
+/* propagate.c - sharding propagation over the whole module, on the op-rule
+ * registry (see propagate.h and docs/propagation.md).
  *
- * Every computation is propagated on its own.  Each instruction's value is a
- * list of array leaves (1 for arrays, the flat leaves of a tuple); the state
- * of a leaf is a tiling (per dim a run of mesh atoms), MANUAL, or "nothing
- * yet" (NULL, which ends as REPLICATED).  A leaf only ever grows: a merge
- * fills an unsplit dim, or extends a dim's run when the old run is its major
- * prefix, with atoms no other dim uses; a dim is never re-tiled differently.
- * MANUAL is the top: it replaces any inferred tiling and never changes.
- * Fixed leaves never change: user annotations (sharding_from_user), results
- * of ops without a rule (REPLICATED), and parameters and root of non-entry
- * computations (REPLICATED).
+ * Values are the array leaves of every instruction of every computation,
+ * numbered module-wide ("leaves").  The state of a leaf is nothing yet,
+ * MANUAL, or a Tiling (per dim a run of mesh atoms).  States only grow: a
+ * dim's run is extended by atoms minor to it, never re-tiled, so every leaf
+ * changes at most once per mesh atom and the whole pass is linear in the
+ * module's size (times the atom count).
  *
- * Rules sit in RULES[], one entry per opcode (forward: operands -> result;
- * backward: a user -> its operand i); adding a rule is one entry and one
- * function pair, and a unit test walks hlo_opcodes.def for missing entries.  The driver runs four phases, each to a
- * fixed point of sweeps (forward in program order, then backward in reverse
- * program order, pulling from each value's users in program order), GSPMD
- * style:  0 pass-through ops (elementwise, copy, transpose, reshape, tuple,
- * get-tuple-element, opt-barrier, Sharding custom-call);  1 every rule but
- * broadcast (dot, reduce);  2 + broadcast backward;  3 + broadcast forward.
- * A dot's forward rule offers the larger operand's tiling first.  Sweeps are
- * linear and at most MAX_SWEEPS per phase.  Partial (unreduced) atoms are
- * never created; a user's are kept on that value and not propagated.
+ * Edges:
+ *  - a factor op (oprule_class RULE_FACTORS) connects its array operands and
+ *    result leaves through its rule (oprule.h): every tensor's state is
+ *    projected onto the factors, runs are merged per factor (the longest run
+ *    every giver's run is a prefix of), and the merged factor sharding is
+ *    projected back onto the tensors that may still grow;
+ *  - leaf-identity ops (tuple, get-tuple-element, opt-barrier, Sharding
+ *    custom-call) and the data-flow ties of while / conditional / call
+ *    connect single leaves (an identity edge per leaf pair), so a tuple of N
+ *    leaves costs O(N).
+ * Which factors flow when follows Shardy's schedule (oprule_factor_flow):
+ * phase 0 pass-through ops, phase 1 also every op's pass-through factors
+ * (broadcast backward only), phase 2 everything; and user priorities
+ * (`p<N>` on a dim, none = p0) wrap the phases in rounds, lowest N first:
+ * in round N a dim of priority > N is empty, closed, and its atoms are
+ * replicated on that value.
  *
- * Provenance: every leaf remembers the annotated instruction its first
- * state came from (lorg: the first source wins when two meet), and for each
- * mesh atom of its state the annotation that atom came from (aorg, a table
- * shared with the source leaf until the state grows), so a dim split by one
- * annotation and another dim by a second one are traced apart.  They end in
- * HloInst.sharding_origin / sharding_dim_origin for the report's causes.
+ * Order independence: each phase is a sequence of steps.  A step evaluates
+ * every edge next to a leaf that changed in the previous step against the
+ * states at the start of the step, collects the proposals, and applies them
+ * leaf by leaf at the end; several proposals for one leaf are merged as a
+ * set (compatible ones together, a conflict by the cost model and the
+ * written tie break), so the result depends on the graph, never on the
+ * order of instructions in the file.  A value keeps what reached it first
+ * (in steps, i.e. by distance from the annotations); later proposals only
+ * extend it.
+ *
+ * Conflicts (two givers disagree on a factor, or one atom wanted by two
+ * factors) are decided per op by the bytes each candidate factor sharding
+ * makes the op's tensors move (reshard_cost, the report's cost model):
+ * candidates are each giver's own factor sharding completed by the
+ * compatible factors of the others; ties go to more tiles, then to the
+ * candidate that splits the lowest-numbered factor (the most major dim of
+ * the first operand) with the lexicographically smallest atoms.
+ *
+ * Provenance: each leaf remembers the annotation its first state came from
+ * (lorg), per mesh atom the annotation that atom came from (aorg, shared
+ * between leaves until a state grows from two sources), and the leaf and
+ * instruction its first state came through (from, via) for --explain.
  */
 #include "spmdc/propagate.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-enum { PH_PASS = 0, PH_ALL = 1, PH_BCAST_BWD = 2, PH_BCAST_FWD = 3, PH_COUNT = 4, PH_NEVER = 99 };
-enum { MAX_SWEEPS = 64 };
+#include "spmdc/oprule.h"
+#include "spmdc/reshard.h"
 
-/* One operand slot of a user: users[] of a value, in program order. */
-typedef struct Edge {
-    int32_t user;
-    int32_t slot;
-    int32_t off; /* tuple users: first leaf of this slot in the tuple */
-} Edge;
+enum { ST_NONE = 0, ST_MANUAL = 1, ST_FIRST = 2 };
+enum { LF_FIXED = 1, LF_EXTENDED = 2 };
+/* iflag bits: factor op; results fixed; an array (one leaf); its last
+ * evaluation left nothing for a later phase to add; an identity edge's
+ * instruction (tuple, get-tuple-element, ... and data-flow ops); a factor
+ * op whose rule is the identity map (oprule_identity_map) */
+enum { IF_FACTOR = 1, IF_FIXED = 2, IF_ARRAY = 4, IF_SETTLED = 8, IF_IDENTITY_EDGE = 16, IF_IDMAP = 32, IF_TIER_SHIFT = 6 };
+enum { N_PHASES = 3 };
+/* Rules are built into their own arena, emptied once it holds this much. */
+#define RULE_ARENA_LIMIT (1u << 20)
 
-typedef struct Prop {
-    const HloComputation *c;
+/* A user annotation on one array leaf. */
+typedef struct Ann {
+    Tiling t;                     /* as written, without partial atoms */
+    uint32_t open;                /* dims propagation may extend */
+    uint32_t forbid;              /* atoms never used on this value: replicated= and partial ones */
+    uint8_t prio[SPMDC_MAX_RANK]; /* per dim N of p<N> (0 when none) */
+    int32_t inst;                 /* global instruction */
+} Ann;
+
+/* A state offered to a leaf during a step. */
+typedef struct Proposal {
+    Tiling t;
+    int32_t leaf, next;   /* next proposal for the same leaf, -1 */
+    int32_t src;          /* leaf whose state it carries */
+    int32_t via;          /* global instruction it came through */
+    int32_t lorg;         /* annotation the source's state came from */
+    const int32_t *aorg;  /* per-atom origins of its atoms (NULL: lorg for all) */
+    bool manual;
+    bool consumer;        /* the leaf is an operand of `via` (else its result or an identity) */
+} Proposal;
+
+/* One candidate of a conflict: a factor sharding of op `inst` (op-level)
+ * or a tiling of one leaf (value-level), and the bytes it costs. */
+typedef struct Cand {
+    FactorSharding fs;
+    Tiling t;
+    int64_t cost;
+} Cand;
+
+typedef struct Conflict {
+    int32_t inst;   /* op-level: the op; value-level: the value's instruction */
+    int32_t leaf;   /* value-level: the leaf; op-level: -1 */
+    int32_t first;  /* index of its first candidate in cands */
+    int32_t n, chosen;
+} Conflict;
+
+typedef struct Engine {
+    HloModule *m;
     const Mesh *mesh;
-    Arena *scratch;
-    int32_t *leaf_base;        /* [n+1]: first leaf of each instruction */
-    const Shape **leaf_shape;  /* [leaves] */
-    const Sharding **st;       /* [leaves]: current state, NULL = nothing yet */
-    int32_t *lorg;             /* [leaves]: annotated instruction its first state came from, -1 */
-    const int32_t **aorg;      /* [leaves]: per mesh atom, the annotated instruction that gave the
-                                  state that atom (valid for the atoms it uses; never changed in
-                                  place, so leaves share them), or NULL = unknown */
-    uint8_t *fixed;            /* [leaves] */
-    uint8_t *opaque;           /* [n]: instruction has no rule (result fixed replicated) */
-    int32_t *aux;              /* [n]: get-tuple-element: first leaf in the operand */
-    int32_t *ustart;           /* [n+1] */
-    Edge *edges;
-    int phase;
-    bool changed;
-} Prop;
+    Arena *a;       /* lives through the pass */
+    Arena *ra;      /* op rules */
+    int32_t n_atoms;
+    /* instructions: global index gi = comp_first[c] + i */
+    int32_t n_comps, n_insts;
+    int32_t *comp_first; /* [n_comps + 1] */
+    int32_t *icomp;      /* [n_insts] */
+    uint8_t *iflag;      /* IF_* | tier << IF_TIER_SHIFT */
+    int32_t *leaf0;      /* [n_insts + 1] */
+    int32_t *ustart, *users; /* factor-op users of each instruction (CSR, global indices) */
+    int32_t *special, n_special; /* identity and data-flow instructions, in order */
+    int32_t *sharded, n_sharded; /* instructions that carry a sharding, in order */
+    int32_t *op_stamp;
+    /* leaves */
+    int32_t n_leaves;
+    const Shape **lshape;
+    int32_t *linst;
+    int32_t *st;         /* ST_NONE, ST_MANUAL or an index into pool */
+    uint8_t *lfl;
+    int32_t *annx;       /* index into anns, -1 */
+    int32_t *nstart, *nbr, *nvia; /* identity neighbours (CSR) and the instruction of each edge */
+    int32_t *lorg, *from, *via;
+    const int32_t **aorg;
+    int32_t *stamp;      /* round in which the leaf was last put on the changed list */
+    int32_t *pend;       /* first pending proposal, -1 */
+    /* growing arrays (heap) */
+    Tiling *pool;          /* interned tilings: pool[0], pool[1] unused (ST_NONE, ST_MANUAL) */
+    int32_t n_pool, cap_pool;
+    int32_t *htab;         /* open-addressing hash of pool indices, -1 = free */
+    uint32_t hcap;
+    Ann *anns;
+    int32_t n_anns, cap_anns;
+    Proposal *props;
+    int32_t n_props, cap_props;
+    int32_t *touched, n_touched, cap_touched;
+    int32_t *front, n_front, cap_front;
+    int32_t *front_cause;   /* [cap_front]: the op whose proposal the leaf took exactly, -1 */
+    Proposal **pbuf;        /* one leaf's proposals while they are merged */
+    int32_t cap_pbuf;
+    int32_t *changed, n_changed, cap_changed;
+    int32_t *ops, n_ops, cap_ops;
+    Conflict *conf;
+    int32_t n_conf, cap_conf;
+    Cand *cands;
+    int32_t n_cands, cap_cands;
+    /* the schedule */
+    int32_t phase, prio, round, step;
+    /* statistics */
+    int64_t n_evals, n_steps;
+} Engine;
 
-typedef void (*FwdRule)(Prop *p, int32_t i);
-typedef void (*BwdRule)(Prop *p, int32_t u, const Edge *e);
+#define GROW(arr, n, cap)                                                                                          \
+    do {                                                                                                           \
+        if ((n) >= (cap)) {                                                                                        \
+            (cap) = (cap) ? (cap) * 2 : 64;                                                                        \
+            (arr) = xrealloc((arr), sizeof(*(arr)) * (size_t)(cap));                                               \
+        }                                                                                                          \
+    } while (0)
 
-typedef enum RuleKind {
-    RK_LEAF,   /* no operands: its value comes from its users */
-    RK_OPAQUE, /* no rule: result replicated, operands get nothing */
-    RK_RULES,
-} RuleKind;
+/* ================================================================ small helpers */
 
-typedef struct Rule {
-    const char *name;
-    RuleKind kind;
-    int8_t fwd_phase, bwd_phase;
-    FwdRule fwd;
-    BwdRule bwd;
-} Rule;
-
-static const Sharding MANUAL_SH = {.kind = SHARDING_MANUAL};
-
-/* ================================================================ state */
-
-static int32_t nleaves(const Prop *p, int32_t i) { return p->leaf_base[i + 1] - p->leaf_base[i]; }
-static int32_t leaf(const Prop *p, int32_t i) { return p->leaf_base[i]; }
-static const HloInst *inst(const Prop *p, int32_t i) { return &p->c->insts[i]; }
-
-static uint32_t run_mask(const int8_t *a, int32_t n)
+static const HloInst *ginst(const Engine *e, int32_t gi)
 {
-    uint32_t m = 0;
-    for (int32_t k = 0; k < n; k++) m |= 1u << a[k];
-    return m;
+    int32_t c = e->icomp[gi];
+    return &e->m->comps[c].insts[gi - e->comp_first[c]];
 }
 
-/* old merged with c: per dim, an unsplit dim takes c's run and a run that is
- * a major prefix of c's is extended, if the atoms added are unused.  Returns
- * true iff *out differs from old. */
-static bool merge_tiling(const Sharding *old, const Sharding *c, Sharding *out)
+static PropTier itier(const Engine *e, int32_t gi) { return (PropTier)(e->iflag[gi] >> IF_TIER_SHIFT); }
+
+static bool prefix_of(const int8_t *a, int32_t na, const int8_t *b, int32_t nb)
 {
-    uint32_t used = sharding_tiled_atoms(old);
-    Sharding r = sharding_tiled(old->tile.rank);
-    bool grew = false;
-    for (int32_t d = 0; d < old->tile.rank; d++) {
-        const int8_t *oa = sharding_dim_atoms(old, d), *ca = sharding_dim_atoms(c, d);
-        int32_t on = sharding_dim_n(old, d), cn = sharding_dim_n(c, d);
-        const int8_t *take = oa;
-        int32_t tn = on;
-        if (cn > on && (on == 0 || memcmp(oa, ca, (size_t)on) == 0)) {
-            uint32_t extra = run_mask(ca + on, cn - on);
-            if (!(extra & used)) {
-                take = ca;
-                tn = cn;
-                used |= extra;
-                grew = true;
-            }
-        }
-        sharding_set_dim(&r, d, take, tn);
-    }
-    *out = r;
-    return grew;
+    return na <= nb && (na == 0 || memcmp(a, b, (size_t)na) == 0);
 }
 
-static const Sharding *persist(Prop *p, const Sharding *s)
+static int32_t leaf_rank(const Engine *e, int32_t lf) { return e->lshape[lf]->rank; }
+
+static bool has_tiling(const Engine *e, int32_t lf) { return e->st[lf] >= ST_FIRST; }
+
+static const Tiling *state(const Engine *e, int32_t lf) { return &e->pool[e->st[lf]]; }
+
+static uint32_t tiling_hash(const Tiling *t)
 {
-    Sharding *n = ARENA_NEW(p->scratch, Sharding);
-    *n = *s;
-    return n;
+    uint32_t h = 2166136261u;
+    int32_t total = tiling_n_atoms(t);
+    h = (h ^ (uint8_t)t->rank) * 16777619u;
+    for (int32_t d = 0; d < t->rank; d++)
+        h = (h ^ t->n[d]) * 16777619u;
+    for (int32_t k = 0; k < total; k++)
+        h = (h ^ (uint8_t)t->atoms[k]) * 16777619u;
+    return h;
 }
 
-static void set_state(Prop *p, int32_t lf, const Sharding *s)
+static void pool_rehash(Engine *e)
 {
-    p->st[lf] = s;
-    p->changed = true;
-}
-
-/* Provenance after leaf lf's state grew from `old` (NULL: it had none) with
- * atoms offered by leaf `from`: the leaf keeps its first origin, and the
- * atoms it gained are traced to the annotations `from` had them from.  A
- * first state only has atoms of `from`'s state, so it shares its table. */
-static void take_origin(Prop *p, int32_t lf, int32_t from, const Sharding *old)
-{
-    if (p->lorg[lf] < 0) p->lorg[lf] = p->lorg[from];
-    const int32_t *src = p->aorg[from], *mine = p->aorg[lf];
-    if (!old) {
-        p->aorg[lf] = src;
-        return;
-    }
-    uint32_t had = sharding_tiled_atoms(old);
-    int32_t n = p->mesh->n_atoms;
-    int32_t *a = ARENA_ARRAY(p->scratch, int32_t, n > 0 ? n : 1);
-    for (int32_t k = 0; k < n; k++) {
-        const int32_t *t = (had >> k) & 1u ? mine : src;
-        a[k] = t ? t[k] : -1;
-    }
-    p->aorg[lf] = a;
-}
-
-/* Offers candidate c (a tiling without partial atoms, or MANUAL, built from
- * the state of leaf `from`) to leaf lf.  c_stored: c outlives the pass's
- * sweeps and may be kept by pointer. */
-static void improve(Prop *p, int32_t lf, const Sharding *c, bool c_stored, int32_t from)
-{
-    if (!c || p->fixed[lf]) return;
-    const Sharding *old = p->st[lf];
-    if (old == c) return;
-    if (c->kind == SHARDING_MANUAL) {
-        if (!old || old->kind != SHARDING_MANUAL) {
-            set_state(p, lf, &MANUAL_SH);
-            p->lorg[lf] = p->lorg[from]; /* replaces the tiling, and its origin */
-            p->aorg[lf] = NULL;
-        }
-        return;
-    }
-    if (c->kind != SHARDING_TILED || !sharding_is_tiled(c)) return;
-    if (old && old->kind == SHARDING_MANUAL) return;
-    const Shape *sh = p->leaf_shape[lf];
-    if (!shape_is_array(sh) || c->tile.rank != sh->rank) return;
-    if (!old) {
-        set_state(p, lf, c_stored ? c : persist(p, c));
-        take_origin(p, lf, from, NULL);
-        return;
-    }
-    Sharding r;
-    if (merge_tiling(old, c, &r)) {
-        set_state(p, lf, persist(p, &r));
-        take_origin(p, lf, from, old);
+    uint32_t cap = e->hcap ? e->hcap * 2 : 1024;
+    free(e->htab);
+    e->htab = xmalloc(sizeof(int32_t) * cap);
+    memset(e->htab, 0xff, sizeof(int32_t) * cap);
+    e->hcap = cap;
+    for (int32_t k = ST_FIRST; k < e->n_pool; k++) {
+        uint32_t h = tiling_hash(&e->pool[k]) & (cap - 1);
+        while (e->htab[h] >= 0)
+            h = (h + 1) & (cap - 1);
+        e->htab[h] = k;
     }
 }
 
-/* Offers leaf dst the tiling of leaf sl in which dst dim j takes source dim
- * src_of[j] (-1: unsplit).  MANUAL passes as is. */
-static void offer_mapped(Prop *p, int32_t sl, const int32_t *src_of, int32_t dst_rank, int32_t dst)
+/* The pool index of tiling t (interned: equal tilings share one index, so
+ * states are compared by index and the final shardings are made once per
+ * distinct tiling).  t carries no pending reduction. */
+static int32_t pool_add(Engine *e, const Tiling *t)
 {
-    const Sharding *src = p->st[sl];
-    if (!src) return;
-    if (src->kind == SHARDING_MANUAL) {
-        improve(p, dst, src, true, sl);
-        return;
+    if (e->n_pool < ST_FIRST) { /* the ST_NONE and ST_MANUAL slots */
+        GROW(e->pool, e->n_pool, e->cap_pool);
+        tiling_replicated(&e->pool[e->n_pool], 0);
+        return e->n_pool++;
     }
-    if (src->kind != SHARDING_TILED) return;
-    Sharding c = sharding_tiled(dst_rank);
-    bool any = false;
-    for (int32_t j = 0; j < dst_rank; j++) {
-        int32_t d = src_of[j];
-        if (d < 0 || d >= src->tile.rank || sharding_dim_n(src, d) == 0) continue;
-        sharding_set_dim(&c, j, sharding_dim_atoms(src, d), sharding_dim_n(src, d));
-        any = true;
-    }
-    if (any) improve(p, dst, &c, false, sl);
+    if ((uint32_t)e->n_pool * 2 >= e->hcap)
+        pool_rehash(e);
+    uint32_t h = tiling_hash(t) & (e->hcap - 1);
+    for (; e->htab[h] >= 0; h = (h + 1) & (e->hcap - 1))
+        if (tiling_equal(&e->pool[e->htab[h]], t))
+            return e->htab[h];
+    GROW(e->pool, e->n_pool, e->cap_pool);
+    tiling_replicated(&e->pool[e->n_pool], t->rank);
+    for (int32_t d = 0; d < t->rank; d++)
+        tiling_set_dim(&e->pool[e->n_pool], d, tiling_dim(t, d), tiling_dim_n(t, d));
+    e->pool[e->n_pool].perm = t->perm;
+    e->htab[h] = e->n_pool;
+    return e->n_pool++;
 }
 
-static bool same_dims(const Shape *a, const Shape *b)
+/* The current state of leaf lf as a tiling (replicated when it has none). */
+static Tiling cur_tiling(const Engine *e, int32_t lf)
 {
-    if (!shape_is_array(a) || !shape_is_array(b) || a->rank != b->rank) return false;
-    for (int32_t d = 0; d < a->rank; d++)
-        if (a->dims[d] != b->dims[d]) return false;
-    return true;
-}
-
-/* ================================================================ rules: identity-like */
-
-/* Leafwise identity from operand o to inst i where the leaf shapes agree
- * (elementwise ops, copy, opt-barrier, Sharding custom-call). */
-static void pass_leaves(Prop *p, int32_t from, int32_t to)
-{
-    int32_t nl = nleaves(p, to);
-    if (nleaves(p, from) != nl) return;
-    int32_t f = leaf(p, from), t = leaf(p, to);
-    for (int32_t l = 0; l < nl; l++)
-        if (same_dims(p->leaf_shape[f + l], p->leaf_shape[t + l])) improve(p, t + l, p->st[f + l], true, f + l);
-}
-
-static void fwd_elementwise(Prop *p, int32_t i)
-{
-    const HloInst *in = inst(p, i);
-    for (int32_t k = 0; k < in->n_operands; k++) pass_leaves(p, in->operands[k], i);
-}
-
-static void bwd_elementwise(Prop *p, int32_t u, const Edge *e)
-{
-    pass_leaves(p, u, inst(p, u)->operands[e->slot]);
-}
-
-static bool is_sharding_annotation(const HloInst *in)
-{
-    const char *t = hlo_attrs(in)->custom_call_target;
-    return in->op == HLO_CUSTOM_CALL && in->n_operands == 1 && t && strcmp(t, "Sharding") == 0;
-}
-
-static void fwd_custom_call(Prop *p, int32_t i)
-{
-    if (is_sharding_annotation(inst(p, i))) fwd_elementwise(p, i);
-}
-
-static void bwd_custom_call(Prop *p, int32_t u, const Edge *e)
-{
-    if (is_sharding_annotation(inst(p, u))) bwd_elementwise(p, u, e);
-}
-
-static void fwd_tuple(Prop *p, int32_t i)
-{
-    const HloInst *in = inst(p, i);
-    int32_t off = 0;
-    for (int32_t k = 0; k < in->n_operands; k++) {
-        int32_t o = in->operands[k], n = nleaves(p, o);
-        if (off + n > nleaves(p, i)) return;
-        for (int32_t l = 0; l < n; l++) {
-            int32_t from = leaf(p, o) + l;
-            improve(p, leaf(p, i) + off + l, p->st[from], true, from);
-        }
-        off += n;
-    }
-}
-
-static void bwd_tuple(Prop *p, int32_t u, const Edge *e)
-{
-    int32_t o = inst(p, u)->operands[e->slot], n = nleaves(p, o);
-    if (e->off + n > nleaves(p, u)) return;
-    for (int32_t l = 0; l < n; l++) {
-        int32_t from = leaf(p, u) + e->off + l;
-        improve(p, leaf(p, o) + l, p->st[from], true, from);
-    }
-}
-
-static void fwd_gte(Prop *p, int32_t i)
-{
-    int32_t o = inst(p, i)->operands[0], base = p->aux[i], n = nleaves(p, i);
-    if (base < 0 || base + n > nleaves(p, o)) return;
-    for (int32_t l = 0; l < n; l++) {
-        int32_t from = leaf(p, o) + base + l;
-        improve(p, leaf(p, i) + l, p->st[from], true, from);
-    }
-}
-
-static void bwd_gte(Prop *p, int32_t u, const Edge *e)
-{
-    int32_t o = inst(p, u)->operands[e->slot], base = p->aux[u], n = nleaves(p, u);
-    if (base < 0 || base + n > nleaves(p, o)) return;
-    for (int32_t l = 0; l < n; l++) {
-        int32_t from = leaf(p, u) + l;
-        improve(p, leaf(p, o) + base + l, p->st[from], true, from);
-    }
-}
-
-/* ================================================================ rules: transpose, broadcast */
-
-/* The transpose's permutation if valid for operand and result ranks. */
-static const int64_t *transpose_perm(const Prop *p, int32_t i)
-{
-    const HloInst *in = inst(p, i);
-    const Shape *os = &inst(p, in->operands[0])->shape;
-    const IntList *perm = &hlo_attrs(in)->dimensions;
-    if (!shape_is_array(&in->shape) || !shape_is_array(os) || os->rank != in->shape.rank ||
-        perm->n != os->rank)
-        return NULL;
-    uint32_t seen = 0;
-    for (int32_t k = 0; k < perm->n; k++) {
-        int64_t d = perm->v[k];
-        if (d < 0 || d >= perm->n || (seen & (1u << d)) || os->dims[d] != in->shape.dims[k]) return NULL;
-        seen |= 1u << d;
-    }
-    return perm->v;
-}
-
-static void offer_transposed(Prop *p, int32_t sl, const int64_t *perm, int32_t rank, int32_t dst)
-{
-    const Sharding *src = p->st[sl];
-    if (!src) return;
-    if (src->kind != SHARDING_TILED || src->tile.rank != rank) {
-        improve(p, dst, src, true, sl); /* MANUAL (anything else is refused) */
-        return;
-    }
-    Sharding c;
-    sharding_transpose(src, perm, rank, &c);
-    improve(p, dst, &c, false, sl);
-}
-
-static void fwd_transpose(Prop *p, int32_t i)
-{
-    const int64_t *perm = transpose_perm(p, i);
-    if (!perm) return;
-    offer_transposed(p, leaf(p, inst(p, i)->operands[0]), perm, inst(p, i)->shape.rank, leaf(p, i));
-}
-
-static void bwd_transpose(Prop *p, int32_t u, const Edge *e)
-{
-    const int64_t *perm = transpose_perm(p, u);
-    if (!perm) return;
-    int32_t rank = inst(p, u)->shape.rank;
-    int64_t inv[SPMDC_MAX_RANK];
-    for (int32_t k = 0; k < rank; k++) inv[perm[k]] = k;
-    offer_transposed(p, leaf(p, u), inv, rank, leaf(p, inst(p, u)->operands[e->slot]));
-}
-
-/* Broadcast dim map: out_src[j] = operand dim feeding output dim j (-1 new);
- * in_dst[d] = output dim of operand dim d.  False if malformed. */
-static bool broadcast_map(const Prop *p, int32_t i, int32_t *out_src, int32_t *in_dst)
-{
-    const HloInst *in = inst(p, i);
-    const Shape *os = &inst(p, in->operands[0])->shape, *rs = &in->shape;
-    const IntList *dims = &hlo_attrs(in)->dimensions;
-    if (!shape_is_array(os) || !shape_is_array(rs) || dims->n != os->rank) return false;
-    for (int32_t j = 0; j < rs->rank; j++) out_src[j] = -1;
-    uint32_t seen = 0;
-    for (int32_t d = 0; d < os->rank; d++) {
-        int64_t j = dims->v[d];
-        if (j < 0 || j >= rs->rank || (seen & (1u << j))) return false;
-        seen |= 1u << j;
-        bool same = os->dims[d] == rs->dims[j]; /* a size-1 operand dim is not copied */
-        out_src[j] = same ? d : -1;
-        in_dst[d] = same ? (int32_t)j : -1;
-    }
-    return true;
-}
-
-static void fwd_broadcast(Prop *p, int32_t i)
-{
-    int32_t out_src[SPMDC_MAX_RANK], in_dst[SPMDC_MAX_RANK];
-    if (!broadcast_map(p, i, out_src, in_dst)) return;
-    offer_mapped(p, leaf(p, inst(p, i)->operands[0]), out_src, inst(p, i)->shape.rank, leaf(p, i));
-}
-
-static void bwd_broadcast(Prop *p, int32_t u, const Edge *e)
-{
-    int32_t out_src[SPMDC_MAX_RANK], in_dst[SPMDC_MAX_RANK];
-    if (!broadcast_map(p, u, out_src, in_dst)) return;
-    int32_t o = inst(p, u)->operands[e->slot];
-    offer_mapped(p, leaf(p, u), in_dst, inst(p, o)->shape.rank, leaf(p, o));
-}
-
-/* ================================================================ rules: reshape */
-
-typedef struct RunBuf {
-    int8_t a[SPMDC_MAX_ATOMS];
-    int32_t n;
-} RunBuf;
-
-static int64_t run_size(const Mesh *mesh, const RunBuf *r)
-{
-    int64_t t = 1;
-    for (int32_t k = 0; k < r->n; k++) t *= mesh->atom_size[r->a[k]];
+    if (has_tiling(e, lf))
+        return *state(e, lf);
+    Tiling t;
+    tiling_replicated(&t, leaf_rank(e, lf));
     return t;
 }
 
-static void run_append(RunBuf *dst, const int8_t *a, int32_t n)
+static uint32_t dims_mask(int32_t rank) { return rank >= 32 ? 0xffffffffu : (1u << rank) - 1; }
+
+/* Dims of leaf lf propagation may not extend in the current round. */
+static uint32_t leaf_closed(const Engine *e, int32_t lf)
 {
-    if (dst->n + n > SPMDC_MAX_ATOMS) return; /* cannot happen: atoms are distinct */
-    memcpy(dst->a + dst->n, a, (size_t)n);
-    dst->n += n;
+    int32_t rank = leaf_rank(e, lf);
+    if (e->lfl[lf] & LF_FIXED)
+        return dims_mask(rank);
+    if (e->annx[lf] < 0)
+        return 0;
+    const Ann *an = &e->anns[e->annx[lf]];
+    uint32_t closed = ~an->open & dims_mask(rank);
+    for (int32_t d = 0; d < rank; d++)
+        if (an->prio[d] > e->prio)
+            closed |= 1u << d;
+    return closed;
 }
 
-/* Walk state of reshape_tiling: current source piece (size s, run) and
- * target piece (size t, output dim tj). */
-typedef struct ReshapeWalk {
-    const Shape *from, *to;
-    const Sharding *s;
-    int32_t si, tj;          /* next source dim; current target dim */
-    int64_t ssz, tsz;
-    RunBuf run;
-    int32_t atoms_after[SPMDC_MAX_RANK + 1]; /* atoms in source dims >= d */
-    RunBuf out[SPMDC_MAX_RANK];
-} ReshapeWalk;
-
-static void walk_next_source(ReshapeWalk *w)
+/* Atoms propagation may not put on leaf lf in the current round. */
+static uint32_t leaf_forbid(const Engine *e, int32_t lf)
 {
-    w->run.n = 0;
-    if (w->si >= w->from->rank) {
-        w->ssz = 1;
+    if (e->annx[lf] < 0)
+        return 0;
+    const Ann *an = &e->anns[e->annx[lf]];
+    uint32_t f = an->forbid;
+    for (int32_t d = 0; d < an->t.rank; d++)
+        if (an->prio[d] > e->prio) {
+            const int8_t *a = tiling_dim(&an->t, d);
+            for (int32_t k = 0; k < tiling_dim_n(&an->t, d); k++)
+                f |= 1u << a[k];
+        }
+    return f;
+}
+
+/* cur extended towards want: per open dim whose run is a major prefix of
+ * want's, want's further atoms are appended while they are allowed on the
+ * leaf (not forbidden, not used by another dim); a dim the tiles do not
+ * divide is padded (tiling.h).  A split value keeps its device order
+ * (Tiling.perm): it grows only from a tiling in the same order, and an
+ * unsplit one takes want's.  True iff *out differs from cur. */
+static bool extend_leaf(const Engine *e, int32_t lf, const Tiling *cur, const Tiling *want, Tiling *out)
+{
+    *out = *cur;
+    if (want->rank != cur->rank || (e->lfl[lf] & LF_FIXED))
+        return false;
+    bool fresh = tiling_n_atoms(cur) == 0;
+    if (!fresh && want->perm != cur->perm)
+        return false;
+    uint32_t closed = leaf_closed(e, lf), used = tiling_used(cur) | leaf_forbid(e, lf);
+    bool changed = false;
+    for (int32_t d = 0; d < cur->rank; d++) {
+        int32_t cn = tiling_dim_n(cur, d), wn = tiling_dim_n(want, d);
+        if ((closed >> d) & 1u || wn <= cn)
+            continue;
+        const int8_t *ca = tiling_dim(cur, d), *wa = tiling_dim(want, d);
+        if (!prefix_of(ca, cn, wa, wn))
+            continue;
+        int8_t run[SPMDC_MAX_ATOMS];
+        memcpy(run, wa, (size_t)wn);
+        int32_t n = cn;
+        while (n < wn && !((used >> wa[n]) & 1u))
+            used |= 1u << wa[n++];
+        if (n > cn) {
+            tiling_set_dim(out, d, run, n);
+            changed = true;
+        }
+    }
+    if (changed && fresh)
+        out->perm = want->perm;
+    return changed;
+}
+
+/* Per dim one run a prefix of the other's, the longer runs together use no
+ * atom twice, and both split tilings hold the same device order; *u (may
+ * be NULL) gets that union. */
+static bool compatible(const Tiling *a, const Tiling *b, Tiling *u)
+{
+    if (a->rank != b->rank)
+        return false;
+    bool sa = tiling_n_atoms(a) > 0, sb = tiling_n_atoms(b) > 0;
+    if (sa && sb && a->perm != b->perm)
+        return false;
+    Tiling r;
+    tiling_replicated(&r, a->rank);
+    r.perm = sa ? a->perm : b->perm;
+    uint32_t used = 0;
+    for (int32_t d = 0, pa = 0, pb = 0, pr = 0; d < a->rank; d++) {
+        const int8_t *x = a->atoms + pa, *y = b->atoms + pb;
+        int32_t nx = a->n[d], ny = b->n[d];
+        pa += nx;
+        pb += ny;
+        if (nx < ny ? !prefix_of(x, nx, y, ny) : !prefix_of(y, ny, x, nx))
+            return false;
+        const int8_t *l = nx < ny ? y : x;
+        int32_t nl = nx < ny ? ny : nx;
+        for (int32_t k = 0; k < nl; k++) {
+            if ((used >> l[k]) & 1u)
+                return false;
+            used |= 1u << l[k];
+            r.atoms[pr++] = l[k];
+        }
+        r.n[d] = (uint8_t)nl;
+    }
+    if (u)
+        *u = r;
+    return true;
+}
+
+/* Canonical order of tilings: fewer atoms on dim 0 last... precisely: per
+ * dim in order, more atoms first, then smaller atoms first. */
+static int tiling_order(const Tiling *a, const Tiling *b)
+{
+    for (int32_t d = 0; d < a->rank && d < b->rank; d++) {
+        int32_t na = tiling_dim_n(a, d), nb = tiling_dim_n(b, d);
+        if (na != nb)
+            return na > nb ? -1 : 1;
+        int c = memcmp(tiling_dim(a, d), tiling_dim(b, d), (size_t)na);
+        if (c)
+            return c;
+    }
+    if (a->rank != b->rank)
+        return a->rank - b->rank;
+    return (int)a->perm - (int)b->perm;
+}
+
+static int64_t tiling_tiles(const Tiling *t, const Mesh *m)
+{
+    return mesh_mask_size(m, tiling_used(t));
+}
+
+static int64_t add_cost(int64_t a, int64_t b)
+{
+    int64_t r = a + b;
+    return r > RESHARD_INF_COST ? RESHARD_INF_COST : r;
+}
+
+/* ================================================================ proposals */
+
+static Proposal *new_proposal(Engine *e, int32_t leaf)
+{
+    GROW(e->props, e->n_props, e->cap_props);
+    Proposal *p = &e->props[e->n_props];
+    memset(p, 0, sizeof *p);
+    p->leaf = leaf;
+    p->next = e->pend[leaf];
+    if (p->next < 0) {
+        GROW(e->touched, e->n_touched, e->cap_touched);
+        e->touched[e->n_touched++] = leaf;
+    }
+    e->pend[leaf] = e->n_props++;
+    return p;
+}
+
+static void propose_manual(Engine *e, int32_t leaf, int32_t src, int32_t via)
+{
+    if ((e->lfl[leaf] & LF_FIXED) || e->st[leaf] == ST_MANUAL || e->annx[leaf] >= 0)
+        return;
+    Proposal *p = new_proposal(e, leaf);
+    p->manual = true;
+    p->src = src;
+    p->via = via;
+    p->lorg = e->lorg[src];
+}
+
+/* Identity edge: leaf dst offered the state of leaf src. */
+static void propose_identity(Engine *e, int32_t src, int32_t dst, int32_t via)
+{
+    if (e->lfl[dst] & LF_FIXED || e->st[dst] == ST_MANUAL)
+        return;
+    if (e->st[src] == ST_MANUAL) {
+        propose_manual(e, dst, src, via);
         return;
     }
-    w->ssz = w->from->dims[w->si];
-    run_append(&w->run, sharding_dim_atoms(w->s, w->si), sharding_dim_n(w->s, w->si));
-    w->si++;
+    if (!has_tiling(e, src))
+        return;
+    Tiling cur = cur_tiling(e, dst), out;
+    if (!extend_leaf(e, dst, &cur, state(e, src), &out))
+        return;
+    Proposal *p = new_proposal(e, dst);
+    p->t = out;
+    p->src = src;
+    p->via = via;
+    p->lorg = e->lorg[src];
+    p->aorg = e->aorg[src];
 }
 
-static void walk_next_target(ReshapeWalk *w)
+/* ================================================================ factor ops */
+
+/* Tensor k's leaf of the op at global index gi. */
+static int32_t tensor_leaf(const Engine *e, const HloInst *in, int32_t gi, const OpRule *r, int32_t k)
 {
-    w->tj++;
-    w->tsz = w->tj < w->to->rank ? w->to->dims[w->tj] : 1;
+    const RuleTensor *t = &r->t[k];
+    if (t->slot >= 0)
+        return e->leaf0[e->comp_first[e->icomp[gi]] + in->operands[t->slot]];
+    return e->leaf0[gi] + t->leaf;
 }
 
-/* Moves the run's major atoms with product t to the current output dim. */
-static bool walk_split_prefix(ReshapeWalk *w, const Mesh *mesh, int64_t t)
+typedef struct OpEval {
+    const OpRule *r;
+    int32_t gi, nt;
+    PropTier tier;
+    int32_t *lf;          /* [nt] */
+    FactorSharding *fs;   /* [nt]: projections of the tensors with a tiling */
+    bool *has;            /* [nt] */
+    uint64_t *gives, *takes; /* [nt]: bit f: tensor k gives / takes factor f in this phase */
+    uint16_t perm;        /* the device order of the split tensors when they share one, else 0 */
+} OpEval;
+
+static void flow(const Engine *e, const OpEval *o, int32_t k, int32_t f, bool *gives, bool *takes)
 {
-    int64_t prod = 1;
-    int32_t q = 0;
-    while (q < w->run.n && prod < t) prod *= mesh->atom_size[w->run.a[q++]];
-    if (prod != t) return false;
-    run_append(&w->out[w->tj], w->run.a, q);
-    memmove(w->run.a, w->run.a + q, (size_t)(w->run.n - q));
-    w->run.n -= q;
-    return true;
+    (void)e;
+    *gives = (o->gives[k] >> f) & 1u;
+    *takes = (o->takes[k] >> f) & 1u;
 }
 
-/* One step of partitioning.md A.5.  Returns 1 to continue, 0 done, -1 fail. */
-static int walk_step(ReshapeWalk *w, const Mesh *mesh)
+/* The tiling F gives tensor k (dims F cannot tile are left unsplit); with
+ * only: restricted to the factors k may take. */
+static Tiling project(const Engine *e, const OpEval *o, int32_t k, const FactorSharding *F, bool only_takes)
 {
-    if (w->run.n == 0 && w->atoms_after[w->si] == 0) return 0;
-    if (w->tj >= w->to->rank) return -1;
-    int64_t p = run_size(mesh, &w->run), s = w->ssz, t = w->tsz;
-    if (p > 1 && s % p == 0 && t % p == 0) { /* the whole run sticks to this output dim */
-        run_append(&w->out[w->tj], w->run.a, w->run.n);
-        w->run.n = 0;
-        w->ssz /= p;
-        w->tsz /= p;
-    } else if (s == t) {
-        run_append(&w->out[w->tj], w->run.a, w->run.n);
-        walk_next_source(w);
-        walk_next_target(w);
-    } else if (t == 1) {
-        walk_next_target(w);
-    } else if (s == 1) {
-        walk_next_source(w); /* a split size-1 dim: its atoms become replicated */
-    } else if (s > t) {       /* split: the run's major part goes to this dim */
-        if (s % t != 0 || s % p != 0) return -1;
-        if (p > 1 && !walk_split_prefix(w, mesh, t)) return -1;
-        w->ssz /= t;
-        walk_next_target(w);
-    } else { /* merge with the next source dim */
-        if (s % p != 0 || w->si >= w->from->rank) return -1;
-        if (sharding_dim_n(w->s, w->si) > 0 && s != p) return -1; /* non-contiguous shard */
-        w->ssz = s * w->from->dims[w->si];
-        run_append(&w->run, sharding_dim_atoms(w->s, w->si), sharding_dim_n(w->s, w->si));
-        w->si++;
+    FactorSharding g;
+    if (only_takes) {
+        /* a permutation or window factor has the extent of each tensor's
+         * dim: a run is taken only where its tiles divide the dim (a slice of
+         * 61 of 64 columns, or a convolution's 3 output rows computed from
+         * 32 input rows, stays whole) */
+        uint64_t fits = ~(uint64_t)0;
+        for (int32_t d = 0; d < o->r->t[k].rank; d++) {
+            if (oprule_dim_n(o->r, k, d) != 1)
+                continue;
+            int32_t f = oprule_dim_factor(o->r, k, d, 0);
+            FactorKind kind = (FactorKind)o->r->factors[f].kind;
+            if ((kind == FACTOR_PERMUTATION || kind == FACTOR_WINDOW) && F->n[f] &&
+                o->r->t[k].shape[d] % fsh_tiles(F, e->mesh, f) != 0)
+                fits &= ~((uint64_t)1 << f);
+        }
+        fsh_init(&g, F->n_factors);
+        for (int32_t f = 0, at = 0; f < F->n_factors; at += F->n[f], f++)
+            if (F->n[f] && ((o->takes[k] & fits) >> f) & 1u)
+                fsh_set(&g, f, F->atoms + at, F->n[f]);
+    } else {
+        g = *F;
     }
-    return 1;
+    Tiling t;
+    oprule_factors_to_tiling(o->r, k, &g, e->mesh, &t, NULL);
+    t.perm = o->perm; /* the op runs alike on every device: its tensors keep their order */
+    return t;
 }
 
-/* The tiling s of a value of shape `from` carried through a reshape to shape
- * `to` (partitioning.md A.5 on runs of atoms: a split keeps the run on the
- * major piece, a merge needs shard size 1 when the minor dim is split).
- * False if it cannot be carried or nothing stays split. */
-static bool reshape_tiling(const Mesh *mesh, const Shape *from, const Sharding *s, const Shape *to, Sharding *out)
+/* Bytes tensor k moves if the op runs with factor sharding F: 0 when k can
+ * simply grow to F's projection; else an operand is resharded to it, a
+ * result from it (with the pending reduction of F's reduction factors) to
+ * its state. */
+static int64_t tensor_cost(const Engine *e, const OpEval *o, int32_t k, const FactorSharding *F)
 {
-    if (s->kind != SHARDING_TILED || s->tile.rank != from->rank || shape_elem_count(from) != shape_elem_count(to) ||
-        shape_elem_count(from) == 0)
-        return false;
-    ReshapeWalk w;
-    memset(&w, 0, sizeof w);
-    w.from = from;
-    w.to = to;
-    w.s = s;
-    for (int32_t d = from->rank - 1; d >= 0; d--) w.atoms_after[d] = w.atoms_after[d + 1] + sharding_dim_n(s, d);
-    walk_next_source(&w);
-    w.tj = -1;
-    walk_next_target(&w);
-    int rc;
-    for (int guard = 0; (rc = walk_step(&w, mesh)) == 1; guard++)
-        if (guard > 4 * (SPMDC_MAX_RANK + SPMDC_MAX_ATOMS)) return false;
-    if (rc < 0) return false;
-    *out = sharding_tiled(to->rank);
+    int32_t lf = o->lf[k];
+    if (!has_tiling(e, lf))
+        return 0;
+    const Tiling *s = state(e, lf);
+    Tiling proj = project(e, o, k, F, false), grown;
+    if (!(e->lfl[lf] & LF_FIXED) && (tiling_equal(s, &proj) || (extend_leaf(e, lf, s, &proj, &grown) &&
+                                                                  tiling_equal(&grown, &proj))))
+        return 0;
+    if (k < o->r->n_in)
+        return reshard_cost(e->mesh, e->lshape[lf], s, &proj);
+    ReduceKind kind;
+    bool mixed;
+    uint32_t partial = oprule_result_partial(o->r, F, &kind, &mixed) & ~tiling_used(&proj);
+    if (partial && (mixed || kind == REDUCE_NONE))
+        return RESHARD_INF_COST;
+    proj.partial = partial;
+    proj.kind = (uint8_t)(partial ? kind : REDUCE_NONE);
+    return reshard_cost(e->mesh, e->lshape[lf], &proj, s);
+}
+
+static int64_t fs_cost(const Engine *e, const OpEval *o, const FactorSharding *F)
+{
+    int64_t c = 0;
+    for (int32_t k = 0; k < o->nt; k++)
+        c = add_cost(c, tensor_cost(e, o, k, F));
+    return c;
+}
+
+static int64_t fs_tiles(const FactorSharding *F, const Mesh *m) { return mesh_mask_size(m, fsh_used(F)); }
+
+/* Canonical order of factor shardings: per factor in order, more atoms
+ * first, then smaller atoms first. */
+static int fs_order(const FactorSharding *a, const FactorSharding *b)
+{
+    for (int32_t f = 0; f < a->n_factors; f++) {
+        if (a->n[f] != b->n[f])
+            return a->n[f] > b->n[f] ? -1 : 1;
+        int c = memcmp(fsh_factor(a, f), fsh_factor(b, f), a->n[f]);
+        if (c)
+            return c;
+    }
+    return 0;
+}
+
+/* Longest run per factor that every giver's run is a prefix of.  best[f]
+ * gets it (as a factor sharding), giver[f] the first tensor giving that run,
+ * bad[f] whether two givers disagree. */
+static void merge_factors(const Engine *e, const OpEval *o, FactorSharding *best, int32_t *giver, bool *bad)
+{
+    int32_t nf = o->r->n_factors;
+    fsh_init(best, nf);
+    for (int32_t f = 0; f < nf; f++) {
+        giver[f] = -1;
+        bad[f] = false;
+        for (int32_t k = 0; k < o->nt; k++) {
+            if (!o->has[k] || o->fs[k].n[f] == 0)
+                continue;
+            bool gv, tk;
+            flow(e, o, k, f, &gv, &tk);
+            if (!gv)
+                continue;
+            const int8_t *r = fsh_factor(&o->fs[k], f), *b = fsh_factor(best, f);
+            int32_t nr = o->fs[k].n[f], nb = best->n[f];
+            if (prefix_of(b, nb, r, nr)) {
+                if (nr > nb) {
+                    fsh_set(best, f, r, nr);
+                    giver[f] = k;
+                }
+            } else if (!prefix_of(r, nr, b, nb)) {
+                bad[f] = true;
+            }
+        }
+    }
+}
+
+/* base completed by the conflict-free factors of best whose atoms are still
+ * free, in factor order. */
+static void complete(FactorSharding *base, const FactorSharding *best, const bool *bad)
+{
+    uint32_t used = fsh_used(base);
+    for (int32_t f = 0; f < base->n_factors; f++) {
+        if (base->n[f] || bad[f] || best->n[f] == 0)
+            continue;
+        const int8_t *r = fsh_factor(best, f);
+        uint32_t m = 0;
+        for (int32_t j = 0; j < best->n[f]; j++)
+            m |= 1u << r[j];
+        if (m & used)
+            continue;
+        fsh_set(base, f, r, best->n[f]);
+        used |= m;
+    }
+}
+
+static Cand *new_cand(Engine *e)
+{
+    GROW(e->cands, e->n_cands, e->cap_cands);
+    Cand *c = &e->cands[e->n_cands++];
+    memset(c, 0, sizeof *c);
+    return c;
+}
+
+/* A conflict at the op: the candidates are each giver's factor sharding
+ * (restricted to what it may give) completed by the others' compatible
+ * factors, and the compatible factors alone; the cheapest wins. */
+static void resolve_op(Engine *e, const OpEval *o, const FactorSharding *best, const bool *bad, FactorSharding *F)
+{
+    int32_t nf = o->r->n_factors, first = e->n_cands;
+    FactorSharding c;
+    fsh_init(&c, nf);
+    complete(&c, best, bad);
+    new_cand(e)->fs = c;
+    for (int32_t k = 0; k < o->nt; k++) {
+        if (!o->has[k])
+            continue;
+        fsh_init(&c, nf);
+        for (int32_t f = 0; f < nf; f++) {
+            bool gv, tk;
+            flow(e, o, k, f, &gv, &tk);
+            if (gv && o->fs[k].n[f])
+                fsh_set(&c, f, fsh_factor(&o->fs[k], f), o->fs[k].n[f]);
+        }
+        if (fsh_used(&c) == 0)
+            continue;
+        complete(&c, best, bad);
+        bool dup = false;
+        for (int32_t j = first; j < e->n_cands && !dup; j++)
+            dup = fsh_equal(&e->cands[j].fs, &c);
+        if (!dup)
+            new_cand(e)->fs = c;
+    }
+    int32_t n = e->n_cands - first, pick = 0;
+    for (int32_t j = 0; j < n; j++) {
+        Cand *cj = &e->cands[first + j];
+        cj->cost = fs_cost(e, o, &cj->fs);
+        if (j == 0)
+            continue;
+        const Cand *cp = &e->cands[first + pick];
+        int64_t tj = fs_tiles(&cj->fs, e->mesh), tp = fs_tiles(&cp->fs, e->mesh);
+        if (cj->cost < cp->cost || (cj->cost == cp->cost && (tj > tp || (tj == tp && fs_order(&cj->fs, &cp->fs) < 0))))
+            pick = j;
+    }
+    *F = e->cands[first + pick].fs;
+    GROW(e->conf, e->n_conf, e->cap_conf);
+    e->conf[e->n_conf++] = (Conflict){o->gi, -1, first, n, pick};
+}
+
+/* Per-atom origins of what F's factors give tensor k: from the tensor that
+ * gave each factor. */
+static const int32_t *op_origins(Engine *e, const OpEval *o, const FactorSharding *F, const int32_t *giver,
+                                 int32_t *src_out)
+{
+    int32_t src = -1;
+    bool one = true;
+    for (int32_t f = 0; f < F->n_factors; f++) {
+        if (!F->n[f] || giver[f] < 0)
+            continue;
+        int32_t lf = o->lf[giver[f]];
+        if (src < 0)
+            src = lf;
+        else if (lf != src && !(e->aorg[lf] ? e->aorg[lf] == e->aorg[src] : !e->aorg[src] && e->lorg[lf] == e->lorg[src]))
+            one = false;
+    }
+    *src_out = src;
+    if (src < 0)
+        return NULL;
+    if (one)
+        return e->aorg[src];
+    int32_t *t = ARENA_ARRAY(e->a, int32_t, e->n_atoms > 0 ? e->n_atoms : 1);
+    for (int32_t k = 0; k < e->n_atoms; k++)
+        t[k] = -1;
+    for (int32_t f = 0; f < F->n_factors; f++) {
+        if (!F->n[f] || giver[f] < 0)
+            continue;
+        int32_t lf = o->lf[giver[f]];
+        const int8_t *a = fsh_factor(F, f);
+        for (int32_t j = 0; j < F->n[f]; j++)
+            t[a[j]] = e->aorg[lf] ? e->aorg[lf][a[j]] : e->lorg[lf];
+    }
+    return t;
+}
+
+/* An op whose rule is the identity map: the non-scalar tensors' tilings
+ * merge dim by dim (what the factor merge does when factor d is dim d of
+ * every tensor).  False on a conflict, which the general path resolves. */
+static bool eval_idmap(Engine *e, int32_t gi)
+{
+    const HloInst *in = ginst(e, gi);
+    int32_t base = e->comp_first[e->icomp[gi]], rank = in->shape.rank, res = e->leaf0[gi];
+    if (rank == 0)
+        return true;
+    e->n_evals++;
+    Tiling M;
+    tiling_replicated(&M, rank);
+    int32_t src = -1, first = -1;
     bool any = false;
-    for (int32_t j = 0; j < to->rank; j++) {
-        sharding_set_dim(out, j, w.out[j].a, w.out[j].n);
-        any |= w.out[j].n > 0;
-    }
-    return any;
-}
-
-static void offer_reshaped(Prop *p, int32_t sl, const Shape *from, const Shape *to, int32_t dst)
-{
-    const Sharding *src = p->st[sl];
-    if (!src) return;
-    Sharding c;
-    if (src->kind == SHARDING_MANUAL) improve(p, dst, src, true, sl);
-    else if (shape_is_array(from) && shape_is_array(to) && reshape_tiling(p->mesh, from, src, to, &c))
-        improve(p, dst, &c, false, sl);
-}
-
-static void fwd_reshape(Prop *p, int32_t i)
-{
-    int32_t o = inst(p, i)->operands[0];
-    offer_reshaped(p, leaf(p, o), &inst(p, o)->shape, &inst(p, i)->shape, leaf(p, i));
-}
-
-static void bwd_reshape(Prop *p, int32_t u, const Edge *e)
-{
-    int32_t o = inst(p, u)->operands[e->slot];
-    offer_reshaped(p, leaf(p, u), &inst(p, u)->shape, &inst(p, o)->shape, leaf(p, o));
-}
-
-/* ================================================================ rules: reduce */
-
-/* Variadic reduce(inputs..., inits...): n_in inputs of one shape; out_src[j]
- * = input dim of output dim j, in_dst[d] = output dim of input dim d (-1
- * reduced).  False if malformed. */
-static bool reduce_map(const Prop *p, int32_t i, int32_t *n_in, int32_t *out_src, int32_t *in_dst)
-{
-    const HloInst *in = inst(p, i);
-    if (in->n_operands < 2 || in->n_operands % 2 != 0) return false;
-    int32_t n = in->n_operands / 2;
-    const Shape *is = &inst(p, in->operands[0])->shape;
-    const IntList *dims = &hlo_attrs(in)->dimensions;
-    if (!shape_is_array(is) || nleaves(p, i) != n) return false;
-    for (int32_t k = 1; k < n; k++)
-        if (!same_dims(is, &inst(p, in->operands[k])->shape)) return false;
-    for (int32_t d = 0; d < is->rank; d++) in_dst[d] = 0;
-    for (int32_t k = 0; k < dims->n; k++) {
-        int64_t d = dims->v[k];
-        if (d < 0 || d >= is->rank || in_dst[d] < 0) return false;
-        in_dst[d] = -1;
-    }
-    int32_t r = 0;
-    for (int32_t d = 0; d < is->rank; d++)
-        if (in_dst[d] == 0) {
-            out_src[r] = d;
-            in_dst[d] = r++;
+    for (int32_t k = 0; k <= in->n_operands; k++) {
+        int32_t lf = k < in->n_operands ? e->leaf0[base + in->operands[k]] : res;
+        if (leaf_rank(e, lf) != rank)
+            continue;
+        if (e->st[lf] == ST_MANUAL) {
+            for (int32_t j = 0; j <= in->n_operands; j++) {
+                int32_t l2 = j < in->n_operands ? e->leaf0[base + in->operands[j]] : res;
+                if (leaf_rank(e, l2) == rank)
+                    propose_manual(e, l2, lf, gi);
+            }
+            return true;
         }
-    for (int32_t l = 0; l < n; l++) {
-        const Shape *os = p->leaf_shape[leaf(p, i) + l];
-        if (!shape_is_array(os) || os->rank != r) return false;
-        for (int32_t j = 0; j < r; j++)
-            if (os->dims[j] != is->dims[out_src[j]]) return false;
-    }
-    *n_in = n;
-    return true;
-}
-
-static void fwd_reduce(Prop *p, int32_t i)
-{
-    int32_t n, out_src[SPMDC_MAX_RANK], in_dst[SPMDC_MAX_RANK];
-    if (!reduce_map(p, i, &n, out_src, in_dst)) return;
-    int32_t rank = p->leaf_shape[leaf(p, i)]->rank;
-    for (int32_t k = 0; k < n; k++) {
-        int32_t src = leaf(p, inst(p, i)->operands[k]);
-        for (int32_t l = 0; l < n; l++) offer_mapped(p, src, out_src, rank, leaf(p, i) + l);
-    }
-}
-
-static void bwd_reduce(Prop *p, int32_t u, const Edge *e)
-{
-    int32_t n, out_src[SPMDC_MAX_RANK], in_dst[SPMDC_MAX_RANK];
-    if (!reduce_map(p, u, &n, out_src, in_dst) || e->slot >= n) return; /* init values: nothing */
-    int32_t o = inst(p, u)->operands[e->slot];
-    offer_mapped(p, leaf(p, u) + e->slot, in_dst, inst(p, o)->shape.rank, leaf(p, o));
-}
-
-/* ================================================================ rules: dot */
-
-/* Dot dim maps.  Output dims: batch (lhs_batch order), lhs free, rhs free.
- * to_out[k][d]: output dim of operand k's dim d (-1 contracting);
- * to_other[k][d]: the other operand's dim paired with d (batch, contracting;
- * -1 free). */
-typedef struct DotMap {
-    int32_t to_out[2][SPMDC_MAX_RANK];
-    int32_t to_other[2][SPMDC_MAX_RANK];
-} DotMap;
-
-/* Marks the listed dims of one operand (0: batch, 1: contracting) in role[]. */
-static bool dot_roles(const IntList *l, int32_t rank, int8_t mark, int8_t *role, int32_t *idx)
-{
-    for (int32_t k = 0; k < l->n; k++) {
-        int64_t d = l->v[k];
-        if (d < 0 || d >= rank || role[d] != 2) return false;
-        role[d] = mark;
-        idx[d] = k;
-    }
-    return true;
-}
-
-static bool dot_map(const Prop *p, int32_t i, DotMap *dm)
-{
-    const HloInst *in = inst(p, i);
-    if (in->n_operands != 2) return false;
-    const HloAttrs *a = hlo_attrs(in);
-    const Shape *s[2] = {&inst(p, in->operands[0])->shape, &inst(p, in->operands[1])->shape};
-    const IntList *batch[2] = {&a->lhs_batch, &a->rhs_batch}, *contr[2] = {&a->lhs_contracting, &a->rhs_contracting};
-    if (!shape_is_array(s[0]) || !shape_is_array(s[1]) || !shape_is_array(&in->shape) ||
-        batch[0]->n != batch[1]->n || contr[0]->n != contr[1]->n)
-        return false;
-    int8_t role[2][SPMDC_MAX_RANK]; /* 0 batch, 1 contracting, 2 free */
-    int32_t idx[2][SPMDC_MAX_RANK];
-    int32_t nb = batch[0]->n, out = nb;
-    for (int32_t k = 0; k < 2; k++) {
-        memset(role[k], 2, sizeof role[k]);
-        if (!dot_roles(batch[k], s[k]->rank, 0, role[k], idx[k]) ||
-            !dot_roles(contr[k], s[k]->rank, 1, role[k], idx[k]))
+        if (!has_tiling(e, lf) || tiling_n_atoms(state(e, lf)) == 0)
+            continue;
+        if (!compatible(&M, state(e, lf), &M))
             return false;
+        any = true;
+        if (first < 0)
+            first = lf;
     }
-    for (int32_t k = 0; k < 2; k++) {
-        for (int32_t d = 0; d < s[k]->rank; d++) {
-            int32_t o = role[k][d] == 0 ? idx[k][d] : role[k][d] == 2 ? out++ : -1;
-            const IntList *pair = role[k][d] == 0 ? batch[1 - k] : contr[1 - k];
-            dm->to_out[k][d] = o;
-            dm->to_other[k][d] = role[k][d] == 2 ? -1 : (int32_t)pair->v[idx[k][d]];
-            if (o >= in->shape.rank) return false;
-            if (o >= 0 && in->shape.dims[o] != s[k]->dims[d]) return false;
-            if (role[k][d] != 2 && s[1 - k]->dims[dm->to_other[k][d]] != s[k]->dims[d]) return false;
+    if (!any)
+        return true;
+    for (int32_t k = 0; k <= in->n_operands && src < 0; k++) {
+        int32_t lf = k < in->n_operands ? e->leaf0[base + in->operands[k]] : res;
+        if (leaf_rank(e, lf) == rank && has_tiling(e, lf) && tiling_equal(state(e, lf), &M))
+            src = lf;
+    }
+    const int32_t *org = NULL;
+    if (src >= 0) {
+        org = e->aorg[src];
+    } else { /* the merged tiling takes atoms from several tensors */
+        src = first;
+        int32_t *t = ARENA_ARRAY(e->a, int32_t, e->n_atoms > 0 ? e->n_atoms : 1);
+        uint32_t done = 0, want = tiling_used(&M);
+        for (int32_t k = 0; k <= in->n_operands; k++) {
+            int32_t lf = k < in->n_operands ? e->leaf0[base + in->operands[k]] : res;
+            if (leaf_rank(e, lf) != rank || !has_tiling(e, lf))
+                continue;
+            uint32_t u = tiling_used(state(e, lf)) & want & ~done;
+            for (int32_t a = 0; a < e->n_atoms; a++)
+                if ((u >> a) & 1u)
+                    t[a] = e->aorg[lf] ? e->aorg[lf][a] : e->lorg[lf];
+            done |= u;
+        }
+        org = t;
+    }
+    for (int32_t k = 0; k <= in->n_operands; k++) {
+        int32_t lf = k < in->n_operands ? e->leaf0[base + in->operands[k]] : res;
+        if (leaf_rank(e, lf) != rank || (e->lfl[lf] & LF_FIXED) || lf == src)
+            continue;
+        Tiling cur = cur_tiling(e, lf), out;
+        if (!extend_leaf(e, lf, &cur, &M, &out))
+            continue;
+        Proposal *p = new_proposal(e, lf);
+        p->t = out;
+        p->src = src;
+        p->via = gi;
+        p->lorg = e->lorg[src];
+        p->aorg = org;
+        p->consumer = lf != res;
+    }
+    return true;
+}
+
+/* The flows of the op's factors in phase `phase`, per tensor. */
+static void set_flows(OpEval *o, int32_t phase)
+{
+    for (int32_t k = 0; k < o->nt; k++) {
+        o->gives[k] = o->takes[k] = 0;
+        for (int32_t f = 0; f < o->r->n_factors; f++) {
+            bool g, t;
+            oprule_factor_flow(o->r, k, f, o->tier, phase, &g, &t);
+            o->gives[k] |= (uint64_t)g << f;
+            o->takes[k] |= (uint64_t)t << f;
         }
     }
-    return out == in->shape.rank;
 }
 
-/* Inverts a dim map of length n into dst-indexed form of length dst_rank. */
-static void invert_map(const int32_t *to, int32_t n, int32_t dst_rank, int32_t *src_of)
-{
-    for (int32_t j = 0; j < dst_rank; j++) src_of[j] = -1;
-    for (int32_t d = 0; d < n; d++)
-        if (to[d] >= 0 && to[d] < dst_rank) src_of[to[d]] = d;
-}
+typedef struct Decision {
+    FactorSharding F;
+    int32_t giver[OPRULE_MAX_FACTORS]; /* tensor that gave each factor's run, -1 */
+    bool conflict;
+} Decision;
 
-static void fwd_dot(Prop *p, int32_t i)
+/* The op's factor sharding from its tensors' states under o's flows: the
+ * merged runs, or on a conflict the cheapest candidate (recorded) when
+ * `resolve`, else just d->conflict. */
+static void decide(Engine *e, const OpEval *o, bool resolve, Decision *d)
 {
-    DotMap dm;
-    if (!dot_map(p, i, &dm)) return;
-    const HloInst *in = inst(p, i);
-    const Shape *s0 = &inst(p, in->operands[0])->shape, *s1 = &inst(p, in->operands[1])->shape;
-    int32_t first = shape_byte_size(s1) > shape_byte_size(s0) ? 1 : 0; /* larger operand first */
-    for (int32_t n = 0; n < 2; n++) {
-        int32_t k = n == 0 ? first : 1 - first, o = in->operands[k], src_of[SPMDC_MAX_RANK];
-        invert_map(dm.to_out[k], inst(p, o)->shape.rank, in->shape.rank, src_of);
-        offer_mapped(p, leaf(p, o), src_of, in->shape.rank, leaf(p, i));
+    int32_t nf = o->r->n_factors;
+    FactorSharding best;
+    bool bad[OPRULE_MAX_FACTORS], conflict = false;
+    merge_factors(e, o, &best, d->giver, bad);
+    for (int32_t f = 0; f < nf; f++)
+        conflict |= bad[f];
+    if (!conflict) { /* one atom wanted by two factors */
+        uint32_t seen = 0;
+        for (int32_t f = 0, at = 0; f < nf && !conflict; at += best.n[f], f++)
+            for (int32_t j = 0; j < best.n[f]; j++) {
+                conflict |= (seen >> best.atoms[at + j]) & 1u;
+                seen |= 1u << best.atoms[at + j];
+            }
+    }
+    d->conflict = conflict;
+    if (!conflict) {
+        d->F = best;
+        return;
+    }
+    if (!resolve)
+        return;
+    resolve_op(e, o, &best, bad, &d->F);
+    /* givers of the chosen runs, for provenance */
+    for (int32_t f = 0; f < nf; f++) {
+        d->giver[f] = -1;
+        for (int32_t k = 0; k < o->nt && d->giver[f] < 0 && d->F.n[f]; k++)
+            if (o->has[k] && o->fs[k].n[f] &&
+                prefix_of(fsh_factor(&d->F, f), d->F.n[f], fsh_factor(&o->fs[k], f), o->fs[k].n[f]))
+                d->giver[f] = k;
     }
 }
 
-/* Operand k from the output (batch, own free dims), then from the other
- * operand (batch and contracting dims pair up). */
-static void bwd_dot(Prop *p, int32_t u, const Edge *e)
+/* Tensor k's state cur grown by what it takes of F, in *out; false if
+ * nothing new (fixed, every run it takes already its own, or nothing fits). */
+static bool tensor_grows_from(const Engine *e, const OpEval *o, int32_t k, const FactorSharding *F, const Tiling *cur,
+                              Tiling *out)
 {
-    DotMap dm;
-    if (!dot_map(p, u, &dm) || e->slot > 1) return;
-    const HloInst *in = inst(p, u);
-    int32_t k = e->slot, o = in->operands[k], other = in->operands[1 - k];
-    int32_t rank = inst(p, o)->shape.rank;
-    offer_mapped(p, leaf(p, u), dm.to_out[k], rank, leaf(p, o));
-    offer_mapped(p, leaf(p, other), dm.to_other[k], rank, leaf(p, o));
+    int32_t lf = o->lf[k];
+    if (e->lfl[lf] & LF_FIXED)
+        return false;
+    bool fresh = false;
+    for (int32_t f = 0, at = 0; f < F->n_factors && !fresh; at += F->n[f], f++)
+        if (F->n[f] && ((o->takes[k] >> f) & 1u))
+            fresh = !o->has[k] || o->fs[k].n[f] < F->n[f] ||
+                    !prefix_of(F->atoms + at, F->n[f], fsh_factor(&o->fs[k], f), o->fs[k].n[f]);
+    if (!fresh)
+        return false;
+    Tiling want = project(e, o, k, F, true);
+    return tiling_n_atoms(&want) > 0 && extend_leaf(e, lf, cur, &want, out);
 }
 
-/* ================================================================ the table */
-
-#define PASS(nm, f, b) {nm, RK_RULES, PH_PASS, PH_PASS, f, b}
-#define ELEM PASS("elementwise", fwd_elementwise, bwd_elementwise)
-#define LEAF {"leaf", RK_LEAF, PH_NEVER, PH_NEVER, NULL, NULL}
-#define OPAQUE {"opaque", RK_OPAQUE, PH_NEVER, PH_NEVER, NULL, NULL}
-
-static const Rule RULES[HLO_OPCODE_COUNT] = {
-    [HLO_PARAMETER] = LEAF, [HLO_CONSTANT] = LEAF, [HLO_IOTA] = LEAF,
-    [HLO_PARTITION_ID] = LEAF, [HLO_REPLICA_ID] = LEAF,
-    [HLO_AFTER_ALL] = OPAQUE,
-    [HLO_INFEED] = OPAQUE, [HLO_OUTFEED] = OPAQUE, [HLO_SEND] = OPAQUE, [HLO_SEND_DONE] = OPAQUE,
-    [HLO_RECV] = OPAQUE, [HLO_RECV_DONE] = OPAQUE,
-    [HLO_TUPLE] = PASS("tuple", fwd_tuple, bwd_tuple),
-    [HLO_GET_TUPLE_ELEMENT] = PASS("get-tuple-element", fwd_gte, bwd_gte),
-    [HLO_OPTIMIZATION_BARRIER] = PASS("identity", fwd_elementwise, bwd_elementwise),
-    [HLO_COPY] = ELEM, [HLO_CONVERT] = ELEM, [HLO_BITCAST_CONVERT] = ELEM, [HLO_ABS] = ELEM,
-    [HLO_NEGATE] = ELEM, [HLO_EXP] = ELEM, [HLO_EXPM1] = ELEM, [HLO_LOG] = ELEM, [HLO_LOG1P] = ELEM,
-    [HLO_SQRT] = ELEM, [HLO_RSQRT] = ELEM, [HLO_CBRT] = ELEM, [HLO_TANH] = ELEM, [HLO_LOGISTIC] = ELEM,
-    [HLO_SINE] = ELEM, [HLO_COSINE] = ELEM, [HLO_TAN] = ELEM, [HLO_ERF] = ELEM, [HLO_FLOOR] = ELEM,
-    [HLO_CEIL] = ELEM, [HLO_ROUND_AFZ] = ELEM, [HLO_ROUND_EVEN] = ELEM, [HLO_SIGN] = ELEM, [HLO_NOT] = ELEM,
-    [HLO_IS_FINITE] = ELEM, [HLO_POPCNT] = ELEM, [HLO_CLZ] = ELEM, [HLO_REAL] = ELEM, [HLO_IMAG] = ELEM,
-    [HLO_ADD] = ELEM, [HLO_SUBTRACT] = ELEM, [HLO_MULTIPLY] = ELEM, [HLO_DIVIDE] = ELEM,
-    [HLO_REMAINDER] = ELEM, [HLO_MAXIMUM] = ELEM, [HLO_MINIMUM] = ELEM, [HLO_POWER] = ELEM,
-    [HLO_ATAN2] = ELEM, [HLO_AND] = ELEM, [HLO_OR] = ELEM, [HLO_XOR] = ELEM, [HLO_SHIFT_LEFT] = ELEM,
-    [HLO_SHIFT_RIGHT_ARITHMETIC] = ELEM, [HLO_SHIFT_RIGHT_LOGICAL] = ELEM, [HLO_COMPARE] = ELEM,
-    [HLO_COMPLEX] = ELEM, [HLO_SELECT] = ELEM, [HLO_CLAMP] = ELEM,
-    [HLO_BROADCAST] = {"broadcast", RK_RULES, PH_BCAST_FWD, PH_BCAST_BWD, fwd_broadcast, bwd_broadcast},
-    [HLO_RESHAPE] = PASS("reshape", fwd_reshape, bwd_reshape),
-    [HLO_BITCAST] = OPAQUE,
-    [HLO_TRANSPOSE] = PASS("transpose", fwd_transpose, bwd_transpose),
-    [HLO_SLICE] = OPAQUE, [HLO_DYNAMIC_SLICE] = OPAQUE, [HLO_DYNAMIC_UPDATE_SLICE] = OPAQUE,
-    [HLO_PAD] = OPAQUE, [HLO_CONCATENATE] = OPAQUE, [HLO_REVERSE] = OPAQUE, [HLO_GATHER] = OPAQUE,
-    [HLO_SCATTER] = OPAQUE, [HLO_SORT] = OPAQUE, [HLO_TOPK] = OPAQUE,
-    [HLO_DOT] = {"dot", RK_RULES, PH_ALL, PH_ALL, fwd_dot, bwd_dot},
-    [HLO_CONVOLUTION] = OPAQUE,
-    [HLO_REDUCE] = {"reduce", RK_RULES, PH_ALL, PH_ALL, fwd_reduce, bwd_reduce},
-    [HLO_REDUCE_WINDOW] = OPAQUE, [HLO_SELECT_AND_SCATTER] = OPAQUE, [HLO_MAP] = OPAQUE,
-    [HLO_RNG] = OPAQUE, [HLO_RNG_BIT_GENERATOR] = OPAQUE,
-    [HLO_WHILE] = OPAQUE, [HLO_CONDITIONAL] = OPAQUE, [HLO_CALL] = OPAQUE,
-    [HLO_CUSTOM_CALL] = PASS("custom-call", fwd_custom_call, bwd_custom_call),
-    [HLO_ALL_REDUCE] = OPAQUE, [HLO_ALL_GATHER] = OPAQUE, [HLO_REDUCE_SCATTER] = OPAQUE,
-    [HLO_ALL_TO_ALL] = OPAQUE, [HLO_COLLECTIVE_PERMUTE] = OPAQUE,
-};
-
-const char *propagate_rule_name(HloOpcode op)
+static bool tensor_grows(const Engine *e, const OpEval *o, int32_t k, const FactorSharding *F, Tiling *out)
 {
-    return (unsigned)op < HLO_OPCODE_COUNT ? RULES[op].name : NULL;
+    Tiling cur = cur_tiling(e, o->lf[k]);
+    return tensor_grows_from(e, o, k, F, &cur, out);
 }
 
-static bool is_opaque(const HloInst *in)
+static void eval_op(Engine *e, int32_t gi)
 {
-    if ((unsigned)in->op >= HLO_OPCODE_COUNT || !RULES[in->op].name) return true;
-    int arity = hlo_opcode_arity(in->op);
-    if (arity >= 0 && in->n_operands != arity) return true; /* malformed: no rule runs on it */
-    if (in->op == HLO_CUSTOM_CALL) return !is_sharding_annotation(in);
-    return RULES[in->op].kind == RK_OPAQUE;
+    if ((e->iflag[gi] & IF_IDMAP) && eval_idmap(e, gi))
+        return;
+    const HloInst *in = ginst(e, gi);
+    int32_t c = e->icomp[gi];
+    if (arena_bytes_used(e->ra) > RULE_ARENA_LIMIT)
+        arena_reset(e->ra);
+    OpRule r;
+    if (!oprule_build(e->m, c, gi - e->comp_first[c], e->ra, &r))
+        return;
+    e->n_evals++;
+    OpEval o = {&r, gi, r.n_in + r.n_out, itier(e, gi), NULL, NULL, NULL, NULL, NULL, 0};
+    enum { SMALL = 8 };
+    int32_t lf_small[SMALL];
+    bool has_small[SMALL], grows_small[SMALL];
+    FactorSharding fs_small[SMALL];
+    uint64_t gv_small[SMALL], tk_small[SMALL];
+    Tiling out_small[SMALL];
+    bool *grows = grows_small;
+    Tiling *out = out_small;
+    if (o.nt <= SMALL) {
+        o.lf = lf_small;
+        o.has = has_small;
+        o.fs = fs_small;
+        o.gives = gv_small;
+        o.takes = tk_small;
+    } else {
+        o.lf = ARENA_ARRAY(e->ra, int32_t, o.nt);
+        o.has = ARENA_ARRAY(e->ra, bool, o.nt);
+        o.fs = ARENA_ARRAY(e->ra, FactorSharding, o.nt);
+        o.gives = ARENA_ARRAY(e->ra, uint64_t, o.nt);
+        o.takes = ARENA_ARRAY(e->ra, uint64_t, o.nt);
+        grows = ARENA_ARRAY(e->ra, bool, o.nt);
+        out = ARENA_ARRAY(e->ra, Tiling, o.nt);
+    }
+    bool any = false, manual = false;
+    int32_t manual_src = -1;
+    for (int32_t k = 0; k < o.nt; k++) {
+        o.lf[k] = tensor_leaf(e, in, gi, &r, k);
+        if (e->st[o.lf[k]] == ST_MANUAL) {
+            manual = true;
+            manual_src = o.lf[k];
+        }
+        o.has[k] = has_tiling(e, o.lf[k]);
+        if (o.has[k]) {
+            oprule_tiling_to_factors(&r, k, state(e, o.lf[k]), e->mesh, &o.fs[k], NULL);
+            if (fsh_used(&o.fs[k])) {
+                uint16_t pk = state(e, o.lf[k])->perm;
+                o.perm = !any || o.perm == pk ? pk : 0;
+                any = true;
+            }
+        }
+    }
+    if (manual) {
+        for (int32_t k = 0; k < o.nt; k++)
+            propose_manual(e, o.lf[k], manual_src, gi);
+        return;
+    }
+    e->iflag[gi] |= IF_SETTLED;
+    if (!any)
+        return; /* no tensor gives anything, in any phase */
+    int32_t nf = r.n_factors;
+    set_flows(&o, e->phase);
+    Decision d;
+    decide(e, &o, true, &d);
+    bool none = fsh_used(&d.F) == 0;
+    for (int32_t k = 0; k < o.nt; k++) {
+        grows[k] = !none && tensor_grows(e, &o, k, &d.F, &out[k]);
+        if (!grows[k])
+            continue;
+        /* origins from the factors that gave the new atoms */
+        FactorSharding gained;
+        fsh_init(&gained, nf);
+        uint32_t had = has_tiling(e, o.lf[k]) ? tiling_used(state(e, o.lf[k])) : 0, now = tiling_used(&out[k]);
+        for (int32_t f = 0, at = 0; f < nf; at += d.F.n[f], f++) {
+            bool gain = false;
+            for (int32_t j = 0; j < d.F.n[f]; j++)
+                gain |= ((now & ~had) >> d.F.atoms[at + j]) & 1u;
+            if (gain && d.giver[f] >= 0 && d.giver[f] != k)
+                fsh_set(&gained, f, d.F.atoms + at, d.F.n[f]);
+        }
+        int32_t src;
+        const int32_t *org = op_origins(e, &o, &gained, d.giver, &src);
+        if (src < 0) {
+            grows[k] = false; /* only its own runs: nothing new */
+            continue;
+        }
+        Proposal *p = new_proposal(e, o.lf[k]);
+        p->t = out[k];
+        p->src = src;
+        p->via = gi;
+        p->lorg = e->lorg[src];
+        p->aorg = org;
+        p->consumer = k < r.n_in;
+    }
+    if (e->phase == N_PHASES - 1)
+        return;
+    /* Settled when, once its proposals are taken, the last phase's flows
+     * would give its tensors nothing more: the phase starts then need not
+     * look again (the proposals' leaves do not wake the op that made them). */
+    Tiling *eff = out;
+    for (int32_t k = 0; k < o.nt; k++) {
+        if (grows[k]) {
+            oprule_tiling_to_factors(&r, k, &out[k], e->mesh, &o.fs[k], NULL);
+            o.has[k] = true;
+        } else {
+            eff[k] = cur_tiling(e, o.lf[k]);
+        }
+    }
+    bool later = false;
+    for (int32_t k = 0; k < o.nt && !later; k++)
+        for (int32_t f = 0; f < nf && !later && o.has[k]; f++) {
+            bool g_now, t_now, g_last, t_last;
+            if (!o.fs[k].n[f])
+                continue;
+            oprule_factor_flow(&r, k, f, o.tier, e->phase, &g_now, &t_now);
+            oprule_factor_flow(&r, k, f, o.tier, N_PHASES - 1, &g_last, &t_last);
+            later = g_last && !g_now;
+        }
+    if (later) {
+        set_flows(&o, N_PHASES - 1);
+        Decision d2;
+        decide(e, &o, false, &d2);
+        bool more = d2.conflict;
+        for (int32_t k = 0; k < o.nt && !more; k++) {
+            Tiling o2;
+            more = fsh_used(&d2.F) && tensor_grows_from(e, &o, k, &d2.F, &eff[k], &o2);
+        }
+        if (more)
+            e->iflag[gi] &= (uint8_t)~IF_SETTLED;
+    }
+}
+
+/* ================================================================ applying a step */
+
+static void note_changed(Engine *e, int32_t lf, int32_t cause)
+{
+    if (e->n_front >= e->cap_front) {
+        e->cap_front = e->cap_front ? e->cap_front * 2 : 64;
+        e->front = xrealloc(e->front, sizeof(int32_t) * (size_t)e->cap_front);
+        e->front_cause = xrealloc(e->front_cause, sizeof(int32_t) * (size_t)e->cap_front);
+    }
+    e->front_cause[e->n_front] = cause;
+    e->front[e->n_front++] = lf;
+    if (e->stamp[lf] != e->round) {
+        e->stamp[lf] = e->round;
+        GROW(e->changed, e->n_changed, e->cap_changed);
+        e->changed[e->n_changed++] = lf;
+    }
+}
+
+static int proposal_order(const void *a, const void *b)
+{
+    const Proposal *x = *(const Proposal *const *)a, *y = *(const Proposal *const *)b;
+    if (x->manual != y->manual)
+        return x->manual ? -1 : 1;
+    int c = tiling_order(&x->t, &y->t);
+    if (c)
+        return c;
+    if (x->via != y->via)
+        return x->via < y->via ? -1 : 1;
+    return x->src < y->src ? -1 : x->src > y->src;
+}
+
+/* Bytes the leaf moves for the proposal q if it takes t instead. */
+static int64_t proposal_cost(const Engine *e, int32_t lf, const Tiling *t, const Proposal *q)
+{
+    if (compatible(t, &q->t, NULL))
+        return 0;
+    return q->consumer ? reshard_cost(e->mesh, e->lshape[lf], t, &q->t) : reshard_cost(e->mesh, e->lshape[lf], &q->t, t);
+}
+
+/* Merges the proposals of one leaf and applies the result. */
+static void apply_leaf(Engine *e, int32_t lf, Proposal **ps, int32_t n)
+{
+    if (e->lfl[lf] & LF_FIXED)
+        return;
+    if (ps[0]->manual) {
+        if (e->st[lf] != ST_MANUAL) {
+            bool first = e->lorg[lf] < 0 && e->st[lf] == ST_NONE;
+            e->st[lf] = ST_MANUAL;
+            e->lorg[lf] = ps[0]->lorg;
+            e->aorg[lf] = NULL;
+            if (first || e->from[lf] < 0) {
+                e->from[lf] = ps[0]->src;
+                e->via[lf] = ps[0]->via;
+            }
+            note_changed(e, lf, ps[0]->via);
+        }
+        return;
+    }
+    if (e->st[lf] == ST_MANUAL)
+        return;
+    Tiling cur = cur_tiling(e, lf), acc = n == 1 ? ps[0]->t : cur;
+    int32_t chosen = 0;
+    bool conflict = false;
+    for (int32_t j = 0; j < n && n > 1 && !conflict; j++)
+        conflict = !compatible(&acc, &ps[j]->t, &acc);
+    if (conflict) {
+        /* each proposal against the others by the bytes the leaf would move */
+        int32_t first = e->n_cands;
+        for (int32_t j = 0; j < n; j++) {
+            if (j > 0 && tiling_equal(&ps[j]->t, &ps[j - 1]->t))
+                continue;
+            Cand *cd = new_cand(e);
+            cd->t = ps[j]->t;
+            for (int32_t q = 0; q < n; q++)
+                cd->cost = add_cost(cd->cost, proposal_cost(e, lf, &ps[j]->t, ps[q]));
+        }
+        int32_t nc = e->n_cands - first, pick = 0;
+        for (int32_t j = 1; j < nc; j++) {
+            const Cand *cj = &e->cands[first + j], *cp = &e->cands[first + pick];
+            int64_t tj = tiling_tiles(&cj->t, e->mesh), tp = tiling_tiles(&cp->t, e->mesh);
+            if (cj->cost < cp->cost || (cj->cost == cp->cost && tj > tp))
+                pick = j;
+        }
+        const Tiling *win = &e->cands[first + pick].t;
+        for (int32_t j = 0; j < n; j++)
+            if (tiling_equal(&ps[j]->t, win)) {
+                chosen = j;
+                break;
+            }
+        acc = *win;
+        for (int32_t j = 0; j < n; j++)
+            compatible(&acc, &ps[j]->t, &acc);
+        GROW(e->conf, e->n_conf, e->cap_conf);
+        e->conf[e->n_conf++] = (Conflict){e->linst[lf], lf, first, nc, pick};
+    }
+    if (tiling_equal(&acc, &cur))
+        return;
+    /* provenance: the new atoms come from the first proposal (canonical
+     * order, the chosen one first) that holds them */
+    uint32_t had = e->st[lf] == ST_NONE ? 0 : tiling_used(&cur), gained = tiling_used(&acc) & ~had;
+    const Proposal *pc = ps[chosen];
+    /* share the proposal's table when it says where every atom came from
+     * (a NULL table means "the proposal's lorg", right only when that will
+     * be the leaf's lorg too) */
+    if (had == 0 && (gained & ~tiling_used(&pc->t)) == 0 &&
+        (pc->aorg || e->lorg[lf] < 0 || e->lorg[lf] == pc->lorg)) {
+        e->aorg[lf] = pc->aorg;
+    } else {
+        int32_t *t = ARENA_ARRAY(e->a, int32_t, e->n_atoms > 0 ? e->n_atoms : 1);
+        for (int32_t k = 0; k < e->n_atoms; k++) {
+            t[k] = (had >> k) & 1u ? (e->aorg[lf] ? e->aorg[lf][k] : e->lorg[lf]) : -1;
+            if (!((gained >> k) & 1u))
+                continue;
+            for (int32_t j = -1; j < n; j++) {
+                const Proposal *q = j < 0 ? pc : ps[j];
+                if ((tiling_used(&q->t) >> k) & 1u) {
+                    t[k] = q->aorg ? q->aorg[k] : q->lorg;
+                    break;
+                }
+            }
+        }
+        e->aorg[lf] = t;
+    }
+    if (e->lorg[lf] < 0)
+        e->lorg[lf] = pc->lorg;
+    if (e->st[lf] == ST_NONE) {
+        e->from[lf] = pc->src;
+        e->via[lf] = pc->via;
+    }
+    if (e->annx[lf] >= 0)
+        e->lfl[lf] |= LF_EXTENDED;
+    e->st[lf] = pool_add(e, &acc);
+    /* an op whose own proposal the leaf took needs no second look for it */
+    note_changed(e, lf, tiling_equal(&acc, &pc->t) && !(e->iflag[pc->via] & IF_IDENTITY_EDGE) ? pc->via : -1);
+}
+
+static void apply_step(Engine *e)
+{
+    e->n_front = 0;
+    for (int32_t t = 0; t < e->n_touched; t++) {
+        int32_t lf = e->touched[t], n = 0;
+        for (int32_t p = e->pend[lf]; p >= 0; p = e->props[p].next)
+            n++;
+        if (n > e->cap_pbuf) {
+            e->cap_pbuf = n * 2;
+            e->pbuf = xrealloc(e->pbuf, sizeof(Proposal *) * (size_t)e->cap_pbuf);
+        }
+        n = 0;
+        for (int32_t p = e->pend[lf]; p >= 0; p = e->props[p].next)
+            e->pbuf[n++] = &e->props[p];
+        if (n > 1)
+            qsort(e->pbuf, (size_t)n, sizeof *e->pbuf, proposal_order);
+        apply_leaf(e, lf, e->pbuf, n);
+        e->pend[lf] = -1;
+    }
+    e->n_touched = 0;
+    e->n_props = 0;
+}
+
+/* ================================================================ the schedule */
+
+/* Whether an op of tier t takes part in the current phase; with start, only
+ * if the phase lets it do more than the earlier phases did. */
+static bool tier_active(int32_t phase, PropTier t, bool start)
+{
+    switch (t) {
+    case TIER_PASS_OP: return start ? phase == 0 : true;
+    case TIER_FORWARD_OP: return true;
+    case TIER_BROADCAST:
+    case TIER_NORMAL: return phase >= 1;
+    }
+    return false;
+}
+
+static void activate_op(Engine *e, int32_t gi, bool start)
+{
+    if (!(e->iflag[gi] & IF_FACTOR) || e->op_stamp[gi] == e->step || !tier_active(e->phase, itier(e, gi), start) ||
+        (start && (e->iflag[gi] & IF_SETTLED)))
+        return;
+    e->op_stamp[gi] = e->step;
+    GROW(e->ops, e->n_ops, e->cap_ops);
+    e->ops[e->n_ops++] = gi;
+}
+
+/* Everything next to leaf lf: identity neighbours (proposed at once), its
+ * defining op and, for an array instruction, the ops that use it. */
+static void activate_leaf(Engine *e, int32_t lf, bool start, int32_t cause)
+{
+    if (!start || e->phase == 0)
+        for (int32_t k = e->nstart[lf]; k < e->nstart[lf + 1]; k++)
+            propose_identity(e, lf, e->nbr[k], e->nvia[k]);
+    int32_t gi = e->linst[lf];
+    if (gi != cause)
+        activate_op(e, gi, start);
+    if (e->iflag[gi] & IF_ARRAY)
+        for (int32_t u = e->ustart[gi]; u < e->ustart[gi + 1]; u++)
+            if (e->users[u] != cause)
+                activate_op(e, e->users[u], start);
+}
+
+/* One step: evaluate what the frontier (or, at a phase start, everything
+ * changed this round) touches; apply. */
+static void run_step(Engine *e, const int32_t *leaves, const int32_t *cause, int32_t n, bool start)
+{
+    e->step++;
+    e->n_steps++;
+    e->n_ops = 0;
+    for (int32_t k = 0; k < n; k++)
+        activate_leaf(e, leaves[k], start, cause ? cause[k] : -1);
+    for (int32_t k = 0; k < e->n_ops; k++) {
+        /* the IR of the ops a few places ahead, so its cache misses overlap */
+        if (k + 8 < e->n_ops)
+            __builtin_prefetch(ginst(e, e->ops[k + 8]));
+        if (k + 4 < e->n_ops) {
+            const HloInst *ahead = ginst(e, e->ops[k + 4]);
+            __builtin_prefetch(ahead->operands);
+            __builtin_prefetch(ahead->attrs);
+        }
+        eval_op(e, e->ops[k]);
+    }
+    apply_step(e);
+}
+
+static void run_phases(Engine *e)
+{
+    for (e->phase = 0; e->phase < N_PHASES; e->phase++) {
+        /* the changed list grows while we walk it: take a copy */
+        int32_t n = e->n_changed;
+        int32_t *start = xmalloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+        if (n > 0)
+            memcpy(start, e->changed, sizeof(int32_t) * (size_t)n);
+        run_step(e, start, NULL, n, true);
+        free(start);
+        int32_t *cur = NULL, *cause = NULL, cap = 0;
+        while (e->n_front > 0) {
+            int32_t nf = e->n_front;
+            if (nf > cap) {
+                cap = nf * 2;
+                cur = xrealloc(cur, sizeof(int32_t) * (size_t)cap);
+                cause = xrealloc(cause, sizeof(int32_t) * (size_t)cap);
+            }
+            memcpy(cur, e->front, sizeof(int32_t) * (size_t)nf);
+            memcpy(cause, e->front_cause, sizeof(int32_t) * (size_t)nf);
+            run_step(e, cur, cause, nf, false);
+        }
+        free(cur);
+        free(cause);
+    }
 }
 
 /* ================================================================ setup */
@@ -757,285 +1237,641 @@ static void collect_leaf_shapes(const Shape *s, const Shape **out, int32_t *n)
         out[(*n)++] = s;
         return;
     }
-    for (int32_t k = 0; k < s->n_elems; k++) collect_leaf_shapes(&s->elems[k], out, n);
+    for (int32_t k = 0; k < s->n_elems; k++)
+        collect_leaf_shapes(&s->elems[k], out, n);
 }
 
-/* The propagated form of a user's leaf sharding: its tiling without partial
- * atoms, MANUAL, or NULL (replicated, maximal, nothing split, bad rank). */
-static const Sharding *source_form(Prop *p, const Sharding *s, const Shape *sh)
+static bool same_dims(const Shape *a, const Shape *b)
 {
-    if (s->kind == SHARDING_MANUAL) return &MANUAL_SH;
-    if (s->kind != SHARDING_TILED || !sharding_is_tiled(s) || !shape_is_array(sh) || s->tile.rank != sh->rank)
+    if (!shape_is_array(a) || !shape_is_array(b) || a->rank != b->rank)
+        return false;
+    for (int32_t d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d])
+            return false;
+    return true;
+}
+
+/* Whether propagation ties leaves through op: identities and data flow. */
+static bool is_special(HloOpcode op)
+{
+    switch (op) {
+    case HLO_TUPLE:
+    case HLO_GET_TUPLE_ELEMENT:
+    case HLO_OPTIMIZATION_BARRIER:
+    case HLO_CUSTOM_CALL:
+    case HLO_WHILE:
+    case HLO_CONDITIONAL:
+    case HLO_CALL: return true;
+    default: return false;
+    }
+}
+
+/* Instructions and leaves, module-wide, and the lists of special and
+ * annotated instructions (one pass over the instructions). */
+static void setup_index(Engine *e)
+{
+    HloModule *m = e->m;
+    e->n_comps = m->n_comps;
+    e->comp_first = ARENA_ARRAY(e->a, int32_t, m->n_comps + 1);
+    int32_t n = 0;
+    for (int32_t c = 0; c < m->n_comps; c++) {
+        e->comp_first[c] = n;
+        n += m->comps[c].n_insts;
+    }
+    e->comp_first[m->n_comps] = n;
+    e->n_insts = n;
+    e->icomp = ARENA_ARRAY(e->a, int32_t, n + 1);
+    e->iflag = ARENA_ARRAY(e->a, uint8_t, n + 1);
+    e->leaf0 = ARENA_ARRAY(e->a, int32_t, n + 1);
+    e->op_stamp = ARENA_ARRAY(e->a, int32_t, n + 1);
+    memset(e->op_stamp, 0xff, sizeof(int32_t) * (size_t)n);
+    int32_t L = 0;
+    int32_t n_special = 0, n_sharded = 0;
+    for (int32_t c = 0, gi = 0; c < m->n_comps; c++)
+        for (int32_t i = 0; i < m->comps[c].n_insts; i++, gi++) {
+            const HloInst *in = &m->comps[c].insts[i];
+            e->icomp[gi] = c;
+            e->leaf0[gi] = L;
+            L += shape_is_tuple(&in->shape) ? shape_leaf_count(&in->shape) : 1;
+            n_special += is_special(in->op);
+            n_sharded += in->sharding != NULL;
+        }
+    e->special = ARENA_ARRAY(e->a, int32_t, n_special + 1);
+    e->sharded = ARENA_ARRAY(e->a, int32_t, n_sharded + 1);
+    e->leaf0[n] = L;
+    e->n_leaves = L;
+    e->lshape = ARENA_ARRAY(e->a, const Shape *, L + 1);
+    e->linst = ARENA_ARRAY(e->a, int32_t, L + 1);
+    e->st = ARENA_ARRAY(e->a, int32_t, L + 1);
+    e->lfl = ARENA_ARRAY(e->a, uint8_t, L + 1);
+    e->aorg = ARENA_ARRAY(e->a, const int32_t *, L + 1);
+    int32_t **minus1[] = {&e->annx, &e->lorg, &e->from, &e->via, &e->stamp, &e->pend};
+    for (size_t k = 0; k < sizeof minus1 / sizeof minus1[0]; k++) {
+        *minus1[k] = arena_alloc(e->a, sizeof(int32_t) * (size_t)(L + 1), _Alignof(int32_t));
+        memset(*minus1[k], 0xff, sizeof(int32_t) * (size_t)(L + 1));
+    }
+    for (int32_t c = 0, gi = 0, k = 0; c < m->n_comps; c++)
+        for (int32_t i = 0; i < m->comps[c].n_insts; i++, gi++) {
+            const HloInst *in = &m->comps[c].insts[i];
+            const Shape *sh = &in->shape;
+            if (is_special(in->op))
+                e->special[e->n_special++] = gi;
+            if (in->sharding)
+                e->sharded[e->n_sharded++] = gi;
+            if (!shape_is_tuple(sh)) {
+                e->lshape[k] = sh;
+                e->linst[k++] = gi;
+                continue;
+            }
+            int32_t k0 = k;
+            collect_leaf_shapes(sh, e->lshape, &k);
+            for (int32_t l = k0; l < k; l++)
+                e->linst[l] = gi;
+        }
+}
+
+/* Computations whose values are tied to their callers by data flow: the
+ * entry, and the bodies, conditions, branches and callees of while,
+ * conditional and call in them.  Others (reducers, comparators, ...) run on
+ * replicated scalars. */
+static bool *dataflow_comps(const Engine *e)
+{
+    const HloModule *m = e->m;
+    bool *df = ARENA_ARRAY(e->a, bool, m->n_comps + 1);
+    if (m->entry >= 0 && m->entry < m->n_comps)
+        df[m->entry] = true;
+    /* callees come before their callers: sweep the callers from the entry
+     * down until nothing new is reached */
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (int32_t s = e->n_special - 1; s >= 0; s--) {
+            int32_t gi = e->special[s];
+            if (!df[e->icomp[gi]])
+                continue;
+            const HloInst *in = ginst(e, gi);
+            const HloAttrs *a = hlo_attrs(in);
+            int32_t refs[3] = {-1, -1, -1};
+            if (in->op == HLO_WHILE) {
+                refs[0] = a->body;
+                refs[1] = a->condition;
+            } else if (in->op == HLO_CALL) {
+                refs[0] = a->to_apply;
+            }
+            for (int32_t r = 0; r < 3; r++)
+                if (refs[r] >= 0 && refs[r] < m->n_comps && !df[refs[r]])
+                    df[refs[r]] = grew = true;
+            for (int32_t b = 0; in->op == HLO_CONDITIONAL && b < a->branches.n; b++) {
+                int64_t bc = a->branches.v[b];
+                if (bc >= 0 && bc < m->n_comps && !df[bc])
+                    df[bc] = grew = true;
+            }
+        }
+    }
+    return df;
+}
+
+/* Instruction classes, fixed results, and the factor-op users of every
+ * instruction (one pass over the operands into a flat list, then a counting
+ * sort).  False if an operand index is out of range (the IR verifier
+ * rejects such modules; nothing propagates). */
+static bool setup_classes(Engine *e, const bool *df)
+{
+    HloModule *m = e->m;
+    int32_t n = e->n_insts, n_pairs = 0, cap_pairs = 0;
+    int32_t *pairs = NULL; /* (operand, user) */
+    e->ustart = ARENA_ARRAY(e->a, int32_t, n + 1);
+    bool ok = true;
+    for (int32_t c = 0, gi = 0; c < m->n_comps; c++) {
+        const HloComputation *comp = &m->comps[c];
+        for (int32_t i = 0; i < comp->n_insts; i++, gi++) {
+            const HloInst *in = &comp->insts[i];
+            OpRuleClass cls = oprule_class(m, c, i);
+            uint8_t f = (uint8_t)(oprule_tier(in->op) << IF_TIER_SHIFT);
+            if (!df[c] || cls == RULE_OPAQUE || cls == RULE_MANUAL_BORDER)
+                f |= IF_FIXED;
+            else if (cls == RULE_FACTORS)
+                f |= IF_FACTOR | (oprule_identity_map(m, c, i) ? IF_IDMAP : 0);
+            else if (cls == RULE_IDENTITY || cls == RULE_DATAFLOW)
+                f |= IF_IDENTITY_EDGE;
+            if (shape_is_array(&in->shape))
+                f |= IF_ARRAY;
+            e->iflag[gi] = f;
+            if (f & IF_FIXED)
+                for (int32_t l = e->leaf0[gi]; l < e->leaf0[gi + 1]; l++)
+                    e->lfl[l] |= LF_FIXED;
+            if (!(f & IF_FACTOR))
+                continue;
+            for (int32_t k = 0; k < in->n_operands && ok; k++) {
+                ok = in->operands[k] >= 0 && in->operands[k] < comp->n_insts;
+                int32_t o = e->comp_first[c] + in->operands[k];
+                if (!ok || (k > 0 && in->operands[k - 1] == in->operands[k]))
+                    continue; /* the same operand twice in a row: one user entry */
+                if (n_pairs + 2 > cap_pairs) {
+                    cap_pairs = cap_pairs ? cap_pairs * 2 : 1024;
+                    pairs = xrealloc(pairs, sizeof(int32_t) * (size_t)cap_pairs);
+                }
+                pairs[n_pairs++] = o;
+                pairs[n_pairs++] = gi;
+                e->ustart[o + 1]++;
+            }
+        }
+        if (!ok)
+            break;
+    }
+    if (ok) {
+        for (int32_t gi = 0; gi < n; gi++)
+            e->ustart[gi + 1] += e->ustart[gi];
+        e->users = ARENA_ARRAY(e->a, int32_t, e->ustart[n] + 1);
+        int32_t *fill = ARENA_ARRAY(e->a, int32_t, n + 1);
+        memcpy(fill, e->ustart, sizeof(int32_t) * (size_t)n);
+        for (int32_t p = 0; p < n_pairs; p += 2)
+            e->users[fill[pairs[p]]++] = pairs[p + 1];
+    }
+    free(pairs);
+    return ok;
+}
+
+typedef struct EdgeList {
+    int32_t *a, *b, *via;
+    int32_t n, cap;
+} EdgeList;
+
+static void add_edge(Engine *e, EdgeList *el, int32_t la, int32_t lb, int32_t via)
+{
+    if (la == lb || !same_dims(e->lshape[la], e->lshape[lb]))
+        return;
+    if (el->n == el->cap) {
+        el->cap = el->cap ? el->cap * 2 : 256;
+        el->a = xrealloc(el->a, sizeof(int32_t) * (size_t)el->cap);
+        el->b = xrealloc(el->b, sizeof(int32_t) * (size_t)el->cap);
+        el->via = xrealloc(el->via, sizeof(int32_t) * (size_t)el->cap);
+    }
+    el->a[el->n] = la;
+    el->b[el->n] = lb;
+    el->via[el->n++] = via;
+}
+
+/* Leaf l of instruction j of computation c and leaf l of instruction gi,
+ * for l < n, tied (each leaf of both must exist). */
+static void tie_leaves(Engine *e, EdgeList *el, int32_t ga, int32_t offa, int32_t gb, int32_t offb, int32_t n,
+                       int32_t via)
+{
+    if (ga < 0 || gb < 0 || e->leaf0[ga] + offa + n > e->leaf0[ga + 1] || e->leaf0[gb] + offb + n > e->leaf0[gb + 1])
+        return;
+    for (int32_t l = 0; l < n; l++)
+        add_edge(e, el, e->leaf0[ga] + offa + l, e->leaf0[gb] + offb + l, via);
+}
+
+/* Global index of parameter k of computation c, or -1. */
+static int32_t comp_param(const Engine *e, int32_t c, int64_t k, int32_t **cache)
+{
+    if (c < 0 || c >= e->n_comps)
+        return -1;
+    const HloComputation *comp = &e->m->comps[c];
+    if (!cache[c]) {
+        int32_t np = 0;
+        for (int32_t i = 0; i < comp->n_insts; i++)
+            if (comp->insts[i].op == HLO_PARAMETER && hlo_attrs(&comp->insts[i])->param_number >= np)
+                np = (int32_t)hlo_attrs(&comp->insts[i])->param_number + 1;
+        cache[c] = ARENA_ARRAY(e->a, int32_t, np + 2);
+        cache[c][0] = np;
+        for (int32_t j = 0; j < np; j++)
+            cache[c][j + 1] = -1;
+        for (int32_t i = 0; i < comp->n_insts; i++)
+            if (comp->insts[i].op == HLO_PARAMETER)
+                cache[c][hlo_attrs(&comp->insts[i])->param_number + 1] = e->comp_first[c] + i;
+    }
+    return k >= 0 && k < cache[c][0] ? cache[c][k + 1] : -1;
+}
+
+static int32_t comp_root(const Engine *e, int32_t c)
+{
+    if (c < 0 || c >= e->n_comps || e->m->comps[c].root < 0)
+        return -1;
+    return e->comp_first[c] + e->m->comps[c].root;
+}
+
+static int32_t nleaves(const Engine *e, int32_t gi) { return e->leaf0[gi + 1] - e->leaf0[gi]; }
+
+/* The identity edges: leaf-identity ops and the data-flow ties. */
+static void setup_identities(Engine *e, const bool *df)
+{
+    HloModule *m = e->m;
+    EdgeList el = {0};
+    int32_t **pcache = ARENA_ARRAY(e->a, int32_t *, m->n_comps + 1);
+    for (int32_t sp = 0; sp < e->n_special; sp++) {
+        int32_t gi = e->special[sp], c = e->icomp[gi], i = gi - e->comp_first[c];
+        if (!df[c])
+            continue;
+        const HloComputation *comp = &m->comps[c];
+        int32_t base = e->comp_first[c];
+        const HloInst *in = &comp->insts[i];
+        const HloAttrs *a = hlo_attrs(in);
+        int32_t nl = nleaves(e, gi);
+        bool in_range = true;
+        for (int32_t k = 0; k < in->n_operands; k++)
+            in_range &= in->operands[k] >= 0 && in->operands[k] < comp->n_insts;
+        if (!in_range)
+            continue;
+        switch (in->op) {
+        case HLO_TUPLE: {
+            int32_t off = 0;
+            for (int32_t k = 0; k < in->n_operands; k++) {
+                int32_t o = base + in->operands[k], n = nleaves(e, o);
+                tie_leaves(e, &el, gi, off, o, 0, n, gi);
+                off += n;
+            }
+            break;
+        }
+        case HLO_GET_TUPLE_ELEMENT: {
+            int32_t o = base + in->operands[0];
+            const Shape *s = &comp->insts[in->operands[0]].shape;
+            if (!shape_is_tuple(s) || a->index < 0 || a->index >= s->n_elems)
+                break;
+            int32_t off = 0;
+            for (int64_t k = 0; k < a->index; k++)
+                off += shape_leaf_count(&s->elems[k]);
+            tie_leaves(e, &el, gi, 0, o, off, nl, gi);
+            break;
+        }
+        case HLO_OPTIMIZATION_BARRIER:
+            tie_leaves(e, &el, gi, 0, base + in->operands[0], 0, nl, gi);
+            break;
+        case HLO_CUSTOM_CALL:
+            if (oprule_class(m, c, i) == RULE_IDENTITY && in->n_operands == 1)
+                tie_leaves(e, &el, gi, 0, base + in->operands[0], 0, nl, gi);
+            break;
+        case HLO_WHILE:
+            tie_leaves(e, &el, gi, 0, base + in->operands[0], 0, nl, gi);
+            tie_leaves(e, &el, gi, 0, comp_param(e, a->body, 0, pcache), 0, nl, gi);
+            tie_leaves(e, &el, gi, 0, comp_root(e, a->body), 0, nl, gi);
+            tie_leaves(e, &el, gi, 0, comp_param(e, a->condition, 0, pcache), 0, nl, gi);
+            break;
+        case HLO_CONDITIONAL:
+            for (int32_t b = 0; b < a->branches.n; b++) {
+                int32_t bc = (int32_t)a->branches.v[b];
+                if (b + 1 < in->n_operands) {
+                    int32_t o = base + in->operands[b + 1];
+                    tie_leaves(e, &el, o, 0, comp_param(e, bc, 0, pcache), 0, nleaves(e, o), gi);
+                }
+                tie_leaves(e, &el, gi, 0, comp_root(e, bc), 0, nl, gi);
+            }
+            break;
+        case HLO_CALL:
+            for (int32_t k = 0; k < in->n_operands; k++) {
+                int32_t o = base + in->operands[k];
+                tie_leaves(e, &el, o, 0, comp_param(e, a->to_apply, k, pcache), 0, nleaves(e, o), gi);
+            }
+            tie_leaves(e, &el, gi, 0, comp_root(e, a->to_apply), 0, nl, gi);
+            break;
+        default: break;
+        }
+    }
+    int32_t L = e->n_leaves;
+    e->nstart = ARENA_ARRAY(e->a, int32_t, L + 1);
+    for (int32_t k = 0; k < el.n; k++) {
+        e->nstart[el.a[k] + 1]++;
+        e->nstart[el.b[k] + 1]++;
+    }
+    for (int32_t l = 0; l < L; l++)
+        e->nstart[l + 1] += e->nstart[l];
+    e->nbr = ARENA_ARRAY(e->a, int32_t, e->nstart[L] + 1);
+    e->nvia = ARENA_ARRAY(e->a, int32_t, e->nstart[L] + 1);
+    int32_t *fill = ARENA_ARRAY(e->a, int32_t, L + 1);
+    memcpy(fill, e->nstart, sizeof(int32_t) * (size_t)L);
+    for (int32_t k = 0; k < el.n; k++) {
+        e->nbr[fill[el.a[k]]] = el.b[k];
+        e->nvia[fill[el.a[k]]++] = el.via[k];
+        e->nbr[fill[el.b[k]]] = el.a[k];
+        e->nvia[fill[el.b[k]]++] = el.via[k];
+    }
+    free(el.a);
+    free(el.b);
+    free(el.via);
+}
+
+/* Leaf l of a bound sharding (a non-tuple one applies to every leaf). */
+static const Sharding *sharding_at(const Sharding *s, int32_t l)
+{
+    if (s->kind != SHARDING_TUPLE)
+        return s;
+    if (l >= s->n_elems || !s->elems || s->elems[l].kind == SHARDING_TUPLE)
         return NULL;
-    if (s->tile.partial == 0) return s;
-    Sharding c = *s;
-    c.tile.partial = 0;
-    c.tile.kind = REDUCE_NONE;
-    return persist(p, &c);
-}
-
-/* Leaf l of a bound sharding (a non-tuple one applies to every leaf), or NULL. */
-static const Sharding *user_leaf(const Sharding *s, int32_t l)
-{
-    if (s->kind != SHARDING_TUPLE) return s;
-    if (l >= s->n_elems || !s->elems || s->elems[l].kind == SHARDING_TUPLE) return NULL;
     return &s->elems[l];
 }
 
-/* Leaves, their shapes; operands in range (false if not). */
-static bool setup_leaves(Prop *p)
+/* The per-atom origin table of an earlier propagation's sharding of array
+ * instruction gi (dims of a per-dim table, else its origin everywhere). */
+static const int32_t *seeded_origins(Engine *e, int32_t gi, const Tiling *t, int32_t org)
 {
-    const HloComputation *c = p->c;
-    int32_t n = c->n_insts, total = 0;
-    p->leaf_base = ARENA_ARRAY(p->scratch, int32_t, n + 1);
-    for (int32_t i = 0; i < n; i++) {
-        for (int32_t k = 0; k < c->insts[i].n_operands; k++)
-            if (c->insts[i].operands[k] < 0 || c->insts[i].operands[k] >= n) return false;
-        p->leaf_base[i] = total;
-        total += shape_leaf_count(&c->insts[i].shape);
+    const HloInst *in = ginst(e, gi);
+    int32_t base = e->comp_first[e->icomp[gi]], n = e->m->comps[e->icomp[gi]].n_insts;
+    const int32_t *dims = shape_is_array(&in->shape) ? in->sharding_dim_origin : NULL;
+    if (org < 0 && !dims)
+        return NULL;
+    int32_t *tab = ARENA_ARRAY(e->a, int32_t, e->n_atoms > 0 ? e->n_atoms : 1);
+    for (int32_t k = 0; k < e->n_atoms; k++)
+        tab[k] = org;
+    for (int32_t d = 0; dims && d < t->rank && d < in->shape.rank; d++) {
+        const int8_t *a = tiling_dim(t, d);
+        int32_t od = dims[d] >= 0 && dims[d] < n ? base + dims[d] : -1;
+        for (int32_t k = 0; k < tiling_dim_n(t, d); k++)
+            tab[a[k]] = od;
     }
-    p->leaf_base[n] = total;
-    p->leaf_shape = ARENA_ARRAY(p->scratch, const Shape *, total + 1);
-    p->st = ARENA_ARRAY(p->scratch, const Sharding *, total + 1);
-    p->fixed = ARENA_ARRAY(p->scratch, uint8_t, total + 1);
-    p->lorg = ARENA_ARRAY(p->scratch, int32_t, total + 1);
-    p->aorg = ARENA_ARRAY(p->scratch, const int32_t *, total + 1);
-    for (int32_t i = 0, k = 0; i < n; i++) collect_leaf_shapes(&c->insts[i].shape, p->leaf_shape, &k);
-    return true;
+    return tab;
 }
 
-/* Users in program order, with the tuple leaf offset of every slot. */
-static void setup_edges(Prop *p)
+static void setup_states(Engine *e)
 {
-    const HloComputation *c = p->c;
-    int32_t n = c->n_insts;
-    p->ustart = ARENA_ARRAY(p->scratch, int32_t, n + 1);
-    for (int32_t i = 0; i < n; i++)
-        for (int32_t k = 0; k < c->insts[i].n_operands; k++) p->ustart[c->insts[i].operands[k] + 1]++;
-    for (int32_t i = 0; i < n; i++) p->ustart[i + 1] += p->ustart[i];
-    p->edges = ARENA_ARRAY(p->scratch, Edge, p->ustart[n] + 1);
-    int32_t *fill = ARENA_ARRAY(p->scratch, int32_t, n + 1);
-    memcpy(fill, p->ustart, sizeof(int32_t) * (size_t)n);
-    for (int32_t i = 0; i < n; i++) {
-        int32_t off = 0;
-        for (int32_t k = 0; k < c->insts[i].n_operands; k++) {
-            int32_t o = c->insts[i].operands[k];
-            p->edges[fill[o]++] = (Edge){i, k, off};
-            off += nleaves(p, o);
-        }
-    }
-}
-
-/* aux[i] for every get-tuple-element: first leaf of element `index` in its
- * operand (-1 if malformed).  Prefix sums once per tuple operand. */
-static void setup_gte(Prop *p)
-{
-    const HloComputation *c = p->c;
-    int32_t n = c->n_insts;
-    p->aux = ARENA_ARRAY(p->scratch, int32_t, n + 1);
-    for (int32_t o = 0; o < n; o++) {
-        const Shape *s = &c->insts[o].shape;
-        int32_t *pre = NULL;
-        for (int32_t e = p->ustart[o]; e < p->ustart[o + 1]; e++) {
-            int32_t u = p->edges[e].user;
-            if (c->insts[u].op != HLO_GET_TUPLE_ELEMENT) continue;
-            int64_t idx = hlo_attrs(&c->insts[u])->index;
-            p->aux[u] = -1;
-            if (!shape_is_tuple(s) || idx < 0 || idx >= s->n_elems) continue;
-            if (!pre) {
-                pre = ARENA_ARRAY(p->scratch, int32_t, s->n_elems + 1);
-                for (int32_t k = 0; k < s->n_elems; k++) pre[k + 1] = pre[k] + shape_leaf_count(&s->elems[k]);
+    HloModule *m = e->m;
+    for (int32_t x = 0; x < e->n_sharded; x++) {
+        int32_t gi = e->sharded[x], c = e->icomp[gi];
+        const HloInst *in = ginst(e, gi);
+        int32_t n = m->comps[c].n_insts;
+        bool user = in->sharding_from_user;
+        if (!user && (e->iflag[gi] & IF_FIXED))
+            continue;
+        int32_t org = user ? gi : in->sharding_origin >= 0 && in->sharding_origin < n
+                                       ? e->comp_first[c] + in->sharding_origin
+                                       : -1;
+        for (int32_t l = e->leaf0[gi]; l < e->leaf0[gi + 1]; l++) {
+            const Sharding *s = sharding_at(in->sharding, l - e->leaf0[gi]);
+            const Shape *sh = e->lshape[l];
+            if (!s || !shape_is_array(sh))
+                continue;
+            if (s->kind == SHARDING_MANUAL) {
+                e->st[l] = ST_MANUAL;
+                e->lorg[l] = org;
+                if (user)
+                    e->lfl[l] |= LF_FIXED;
+                continue;
             }
-            p->aux[u] = pre[idx];
-        }
-    }
-}
-
-/* The per-atom origin table of instruction i's starting state: i itself
- * for an annotation; for a sharding an earlier propagation inferred, the
- * origins it recorded (dims of an array; else the whole); NULL if none. */
-static const int32_t *seed_atom_origins(Prop *p, int32_t i, bool user)
-{
-    const HloInst *in = &p->c->insts[i];
-    int32_t n = p->mesh->n_atoms, o = user ? i : in->sharding_origin;
-    if (o >= p->c->n_insts) o = -1;
-    const int32_t *dims = user || !shape_is_array(&in->shape) ? NULL : in->sharding_dim_origin;
-    if (o < 0 && !dims) return NULL;
-    int32_t *t = ARENA_ARRAY(p->scratch, int32_t, n > 0 ? n : 1);
-    for (int32_t k = 0; k < n; k++) t[k] = o;
-    const Sharding *s = in->sharding;
-    for (int32_t d = 0; dims && s->kind == SHARDING_TILED && d < s->tile.rank && d < in->shape.rank; d++) {
-        const int8_t *a = sharding_dim_atoms(s, d);
-        int32_t od = dims[d] < p->c->n_insts ? dims[d] : -1;
-        for (int32_t k = 0; k < sharding_dim_n(s, d); k++)
-            if (a[k] >= 0 && a[k] < n) t[a[k]] = od;
-    }
-    return t;
-}
-
-/* Initial states: user annotations and forced-replicated leaves are fixed;
- * a non-user sharding already present seeds its leaves (with the origins
- * recorded for it). */
-static void setup_states(Prop *p, bool is_entry)
-{
-    const HloComputation *c = p->c;
-    p->opaque = ARENA_ARRAY(p->scratch, uint8_t, c->n_insts + 1);
-    for (int32_t i = 0; i < c->n_insts; i++) {
-        const HloInst *in = &c->insts[i];
-        bool user = in->sharding_from_user && in->sharding;
-        bool forced = !is_entry && (in->op == HLO_PARAMETER || i == c->root);
-        const int32_t *table = NULL;
-        bool seeded = false;
-        p->opaque[i] = is_opaque(in);
-        for (int32_t l = 0; l < nleaves(p, i); l++) {
-            int32_t lf = leaf(p, i) + l;
-            p->lorg[lf] = -1;
-            if (user || (!p->opaque[i] && !forced && in->sharding)) {
-                const Sharding *s = user_leaf(in->sharding, l);
-                p->st[lf] = s ? source_form(p, s, p->leaf_shape[lf]) : NULL;
+            Tiling t;
+            if (!sharding_to_tiling(s, sh->rank, &t)) {
+                if (user)
+                    e->lfl[l] |= LF_FIXED;
+                continue;
             }
-            if (p->st[lf]) {
-                if (!seeded) table = seed_atom_origins(p, i, user);
-                seeded = true;
-                p->lorg[lf] = user ? i : in->sharding_origin < c->n_insts ? in->sharding_origin : -1;
-                p->aorg[lf] = table;
+            uint32_t partial = t.partial;
+            t = tiling_strip_partial(t);
+            if (!user) {
+                if (tiling_n_atoms(&t) == 0)
+                    continue;
+                e->st[l] = pool_add(e, &t);
+                e->lorg[l] = org;
+                e->aorg[l] = seeded_origins(e, gi, &t, org);
+                continue;
             }
-            p->fixed[lf] = user || p->opaque[i] || forced;
+            if (s->kind == SHARDING_MAXIMAL) {
+                e->lfl[l] |= LF_FIXED;
+                e->lorg[l] = org;
+                e->st[l] = pool_add(e, &t);
+                continue;
+            }
+            GROW(e->anns, e->n_anns, e->cap_anns);
+            Ann *an = &e->anns[e->n_anns];
+            memset(an, 0, sizeof *an);
+            an->t = t;
+            an->open = s->open_dims & dims_mask(t.rank);
+            an->forbid = s->replicated_atoms | partial | s->manual_atoms;
+            for (int32_t d = 0; d < t.rank; d++)
+                an->prio[d] = s->priority[d] ? (uint8_t)(s->priority[d] - 1) : 0;
+            an->inst = gi;
+            e->annx[l] = e->n_anns++;
+            e->lorg[l] = gi;
+            /* round 0 sees only the dims of priority 0 */
+            Tiling vis = t;
+            for (int32_t d = 0; d < t.rank; d++)
+                if (an->prio[d] > 0)
+                    tiling_set_dim(&vis, d, NULL, 0);
+            e->st[l] = pool_add(e, &vis);
         }
     }
 }
 
-/* ================================================================ driver */
+/* ================================================================ results */
 
-static bool all_fixed(const Prop *p, int32_t i)
+static void final_leaf(Sharding *out, const Engine *e, int32_t lf, bool named)
 {
-    for (int32_t lf = leaf(p, i); lf < leaf(p, i + 1); lf++)
-        if (!p->fixed[lf]) return false;
-    return true;
-}
-
-/* One forward sweep in program order, one backward sweep in reverse order. */
-static void sweep(Prop *p)
-{
-    int32_t n = p->c->n_insts;
-    for (int32_t i = 0; i < n; i++) {
-        const Rule *r = &RULES[p->c->insts[i].op];
-        if (!p->opaque[i] && r->fwd && p->phase >= r->fwd_phase && !all_fixed(p, i)) r->fwd(p, i);
-    }
-    for (int32_t o = n - 1; o >= 0; o--) {
-        if (all_fixed(p, o)) continue;
-        for (int32_t e = p->ustart[o]; e < p->ustart[o + 1]; e++) {
-            int32_t u = p->edges[e].user;
-            const Rule *r = &RULES[p->c->insts[u].op];
-            if (!p->opaque[u] && r->bwd && p->phase >= r->bwd_phase) r->bwd(p, u, &p->edges[e]);
-        }
-    }
-}
-
-static void final_leaf(Sharding *out, const Sharding *st, const Shape *sh, bool named)
-{
-    if (!st) {
+    if (e && e->st[lf] == ST_MANUAL) {
         *out = sharding_replicated();
-        out->tile.rank = shape_is_array(sh) ? sh->rank : 0;
+        out->kind = SHARDING_MANUAL;
+    } else if (e && has_tiling(e, lf)) {
+        *out = sharding_from_tiling(state(e, lf));
+        out->tile.rank = (int8_t)leaf_rank(e, lf);
     } else {
-        *out = *st;
-        out->tile.partial = 0;
-        out->tile.kind = REDUCE_NONE;
-        out->n_elems = 0;
-        out->elems = NULL;
-        sharding_normalize(out);
+        *out = sharding_replicated();
     }
+    if (e && out->kind == SHARDING_REPLICATED)
+        out->tile.rank = (int8_t)(shape_is_array(e->lshape[lf]) ? leaf_rank(e, lf) : 0);
     out->named_form = named;
 }
 
-/* Writes every non-user instruction's sharding into the module arena. */
-static void materialize(HloModule *m, HloComputation *c, const Prop *p, bool named)
+/* The annotation of instruction in, with the leaves propagation extended
+ * (open dims) replaced by their grown tilings (partial atoms kept). */
+static Sharding *extended_annotation(const Engine *e, const HloInst *in, int32_t gi)
 {
-    int32_t count = 0;
-    for (int32_t i = 0; i < c->n_insts; i++) count += !(c->insts[i].sharding_from_user && c->insts[i].sharding);
-    if (count == 0) return;
-    Sharding *arr = ARENA_ARRAY(m->arena, Sharding, count);
-    for (int32_t i = 0, j = 0; i < c->n_insts; i++) {
-        HloInst *in = &c->insts[i];
-        if (in->sharding_from_user && in->sharding) continue;
-        Sharding *s = &arr[j++];
-        int32_t nl = p ? nleaves(p, i) : shape_leaf_count(&in->shape);
-        int32_t base = p ? leaf(p, i) : 0;
-        if (shape_is_tuple(&in->shape)) {
+    HloModule *m = e->m;
+    Sharding *s = ARENA_NEW(m->arena, Sharding);
+    *s = *in->sharding;
+    int32_t nl = nleaves(e, gi);
+    if (shape_is_tuple(&in->shape)) {
+        s->kind = SHARDING_TUPLE;
+        s->n_elems = nl;
+        s->elems = ARENA_ARRAY(m->arena, Sharding, nl ? nl : 1);
+        for (int32_t l = 0; l < nl; l++) {
+            const Sharding *src = sharding_at(in->sharding, l);
+            s->elems[l] = src ? *src : sharding_replicated();
+        }
+    }
+    for (int32_t l = 0; l < nl; l++) {
+        int32_t lf = e->leaf0[gi] + l;
+        if (!(e->lfl[lf] & LF_EXTENDED))
+            continue;
+        Sharding *t = shape_is_tuple(&in->shape) ? &s->elems[l] : s;
+        uint32_t partial = t->tile.partial;
+        uint8_t kind = t->tile.kind;
+        bool named = t->named_form;
+        uint32_t open = t->open_dims, rep = t->replicated_atoms;
+        uint8_t prio[SPMDC_MAX_RANK];
+        memcpy(prio, t->priority, sizeof prio);
+        *t = sharding_tiled(leaf_rank(e, lf));
+        t->tile = *state(e, lf);
+        t->tile.partial = partial;
+        t->tile.kind = kind;
+        t->named_form = named;
+        t->open_dims = open;
+        t->replicated_atoms = rep;
+        memcpy(t->priority, prio, sizeof prio);
+        sharding_normalize(t);
+    }
+    return s;
+}
+
+/* Local index of global instruction o if it is in computation c, else -1. */
+static int32_t local_in(const Engine *e, int32_t o, int32_t c)
+{
+    return o >= 0 && e->icomp[o] == c ? o - e->comp_first[c] : -1;
+}
+
+/* Per dim of array leaf lf, the annotation that split it (its major
+ * atom's origin), as local indices in computation c; NULL when every split
+ * dim came from the leaf's origin. */
+static const int32_t *dim_origins(HloModule *m, const Engine *e, int32_t lf, int32_t c)
+{
+    if (!has_tiling(e, lf) || !e->aorg[lf])
+        return NULL;
+    const Tiling *s = state(e, lf);
+    int32_t o[SPMDC_MAX_RANK];
+    bool same = true;
+    int32_t own = local_in(e, e->lorg[lf], c);
+    for (int32_t d = 0; d < s->rank; d++) {
+        int8_t a = tiling_dim_n(s, d) > 0 ? tiling_dim(s, d)[0] : -1;
+        o[d] = a >= 0 ? local_in(e, e->aorg[lf][a], c) : -1;
+        same &= tiling_dim_n(s, d) == 0 || o[d] == own;
+    }
+    return same ? NULL : arena_memdup(m->arena, o, sizeof(int32_t) * (size_t)s->rank);
+}
+
+/* The provenance of instruction i of computation c (hlo.h): an annotation
+ * is its own origin; an inferred sharding the origin of its first leaf that
+ * has one (arrays: and per dim when the dims came from different
+ * annotations). */
+static void record_origin(HloModule *m, const Engine *e, int32_t c, int32_t i)
+{
+    HloInst *in = &m->comps[c].insts[i];
+    in->sharding_origin = in->sharding_from_user && in->sharding ? i : -1;
+    in->sharding_dim_origin = NULL;
+    if (!e || in->sharding_origin >= 0)
+        return;
+    int32_t gi = e->comp_first[c] + i;
+    for (int32_t lf = e->leaf0[gi]; lf < e->leaf0[gi + 1] && in->sharding_origin < 0; lf++)
+        if (e->st[lf] != ST_NONE && !(e->lfl[lf] & LF_FIXED))
+            in->sharding_origin = local_in(e, e->lorg[lf], c);
+    if (shape_is_array(&in->shape) && nleaves(e, gi) == 1)
+        in->sharding_dim_origin = dim_origins(m, e, e->leaf0[gi], c);
+}
+
+/* The shared sharding of array leaf lf (one per distinct final state, in
+ * the module arena: shardings are never changed in place). */
+static Sharding *shared_leaf(HloModule *m, const Engine *e, int32_t lf, bool named, Sharding **by_pool,
+                             Sharding **by_rank)
+{
+    int32_t st = e ? e->st[lf] : ST_NONE;
+    if (st >= ST_FIRST && by_pool[st])
+        return by_pool[st];
+    int32_t rank = e ? (shape_is_array(e->lshape[lf]) ? leaf_rank(e, lf) : 0) : 0;
+    if (st == ST_NONE && by_rank[rank])
+        return by_rank[rank];
+    if (st == ST_MANUAL && by_rank[SPMDC_MAX_RANK + 1])
+        return by_rank[SPMDC_MAX_RANK + 1];
+    Sharding *s = ARENA_NEW(m->arena, Sharding);
+    final_leaf(s, e, lf, named);
+    if (st >= ST_FIRST)
+        by_pool[st] = s;
+    else
+        by_rank[st == ST_MANUAL ? SPMDC_MAX_RANK + 1 : rank] = s;
+    return s;
+}
+
+/* Writes every instruction's sharding (annotations are kept as they are
+ * unless propagation extended an open dim; arrays with equal shardings
+ * share one Sharding) and its provenance. */
+static void materialize(HloModule *m, const Engine *e, bool named)
+{
+    Sharding **by_pool = e ? xcalloc((size_t)e->n_pool + 1, sizeof(Sharding *)) : NULL;
+    Sharding *by_rank[SPMDC_MAX_RANK + 2] = {NULL};
+    for (int32_t c = 0; c < m->n_comps; c++) {
+        HloComputation *comp = &m->comps[c];
+        for (int32_t i = 0; i < comp->n_insts; i++) {
+            HloInst *in = &comp->insts[i];
+            int32_t gi = e ? e->comp_first[c] + i : -1;
+            if (in->sharding_from_user && in->sharding) {
+                bool ext = false;
+                for (int32_t l = e ? e->leaf0[gi] : 0; e && l < e->leaf0[gi + 1]; l++)
+                    ext |= (e->lfl[l] & LF_EXTENDED) != 0;
+                if (ext)
+                    in->sharding = extended_annotation(e, in, gi);
+                record_origin(m, e, c, i);
+                continue;
+            }
+            if (!shape_is_tuple(&in->shape)) {
+                if (e) {
+                    in->sharding = shared_leaf(m, e, e->leaf0[gi], named, by_pool, by_rank);
+                } else {
+                    Sharding *s = ARENA_NEW(m->arena, Sharding);
+                    *s = sharding_replicated();
+                    s->tile.rank = (int8_t)(shape_is_array(&in->shape) ? in->shape.rank : 0);
+                    s->named_form = named;
+                    in->sharding = s;
+                }
+                record_origin(m, e, c, i);
+                continue;
+            }
+            int32_t nl = shape_leaf_count(&in->shape);
+            Sharding *s = ARENA_NEW(m->arena, Sharding);
             s->kind = SHARDING_TUPLE;
             s->n_elems = nl;
             s->named_form = named;
             s->elems = nl ? ARENA_ARRAY(m->arena, Sharding, nl) : NULL;
-            const Shape **ls = p ? NULL : ARENA_ARRAY(m->arena, const Shape *, nl + 1);
+            const Shape **ls = e ? NULL : ARENA_ARRAY(m->arena, const Shape *, nl + 1);
             int32_t k = 0;
-            if (ls) collect_leaf_shapes(&in->shape, ls, &k);
-            for (int32_t l = 0; l < nl; l++)
-                final_leaf(&s->elems[l], p ? p->st[base + l] : NULL, p ? p->leaf_shape[base + l] : ls[l], named);
-        } else {
-            final_leaf(s, p ? p->st[base] : NULL, &in->shape, named);
-        }
-        in->sharding = s;
-    }
-}
-
-/* Per dim of array leaf lf's final state, the annotation that split it
- * (its major atom's origin), in the module arena; NULL when every split dim
- * came from the leaf's origin. */
-static const int32_t *dim_origins(HloModule *m, const Prop *p, int32_t lf)
-{
-    const Sharding *s = p->st[lf];
-    if (!s || s->kind != SHARDING_TILED || !p->aorg[lf]) return NULL;
-    int32_t o[SPMDC_MAX_RANK];
-    bool same = true;
-    for (int32_t d = 0; d < s->tile.rank && d < SPMDC_MAX_RANK; d++) {
-        int8_t a = sharding_dim_n(s, d) > 0 ? sharding_dim_atoms(s, d)[0] : -1;
-        o[d] = a >= 0 && a < p->mesh->n_atoms ? p->aorg[lf][a] : -1;
-        same &= sharding_dim_n(s, d) == 0 || o[d] == p->lorg[lf];
-    }
-    return same ? NULL : arena_memdup(m->arena, o, sizeof(int32_t) * (size_t)s->tile.rank);
-}
-
-/* Writes the provenance of every instruction: an annotation is its own
- * origin; an inferred sharding the origin of its first leaf that has one
- * (arrays: and per dim when the dims came from different annotations). */
-static void record_origins(HloModule *m, HloComputation *c, const Prop *p)
-{
-    for (int32_t i = 0; i < c->n_insts; i++) {
-        HloInst *in = &c->insts[i];
-        in->sharding_origin = in->sharding_from_user && in->sharding ? i : -1;
-        in->sharding_dim_origin = NULL;
-        if (!p || in->sharding_origin >= 0) continue;
-        for (int32_t lf = leaf(p, i); lf < leaf(p, i + 1) && in->sharding_origin < 0; lf++)
-            if (p->st[lf]) in->sharding_origin = p->lorg[lf];
-        if (shape_is_array(&in->shape) && nleaves(p, i) == 1) in->sharding_dim_origin = dim_origins(m, p, leaf(p, i));
-    }
-}
-
-static void propagate_computation(HloModule *m, int32_t ci, Arena *scratch, bool named)
-{
-    HloComputation *c = &m->comps[ci];
-    Prop p;
-    memset(&p, 0, sizeof p);
-    p.c = c;
-    p.mesh = &m->mesh;
-    p.scratch = scratch;
-    if (!m->has_mesh || !setup_leaves(&p)) {
-        materialize(m, c, NULL, named);
-        record_origins(m, c, NULL);
-        return;
-    }
-    setup_edges(&p);
-    setup_gte(&p);
-    setup_states(&p, c->is_entry || ci == m->entry);
-    for (p.phase = 0; p.phase < PH_COUNT; p.phase++) {
-        for (int s = 0; s < MAX_SWEEPS; s++) {
-            p.changed = false;
-            sweep(&p);
-            if (!p.changed) break;
+            if (ls)
+                collect_leaf_shapes(&in->shape, ls, &k);
+            for (int32_t l = 0; l < nl; l++) {
+                if (e) {
+                    final_leaf(&s->elems[l], e, e->leaf0[gi] + l, named);
+                } else {
+                    s->elems[l] = sharding_replicated();
+                    s->elems[l].tile.rank = (int8_t)(shape_is_array(ls[l]) ? ls[l]->rank : 0);
+                    s->elems[l].named_form = named;
+                }
+            }
+            in->sharding = s;
+            record_origin(m, e, c, i);
         }
     }
-    materialize(m, c, &p, named);
-    record_origins(m, c, &p);
+    free(by_pool);
 }
 
 /* Whether the input wrote its shardings in the named (mesh) form. */
@@ -1044,7 +1880,8 @@ static bool module_uses_named_form(const HloModule *m)
     for (int32_t ci = 0; ci < m->n_comps; ci++)
         for (int32_t i = 0; i < m->comps[ci].n_insts; i++) {
             const HloInst *in = &m->comps[ci].insts[i];
-            if (!in->sharding_from_user || !in->sharding) continue;
+            if (!in->sharding_from_user || !in->sharding)
+                continue;
             const Sharding *s = in->sharding;
             if (s->named_form || (s->kind == SHARDING_TUPLE && s->n_elems > 0 && s->elems[0].named_form))
                 return true;
@@ -1052,12 +1889,307 @@ static bool module_uses_named_form(const HloModule *m)
     return false;
 }
 
+/* ================================================================ the pass */
+
+static int cmp_u8(const void *a, const void *b) { return (int)*(const uint8_t *)a - (int)*(const uint8_t *)b; }
+
+static void run(Engine *e)
+{
+    /* priorities present, ascending (0 always) */
+    uint8_t prios[257];
+    int32_t np = 0;
+    bool seen[256] = {false};
+    seen[0] = true;
+    prios[np++] = 0;
+    for (int32_t k = 0; k < e->n_anns; k++)
+        for (int32_t d = 0; d < e->anns[k].t.rank; d++)
+            if (!seen[e->anns[k].prio[d]]) {
+                seen[e->anns[k].prio[d]] = true;
+                prios[np++] = e->anns[k].prio[d];
+            }
+    qsort(prios, (size_t)np, 1, cmp_u8);
+    for (int32_t l = 0; l < e->n_leaves; l++)
+        if (e->st[l] != ST_NONE) {
+            e->stamp[l] = 0;
+            GROW(e->changed, e->n_changed, e->cap_changed);
+            e->changed[e->n_changed++] = l;
+        }
+    for (int32_t r = 0; r < np; r++) {
+        e->round = r;
+        e->prio = prios[r];
+        if (r > 0) {
+            /* the dims of this priority appear on their values */
+            e->n_changed = 0;
+            for (int32_t l = 0; l < e->n_leaves; l++) {
+                if (e->annx[l] < 0)
+                    continue;
+                const Ann *an = &e->anns[e->annx[l]];
+                Tiling t = cur_tiling(e, l);
+                bool any = false;
+                for (int32_t d = 0; d < an->t.rank; d++)
+                    if (an->prio[d] == e->prio && tiling_dim_n(&an->t, d) > 0) {
+                        tiling_set_dim(&t, d, tiling_dim(&an->t, d), tiling_dim_n(&an->t, d));
+                        any = true;
+                    }
+                if (!any || !tiling_valid(&t))
+                    continue;
+                e->st[l] = pool_add(e, &t);
+                e->stamp[l] = r;
+                GROW(e->changed, e->n_changed, e->cap_changed);
+                e->changed[e->n_changed++] = l;
+            }
+        }
+        run_phases(e);
+    }
+}
+
+static void engine_free(Engine *e)
+{
+    free(e->pool);
+    free(e->htab);
+    free(e->anns);
+    free(e->props);
+    free(e->touched);
+    free(e->front);
+    free(e->front_cause);
+    free(e->pbuf);
+    free(e->changed);
+    free(e->ops);
+    free(e->conf);
+    free(e->cands);
+    arena_destroy(e->ra);
+}
+
+/* Runs the engine on m; false (e untouched) when the module has no mesh or
+ * an operand out of range. */
+static bool engine_run(Engine *e, HloModule *m, Arena *scratch)
+{
+    memset(e, 0, sizeof *e);
+    e->m = m;
+    e->mesh = &m->mesh;
+    e->a = scratch;
+    e->n_atoms = m->mesh.n_atoms;
+    if (!m->has_mesh)
+        return false;
+    setup_index(e);
+    bool *df = dataflow_comps(e);
+    if (!setup_classes(e, df))
+        return false;
+    e->ra = arena_create();
+    pool_add(e, &(Tiling){0}); /* ST_NONE */
+    pool_add(e, &(Tiling){0}); /* ST_MANUAL */
+    setup_identities(e, df);
+    setup_states(e);
+    run(e);
+    return true;
+}
+
 bool propagate_shardings(HloModule *m, PassCtx *cx)
+{
+    return propagate_shardings_explained(m, cx, NULL);
+}
+
+/* ================================================================ explanation */
+
+static void put_inst(StrBuf *b, const Engine *e, int32_t gi)
+{
+    const HloInst *in = ginst(e, gi);
+    if (e->icomp[gi] != e->m->entry)
+        sb_printf(b, "%s/", e->m->comps[e->icomp[gi]].name);
+    sb_puts(b, in->name);
+    if (in->span.begin.line)
+        sb_printf(b, " (line %u)", (unsigned)in->span.begin.line);
+}
+
+static void put_leaf(StrBuf *b, const Engine *e, int32_t lf)
+{
+    int32_t gi = e->linst[lf];
+    sb_puts(b, ginst(e, gi)->name);
+    if (nleaves(e, gi) > 1 || shape_is_tuple(&ginst(e, gi)->shape))
+        sb_printf(b, "{%d}", (int)(lf - e->leaf0[gi]));
+}
+
+static void put_state(StrBuf *b, const Engine *e, int32_t lf)
+{
+    if (e->st[lf] == ST_MANUAL) {
+        sb_puts(b, "manual");
+        return;
+    }
+    Tiling t = cur_tiling(e, lf);
+    tiling_describe(b, &t, e->mesh);
+}
+
+/* Candidate c of op conflict k: the tiling it gives every tensor. */
+static void put_op_candidate(StrBuf *b, Engine *e, const OpRule *r, const HloInst *in, int32_t gi, const Cand *c)
+{
+    for (int32_t k = 0; k < r->n_in + r->n_out; k++) {
+        Tiling t;
+        oprule_factors_to_tiling(r, k, &c->fs, e->mesh, &t, NULL);
+        if (k == r->n_in)
+            sb_puts(b, " -> ");
+        else if (k > 0)
+            sb_puts(b, ", ");
+        int32_t lf = tensor_leaf(e, in, gi, r, k);
+        put_leaf(b, e, lf);
+        sb_putc(b, ' ');
+        tiling_describe(b, &t, e->mesh);
+    }
+}
+
+static void explain_conflict(StrBuf *b, Engine *e, const Conflict *cf)
+{
+    const HloInst *in = ginst(e, cf->inst);
+    if (cf->leaf >= 0) {
+        sb_printf(b, "  conflict: %d shardings reached ", (int)cf->n);
+        put_leaf(b, e, cf->leaf);
+        sb_puts(b, " in the same step:\n");
+        for (int32_t j = 0; j < cf->n; j++) {
+            const Cand *c = &e->cands[cf->first + j];
+            sb_puts(b, "    ");
+            tiling_describe(b, &c->t, e->mesh);
+            sb_printf(b, ": %lld bytes per device%s\n", (long long)c->cost, j == cf->chosen ? "  <- chosen" : "");
+        }
+        return;
+    }
+    sb_printf(b, "  conflict at %s %s: its operands and results disagree; %d candidates:\n",
+              hlo_opcode_name(in->op), in->name, (int)cf->n);
+    OpRule r;
+    Arena *a = arena_create();
+    int32_t c = e->icomp[cf->inst];
+    if (oprule_build(e->m, c, cf->inst - e->comp_first[c], a, &r)) {
+        for (int32_t j = 0; j < cf->n; j++) {
+            const Cand *cd = &e->cands[cf->first + j];
+            sb_puts(b, "    ");
+            put_op_candidate(b, e, &r, in, cf->inst, cd);
+            sb_printf(b, ": %lld bytes per device%s\n", (long long)cd->cost, j == cf->chosen ? "  <- chosen" : "");
+        }
+    }
+    arena_destroy(a);
+}
+
+/* The instructions the first state of leaf lf came through, back to its
+ * source (at most `cap` shown, the rest counted). */
+static void put_path(StrBuf *b, const Engine *e, int32_t lf)
+{
+    enum { CAP = 12 };
+    int32_t hops[CAP], n = 0, total = 0, src = lf;
+    for (int32_t l = lf; l >= 0 && e->from[l] >= 0 && total <= e->n_leaves; l = e->from[l]) {
+        if (n < CAP)
+            hops[n++] = e->via[l];
+        total++;
+        src = e->from[l];
+    }
+    put_leaf(b, e, src);
+    for (int32_t k = n - 1; k >= 0; k--) {
+        if (k == n - 1 && total > CAP)
+            sb_printf(b, " -> ... (%d more)", (int)(total - CAP));
+        const HloInst *v = ginst(e, hops[k]);
+        sb_printf(b, " -> %s %s", hlo_opcode_name(v->op), v->name);
+    }
+}
+
+static void explain_leaf(StrBuf *b, const Engine *e, int32_t lf)
+{
+    int32_t gi = e->linst[lf];
+    const HloInst *in = ginst(e, gi);
+    if (!shape_is_array(e->lshape[lf]))
+        return;
+    sb_puts(b, "  ");
+    if (nleaves(e, gi) > 1 || shape_is_tuple(&in->shape))
+        sb_printf(b, "leaf %d: ", (int)(lf - e->leaf0[gi]));
+    put_state(b, e, lf);
+    if (e->annx[lf] >= 0) {
+        sb_puts(b, (e->lfl[lf] & LF_EXTENDED) ? ": annotated, extended on its open dims" : ": annotated");
+        if (!(e->lfl[lf] & LF_EXTENDED)) {
+            sb_putc(b, '\n');
+            return;
+        }
+    } else if (e->lfl[lf] & LF_FIXED) {
+        sb_puts(b, e->st[lf] == ST_NONE || e->st[lf] >= ST_FIRST ? ": fixed (no rule, or a reducer's value)\n"
+                                                                 : ": annotated\n");
+        return;
+    } else if (e->st[lf] == ST_NONE) {
+        sb_puts(b, ": replicated, no annotation reaches it\n");
+        return;
+    }
+    /* the annotations its atoms came from */
+    sb_puts(b, "; from ");
+    int32_t seen[SPMDC_MAX_ATOMS], ns = 0;
+    if (e->st[lf] >= ST_FIRST) {
+        const Tiling *t = state(e, lf);
+        for (int32_t d = 0; d < t->rank; d++) {
+            const int8_t *a = tiling_dim(t, d);
+            for (int32_t k = 0; k < tiling_dim_n(t, d); k++) {
+                int32_t o = e->aorg[lf] ? e->aorg[lf][a[k]] : e->lorg[lf];
+                bool dup = false;
+                for (int32_t j = 0; j < ns; j++)
+                    dup |= seen[j] == o;
+                if (!dup)
+                    seen[ns++] = o;
+            }
+        }
+    }
+    if (ns == 0)
+        seen[ns++] = e->lorg[lf];
+    for (int32_t j = 0; j < ns; j++) {
+        if (j)
+            sb_puts(b, ", ");
+        if (seen[j] < 0)
+            sb_puts(b, "an earlier propagation");
+        else
+            put_inst(b, e, seen[j]);
+    }
+    if (e->from[lf] >= 0) {
+        sb_puts(b, "\n    path: ");
+        put_path(b, e, lf);
+    }
+    sb_putc(b, '\n');
+}
+
+static void explain(StrBuf *b, Engine *e)
+{
+    /* conflicts per instruction, in instruction order */
+    int32_t *cstart = xcalloc((size_t)e->n_insts + 1, sizeof(int32_t)), *clist = NULL;
+    for (int32_t k = 0; k < e->n_conf; k++)
+        cstart[e->conf[k].inst + 1]++;
+    for (int32_t g = 0; g < e->n_insts; g++)
+        cstart[g + 1] += cstart[g];
+    clist = xmalloc(sizeof(int32_t) * (size_t)(e->n_conf ? e->n_conf : 1));
+    int32_t *fill = xmalloc(sizeof(int32_t) * (size_t)(e->n_insts + 1));
+    memcpy(fill, cstart, sizeof(int32_t) * (size_t)e->n_insts);
+    for (int32_t k = 0; k < e->n_conf; k++)
+        clist[fill[e->conf[k].inst]++] = k;
+    for (int32_t gi = 0; gi < e->n_insts; gi++) {
+        const HloInst *in = ginst(e, gi);
+        bool any_array = false;
+        for (int32_t l = e->leaf0[gi]; l < e->leaf0[gi + 1]; l++)
+            any_array |= e->lshape[l]->rank >= 0;
+        if (!any_array && cstart[gi] == cstart[gi + 1])
+            continue;
+        put_inst(b, e, gi);
+        sb_printf(b, " = %s:\n", hlo_opcode_name(in->op));
+        for (int32_t l = e->leaf0[gi]; l < e->leaf0[gi + 1]; l++)
+            explain_leaf(b, e, l);
+        for (int32_t k = cstart[gi]; k < cstart[gi + 1]; k++)
+            explain_conflict(b, e, &e->conf[clist[k]]);
+    }
+    free(cstart);
+    free(clist);
+    free(fill);
+}
+
+bool propagate_shardings_explained(HloModule *m, PassCtx *cx, StrBuf *why)
 {
     Arena *own = cx && cx->scratch ? NULL : arena_create();
     Arena *scratch = own ? own : cx->scratch;
     bool named = module_uses_named_form(m);
-    for (int32_t ci = 0; ci < m->n_comps; ci++) propagate_computation(m, ci, scratch, named);
+    Engine e;
+    bool ran = engine_run(&e, m, scratch);
+    if (why && ran)
+        explain(why, &e);
+    materialize(m, ran ? &e : NULL, named);
+    if (ran)
+        engine_free(&e);
     arena_destroy(own);
     return true;
 }

@@ -26,9 +26,11 @@
  * array) came from. */
 bool propagate_shardings(HloModule *m, PassCtx *cx);
 
-/* Name of the propagation rule of an opcode ("elementwise", "dot", "leaf",
- * "opaque", ...), or NULL if the rule table has no entry for it (a unit test
- * walks hlo_opcodes.def with it). */
-const char *propagate_rule_name(HloOpcode op);
+/* propagate_shardings, and appends to *why (may be NULL) why every value
+ * got its sharding: per instruction and array leaf, the annotation(s) it
+ * came from (instruction and line), the instructions it came through, and
+ * every conflict decided on the way with its candidates and their costs in
+ * bytes per device (the report's cost model). */
+bool propagate_shardings_explained(HloModule *m, PassCtx *cx, StrBuf *why);
 
 #endif

@@ -1061,16 +1061,6 @@ static void test_remat_warning_per_op(void **state)
          {"x2: f32[8,16] split [{}, {d}] is all-gathered to its full size on every device for r (reshaping its "
           "split dim 1 to f32[128] is not partitioned yet: the shards are not contiguous pieces of the result)",
           NULL}},
-        /* pad on the unsplit dim 1, its result replicated only by default:
-         * gathering x (384 B) is cheaper than gathering the f32[16,40] pad
-         * (3/4 * 2,560 = 1,920 B), but nothing asked for a whole x */
-        {"  %z = f32[] constant(0)\n"
-         "  %p = f32[16,40] pad(%x, %z), padding=0_0x16_16\n"
-         "  ROOT %n = f32[16,40] negate(%p), sharding={mesh[d=4], [{d}, {}]}\n",
-         384, "p", 18,
-         {X_WHOLE "p (p is replicated only by default: it has no annotation and propagation gives it nothing; "
-                  "annotate it)",
-          NULL}},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
         check_remat_case(&cases[k]);
@@ -1100,10 +1090,9 @@ static void test_remat_intended_no_warning(void **state)
          * [3t+1, 3t+4), at most 2 below its [4t, 4t+4): 64 B */
         {"  ROOT %s = f32[12,8] slice(%x), slice={[1:13], [0:8]}, sharding={mesh[d=4], [{d}, {}]}\n", 64, NULL, 0,
          {NULL, NULL}},
-        /* the same slice replicated by default: computed split (64 B) and
-         * its f32[3,8] shards all-gathered (3/4 * 384 = 288 B): 352 B, less
-         * than gathering x (384 B) */
-        {"  ROOT %s = f32[12,8] slice(%x), slice={[1:13], [0:8]}\n", 352, NULL, 0, {NULL, NULL}},
+        /* the same slice unannotated: propagation gives it x's split (12
+         * rows divide into 4), so it costs the same 64 B */
+        {"  ROOT %s = f32[12,8] slice(%x), slice={[1:13], [0:8]}\n", 64, NULL, 0, {NULL, NULL}},
         /* pad 2_2 -> 20 rows, 5 a device: shard t reads [5t-2, 5t+3): 1 row
          * from below (t=1) and 1 from above (t=2): 2 x 32 = 64 B */
         {"  %z = f32[] constant(0)\n"
@@ -1146,6 +1135,12 @@ static void test_remat_intended_no_warning(void **state)
          0, NULL, 0, {NULL, NULL}},
         /* a one-to-one reshape keeps the split: [16,8] on dim 0 -> [128] */
         {"  ROOT %r = f32[128] reshape(%x), sharding={mesh[d=4], [{d}]}\n", 0, NULL, 0, {NULL, NULL}},
+        /* pad on the unsplit dim 1: propagation gives p x's split through the
+         * pad's pass-through dim 0, so nothing moves */
+        {"  %z = f32[] constant(0)\n"
+         "  %p = f32[16,40] pad(%x, %z), padding=0_0x16_16\n"
+         "  ROOT %n = f32[16,40] negate(%p), sharding={mesh[d=4], [{d}, {}]}\n",
+         0, NULL, 0, {NULL, NULL}},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
         check_remat_case(&cases[k]);
