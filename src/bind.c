@@ -32,6 +32,7 @@
 #include "spmdc/sdy.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* What the file's shardings say about the mesh. */
@@ -311,6 +312,37 @@ static bool same_mesh_layout(const Mesh *a, const Mesh *b)
  * reorders or resizes the export's mesh, so a positional tiling without a
  * Shardy string no longer means what it meant, and is dropped (warning);
  * user_mesh: the mesh is --mesh. */
+/* XLA's `backend_config="unspecified_dims=[1,3]"` on a Sharding custom-call
+ * (jax's with_sharding_constraint with P.UNCONSTRAINED dims): those dims of
+ * the bound array sharding s are open to propagation.  A config that is not
+ * such a list is left alone. */
+static void open_unspecified_dims(const HloInst *inst, Sharding *s)
+{
+    const HloAttrs *a = hlo_attrs(inst);
+    if (inst->op != HLO_CUSTOM_CALL || !a->custom_call_target || strcmp(a->custom_call_target, "Sharding") != 0 ||
+        s->kind == SHARDING_TUPLE || !shape_is_array(&inst->shape))
+        return;
+    for (int32_t k = 0; k < a->n_raw; k++) {
+        const char *p = strcmp(a->raw[k].name, "backend_config") == 0 ? strstr(a->raw[k].text, "unspecified_dims=[")
+                                                                        : NULL;
+        if (!p)
+            continue;
+        p += strlen("unspecified_dims=[");
+        uint32_t open = 0;
+        while (*p >= '0' && *p <= '9') {
+            char *end;
+            long d = strtol(p, &end, 10);
+            if (d >= 0 && d < inst->shape.rank)
+                open |= 1u << d;
+            p = end;
+            while (*p == ',' || *p == ' ')
+                p++;
+        }
+        if (*p == ']')
+            s->open_dims |= open;
+    }
+}
+
 static bool bind_all(HloModule *m, bool sdy, bool sdy_moved, bool user_mesh, DiagEngine *diag)
 {
     bool ok = true;
@@ -355,6 +387,7 @@ static bool bind_all(HloModule *m, bool sdy, bool sdy_moved, bool user_mesh, Dia
                 ok = false;
                 continue;
             }
+            open_unspecified_dims(inst, s);
             inst->sharding = s;
             inst->sharding_from_user = true;
         }

@@ -265,7 +265,22 @@ static bool sh_axis_list(Lower *lw, const AstVal *v, ShardingSyntax *s, AxisUse 
     return true;
 }
 
-/* `[{x}, {y, ?}, {}]`: one entry per tensor dim; `?` (last) marks it open. */
+/* The N of a dim's `p<N>` priority word, or -1 if w is no such word. */
+static int64_t priority_word(const AstVal *w)
+{
+    if (!w || w->kind != AV_WORD || w->t.n < 2 || w->t.s[0] != 'p')
+        return -1;
+    int64_t n = 0;
+    for (size_t k = 1; k < w->t.n; k++) {
+        if (w->t.s[k] < '0' || w->t.s[k] > '9' || n > 1000)
+            return -1;
+        n = n * 10 + (w->t.s[k] - '0');
+    }
+    return n;
+}
+
+/* `[{x}, {y, ?}, {}]`: one entry per tensor dim; `?` (last) marks it open;
+ * a `p<N>` after a dim is its priority (Shardy's user priorities). */
 static bool sh_dims(Lower *lw, const AstVal *v, ShardingSyntax *s, AxisUse *use)
 {
     int32_t nd = ast_count(v->child);
@@ -276,6 +291,15 @@ static bool sh_dims(Lower *lw, const AstVal *v, ShardingSyntax *s, AxisUse *use)
     int32_t d = 0;
     for (const AstVal *e = v->child; e; e = e->next, d++) {
         const AstVal *g = elem_single(e);
+        if (!g && e->child && e->child->next && !e->child->next->next && is_group(e->child, AV_BRACE)) {
+            int64_t prio = priority_word(e->child->next);
+            if (prio < 0 || prio > 254)
+                return parse_err(lw, &e->child->next->loc,
+                                 "expected a priority like p0 after a dimension sharding, found %s",
+                                 describe(lw, e->child->next));
+            g = e->child;
+            s->dim_priority[d] = (uint8_t)(prio + 1);
+        }
         if (!is_group(g, AV_BRACE))
             return parse_err(lw, &e->loc, "expected a dimension sharding like {x} or {}, found %s", describe(lw, e));
         int32_t n = ast_count(g->child);

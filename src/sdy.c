@@ -5,8 +5,8 @@
  * [dims]( , replicated={..})?( , unreduced={..})?>` or the same inside
  * `#sdy.sharding_per_value<[<...>]>` with exactly one entry.  A dim is
  * `{}` / `{"x", "y"}` / `{"x":(2)2}` with an optional trailing `?` (open)
- * and `pN` priority (ignored).  Escapes are skipped as we scan: a `\"` is a
- * quote.  Anything else makes the reader give up quietly.
+ * and `pN` priority (propagation's rounds).  Escapes are skipped as we
+ * scan: a `\"` is a quote.  Anything else makes the reader give up quietly.
  */
 #include "spmdc/sdy.h"
 
@@ -63,8 +63,9 @@ static bool read_axis(Rd *r, Arena *arena, AxisRefSyntax *ax)
     return true;
 }
 
-/* `{` axes [`?`] `}` [`p` N] into a run of axis refs. */
-static bool read_dim(Rd *r, Arena *arena, AxisRefSyntax **axes, int32_t *n, bool *open)
+/* `{` axes [`?`] `}` [`p` N] into a run of axis refs; *prio gets 1 + N
+ * (0 without a priority). */
+static bool read_dim(Rd *r, Arena *arena, AxisRefSyntax **axes, int32_t *n, bool *open, uint8_t *prio)
 {
     if (!eat(r, '{')) return false;
     AxisRefSyntax tmp[SPMDC_MAX_ATOMS];
@@ -86,8 +87,15 @@ static bool read_dim(Rd *r, Arena *arena, AxisRefSyntax **axes, int32_t *n, bool
         (*n)++;
     }
     r->p++;
-    if (*r->p == 'p') /* priority: no effect on partitioning */
-        for (r->p++; *r->p >= '0' && *r->p <= '9'; r->p++) {}
+    *prio = 0;
+    if (*r->p == 'p') { /* Shardy's user priority of the dim */
+        int64_t v = 0;
+        const char *start = ++r->p;
+        for (; *r->p >= '0' && *r->p <= '9' && v <= 254; r->p++)
+            v = v * 10 + (*r->p - '0');
+        if (r->p == start || v > 254) return false;
+        *prio = (uint8_t)(v + 1);
+    }
     *axes = *n ? arena_memdup(arena, tmp, sizeof(AxisRefSyntax) * (size_t)*n) : NULL;
     return true;
 }
@@ -112,10 +120,11 @@ static bool read_tensor(Rd *r, const Mesh *mesh, Arena *arena, ShardingSyntax *o
     AxisRefSyntax *dims[SPMDC_MAX_RANK];
     int32_t counts[SPMDC_MAX_RANK], nd = 0;
     uint32_t open = 0;
+    uint8_t prio[SPMDC_MAX_RANK] = {0};
     skip(r);
     while (*r->p != ']') {
         bool o;
-        if (nd == SPMDC_MAX_RANK || !read_dim(r, arena, &dims[nd], &counts[nd], &o))
+        if (nd == SPMDC_MAX_RANK || !read_dim(r, arena, &dims[nd], &counts[nd], &o, &prio[nd]))
             return failf(why, whylen, "malformed sharding of dimension %d", (int)nd);
         if (o) open |= 1u << nd;
         nd++;
@@ -125,8 +134,27 @@ static bool read_tensor(Rd *r, const Mesh *mesh, Arena *arena, ShardingSyntax *o
     }
     r->p++;
     skip(r);
+    /* `, replicated={...}` and `, unreduced={...}`, in either order */
+    AxisRefSyntax *lists[2] = {NULL, NULL};
+    int32_t nlists[2] = {0, 0};
+    while (*r->p == ',') {
+        r->p++;
+        skip(r);
+        int k = strncmp(r->p, "replicated=", 11) == 0 ? 0 : strncmp(r->p, "unreduced=", 10) == 0 ? 1 : -1;
+        if (k < 0 || lists[k]) return failf(why, whylen, "expected replicated={...} or unreduced={...}");
+        r->p += k == 0 ? 11 : 10;
+        AxisRefSyntax *axes;
+        int32_t n;
+        bool o;
+        uint8_t pr;
+        if (!read_dim(r, arena, &axes, &n, &o, &pr) || o || pr)
+            return failf(why, whylen, "malformed %s axis list", k == 0 ? "replicated" : "unreduced");
+        lists[k] = axes ? axes : ARENA_ARRAY(arena, AxisRefSyntax, 1);
+        nlists[k] = n;
+        skip(r);
+    }
     if (*r->p != '>')
-        return failf(why, whylen, "replicated=/unreduced= axis lists are not read yet");
+        return failf(why, whylen, "unexpected text after the dimension shardings");
     memset(out, 0, sizeof *out);
     out->kind = SSYN_NAMED;
     out->n_mesh_axes = mesh->n_axes;
@@ -147,7 +175,19 @@ static bool read_tensor(Rd *r, const Mesh *mesh, Arena *arena, ShardingSyntax *o
             if (ax->pre_size == 0) ax->size = mesh->axes[a].size;
         }
     }
+    for (int k = 0; k < 2; k++)
+        for (int32_t j = 0; j < nlists[k]; j++) {
+            AxisRefSyntax *ax = &lists[k][j];
+            int32_t a = mesh_axis_index(mesh, ax->name);
+            if (a < 0) return failf(why, whylen, "axis '%s' is not in the mesh", ax->name);
+            if (ax->pre_size == 0) ax->size = mesh->axes[a].size;
+        }
+    out->replicated_axes = lists[0];
+    out->n_replicated_axes = nlists[0];
+    out->unreduced_axes = lists[1];
+    out->n_unreduced_axes = nlists[1];
     out->open_dims = open;
+    memcpy(out->dim_priority, prio, sizeof prio);
     return true;
 }
 

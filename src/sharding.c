@@ -594,6 +594,8 @@ static void syntax_print_named(StrBuf *b, const ShardingSyntax *s)
         if (s->open_dims & (1u << d))
             sb_puts(b, s->dim_n_axes[d] ? ", ?" : "?");
         sb_putc(b, '}');
+        if (s->dim_priority[d])
+            sb_printf(b, "p%d", (int)s->dim_priority[d] - 1);
     }
     sb_putc(b, ']');
     const char *what[3] = {"replicated", "unreduced", "manual"};
@@ -961,6 +963,12 @@ static bool bind_named(const ShardingSyntax *syn, const Mesh *m, int32_t rank, S
     int32_t nr = 0, nu, nm;
     if (!bind_refs(syn->replicated_axes, syn->n_replicated_axes, syn, m, rest, &nr, &used, diag, tmp, tmp2))
         return false;
+    /* what propagation reads: open dims, the axes kept replicated, priorities */
+    uint32_t open = syn->open_dims & (rank >= 32 ? 0xffffffffu : (1u << rank) - 1), rep = 0;
+    for (int32_t i = 0; i < nr; i++)
+        rep |= 1u << rest[i];
+    uint8_t prio[SPMDC_MAX_RANK];
+    memcpy(prio, syn->dim_priority, sizeof prio);
     nu = nr;
     if (!bind_refs(syn->unreduced_axes, syn->n_unreduced_axes, syn, m, rest, &nu, &used, diag, tmp, tmp2))
         return false;
@@ -981,6 +989,9 @@ static bool bind_named(const ShardingSyntax *syn, const Mesh *m, int32_t rank, S
             out->manual_atoms |= 1u << rest[i];
     }
     sharding_normalize(out);
+    out->open_dims = open;
+    out->replicated_atoms = rep;
+    memcpy(out->priority, prio, sizeof prio);
     return true;
 }
 

@@ -28,8 +28,9 @@ typedef enum SdyResult {
 /* text: a frontend_attributes value as kept verbatim (`{k="...", ...}`,
  * quotes inside escaped).  Reads its xla.sdy.sharding for a single value
  * into *out (kind SSYN_NAMED over the axes of mesh; strings in arena).
- * Not read (SDY_UNREADABLE, reason in why): several values, an axis the mesh
- * lacks, `replicated=`/`unreduced=` lists, anything malformed. */
+ * Open dims (`?`), dim priorities (`p<N>`) and `replicated=` / `unreduced=`
+ * axis lists are kept.  Not read (SDY_UNREADABLE, reason in why): several
+ * values, an axis the mesh lacks, anything malformed. */
 SdyResult sdy_sharding_syntax(const char *text, const Mesh *mesh, Arena *arena, ShardingSyntax *out, char *why,
                               size_t whylen);
 

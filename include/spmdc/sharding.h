@@ -85,6 +85,7 @@ typedef struct ShardingSyntax {
     int32_t *dim_n_axes;                  /* [n_dims] */
     AxisRefSyntax **dim_axes;             /* [n_dims][dim_n_axes[d]] */
     uint32_t open_dims;                   /* bit d: dim d ends with '?' */
+    uint8_t dim_priority[SPMDC_MAX_RANK]; /* per dim 1 + N for a trailing `p<N>` (Shardy's priority), 0 if none */
     int32_t n_replicated_axes, n_unreduced_axes, n_manual_axes;
     AxisRefSyntax *replicated_axes, *unreduced_axes, *manual_axes;
     bool named_replicated, named_manual, named_unreduced; /* `mesh[...], replicated` */

@@ -22,6 +22,7 @@
 #include "spmdc/hlo.h"
 #include "spmdc/oprule.h"
 #include "spmdc/parse.h"
+#include "spmdc/pipeline.h"
 #include "spmdc/propagate.h"
 #include "spmdc/verify.h"
 
@@ -1287,6 +1288,360 @@ static void assert_printed(const HloModule *m, const char *comp, const char *nam
     sb_free(&b);
 }
 
+/* parse .. canonicalize as the driver does (optionally --mesh), then
+ * propagation with its explanation into *why (may be NULL). */
+static HloModule *run_text(DiagEngine *d, const char *text, const char *mesh, StrBuf *why)
+{
+    SpmdcOptions opt;
+    memset(&opt, 0, sizeof opt);
+    char err[200];
+    if (mesh) {
+        assert_true(mesh_parse_spec(mesh, &opt.mesh, err, sizeof err));
+        opt.has_mesh = true;
+    }
+    diag_set_show_source(d, false);
+    PipelineState st;
+    memset(&st, 0, sizeof st);
+    st.text = text;
+    st.len = strlen(text);
+    st.file_id = diag_add_file(d, "t.hlo", text, st.len);
+    PassCtx cx = {arena_create(), d, &opt};
+    if (!pipeline_run(&st, &cx, PASS_PARSE, PASS_CANONICALIZE)) fail_msg("load failed: %s", diag_text(d));
+    assert_true(propagate_shardings_explained(st.m, &cx, why));
+    arena_destroy(cx.scratch);
+    HloModule *m = st.m;
+    st.m = NULL;
+    pipeline_state_free(&st);
+    check_all_set(m);
+    return m;
+}
+
+/* Every op family, forward and backward, on a=2,b=2 from x [{a}, {b}]. */
+static void test_text_op_families(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "HloModule fam\n"
+        "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
+        "lt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = pred[] compare(a, b), direction=LT\n}\n"
+        "ENTRY e {\n"
+        "  x = f32[8,16] parameter(0), sharding={mesh[a=2,b=2], [{a}, {b}]}\n"
+        "  z = f32[] constant(0)\n"
+        "  pd = f32[8,20] pad(x, z), padding=0_0x2_2\n"
+        "  i = s32[] parameter(1)\n"
+        "  zi = s32[] constant(0)\n"
+        "  dsl = f32[4,16] dynamic-slice(x, i, zi), dynamic_slice_sizes={4,16}\n"
+        "  up = f32[4,16] parameter(2)\n"
+        "  dus = f32[8,16] dynamic-update-slice(x, up, i, zi)\n"
+        "  rw = f32[8,8] reduce-window(x, z), window={size=1x2 stride=1x2}, to_apply=add\n"
+        "  srt = f32[8,16] sort(x), dimensions={1}, to_apply=lt\n"
+        "  io = s32[8,16] iota(), iota_dimension=1\n"
+        "  cv = s32[8,16] convert(x)\n"
+        "  sio = s32[8,16] add(io, cv)\n"
+        "  tab = f32[100,16] parameter(3)\n"
+        "  ids = s32[8] parameter(4), sharding={mesh[a=2,b=2], [{a}]}\n"
+        "  emb = f32[8,16] gather(tab, ids), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, "
+        "index_vector_dim=1, slice_sizes={1,16}\n"
+        "  img = f32[4,8,8,3] parameter(5), sharding={mesh[a=2,b=2], [{a}, {b}, {}, {}]}\n"
+        "  k = f32[3,3,3,4] parameter(6)\n"
+        "  conv = f32[4,8,8,4] convolution(img, k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f\n"
+        "  lo = f32[] constant(1)\n"
+        "  rn = f32[8,16] rng(z, lo), distribution=rng_uniform\n"
+        "  rnx = f32[8,16] add(rn, x)\n"
+        "  bc = s32[8,16] bitcast-convert(x)\n"
+        "  ROOT t = (f32[8,20], f32[4,16], f32[8,16], f32[8,8], f32[8,16], s32[8,16], f32[8,16], f32[4,8,8,4], "
+        "f32[8,16], s32[8,16]) tuple(pd, dsl, dus, rw, srt, sio, emb, conv, rnx, bc)\n"
+        "}\n";
+    DiagEngine *d = diag_create(NULL);
+    HloModule *m = run_text(d, text, NULL, NULL);
+    /* pad and dynamic-slice (forward): permutation dims whose tiles divide */
+    assert_printed(m, "e", "pd", "{mesh[a=2,b=2], [{a}, {b}]}");
+    assert_printed(m, "e", "dsl", "{mesh[a=2,b=2], [{a}, {b}]}");
+    /* dynamic-update-slice: operand and result share every factor; the
+     * update's full dim 1 takes the result's split (backward from phase 1),
+     * its partial dim 0 stays whole */
+    assert_printed(m, "e", "dus", "{mesh[a=2,b=2], [{a}, {b}]}");
+    assert_printed(m, "e", "up", "{mesh[a=2,b=2], [{}, {b}]}");
+    /* reduce-window: the windowed dim halves, b still divides it */
+    assert_printed(m, "e", "rw", "{mesh[a=2,b=2], [{a}, {b}]}");
+    /* sort along dim 1: that dim stays whole */
+    assert_printed(m, "e", "srt", "{mesh[a=2,b=2], [{a}, {}]}");
+    /* iota takes its users' split (the partitioner offsets it), convert and
+     * bitcast-convert of the same width are elementwise */
+    assert_printed(m, "e", "io", "{mesh[a=2,b=2], [{a}, {b}]}");
+    assert_printed(m, "e", "cv", "{mesh[a=2,b=2], [{a}, {b}]}");
+    assert_printed(m, "e", "bc", "{mesh[a=2,b=2], [{a}, {b}]}");
+    /* gather: the indices' batch dim reaches the output; the table's
+     * indexed dim stays whole */
+    assert_printed(m, "e", "emb", "{mesh[a=2,b=2], [{a}, {}]}");
+    assert_printed(m, "e", "tab", "{mesh[a=2,b=2], [{}, {}]}");
+    /* convolution: batch (pass-through) and a spatial window dim; the
+     * kernel's dims get nothing */
+    assert_printed(m, "e", "conv", "{mesh[a=2,b=2], [{a}, {b}, {}, {}]}");
+    assert_printed(m, "e", "k", "{mesh[a=2,b=2], [{}, {}, {}, {}]}");
+    /* rng takes its user's split */
+    assert_printed(m, "e", "rn", "{mesh[a=2,b=2], [{a}, {b}]}");
+    hlo_module_free(m);
+    diag_destroy(d);
+}
+
+/* The issue's reshape: x f32[8,16] [{a,b},{}] on a=2,b=2 -> [2,4,16] is
+ * [{a},{b},{}] (a purely local reshape), and the merge back is exact. */
+static void test_text_reshape_split_merge(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "HloModule rs\n"
+        "ENTRY e {\n"
+        "  x = f32[8,16] parameter(0), sharding={mesh[a=2,b=2], [{a, b}, {}]}\n"
+        "  r = f32[2,4,16] reshape(x)\n"
+        "  n = f32[2,4,16] negate(r)\n"
+        "  y = f32[2,4,16] parameter(1), sharding={mesh[a=2,b=2], [{b}, {a}, {}]}\n"
+        "  ROOT back = f32[8,16] reshape(y)\n"
+        "}\n";
+    DiagEngine *d = diag_create(NULL);
+    HloModule *m = run_text(d, text, NULL, NULL);
+    assert_printed(m, "e", "r", "{mesh[a=2,b=2], [{a}, {b}, {}]}");
+    assert_printed(m, "e", "n", "{mesh[a=2,b=2], [{a}, {b}, {}]}");
+    assert_printed(m, "e", "back", "{mesh[a=2,b=2], [{b, a}, {}]}");
+    hlo_module_free(m);
+    diag_destroy(d);
+}
+
+/* Open and closed dims, explicitly replicated axes, XLA's unspecified_dims:
+ * propagation extends an open dim minor to what is written, never a closed
+ * one, and never uses a replicated axis on that value. */
+static void test_text_open_closed_replicated(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "HloModule oc\n"
+        "ENTRY e {\n"
+        "  w = f32[8,8] parameter(0), sharding={mesh[a=2,b=2], [{b, a}, {}]}\n"
+        "  o = f32[8,8] parameter(1), sharding={mesh[a=2,b=2], [{b, ?}, {}]}\n"
+        "  c = f32[8,8] parameter(2), sharding={mesh[a=2,b=2], [{b}, {}]}\n"
+        "  r = f32[8,8] parameter(3), sharding={mesh[a=2,b=2], [{?}, {?}], replicated={a}}\n"
+        "  u = f32[8,8] add(o, w)\n"
+        "  v = f32[8,8] add(c, w)\n"
+        "  s = f32[8,8] add(r, w)\n"
+        "  ROOT t = (f32[8,8], f32[8,8], f32[8,8]) tuple(u, v, s)\n"
+        "}\n";
+    DiagEngine *d = diag_create(NULL);
+    HloModule *m = run_text(d, text, NULL, NULL);
+    assert_printed(m, "e", "o", "{mesh[a=2,b=2], [{b, a}, {}]}"); /* open: b extended by a */
+    assert_printed(m, "e", "c", "{mesh[a=2,b=2], [{b}, {}]}");    /* closed: as written */
+    assert_printed(m, "e", "r", "{mesh[a=2,b=2], [{b}, {}]}");    /* open, but a is replicated on r */
+    assert_printed(m, "e", "v", "{mesh[a=2,b=2], [{b, a}, {}]}");
+    /* the annotation keeps its attributes, and stays a user annotation */
+    int32_t c = m->entry, o = hlo_find_inst(m, c, "o");
+    assert_true(hlo_inst(m, c, o)->sharding_from_user);
+    assert_int_equal(hlo_inst(m, c, o)->sharding->open_dims, 1);
+    hlo_module_free(m);
+    diag_destroy(d);
+    /* jax's with_sharding_constraint(x, P('x', P.UNCONSTRAINED)) in GSPMD
+     * form: dim 1 of the constraint takes a's split through the sine */
+    static const char uns[] =
+        "HloModule jit_f, num_partitions=8\n"
+        "ENTRY main {\n"
+        "  a = f32[8,16] parameter(0), sharding={devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}\n"
+        "  sn = f32[8,16] sine(a)\n"
+        "  sc = f32[8,16] custom-call(sn), custom_call_target=\"Sharding\", sharding={devices=[2,1,4]<=[8] "
+        "last_tile_dim_replicate}, backend_config=\"unspecified_dims=[1]\"\n"
+        "  ROOT m = f32[8,16] multiply(sc, sc)\n"
+        "}\n";
+    d = diag_create(NULL);
+    m = run_text(d, uns, "x=2,y=4", NULL);
+    assert_printed(m, "main", "sc", "{devices=[2,4]<=[8]}");
+    assert_printed(m, "main", "m", "{devices=[2,4]<=[8]}");
+    assert_printed(m, "main", "sn", "{devices=[2,4]<=[8]}");
+    hlo_module_free(m);
+    diag_destroy(d);
+}
+
+/* Priorities: p0 (or none) propagates to the whole module before p1; a
+ * dim of a later priority is empty and its axes replicated on its value
+ * until its round.  In the named form and in JAX's Shardy export. */
+static void test_text_priorities(void **state)
+{
+    (void)state;
+    static const char named[] =
+        "HloModule pr\n"
+        "ENTRY e {\n"
+        "  x = f32[8,8] parameter(0), sharding={mesh[a=2,b=2], [{a}p1, {}]}\n"
+        "  y = f32[8,8] parameter(1), sharding={mesh[a=2,b=2], [{}, {a}]}\n"
+        "  z = f32[8,8] add(x, y)\n"
+        "  p = f32[8,8] parameter(2), sharding={mesh[a=2,b=2], [{b}p2, {}]}\n"
+        "  q = f32[8,8] parameter(3), sharding={mesh[a=2,b=2], [{}, {b}p1]}\n"
+        "  pq = f32[8,8] add(p, q)\n"
+        "  ROOT w = (f32[8,8], f32[8,8]) tuple(z, pq)\n"
+        "}\n";
+    DiagEngine *d = diag_create(NULL);
+    HloModule *m = run_text(d, named, NULL, NULL);
+    /* y (p0 by default) splits z's dim 1 on a before x's p1 dim 0 appears;
+     * without priorities the two would be a conflict for the cost model */
+    assert_printed(m, "e", "z", "{mesh[a=2,b=2], [{}, {a}]}");
+    assert_printed(m, "e", "x", "{mesh[a=2,b=2], [{a}, {}]}"); /* annotated: as written */
+    /* p1 (q's b on dim 1) before p2 (p's b on dim 0) */
+    assert_printed(m, "e", "pq", "{mesh[a=2,b=2], [{}, {b}]}");
+    int32_t c = m->entry;
+    assert_int_equal(hlo_inst(m, c, hlo_find_inst(m, c, "x"))->sharding->priority[0], 2);
+    hlo_module_free(m);
+    diag_destroy(d);
+    /* the same in a Shardy export: the sdy strings carry the priorities and
+     * b's replicated={x} keeps x off it */
+    static const char sdy[] =
+        "HloModule jit_f, frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<[\"x\"=2, \"y\"=4]>}}\n"
+        "ENTRY main {\n"
+        "  a = f32[8,16] parameter(0), frontend_attributes={xla.sdy.sharding=\"#sdy.sharding<@mesh, [{}, "
+        "{\\\"y\\\"}p1]>\"}\n"
+        "  b = f32[8,16] parameter(1), frontend_attributes={xla.sdy.sharding=\"#sdy.sharding<@mesh, "
+        "[{\\\"y\\\"}p0, {?}], replicated={\\\"x\\\"}>\"}\n"
+        "  sn = f32[8,16] sine(a)\n"
+        "  ROOT m = f32[8,16] multiply(sn, b)\n"
+        "}\n";
+    d = diag_create(NULL);
+    m = run_text(d, sdy, NULL, NULL);
+    assert_printed(m, "main", "sn", "{mesh[x=2,y=4], [{y}, {}]}");
+    assert_printed(m, "main", "m", "{mesh[x=2,y=4], [{y}, {}]}");
+    assert_printed(m, "main", "b", "{mesh[x=2,y=4], [{y}, {}]}"); /* open dim 1, but x is replicated on b */
+    c = m->entry;
+    const Sharding *bs = hlo_inst(m, c, hlo_find_inst(m, c, "b"))->sharding;
+    assert_int_equal(bs->priority[0], 1);
+    assert_int_equal(bs->open_dims, 2);
+    assert_int_equal(bs->replicated_atoms, 1); /* atom 0: x */
+    hlo_module_free(m);
+    diag_destroy(d);
+}
+
+/* A conflict is decided by the bytes each candidate moves, and --explain
+ * lists the candidates with their costs.  f32[8,8] = 256 B on x=2,y=4: on
+ * y, f1 moves from x to y (2 rows a device to the y shards): 64 B per
+ * device; on x, f2 moves from y to x: 128 B; nothing split: 320 B. */
+static void test_text_conflict_by_cost(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "HloModule cf\n"
+        "ENTRY e {\n"
+        "  f1 = f32[8,8] parameter(0), sharding={mesh[x=2,y=4], [{x}, {}]}\n"
+        "  f2 = f32[8,8] parameter(1), sharding={mesh[x=2,y=4], [{y}, {}]}\n"
+        "  ROOT sum = f32[8,8] add(f1, f2)\n"
+        "}\n";
+    DiagEngine *d = diag_create(NULL);
+    StrBuf why = {0};
+    HloModule *m = run_text(d, text, NULL, &why);
+    assert_printed(m, "e", "sum", "{mesh[x=2,y=4], [{y}, {}]}");
+    const char *w = sb_cstr(&why);
+    if (!strstr(w, "conflict at add sum") || !strstr(w, "sum [{y}, {}]: 64 bytes per device  <- chosen") ||
+        !strstr(w, "sum [{x}, {}]: 128 bytes per device") || !strstr(w, "sum replicated: 320 bytes per device"))
+        fail_msg("explanation:\n%s", w);
+    /* where it came from and the path */
+    if (!strstr(w, "sum (line 5) = add:\n  [{y}, {}]; from f2 (line 4)\n    path: f2 -> add sum\n"))
+        fail_msg("explanation:\n%s", w);
+    sb_free(&why);
+    hlo_module_free(m);
+    diag_destroy(d);
+}
+
+/* The shardings do not depend on the order of independent instructions in
+ * the file: the same graph written in two orders gets the same sharding on
+ * every value (here with conflicts that first-come order would decide). */
+static void test_text_order_independent(void **state)
+{
+    (void)state;
+    static const char *lines[] = {
+        "  p = f32[16,16] parameter(0), sharding={mesh[x=2,y=2], [{x}, {}]}\n",
+        "  q = f32[16,16] parameter(1), sharding={mesh[x=2,y=2], [{}, {x}]}\n",
+        "  r = f32[16,16] parameter(2), sharding={mesh[x=2,y=2], [{y}, {}]}\n",
+        "  s = f32[16,16] parameter(3)\n",
+        "  a1 = f32[16,16] negate(p)\n",
+        "  b1 = f32[16,16] negate(q)\n",
+        "  c1 = f32[16,16] negate(r)\n",
+        "  m1 = f32[16,16] add(a1, b1)\n",
+        "  m2 = f32[16,16] add(b1, c1)\n",
+        "  m3 = f32[16,16] multiply(s, m1)\n",
+        "  d = f32[16,16] dot(m2, s), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n",
+    };
+    /* two topological orders of the same graph */
+    static const int order_a[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    static const int order_b[] = {3, 2, 6, 1, 5, 8, 10, 0, 4, 7, 9};
+    const int *orders[2] = {order_a, order_b};
+    HloModule *ms[2];
+    DiagEngine *ds[2];
+    StrBuf texts[2] = {{0}, {0}};
+    for (int o = 0; o < 2; o++) {
+        sb_puts(&texts[o], "HloModule ord\nENTRY e {\n");
+        for (int k = 0; k < 11; k++) sb_puts(&texts[o], lines[orders[o][k]]);
+        sb_puts(&texts[o], "  ROOT t = (f32[16,16], f32[16,16], f32[16,16]) tuple(m3, d, m2)\n}\n");
+        ds[o] = diag_create(NULL);
+        ms[o] = run_text(ds[o], sb_cstr(&texts[o]), NULL, NULL);
+    }
+    static const char *names[] = {"s", "a1", "b1", "c1", "m1", "m2", "m3", "d", "t"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        const HloInst *ia = hlo_inst(ms[0], ms[0]->entry, hlo_find_inst(ms[0], ms[0]->entry, names[k]));
+        const HloInst *ib = hlo_inst(ms[1], ms[1]->entry, hlo_find_inst(ms[1], ms[1]->entry, names[k]));
+        if (!sharding_equal(ia->sharding, ib->sharding)) {
+            StrBuf x = {0}, y = {0};
+            sharding_describe(&x, ia->sharding, &ms[0]->mesh);
+            sharding_describe(&y, ib->sharding, &ms[1]->mesh);
+            fail_msg("%s: %s in one order, %s in the other", names[k], sb_cstr(&x), sb_cstr(&y));
+        }
+    }
+    for (int o = 0; o < 2; o++) {
+        hlo_module_free(ms[o]);
+        diag_destroy(ds[o]);
+        sb_free(&texts[o]);
+    }
+}
+
+/* A tuple of 100,000 leaves: every leaf is one identity edge, the whole
+ * module propagates in linear time (an O(leaves^2) pass would take
+ * minutes here). */
+static void test_wide_tuple(void **state)
+{
+    (void)state;
+    enum { N = 100000 };
+    int32_t c;
+    HloModule *m = new_module(false, &c);
+    int32_t *ps = malloc(sizeof(int32_t) * N);
+    Shape *el = malloc(sizeof(Shape) * N);
+    char nm[32];
+    for (int32_t k = 0; k < N; k++) {
+        snprintf(nm, sizeof nm, "p%d", (int)k);
+        ps[k] = add(m, c, HLO_PARAMETER, nm, arr(1, 8), 0);
+        hlo_attrs_mut(m, hlo_inst(m, c, ps[k]))->param_number = k;
+        el[k] = arr(1, 8);
+    }
+    Shape ts = shape_scalar(ET_TUPLE);
+    ts.n_elems = N;
+    ts.elems = el;
+    Shape tsc = hlo_copy_shape(m, &ts);
+    int32_t t = hlo_add_inst(m, c, HLO_TUPLE, "t", &tsc, ps, N);
+    int32_t ob = hlo_add_inst(m, c, HLO_OPTIMIZATION_BARRIER, "ob", &tsc, &t, 1);
+    int32_t last = -1;
+    for (int32_t k = 0; k < N; k++) {
+        snprintf(nm, sizeof nm, "g%d", (int)k);
+        Shape s = arr(1, 8);
+        int32_t g = hlo_add_inst(m, c, HLO_GET_TUPLE_ELEMENT, nm, &s, &ob, 1);
+        hlo_attrs_mut(m, hlo_inst(m, c, g))->index = k;
+        if (k % 1000 == 0) {
+            snprintf(nm, sizeof nm, "n%d", (int)k);
+            last = add(m, c, HLO_NEGATE, nm, arr(1, 8), 1, g);
+            annotate(m, c, last, (k / 1000) % 2 ? "{0}" : "{1,2}");
+        }
+    }
+    run(m);
+    check_all_set(m);
+    check(m, c, ps[0], "{1,2}");   /* back through gte, opt-barrier and tuple */
+    check(m, c, ps[1000], "{0}");
+    check(m, c, ps[1], "R");
+    check_leaf(m, c, t, 2000, "{1,2}");
+    check_leaf(m, c, ob, 99000, "{0}");
+    free(ps);
+    free(el);
+    hlo_module_free(m);
+}
+
 static void test_text_megatron_positional(void **state)
 {
     (void)state;
@@ -1650,6 +2005,13 @@ int main(void)
         cmocka_unit_test(test_non_entry_computation),
         cmocka_unit_test(test_named_form_follows_input),
         cmocka_unit_test(test_text_megatron_positional),
+        cmocka_unit_test(test_text_op_families),
+        cmocka_unit_test(test_text_reshape_split_merge),
+        cmocka_unit_test(test_text_open_closed_replicated),
+        cmocka_unit_test(test_text_priorities),
+        cmocka_unit_test(test_text_conflict_by_cost),
+        cmocka_unit_test(test_text_order_independent),
+        cmocka_unit_test(test_wide_tuple),
         cmocka_unit_test(test_text_named_2d),
         cmocka_unit_test(test_text_tuple_and_unknown),
         cmocka_unit_test(test_deterministic),
