@@ -1410,6 +1410,7 @@ static void part_fini(Part *p)
     HASH_ITER(hh, p->offsets, o, ot) { HASH_DEL(p->offsets, o); }
     TableEnt *t, *tt;
     HASH_ITER(hh, p->tables, t, tt) { HASH_DEL(p->tables, t); }
+    part_halo_fini(p);
 }
 
 /* A new output computation for input computation c: its own name the

@@ -118,7 +118,7 @@ typedef struct Part {
     uint32_t limit_dims;
     void *rule_scratch;         /* partition_rule.c's candidate buffer, reused by every op */
     void *halo_buf[4];          /* partition_window.c's per-device arrays for costing candidates */
-    struct HaloMemo *halos;     /* exchanges already emitted, reused by a second identical one */
+    struct HaloMemo *halos;     /* exchanges already emitted, reused by a second identical one (uthash) */
     int32_t identity[REDUCE_OR + 1][ET_COUNT]; /* scalar identity constants + 1 (0: none yet) */
     HloUsers users;             /* users of ic's instructions (partition_shape.c), once have_users */
     bool have_users;
@@ -401,6 +401,8 @@ typedef struct HaloCause {
  * collective-permute (or the all-gather), with the halo it carries. */
 int32_t part_halo(Part *p, int32_t local, const Shape *ls, const HaloReq *rq, const HaloPlan *hp, const char *base,
                   const HaloCause *why);
+/* Frees part_halo's index of the exchanges already emitted (part_fini). */
+void part_halo_fini(Part *p);
 /* Bytes a device sends for exchange hp on a local value of shape ls (the
  * report's cost of its collectives). */
 int64_t part_halo_bytes(const Shape *ls, int32_t dim, const HaloPlan *hp);

@@ -22,6 +22,8 @@
  */
 #include <string.h>
 
+#include <uthash.h>
+
 #include "partition_internal.h"
 #include "spmdc/halo.h"
 
@@ -103,7 +105,8 @@ typedef struct HaloMemo {
     int64_t width;
     uint64_t hash;
     HaloWindow *win;
-    struct HaloMemo *next;
+    struct HaloMemo *next;    /* memos with the same hash */
+    UT_hash_handle hh;        /* Part.halos, by hash */
 } HaloMemo;
 
 static uint64_t halo_hash(const Part *p, int32_t local, const HaloReq *rq)
@@ -237,8 +240,10 @@ int32_t part_halo(Part *p, int32_t local, const Shape *ls, const HaloReq *rq, co
     const Mesh *m = p->mesh;
     int32_t dim = rq->dim;
     uint64_t hash = halo_hash(p, local, rq);
-    for (const HaloMemo *e = p->halos; e; e = e->next)
-        if (e->hash == hash && e->local == local && e->dim == dim && e->fill == rq->fill && e->width == rq->width &&
+    HaloMemo *head = NULL;
+    HASH_FIND(hh, p->halos, &hash, sizeof hash, head);
+    for (const HaloMemo *e = head; e; e = e->next)
+        if (e->local == local && e->dim == dim && e->fill == rq->fill && e->width == rq->width &&
             memcmp(e->win, rq->win, sizeof(HaloWindow) * (size_t)m->n_devices) == 0)
             return e->result;
     int32_t result = halo_emit(p, local, ls, rq, hp, base, why);
@@ -250,9 +255,19 @@ int32_t part_halo(Part *p, int32_t local, const Shape *ls, const HaloReq *rq, co
     e->hash = hash;
     e->win = arena_memdup(p->scratch, rq->win, sizeof(HaloWindow) * (size_t)m->n_devices);
     e->result = result;
-    e->next = p->halos;
-    p->halos = e;
+    if (head) {
+        e->next = head->next;
+        head->next = e;
+    } else {
+        HASH_ADD(hh, p->halos, hash, sizeof e->hash, e);
+    }
     return result;
+}
+
+void part_halo_fini(Part *p)
+{
+    HaloMemo *e, *t;
+    HASH_ITER(hh, p->halos, e, t) { HASH_DEL(p->halos, e); }
 }
 
 /* part_halo's emission. */
