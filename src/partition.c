@@ -961,14 +961,6 @@ static const char *limit_text(Part *p, const HloInst *ci, uint32_t dims)
     return part_fmt(p, "%s its split %s is not partitioned yet", verb, d);
 }
 
-static bool leaves_replicated(const Tiling *s, int32_t n)
-{
-    for (int32_t k = 0; k < n; k++)
-        if (!tiling_is_replicated(&s[k]))
-            return false;
-    return true;
-}
-
 /* Why leaf `leaf` of value v, split in state `from`, is brought whole to
  * every device (state `want`, nothing split) for the consumer in cause, or
  * NULL when a sharding asked for that:
@@ -977,14 +969,16 @@ static bool leaves_replicated(const Tiling *s, int32_t n)
  *  - the consumer's handler declared a gathered dim as one it cannot keep
  *    split (p->limit_dims): forced, a warning even if the consumer is
  *    annotated replicated (its operand need not have been whole);
- *  - the consumer is a Sharding custom-call, or its own result is replicated
- *    by an annotation (or as the entry result) and gathering the operand
- *    instead was the cheaper way: intended;
- *  - the consumer is replicated only by default (no annotation reaches
- *    it): a warning, the user should annotate it;
- *  - the consumer itself stays split (a batch-split dot gathering its
- *    weight, the ZeRO pattern): the gather feeds a partitioned computation,
- *    it is the plan, not a rematerialization. */
+ *  - anything else is the partitioner's choice, by the report's cost model,
+ *    for a consumer it could have run split: a Sharding custom-call (an
+ *    explicit reshard); a consumer whose result is replicated (annotated,
+ *    the entry result, or replicated because the annotations around it leave
+ *    propagation nothing to split: a weight gradient of batch-split
+ *    activations whose update is a replicated output), where gathering the
+ *    operands sent fewer bytes than reducing a partial result; a consumer
+ *    that stays split itself (a batch-split dot gathering its weight, the
+ *    ZeRO pattern).  Those gathers are listed with their causes like every
+ *    other collective, but they are the plan, not a fallback. */
 static const char *remat_cause(Part *p, int32_t v, int32_t leaf, const Tiling *from, const Tiling *want,
                                const Cause *cause)
 {
@@ -1005,15 +999,6 @@ static const char *remat_cause(Part *p, int32_t v, int32_t leaf, const Tiling *f
             gathered |= 1u << d;
     if (p->limit_dims & gathered)
         return limit_text(p, ci, p->limit_dims & gathered);
-    const char *target = hlo_attrs(ci)->custom_call_target;
-    if (ci->op == HLO_CUSTOM_CALL && target && strcmp(target, "Sharding") == 0)
-        return NULL;
-    bool rep = leaves_replicated(part_decl_leaves(p, cause->inst), p->vals[cause->inst].n_leaves);
-    if (rep && (ci->sharding_from_user || cause->inst == root))
-        return NULL;
-    if (rep)
-        return part_fmt(p, "%s is replicated only by default: it has no annotation and propagation gives it "
-                        "nothing; annotate it", ci->name);
     return NULL;
 }
 
