@@ -420,6 +420,11 @@ typedef struct WinGeom {
     int64_t size, stride, pad_lo, lhs_dilate, rhs_dilate;
 } WinGeom;
 
+/* Whether every attribute of g is small enough (magnitude <= 2^31) for the
+ * exchange arithmetic to stay in int64; a window dim that is not is kept
+ * whole. */
+bool part_geom_tame(const WinGeom *g);
+
 /* Dim `dim` of local value x (local shape *xs, updated) split by
  * atoms[0..n) exchanged so that every device holds the input positions its
  * output shard (ceil layout over the same atoms) reads under g: the window

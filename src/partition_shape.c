@@ -233,6 +233,8 @@ static int64_t pad_extra(Part *p, const RuleCtx *rc, const RuleChoice *cand, voi
         if (r->factors[f].kind != FACTOR_PERMUTATION || cand->fs.n[f] == 0 || d < 0)
             continue;
         WinGeom g = pad_geom(po, r, d);
+        if (!part_geom_tame(&g))
+            return PART_INF_COST;
         int64_t b = part_window_dim_bytes(p, &ls, d, &g, fsh_factor(&cand->fs, f), cand->fs.n[f]);
         bytes = b >= PART_INF_COST ? PART_INF_COST : bytes + b;
     }
@@ -383,6 +385,9 @@ static int64_t slice_extra(Part *p, const RuleCtx *rc, const RuleChoice *cand, v
         if (r->factors[f].kind != FACTOR_PERMUTATION || cand->fs.n[f] == 0 || d < 0)
             continue;
         SliceGeom g = slice_geom(p, rc->inst, r, d);
+        WinGeom wg = {g.n_in, g.n_out, 1, g.stride, -g.start, 1, 1};
+        if (!part_geom_tame(&wg))
+            return PART_INF_COST;
         HaloReq rq;
         slice_request(p, &g, fsh_factor(&cand->fs, f), cand->fs.n[f], &rq, true);
         HaloPlan hp;

@@ -389,6 +389,19 @@ int32_t part_mask_range(Part *p, int32_t x, const Shape *xs, int32_t dim, const 
 
 /* ================================================================ windowed ops */
 
+/* Window attributes up to 2^31 (and dims up to 2^31 elements) keep every
+ * product of the exchange arithmetic below 2^62; a window dim with larger
+ * strides, pads or dilations is not split (the rule's way gathers it). */
+#define WIN_TAME_LIMIT (INT64_C(1) << 31)
+
+static bool tame(int64_t v) { return v >= -WIN_TAME_LIMIT && v <= WIN_TAME_LIMIT; }
+
+bool part_geom_tame(const WinGeom *g)
+{
+    return tame(g->n_in) && tame(g->n_out) && tame(g->size) && tame(g->stride) && tame(g->pad_lo) &&
+           tame(g->lhs_dilate) && tame(g->rhs_dilate);
+}
+
 static WinGeom geom_of(const WindowDim *w, int64_t n_in, int64_t n_out)
 {
     WinGeom g = {n_in, n_out, w->size, w->stride > 0 ? w->stride : 1, w->pad_lo, w->lhs_dilate > 0 ? w->lhs_dilate : 1,
@@ -551,6 +564,8 @@ static int64_t win_extra(Part *p, const RuleCtx *rc, const RuleChoice *cand, voi
         if (wo->win_dim[f] < 0 || cand->fs.n[f] == 0)
             continue;
         WinGeom g = factor_geom(p, rc->inst, rc, wo, f);
+        if (!part_geom_tame(&g))
+            return PART_INF_COST;
         int32_t d = wo->in_dim[f];
         int64_t local = ls.dims[d];
         int64_t b = part_window_dim_bytes(p, &ls, d, &g, fsh_factor(&cand->fs, f), cand->fs.n[f]);
@@ -870,7 +885,10 @@ static bool rhs_splittable(Part *p, int32_t i, int32_t s)
         return false;
     const WindowDim *w = &a->window->dims[s];
     const Shape *ks = &part_in(p, in->operands[1])->shape;
-    return w->lhs_dilate <= 1 && !w->reversal && ks->dims[a->conv->k_spatial[s]] == w->size && w->size > 1;
+    const Shape *ls = &part_in(p, in->operands[0])->shape;
+    WinGeom g = geom_of(w, ls->dims[a->conv->in_spatial[s]], in->shape.dims[a->conv->out_spatial[s]]);
+    return part_geom_tame(&g) && w->lhs_dilate <= 1 && !w->reversal && ks->dims[a->conv->k_spatial[s]] == w->size &&
+           w->size > 1;
 }
 
 /* The kernel-window split of spatial dim s over atoms added to base (a
@@ -1159,6 +1177,8 @@ static int64_t sas_extra(Part *p, const RuleCtx *rc, const RuleChoice *cand, voi
             continue;
         int32_t d = so->w.in_dim[f];
         WinGeom g = geom_of(&op_window(in)->dims[so->w.win_dim[f]], r->t[0].shape[d], r->t[0].shape[d]);
+        if (!part_geom_tame(&g) || !tame(r->t[1].shape[d]))
+            return PART_INF_COST;
         HaloReq op, src;
         int64_t *off = (int64_t *)dev_array(p, 3) + 2 * p->mesh->n_devices;
         sas_requests(p, &g, r->t[1].shape[d], fsh_factor(&cand->fs, f), cand->fs.n[f], &op, &src, off, true);

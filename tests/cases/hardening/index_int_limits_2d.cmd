@@ -1,0 +1,1 @@
+verify index_int_limits_2d.hlo --mesh 4

@@ -1,0 +1,1 @@
+verify index_int_limits_dim0.hlo --mesh 2
