@@ -1517,6 +1517,151 @@ bool reducer_is_selection(const HloModule *m, int32_t comp, int32_t n)
     return true;
 }
 
+/* ---------------------------------------------------------------- argmax / argmin reducers */
+
+/* A scalar while probing a reducer: a float, an integer or a pred. */
+typedef struct Probe {
+    double f;
+    int64_t i;
+    bool is_float;
+} Probe;
+
+static int probe_cmp(const Probe *a, const Probe *b, bool *unordered)
+{
+    *unordered = false;
+    if (a->is_float || b->is_float) {
+        double x = a->is_float ? a->f : (double)a->i, y = b->is_float ? b->f : (double)b->i;
+        if (isnan(x) || isnan(y)) {
+            *unordered = true;
+            return 0;
+        }
+        return x < y ? -1 : x > y;
+    }
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* Evaluates c on args[0..4); writes the root tuple's two values; false for
+ * an op the prober does not know. */
+static bool probe_eval(const HloComputation *c, const Probe *args, Probe *out)
+{
+    if (c->n_insts > 64 || c->root < 0)
+        return false;
+    Probe v[64];
+    for (int32_t i = 0; i < c->n_insts; i++) {
+        const HloInst *in = &c->insts[i];
+        const HloAttrs *a = hlo_attrs(in);
+        const Probe *o[3] = {NULL, NULL, NULL};
+        for (int32_t k = 0; k < in->n_operands && k < 3; k++) {
+            if (in->operands[k] < 0 || in->operands[k] >= i)
+                return false;
+            o[k] = &v[in->operands[k]];
+        }
+        bool fl = elem_type_is_float(in->shape.type);
+        Probe r = {0, 0, fl};
+        switch (in->op) {
+        case HLO_PARAMETER:
+            if (a->param_number < 0 || a->param_number > 3)
+                return false;
+            r = args[a->param_number];
+            break;
+        case HLO_CONSTANT:
+            if (!a->literal || a->literal->n != 1 || in->shape.rank != 0)
+                return false;
+            r.f = a->literal->f ? a->literal->f[0] : a->literal->i ? (double)a->literal->i[0] : 0;
+            r.i = a->literal->i ? a->literal->i[0] : (int64_t)r.f;
+            break;
+        case HLO_COMPARE: {
+            if (in->n_operands != 2 || a->compare_type)
+                return false;
+            bool un;
+            int cmp = probe_cmp(o[0], o[1], &un);
+            bool t = false;
+            switch (a->direction) {
+            case CMP_EQ: t = !un && cmp == 0; break;
+            case CMP_NE: t = un || cmp != 0; break;
+            case CMP_LT: t = !un && cmp < 0; break;
+            case CMP_LE: t = !un && cmp <= 0; break;
+            case CMP_GT: t = !un && cmp > 0; break;
+            case CMP_GE: t = !un && cmp >= 0; break;
+            }
+            r.i = t;
+            break;
+        }
+        case HLO_SELECT:
+            if (in->n_operands != 3)
+                return false;
+            r = o[0]->i ? *o[1] : *o[2];
+            break;
+        case HLO_AND:
+        case HLO_OR:
+            if (in->n_operands != 2 || in->shape.type != ET_PRED)
+                return false;
+            r.i = in->op == HLO_AND ? (o[0]->i && o[1]->i) : (o[0]->i || o[1]->i);
+            break;
+        case HLO_NOT:
+            if (in->n_operands != 1 || in->shape.type != ET_PRED)
+                return false;
+            r.i = !o[0]->i;
+            break;
+        case HLO_TUPLE:
+            if (i != c->root || in->n_operands != 2)
+                return false;
+            out[0] = *o[0];
+            out[1] = *o[1];
+            return true;
+        default: return false;
+        }
+        v[i] = r;
+    }
+    return false;
+}
+
+ReduceKind reducer_arg_kind(const HloModule *m, int32_t comp)
+{
+    if (comp < 0 || comp >= m->n_comps)
+        return REDUCE_NONE;
+    const HloComputation *c = &m->comps[comp];
+    const HloInst *p0 = NULL;
+    for (int32_t i = 0; i < c->n_insts; i++)
+        if (c->insts[i].op == HLO_PARAMETER && hlo_attrs(&c->insts[i])->param_number == 0)
+            p0 = &c->insts[i];
+    if (!p0 || !shape_is_array(&p0->shape) || p0->shape.rank != 0)
+        return REDUCE_NONE;
+    bool fl = elem_type_is_float(p0->shape.type);
+    /* (a, ai, b, bi) probes; NaN ones for floats only */
+    static const double probes[][4] = {{1, 3, 2, 5}, {2, 5, 1, 3}, {2, 3, 2, 7}, {2, 7, 2, 3}, {-1, 0, -3, 9},
+                                       {-3, 9, -1, 0}, {4, 4, 4, 4}, {NAN, 4, 1, 2}, {1, 2, NAN, 4}, {NAN, 6, 3, 1}};
+    ReduceKind kinds[2] = {REDUCE_MAX, REDUCE_MIN};
+    for (int32_t kk = 0; kk < 2; kk++) {
+        bool ok = true;
+        for (size_t q = 0; q < sizeof probes / sizeof probes[0] && ok; q++) {
+            const double *pr = probes[q];
+            bool an = isnan(pr[0]), bn = isnan(pr[2]);
+            if (!fl && (an || bn))
+                continue;
+            Probe args[4] = {{pr[0], (int64_t)(an ? 0 : pr[0]), fl}, {0, (int64_t)pr[1], false},
+                             {pr[2], (int64_t)(bn ? 0 : pr[2]), fl}, {0, (int64_t)pr[3], false}};
+            Probe out[2];
+            if (!probe_eval(c, args, out))
+                return REDUCE_NONE;
+            /* the expected pick */
+            int pick;
+            if (an || bn)
+                pick = an ? 0 : 2;
+            else if (pr[0] == pr[2])
+                pick = pr[1] <= pr[3] ? 0 : 2;
+            else
+                pick = (kinds[kk] == REDUCE_MAX) == (pr[0] > pr[2]) ? 0 : 2;
+            double want = pr[pick];
+            double got = out[0].is_float ? out[0].f : (double)out[0].i;
+            ok = (isnan(want) ? isnan(got) : got == want) && out[1].i == (int64_t)pr[pick + 1];
+        }
+        if (ok)
+            return kinds[kk];
+    }
+    return REDUCE_NONE;
+}
+
 /* Largest and lowest finite values of an integer type, as doubles (exact
  * for the types up to 32 bits; 64-bit ones round, which only a literal
  * compare sees). */

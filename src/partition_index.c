@@ -41,6 +41,7 @@
  * Index arithmetic runs in s32 (s64 for s64 and u32 indices or dims of
  * 2^30 or more); u64 indices keep the rule's way.
  */
+#include <math.h>
 #include <string.h>
 
 #include "partition_internal.h"
@@ -95,6 +96,12 @@ static int32_t binop(Part *p, HloOpcode op, int32_t a, int32_t b, const char *ba
     Shape s = shape_of(p, a);
     int32_t ab[2] = {a, b};
     return emit_as(p, op, base, role, &s, ab, 2);
+}
+
+static int32_t unop(Part *p, HloOpcode op, int32_t a, const char *base, const char *role)
+{
+    Shape s = shape_of(p, a);
+    return emit_as(p, op, base, role, &s, &a, 1);
 }
 
 static int32_t compare(Part *p, int32_t a, int32_t b, CompareDir dir, const char *base)
@@ -730,6 +737,101 @@ bool part_topk(Part *p, int32_t i)
 
 /* ================================================================ variadic reduce */
 
+/* all-reduce of v over atoms[0..n) with reduction k (one report row). */
+static int32_t all_reduce(Part *p, int32_t v, ReduceKind k, const int8_t *atoms, int32_t n, int32_t i,
+                          const char *why, const char *base)
+{
+    Shape s = shape_of(p, v);
+    int64_t g = 1;
+    for (int32_t j = 0; j < n; j++)
+        g *= p->mesh->atom_size[atoms[j]];
+    int32_t r = emit_as(p, HLO_ALL_REDUCE, base, "all-reduce", &s, &v, 1);
+    HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, r));
+    a->channel_id = p->mod->next_channel++;
+    a->replica_groups = part_groups(p, atoms, n);
+    a->use_global_device_ids = true;
+    a->to_apply = part_reducer(p, k, s.type);
+    int64_t b = local_bytes(&s);
+    part_record(p, COLL_ALL_REDUCE, r, atoms, n, comm_bytes_per_device(COLL_ALL_REDUCE, g, b, b), i, why);
+    return r;
+}
+
+/* An argmax (arg = REDUCE_MAX) / argmin pair over split dims: each shard's
+ * (value, index) pick, the extreme value all-reduced, then the smallest
+ * index among the picks that hold it all-reduced.  Float values: a NaN pick
+ * wins (the reducer says so) but an all-reduce need not propagate NaN
+ * (XLA:CPU's does not), so the NaN picks leave the value all-reduce (as the
+ * reduction's identity) and rank first in the index all-reduce, which runs
+ * in s64: a NaN pick's index as it is, a pick holding the extreme 2^33
+ * above it, INT64_MAX otherwise; the smallest tells whether any shard saw
+ * a NaN and which index is meant. */
+#define ARG_HIT_OFFSET ((int64_t)1 << 33)
+
+static bool reduce_arg_by_all_reduce(Part *p, int32_t i, const Tiling *w, const Tiling *leaves, const Shape *kept,
+                                     const int8_t *atoms, int32_t na, const int64_t *dims, int32_t nd, ReduceKind arg)
+{
+    const HloInst *in = part_in(p, i);
+    const char *nm = in->name;
+    int32_t ops[4];
+    for (int32_t k = 0; k < 4; k++) {
+        Tiling rep;
+        tiling_replicated(&rep, part_in(p, in->operands[k])->shape.rank);
+        if ((ops[k] = part_operand(p, i, k, k < 2 ? w : &rep)) < 0)
+            return false;
+    }
+    Shape ls = tuple_shape(p, kept, 2);
+    int32_t loc = part_clone(p, i, part_name(p, nm, "local-reduce"), &ls, ops, 4);
+    int32_t v = get_element(p, loc, 0, nm), ix = get_element(p, loc, 1, nm);
+    const char *why = candidates_reason(p, i, w, dims, nd, arg == REDUCE_MAX ? "the maxima" : "the minima");
+    const char *why2 = candidates_reason(p, i, w, dims, nd, "the smallest index of the extreme");
+    int32_t res[2];
+    if (!elem_type_is_float(kept[0].type)) {
+        int32_t m = all_reduce(p, v, arg, atoms, na, i, why, nm);
+        int32_t sel[3] = {compare(p, v, m, CMP_EQ, nm), ix, part_identity(p, REDUCE_MIN, &kept[1], nm)};
+        int32_t cand = emit_as(p, HLO_SELECT, nm, "index-candidate", &kept[1], sel, 3);
+        res[0] = m;
+        res[1] = all_reduce(p, cand, REDUCE_MIN, atoms, na, i, why2, nm);
+    } else {
+        int32_t nan = compare(p, v, v, CMP_NE, nm);
+        int32_t s0[3] = {nan, part_identity(p, arg, &kept[0], nm), v};
+        int32_t vn = emit_as(p, HLO_SELECT, nm, "numbers", &kept[0], s0, 3);
+        int32_t m = all_reduce(p, vn, arg, atoms, na, i, why, nm);
+        Shape l64 = kept[1];
+        l64.type = ET_S64;
+        int64_t none = INT64_MAX;
+        int32_t i64 = convert_to(p, ix, ET_S64, nm);
+        int32_t hit = binop(p, HLO_ADD, i64, bcast(p, int_scalar(p, ET_S64, ARG_HIT_OFFSET, nm), &l64, NULL, 0, nm), nm,
+                            "hit-key");
+        int32_t s1[3] = {binop(p, HLO_AND, compare(p, v, m, CMP_EQ, nm), unop(p, HLO_NOT, nan, nm, "number"), nm,
+                               "holds-extreme"),
+                         hit, bcast(p, int_scalar(p, ET_S64, none, nm), &l64, NULL, 0, nm)};
+        int32_t k1 = emit_as(p, HLO_SELECT, nm, "index-key", &l64, s1, 3);
+        int32_t s2[3] = {nan, i64, k1};
+        int32_t key = emit_as(p, HLO_SELECT, nm, "index-key", &l64, s2, 3);
+        int32_t r = all_reduce(p, key, REDUCE_MIN, atoms, na, i, why2, nm);
+        int32_t any_nan = compare(p, r, bcast(p, int_scalar(p, ET_S64, (int64_t)1 << 32, nm), &l64, NULL, 0, nm),
+                                  CMP_LT, nm);
+        int32_t s3[3] = {any_nan, r,
+                         binop(p, HLO_SUBTRACT, r, bcast(p, int_scalar(p, ET_S64, ARG_HIT_OFFSET, nm), &l64, NULL, 0, nm),
+                               nm, "index")};
+        int32_t idx = emit_as(p, HLO_SELECT, nm, "index", &l64, s3, 3);
+        res[1] = convert_to(p, idx, kept[1].type, nm);
+        Shape sc = shape_scalar(kept[0].type);
+        int32_t qn = part_emit(p, HLO_CONSTANT, part_name(p, nm, "nan"), &sc, NULL, 0);
+        Literal *lit = ARENA_NEW(p->out->arena, Literal);
+        lit->n = 1;
+        lit->f = ARENA_ARRAY(p->out->arena, double, 2);
+        lit->f[0] = NAN;
+        hlo_attrs_mut(p->out, part_out(p, qn))->literal = lit;
+        int32_t s4[3] = {any_nan, bcast(p, qn, &kept[0], NULL, 0, nm), m};
+        res[0] = emit_as(p, HLO_SELECT, nm, "value", &kept[0], s4, 3);
+    }
+    int32_t r = part_emit(p, HLO_TUPLE, part_result_name(p, i, leaves, "local"), &ls, res, 2);
+    part_out(p, r)->span = in->span;
+    part_set_result(p, i, r, leaves, -1, NULL);
+    return true;
+}
+
 bool part_reduce(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
@@ -785,8 +887,36 @@ bool part_reduce(Part *p, int32_t i)
         cost += all_gather_bytes(p->mesh, &cand[l], cand[l].rank - 1, atoms, na);
         cost += reshard_cost(p->mesh, ls, &res, &decl[l]);
     }
+    /* an argmax / argmin pair may instead be finished by two all-reduces:
+     * the extreme value, then the smallest index that holds it */
+    ReduceKind arg = n == 2 ? reducer_arg_kind(p->in, a->to_apply) : REDUCE_NONE;
+    if (arg != REDUCE_NONE && (!elem_type_is_integral(kept[1].type) || kept[0].rank != kept[1].rank ||
+                               memcmp(kept[0].dims, kept[1].dims, sizeof(int64_t) * (size_t)kept[0].rank) != 0 ||
+                               elem_type_is_complex(kept[0].type) ||
+                               (elem_type_is_float(kept[0].type) && elem_type_bits(kept[1].type) > 32)))
+        arg = REDUCE_NONE;
+    int64_t ar_cost = PART_INF_COST;
+    if (arg != REDUCE_NONE) {
+        int64_t g = 1;
+        for (int32_t k = 0; k < na; k++)
+            g *= p->mesh->atom_size[atoms[k]];
+        ar_cost = cost;
+        for (int32_t l = 0; l < n; l++) {
+            ar_cost -= all_gather_bytes(p->mesh, &cand[l], cand[l].rank - 1, atoms, na);
+            Shape k = kept[l];
+            if (l == 1 && elem_type_is_float(kept[0].type))
+                k.type = ET_S64; /* the index all-reduce's keys */
+            int64_t b = local_bytes(&k);
+            ar_cost += comm_bytes_per_device(COLL_ALL_REDUCE, g, b, b);
+        }
+    }
+    bool by_ar = ar_cost < cost;
+    if (by_ar)
+        cost = ar_cost;
     if ((have && ch.bytes < cost) || cost >= PART_INF_COST || kept[0].rank + 1 > SPMDC_MAX_RANK)
         return have ? part_rule_emit(p, &rc, &ch) : part_default(p, i);
+    if (by_ar)
+        return reduce_arg_by_all_reduce(p, i, &w, leaves, kept, atoms, na, dims, nd, arg);
     /* local reduce, one candidate per shard gathered, final reduce */
     const char *nm = in->name;
     int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, 2 * n);

@@ -267,6 +267,14 @@ ReduceKind reducer_kind(const HloModule *m, int32_t comp);
  * when combined with itself, so a partitioned reduce may apply the init
  * value once per shard (its associativity is the reduce's own contract). */
 bool reducer_is_selection(const HloModule *m, int32_t comp, int32_t n);
+/* The pair a two-input reducer selects, judged by evaluating it on probe
+ * pairs (value, index): REDUCE_MAX for argmax (the larger value; among equal
+ * values the smaller index; a float NaN above every number), REDUCE_MIN for
+ * argmin, REDUCE_NONE for anything else, or for a reducer with ops other
+ * than compare, select, and, or, not, scalar constants, its parameters and
+ * the root tuple.  Such a reduce may be finished by two all-reduces: the
+ * extreme value, then the smallest index holding it. */
+ReduceKind reducer_arg_kind(const HloModule *m, int32_t comp);
 /* The identity of reduction k in element type t as a double (sum/or: 0,
  * prod/and: 1, max: -inf or the type's lowest value, min: +inf or its
  * largest); false for REDUCE_NONE. */

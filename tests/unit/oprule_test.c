@@ -470,6 +470,47 @@ static void test_malformed_maps_have_no_rule(void **state)
     unload(&l);
 }
 
+/* Reducers of (value, index) pairs: selections (the result is one of the
+ * two arguments), and which of them are argmax / argmin by their behaviour
+ * on probe pairs (ties to the smaller index, NaN first). */
+static void test_arg_reducers(void **state)
+{
+    (void)state;
+#define ARG_REDUCER(name, vt, cmp, nan_first, tie)                                                                 \
+    "%" name " (a: " vt "[], ai: s32[], b: " vt "[], bi: s32[]) -> (" vt "[], s32[]) {\n"                         \
+    "  %a = " vt "[] parameter(0)\n  %ai = s32[] parameter(1)\n  %b = " vt "[] parameter(2)\n"                     \
+    "  %bi = s32[] parameter(3)\n"                                                                                   \
+    "  %c = pred[] compare(%a, %b), direction=" cmp "\n"                                                             \
+    "  %n = pred[] compare(%a, %a), direction=NE\n"                                                                  \
+    "  %p = pred[] or(%c, " nan_first ")\n"                                                                         \
+    "  %v = " vt "[] select(%p, %a, %b)\n"                                                                           \
+    "  %eq = pred[] compare(%a, %b), direction=EQ\n"                                                                 \
+    "  %lt = pred[] compare(%ai, %bi), direction=" tie "\n"                                                          \
+    "  %t = pred[] and(%eq, %lt)\n  %q = pred[] or(%p, %t)\n"                                                       \
+    "  %w = s32[] select(%q, %ai, %bi)\n  ROOT %r = (" vt "[], s32[]) tuple(%v, %w)\n}\n"
+    Loaded l = load("HloModule m\n" ARG_REDUCER("amax", "f32", "GT", "%n", "LT") ARG_REDUCER("amin", "f32", "LT", "%n", "LT")
+                        ARG_REDUCER("imax", "s32", "GT", "%n", "LT") ARG_REDUCER("nonan", "f32", "GT", "%c", "LT")
+                            ARG_REDUCER("lastidx", "f32", "GT", "%n", "GT")
+                    "%sum (a: f32[], ai: s32[], b: f32[], bi: s32[]) -> (f32[], s32[]) {\n"
+                    "  %a = f32[] parameter(0)\n  %ai = s32[] parameter(1)\n  %b = f32[] parameter(2)\n"
+                    "  %bi = s32[] parameter(3)\n  %s = f32[] add(%a, %b)\n  %t = s32[] add(%ai, %bi)\n"
+                    "  ROOT %r = (f32[], s32[]) tuple(%s, %t)\n}\n"
+                    "ENTRY %main {\n  ROOT %x = f32[8] parameter(0)\n}\n",
+                    "1");
+    const char *names[] = {"amax", "amin", "imax", "nonan", "lastidx", "sum"};
+    const ReduceKind want[] = {REDUCE_MAX, REDUCE_MIN, REDUCE_MAX, REDUCE_NONE, REDUCE_NONE, REDUCE_NONE};
+    const bool sel[] = {true, true, true, true, true, false};
+    for (int k = 0; k < 6; k++) {
+        int32_t c = hlo_find_computation(l.m, names[k]);
+        assert_true(c >= 0);
+        if (reducer_arg_kind(l.m, c) != want[k])
+            fail_msg("%s: arg kind %d, want %d", names[k], (int)reducer_arg_kind(l.m, c), (int)want[k]);
+        assert_int_equal(reducer_is_selection(l.m, c, 2), sel[k]);
+    }
+    unload(&l);
+#undef ARG_REDUCER
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -479,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_partial_algebra),
         cmocka_unit_test(test_propagation_flow),
         cmocka_unit_test(test_malformed_maps_have_no_rule),
+        cmocka_unit_test(test_arg_reducers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,1 @@
+compile argmin_ties.hlo --report text

@@ -1,0 +1,1 @@
+verify argmin_ties.hlo --mesh data=1,model=2

@@ -1,0 +1,1 @@
+verify argmin_ties.hlo --mesh data=2,model=2
