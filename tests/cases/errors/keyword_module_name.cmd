@@ -1,0 +1,1 @@
+compile keyword_module_name.hlo

@@ -1,0 +1,1 @@
+compile soft_keywords.hlo --mesh 2

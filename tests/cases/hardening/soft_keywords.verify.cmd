@@ -1,0 +1,1 @@
+verify soft_keywords.hlo --mesh 2
