@@ -1057,6 +1057,24 @@ void oprule_factor_flow(const OpRule *r, int32_t k, int32_t f, PropTier tier, in
     *takes = t;
 }
 
+void oprule_flow_masks(const OpRule *r, PropTier tier, int32_t phase, uint64_t gives[2], uint64_t takes[2])
+{
+    /* oprule_factor_flow's cases, per kind of factor */
+    uint64_t pass = 0, flowing = 0;
+    for (int32_t f = 0; f < r->n_factors; f++) {
+        FactorKind kind = (FactorKind)r->factors[f].kind;
+        pass |= (uint64_t)(kind == FACTOR_PASS) << f;
+        flowing |= (uint64_t)(kind != FACTOR_NEED_REPLICATION) << f;
+    }
+    uint64_t both = phase >= 2 || tier == TIER_PASS_OP ? flowing : phase == 1 && tier != TIER_BROADCAST ? pass : 0;
+    uint64_t fwd = tier == TIER_FORWARD_OP ? flowing & ~both : 0;
+    uint64_t back = phase == 1 && tier == TIER_BROADCAST ? pass & ~both : 0;
+    gives[0] = both | fwd;  /* operands */
+    takes[0] = both | back;
+    gives[1] = both | back; /* results */
+    takes[1] = both | fwd;
+}
+
 OpRuleClass oprule_class(const HloModule *m, int32_t c, int32_t i)
 {
     const HloInst *in = hlo_inst(m, c, i);
@@ -1217,18 +1235,23 @@ static int32_t fsh_start(const FactorSharding *fs, int32_t f)
     return k;
 }
 
-const int8_t *fsh_factor(const FactorSharding *fs, int32_t f) { return fs->atoms + fsh_start(fs, f); }
 
 void fsh_set(FactorSharding *fs, int32_t f, const int8_t *atoms, int32_t n)
 {
     SPMDC_ASSERT(f >= 0 && f < fs->n_factors && n >= 0);
-    int32_t st = fsh_start(fs, f), old = fs->n[f], total = fsh_start(fs, fs->n_factors);
+    int32_t st = 0, total = 0, old = fs->n[f];
+    for (int32_t i = 0; i < fs->n_factors; i++) {
+        st += i < f ? fs->n[i] : 0;
+        total += fs->n[i];
+    }
     SPMDC_ASSERT(total - old + n <= SPMDC_MAX_ATOMS);
-    memmove(fs->atoms + st + n, fs->atoms + st + old, (size_t)(total - st - old));
+    if (n != old && total > st + old)
+        memmove(fs->atoms + st + n, fs->atoms + st + old, (size_t)(total - st - old));
     if (n)
         memcpy(fs->atoms + st, atoms, (size_t)n);
     int32_t nt = total - old + n;
-    memset(fs->atoms + nt, 0, (size_t)(SPMDC_MAX_ATOMS - nt));
+    if (nt < total) /* the bytes past the runs stay zero */
+        memset(fs->atoms + nt, 0, (size_t)(total - nt));
     fs->n[f] = (uint8_t)n;
 }
 
@@ -1289,7 +1312,8 @@ void oprule_tiling_to_factors(const OpRule *r, int32_t k, const Tiling *t, const
                 fi++;
                 left = extent_in(r, k, d, oprule_dim_factor(r, k, d, fi));
             }
-            bool fits = fi < nf && (nf == 1 || left % p == 0);
+            int64_t q = left / p; /* one division: they are slow */
+            bool divides = q * p == left, fits = fi < nf && (nf == 1 || divides);
             if (!fits) {
                 if (unfit)
                     *unfit |= 1u << d;
@@ -1297,12 +1321,17 @@ void oprule_tiling_to_factors(const OpRule *r, int32_t k, const Tiling *t, const
             }
             int32_t f = oprule_dim_factor(r, k, d, fi);
             run[f][rn[f]++] = a[j];
-            left = left % p == 0 ? left / p : 1;
+            left = divides ? q : 1;
         }
     }
+    /* in factor order: each run goes after the ones before it */
+    int32_t at = 0;
     for (int32_t f = 0; f < r->n_factors; f++)
-        if (rn[f])
-            fsh_set(out, f, run[f], rn[f]);
+        if (rn[f]) {
+            memcpy(out->atoms + at, run[f], rn[f]);
+            out->n[f] = rn[f];
+            at += rn[f];
+        }
 }
 
 bool oprule_factors_to_tiling(const OpRule *r, int32_t k, const FactorSharding *fs, const Mesh *m, Tiling *out,
@@ -1312,29 +1341,39 @@ bool oprule_factors_to_tiling(const OpRule *r, int32_t k, const FactorSharding *
     if (bad)
         *bad = 0;
     bool ok = true;
+    /* the factors' start offsets in fs->atoms */
+    int32_t start[OPRULE_MAX_FACTORS];
+    for (int32_t f = 0, at = 0; f < r->n_factors; at += fs->n[f], f++)
+        start[f] = at;
+    int32_t at = 0; /* the dims' runs are written in dim order (tiling.h) */
     for (int32_t d = 0; d < r->t[k].rank; d++) {
-        int8_t run[SPMDC_MAX_ATOMS];
+        int8_t *run = out->atoms + at;
         int32_t n = 0, nf = oprule_dim_n(r, k, d);
         bool wide_seen = false, dim_ok = true; /* a factor with local extent > 1 seen */
         for (int32_t j = 0; j < nf; j++) {
             int32_t f = oprule_dim_factor(r, k, d, j);
-            int64_t ext = extent_in(r, k, d, f), tiles = fsh_tiles(fs, m, f);
+            int64_t ext = extent_in(r, k, d, f), tiles = 1;
+            for (int32_t q = 0; q < fs->n[f]; q++)
+                tiles *= m->atom_size[fs->atoms[start[f] + q]];
             if (fs->n[f] > 0) {
+                SPMDC_ASSERT(at + n + fs->n[f] <= SPMDC_MAX_ATOMS); /* a factor is in one dim of a tensor */
                 if (wide_seen || (nf > 1 && ext % tiles != 0))
                     dim_ok = false;
-                memcpy(run + n, fsh_factor(fs, f), fs->n[f]);
+                memcpy(run + n, fs->atoms + start[f], fs->n[f]);
                 n += fs->n[f];
             }
-            if (tiling_shard_size(ext, tiles) > 1)
+            if (ext > tiles) /* a local extent ceil(ext / tiles) > 1 */
                 wide_seen = true;
         }
         if (!dim_ok) {
             ok = false;
             if (bad)
                 *bad |= 1u << d;
+            memset(run, 0, (size_t)n);
             continue;
         }
-        tiling_set_dim(out, d, run, n);
+        out->n[d] = (uint8_t)n;
+        at += n;
     }
     return ok;
 }

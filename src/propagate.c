@@ -123,6 +123,7 @@ typedef struct Engine {
     /* leaves */
     int32_t n_leaves;
     const Shape **lshape;
+    int8_t *lrank;       /* rank of each leaf (a copy: the hot paths do not touch the IR) */
     int32_t *linst;
     int32_t *st;         /* ST_NONE, ST_MANUAL or an index into pool */
     uint8_t *lfl;
@@ -148,6 +149,7 @@ typedef struct Engine {
     int32_t cap_pbuf;
     int32_t *changed, n_changed, cap_changed;
     int32_t *ops, n_ops, cap_ops;
+    int32_t *ops_scratch, cap_ops_scratch; /* scratch of the ops' sort */
     Conflict *conf;
     int32_t n_conf, cap_conf;
     Cand *cands;
@@ -178,10 +180,15 @@ static PropTier itier(const Engine *e, int32_t gi) { return (PropTier)(e->iflag[
 
 static bool prefix_of(const int8_t *a, int32_t na, const int8_t *b, int32_t nb)
 {
-    return na <= nb && (na == 0 || memcmp(a, b, (size_t)na) == 0);
+    if (na > nb)
+        return false;
+    for (int32_t k = 0; k < na; k++) /* a few bytes: no library call */
+        if (a[k] != b[k])
+            return false;
+    return true;
 }
 
-static int32_t leaf_rank(const Engine *e, int32_t lf) { return e->lshape[lf]->rank; }
+static int32_t leaf_rank(const Engine *e, int32_t lf) { return e->lrank[lf]; }
 
 static bool has_tiling(const Engine *e, int32_t lf) { return e->st[lf] >= ST_FIRST; }
 
@@ -485,9 +492,13 @@ static Tiling project(const Engine *e, const OpEval *o, int32_t k, const FactorS
                 fits &= ~((uint64_t)1 << f);
         }
         fsh_init(&g, F->n_factors);
+        int32_t gn = 0; /* g's runs, appended in factor order */
         for (int32_t f = 0, at = 0; f < F->n_factors; at += F->n[f], f++)
-            if (F->n[f] && ((o->takes[k] & fits) >> f) & 1u)
-                fsh_set(&g, f, F->atoms + at, F->n[f]);
+            if (F->n[f] && ((o->takes[k] & fits) >> f) & 1u) {
+                memcpy(g.atoms + gn, F->atoms + at, F->n[f]);
+                g.n[f] = F->n[f];
+                gn += F->n[f];
+            }
     } else {
         g = *F;
     }
@@ -766,14 +777,11 @@ static bool eval_idmap(Engine *e, int32_t gi)
 /* The flows of the op's factors in phase `phase`, per tensor. */
 static void set_flows(OpEval *o, int32_t phase)
 {
+    uint64_t g[2], t[2];
+    oprule_flow_masks(o->r, o->tier, phase, g, t);
     for (int32_t k = 0; k < o->nt; k++) {
-        o->gives[k] = o->takes[k] = 0;
-        for (int32_t f = 0; f < o->r->n_factors; f++) {
-            bool g, t;
-            oprule_factor_flow(o->r, k, f, o->tier, phase, &g, &t);
-            o->gives[k] |= (uint64_t)g << f;
-            o->takes[k] |= (uint64_t)t << f;
-        }
+        o->gives[k] = g[k >= o->r->n_in];
+        o->takes[k] = t[k >= o->r->n_in];
     }
 }
 
@@ -920,12 +928,15 @@ static void eval_op(Engine *e, int32_t gi)
         FactorSharding gained;
         fsh_init(&gained, nf);
         uint32_t had = has_tiling(e, o.lf[k]) ? tiling_used(state(e, o.lf[k])) : 0, now = tiling_used(&out[k]);
-        for (int32_t f = 0, at = 0; f < nf; at += d.F.n[f], f++) {
+        for (int32_t f = 0, at = 0, gn = 0; f < nf; at += d.F.n[f], f++) {
             bool gain = false;
             for (int32_t j = 0; j < d.F.n[f]; j++)
                 gain |= ((now & ~had) >> d.F.atoms[at + j]) & 1u;
-            if (gain && d.giver[f] >= 0 && d.giver[f] != k)
-                fsh_set(&gained, f, d.F.atoms + at, d.F.n[f]);
+            if (gain && d.giver[f] >= 0 && d.giver[f] != k) { /* appended in factor order */
+                memcpy(gained.atoms + gn, d.F.atoms + at, d.F.n[f]);
+                gained.n[f] = d.F.n[f];
+                gn += d.F.n[f];
+            }
         }
         int32_t src;
         const int32_t *org = op_origins(e, &o, &gained, d.giver, &src);
@@ -955,16 +966,15 @@ static void eval_op(Engine *e, int32_t gi)
             eff[k] = cur_tiling(e, o.lf[k]);
         }
     }
+    /* a factor a tensor holds that gives only in the last phase */
+    uint64_t g_last[2], t_last[2];
+    oprule_flow_masks(&r, o.tier, N_PHASES - 1, g_last, t_last);
     bool later = false;
-    for (int32_t k = 0; k < o.nt && !later; k++)
-        for (int32_t f = 0; f < nf && !later && o.has[k]; f++) {
-            bool g_now, t_now, g_last, t_last;
-            if (!o.fs[k].n[f])
-                continue;
-            oprule_factor_flow(&r, k, f, o.tier, e->phase, &g_now, &t_now);
-            oprule_factor_flow(&r, k, f, o.tier, N_PHASES - 1, &g_last, &t_last);
-            later = g_last && !g_now;
-        }
+    for (int32_t k = 0; k < o.nt && !later; k++) {
+        uint64_t fresh = g_last[k >= r.n_in] & ~o.gives[k];
+        for (int32_t f = 0; f < nf && !later && o.has[k] && fresh; f++)
+            later = ((fresh >> f) & 1u) && o.fs[k].n[f];
+    }
     if (later) {
         set_flows(&o, N_PHASES - 1);
         Decision d2;
@@ -1153,6 +1163,39 @@ static bool tier_active(int32_t phase, PropTier t, bool start)
     return false;
 }
 
+/* Sorts the step's ops ascending: insertion sort for a few, else an LSD
+ * radix sort on 11-bit digits through tmp (n entries; gi < 2^31). */
+static void sort_ops(int32_t *a, int32_t *tmp, int32_t n)
+{
+    if (n < 48) {
+        for (int32_t i = 1; i < n; i++) {
+            int32_t v = a[i], j = i;
+            for (; j > 0 && a[j - 1] > v; j--)
+                a[j] = a[j - 1];
+            a[j] = v;
+        }
+        return;
+    }
+    int32_t *src = a, *dst = tmp;
+    uint32_t max = 0;
+    for (int32_t i = 0; i < n; i++)
+        max = (uint32_t)a[i] > max ? (uint32_t)a[i] : max;
+    for (int32_t shift = 0; shift < 32 && (max >> shift) != 0; shift += 11) {
+        int32_t cnt[2049] = {0};
+        for (int32_t i = 0; i < n; i++)
+            cnt[(((uint32_t)src[i] >> shift) & 2047u) + 1]++;
+        for (int32_t d = 0; d < 2048; d++)
+            cnt[d + 1] += cnt[d];
+        for (int32_t i = 0; i < n; i++)
+            dst[cnt[((uint32_t)src[i] >> shift) & 2047u]++] = src[i];
+        int32_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a)
+        memcpy(a, src, sizeof(int32_t) * (size_t)n);
+}
+
 static void activate_op(Engine *e, int32_t gi, bool start)
 {
     if (!(e->iflag[gi] & IF_FACTOR) || e->op_stamp[gi] == e->step || !tier_active(e->phase, itier(e, gi), start) ||
@@ -1188,6 +1231,12 @@ static void run_step(Engine *e, const int32_t *leaves, const int32_t *cause, int
     e->n_ops = 0;
     for (int32_t k = 0; k < n; k++)
         activate_leaf(e, leaves[k], start, cause ? cause[k] : -1);
+    /* in instruction order: the IR is read front to back */
+    if (e->n_ops > e->cap_ops_scratch) {
+        e->cap_ops_scratch = e->cap_ops;
+        e->ops_scratch = xrealloc(e->ops_scratch, sizeof(int32_t) * (size_t)e->cap_ops_scratch);
+    }
+    sort_ops(e->ops, e->ops_scratch, e->n_ops);
     for (int32_t k = 0; k < e->n_ops; k++) {
         /* the IR of the ops a few places ahead, so its cache misses overlap */
         if (k + 8 < e->n_ops)
@@ -1196,6 +1245,12 @@ static void run_step(Engine *e, const int32_t *leaves, const int32_t *cause, int
             const HloInst *ahead = ginst(e, e->ops[k + 4]);
             __builtin_prefetch(ahead->operands);
             __builtin_prefetch(ahead->attrs);
+        }
+        if (k + 2 < e->n_ops) { /* its operands' shapes */
+            int32_t g2 = e->ops[k + 2];
+            const HloInst *ahead = ginst(e, g2), *base = ginst(e, e->comp_first[e->icomp[g2]]);
+            for (int32_t j = 0; j < ahead->n_operands && j < 3; j++)
+                __builtin_prefetch(&base[ahead->operands[j]].shape);
         }
         eval_op(e, e->ops[k]);
     }
@@ -1301,6 +1356,7 @@ static void setup_index(Engine *e)
     e->leaf0[n] = L;
     e->n_leaves = L;
     e->lshape = ARENA_ARRAY(e->a, const Shape *, L + 1);
+    e->lrank = ARENA_ARRAY(e->a, int8_t, L + 1);
     e->linst = ARENA_ARRAY(e->a, int32_t, L + 1);
     e->st = ARENA_ARRAY(e->a, int32_t, L + 1);
     e->lfl = ARENA_ARRAY(e->a, uint8_t, L + 1);
@@ -1319,14 +1375,17 @@ static void setup_index(Engine *e)
             if (in->sharding)
                 e->sharded[e->n_sharded++] = gi;
             if (!shape_is_tuple(sh)) {
+                e->lrank[k] = (int8_t)sh->rank;
                 e->lshape[k] = sh;
                 e->linst[k++] = gi;
                 continue;
             }
             int32_t k0 = k;
             collect_leaf_shapes(sh, e->lshape, &k);
-            for (int32_t l = k0; l < k; l++)
+            for (int32_t l = k0; l < k; l++) {
                 e->linst[l] = gi;
+                e->lrank[l] = (int8_t)(shape_is_array(e->lshape[l]) ? e->lshape[l]->rank : 0);
+            }
         }
 }
 
@@ -1955,6 +2014,7 @@ static void engine_free(Engine *e)
     free(e->pbuf);
     free(e->changed);
     free(e->ops);
+    free(e->ops_scratch);
     free(e->conf);
     free(e->cands);
     arena_destroy(e->ra);

@@ -30,28 +30,20 @@ void tiling_replicated(Tiling *t, int32_t rank)
     t->rank = (int8_t)rank;
 }
 
-static int32_t dim_start(const Tiling *t, int32_t d)
-{
-    int32_t k = 0;
-    for (int32_t i = 0; i < d; i++)
-        k += t->n[i];
-    return k;
-}
-
-int32_t tiling_n_atoms(const Tiling *t) { return dim_start(t, t->rank); }
-
-const int8_t *tiling_dim(const Tiling *t, int32_t d) { return t->atoms + dim_start(t, d); }
+static int32_t dim_start(const Tiling *t, int32_t d) { return tiling_dim_start(t, d); }
 
 void tiling_set_dim(Tiling *t, int32_t d, const int8_t *atoms, int32_t n)
 {
     SPMDC_ASSERT(d >= 0 && d < t->rank && n >= 0);
     int32_t st = dim_start(t, d), old = t->n[d], total = dim_start(t, t->rank);
     SPMDC_ASSERT(total - old + n <= SPMDC_MAX_ATOMS);
-    memmove(t->atoms + st + n, t->atoms + st + old, (size_t)(total - st - old));
+    if (n != old && total > st + old)
+        memmove(t->atoms + st + n, t->atoms + st + old, (size_t)(total - st - old));
     if (n)
         memcpy(t->atoms + st, atoms, (size_t)n);
     int32_t nt = total - old + n;
-    memset(t->atoms + nt, 0, (size_t)(SPMDC_MAX_ATOMS - nt));
+    if (nt < total) /* the bytes past the runs stay zero */
+        memset(t->atoms + nt, 0, (size_t)(total - nt));
     t->n[d] = (uint8_t)n;
 }
 

@@ -134,6 +134,10 @@ PropTier oprule_tier(HloOpcode op);
  * that index them. */
 void oprule_factor_flow(const OpRule *r, int32_t k, int32_t f, PropTier tier, int32_t phase, bool *gives,
                         bool *takes);
+/* The same flows for every factor at once, as masks (bit f = factor f):
+ * side 0 for the operands, 1 for the results (flows depend on the side
+ * only).  gives and takes hold 2 entries each. */
+void oprule_flow_masks(const OpRule *r, PropTier tier, int32_t phase, uint64_t gives[2], uint64_t takes[2]);
 
 /* Name of the rule of an opcode ("elementwise", "dot", "reshape", ...), or
  * NULL when hlo_opcodes.def has an opcode the registry does not know (a unit
@@ -184,7 +188,14 @@ typedef struct FactorSharding {
 } FactorSharding;
 
 void fsh_init(FactorSharding *fs, int32_t n_factors);
-const int8_t *fsh_factor(const FactorSharding *fs, int32_t f);
+/* Factor f's run (count fs->n[f]): the runs of factors 0..f-1 come first. */
+static inline const int8_t *fsh_factor(const FactorSharding *fs, int32_t f)
+{
+    int32_t k = 0;
+    for (int32_t i = 0; i < f; i++)
+        k += fs->n[i];
+    return fs->atoms + k;
+}
 void fsh_set(FactorSharding *fs, int32_t f, const int8_t *atoms, int32_t n);
 uint32_t fsh_used(const FactorSharding *fs);
 bool fsh_equal(const FactorSharding *a, const FactorSharding *b);

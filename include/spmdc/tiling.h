@@ -56,15 +56,23 @@ _Static_assert(sizeof(Tiling) == 48, "a Tiling is a 48-byte value");
 
 /* Replicated, non-partial tiling of the given rank (0..SPMDC_MAX_RANK). */
 void tiling_replicated(Tiling *t, int32_t rank);
+/* Offset of dim d's run in t->atoms (the runs of dims 0..d-1 come first). */
+static inline int32_t tiling_dim_start(const Tiling *t, int32_t d)
+{
+    int32_t k = 0;
+    for (int32_t i = 0; i < d; i++)
+        k += t->n[i];
+    return k;
+}
 /* Atoms of dim d (count tiling_dim_n). */
-const int8_t *tiling_dim(const Tiling *t, int32_t d);
+static inline const int8_t *tiling_dim(const Tiling *t, int32_t d) { return t->atoms + tiling_dim_start(t, d); }
 static inline int32_t tiling_dim_n(const Tiling *t, int32_t d) { return t->n[d]; }
 /* Replaces dim d's run with atoms[0..n) (the total must stay <= SPMDC_MAX_ATOMS). */
 void tiling_set_dim(Tiling *t, int32_t d, const int8_t *atoms, int32_t n);
 /* Mask of the atoms that split some dim. */
 uint32_t tiling_used(const Tiling *t);
 /* Total number of atoms over all dims. */
-int32_t tiling_n_atoms(const Tiling *t);
+static inline int32_t tiling_n_atoms(const Tiling *t) { return tiling_dim_start(t, t->rank); }
 /* True iff no atom is used twice, no partial atom splits a dim, and kind is
  * set exactly when something is partial. */
 bool tiling_valid(const Tiling *t);

@@ -432,6 +432,23 @@ static void test_propagation_flow(void **state)
     assert_true(!g && t);
     oprule_factor_flow(&r, 0, fp, TIER_FORWARD_OP, 1, &g, &t); /* pass-through: both ways from phase 1 */
     assert_true(g && t);
+    /* the masks say what the per-factor query says, for every op, tier,
+     * phase and side */
+    const char *ops[] = {"d", "b", "ds", "t", "e"};
+    for (size_t q = 0; q < sizeof ops / sizeof *ops; q++) {
+        assert_true(oprule_build(l.m, l.entry, find(&l, ops[q]), a, &r));
+        for (int tier = TIER_PASS_OP; tier <= TIER_NORMAL; tier++)
+            for (int32_t phase = 0; phase < 3; phase++) {
+                uint64_t gm[2], tm[2];
+                oprule_flow_masks(&r, (PropTier)tier, phase, gm, tm);
+                for (int32_t k = 0; k < r.n_in + r.n_out; k++)
+                    for (int32_t f = 0; f < r.n_factors; f++) {
+                        oprule_factor_flow(&r, k, f, (PropTier)tier, phase, &g, &t);
+                        assert_int_equal(g, (gm[k >= r.n_in] >> f) & 1u);
+                        assert_int_equal(t, (tm[k >= r.n_in] >> f) & 1u);
+                    }
+            }
+    }
     arena_destroy(a);
     assert_true(oprule_identity_map(l.m, l.entry, find(&l, "e")));
     assert_true(oprule_identity_map(l.m, l.entry, find(&l, "cl"))); /* scalar bounds */
