@@ -561,7 +561,7 @@ static void put_operands(StrBuf *b, const HloModule *m, int32_t c, const HloInst
     sb_putc(b, ')');
 }
 
-void hlo_print_inst(StrBuf *b, const HloModule *m, int32_t c, int32_t i, const HloPrintOptions *opt)
+static void print_inst(StrBuf *b, const HloModule *m, int32_t c, int32_t i, const HloPrintOptions *opt, bool quote)
 {
     const HloInst *inst = &m->comps[c].insts[i];
     const HloAttrs *a = hlo_attrs(inst);
@@ -573,7 +573,10 @@ void hlo_print_inst(StrBuf *b, const HloModule *m, int32_t c, int32_t i, const H
     if (opt->print_shardings) {
         if (inst->sharding && m->has_mesh) {
             sb_puts(b, ", sharding=");
-            sharding_print(b, inst->sharding, &m->mesh);
+            if (quote)
+                sharding_print_quoted(b, inst->sharding, &m->mesh);
+            else
+                sharding_print(b, inst->sharding, &m->mesh);
         } else if (inst->sharding_src) {
             sb_puts(b, ", sharding=");
             sharding_syntax_print(b, inst->sharding_src);
@@ -586,7 +589,12 @@ void hlo_print_inst(StrBuf *b, const HloModule *m, int32_t c, int32_t i, const H
 
 /* ================================================================ module */
 
-void hlo_print_module(StrBuf *b, const HloModule *m, const HloPrintOptions *opt)
+void hlo_print_inst(StrBuf *b, const HloModule *m, int32_t c, int32_t i, const HloPrintOptions *opt)
+{
+    print_inst(b, m, c, i, opt, false);
+}
+
+static void print_module(StrBuf *b, const HloModule *m, const HloPrintOptions *opt, bool quote)
 {
     sb_printf(b, "HloModule %s", m->name);
     if (opt->print_raw_attrs)
@@ -605,9 +613,16 @@ void hlo_print_module(StrBuf *b, const HloModule *m, const HloPrintOptions *opt)
         sb_puts(b, " {\n");
         for (int32_t i = 0; i < comp->n_insts; i++) {
             sb_puts(b, i == comp->root ? "  ROOT " : "  ");
-            hlo_print_inst(b, m, c, i, opt);
+            print_inst(b, m, c, i, opt, quote);
             sb_putc(b, '\n');
         }
         sb_puts(b, "}\n");
     }
+}
+
+void hlo_print_module(StrBuf *b, const HloModule *m, const HloPrintOptions *opt) { print_module(b, m, opt, false); }
+
+void hlo_print_module_quoted(StrBuf *b, const HloModule *m, const HloPrintOptions *opt)
+{
+    print_module(b, m, opt, true);
 }

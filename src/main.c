@@ -4,6 +4,7 @@
  *   spmdc compile IN.hlo [--mesh SPEC] [-o OUT.hlo] [--report text|json|none]
  *                        [--report-out FILE] [--dump-after PASS]
  *   spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo]
+ *   spmdc propagate IN.hlo [--mesh SPEC] [--explain] [-o OUT.hlo]
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "spmdc/memory.h"
 #include "spmdc/oracle.h"
 #include "spmdc/pipeline.h"
+#include "spmdc/propagate.h"
 #include "spmdc/report.h"
 #include "spmdc/sweep.h"
 
@@ -32,6 +34,7 @@ static void usage(FILE *f)
           "       spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo] [--keep-calls]\n"
           "       spmdc check IN.hlo [--mesh SPEC] [--budget FILE] [limits] [--report text|json]\n"
           "       spmdc sweep IN.hlo --mesh 'AXIS=N,N,... ...' [--format text|csv|json] [-o FILE]\n"
+          "       spmdc propagate IN.hlo [--mesh SPEC] [--explain] [-o OUT.hlo]\n"
           "       spmdc --help | --version\n"
           "\n"
           "SPEC is a device count (8), a shape (2x4) or named axes (x=2,y=4).\n"
@@ -181,6 +184,84 @@ done:
     return rc;
 }
 
+/* spmdc propagate: the module with every value's sharding (XLA's spelling)
+ * to stdout or -o; with --explain, where each came from to stderr. */
+static int cmd_propagate(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"mesh", required_argument, NULL, OPT_MESH},
+        {"explain", no_argument, NULL, OPT_EXPLAIN},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    SpmdcOptions opt;
+    memset(&opt, 0, sizeof opt);
+    const char *out_path = "-";
+    bool explain = false;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_MESH: {
+            char err[200];
+            if (!mesh_parse_spec(optarg, &opt.mesh, err, sizeof err)) {
+                fprintf(stderr, "spmdc: error: %s\n", err);
+                return 2;
+            }
+            opt.has_mesh = true;
+            break;
+        }
+        case OPT_EXPLAIN: explain = true; break;
+        case 'o': out_path = optarg; break;
+        case OPT_HELP: usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "spmdc: error: propagate takes exactly one input file\n");
+        usage(stderr);
+        return 2;
+    }
+    const char *in_path = argv[optind];
+    const char *flag = "-o";
+    int usage_rc = driver_check_outputs(in_path, &out_path, &flag, 1);
+    if (usage_rc) return usage_rc;
+    size_t len;
+    char *text = driver_read_file(in_path, &len);
+    if (!text) return 1;
+    DiagEngine *diag = diag_create(stderr);
+    uint32_t fid = diag_add_file(diag, strcmp(in_path, "-") ? in_path : "<stdin>", text, len);
+    Arena *scratch = arena_create();
+    PassCtx cx = {scratch, diag, &opt};
+    StrBuf out = {0}, why = {0};
+    int rc = 1;
+    PipelineState st;
+    memset(&st, 0, sizeof st);
+    st.text = text;
+    st.len = len;
+    st.file_id = fid;
+    if (pipeline_run(&st, &cx, PASS_PARSE, PASS_CANONICALIZE) &&
+        propagate_shardings_explained(st.m, &cx, explain ? &why : NULL)) {
+        HloPrintOptions po = {true, true, true};
+        hlo_print_module_quoted(&out, st.m, &po);
+        if (driver_write_file(out_path, sb_cstr(&out), out.len)) {
+            fputs(sb_cstr(&why), stderr);
+            rc = 0;
+        }
+    }
+    if (rc != 0 && diag_error_count(diag) > 0)
+        fprintf(stderr, "spmdc: %d error%s; no output written\n", diag_error_count(diag),
+                diag_error_count(diag) == 1 ? "" : "s");
+    sb_free(&out);
+    sb_free(&why);
+    pipeline_state_free(&st);
+    arena_destroy(scratch);
+    diag_destroy(diag);
+    free(text);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -199,6 +280,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "verify") == 0) return oracle_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "check") == 0) return check_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "sweep") == 0) return sweep_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "propagate") == 0) return cmd_propagate(argc - 1, argv + 1);
     fprintf(stderr, "spmdc: error: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

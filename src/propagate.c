@@ -56,6 +56,7 @@
 
 #include "spmdc/oprule.h"
 #include "spmdc/reshard.h"
+#include "spmdc/texttable.h"
 
 enum { ST_NONE = 0, ST_MANUAL = 1, ST_FIRST = 2 };
 enum { LF_FIXED = 1, LF_EXTENDED = 2 };
@@ -918,8 +919,9 @@ static void eval_op(Engine *e, int32_t gi)
     int32_t nf = r.n_factors;
     set_flows(&o, e->phase);
     Decision d;
+    int32_t conf_before = e->n_conf, cands_before = e->n_cands;
     decide(e, &o, true, &d);
-    bool none = fsh_used(&d.F) == 0;
+    bool none = fsh_used(&d.F) == 0, proposed = false;
     for (int32_t k = 0; k < o.nt; k++) {
         grows[k] = !none && tensor_grows(e, &o, k, &d.F, &out[k]);
         if (!grows[k])
@@ -951,6 +953,11 @@ static void eval_op(Engine *e, int32_t gi)
         p->lorg = e->lorg[src];
         p->aorg = org;
         p->consumer = k < r.n_in;
+        proposed = true;
+    }
+    if (!proposed) { /* a conflict that decided nothing: every tensor keeps what it has */
+        e->n_conf = conf_before;
+        e->n_cands = cands_before;
     }
     if (e->phase == N_PHASES - 1)
         return;
@@ -1081,6 +1088,10 @@ static void apply_leaf(Engine *e, int32_t lf, Proposal **ps, int32_t n)
         acc = *win;
         for (int32_t j = 0; j < n; j++)
             compatible(&acc, &ps[j]->t, &acc);
+        if (tiling_equal(&acc, &cur)) { /* it decided nothing */
+            e->n_cands = first;
+            return;
+        }
         GROW(e->conf, e->n_conf, e->cap_conf);
         e->conf[e->n_conf++] = (Conflict){e->linst[lf], lf, first, nc, pick};
     }
@@ -2096,84 +2107,97 @@ static void put_op_candidate(StrBuf *b, Engine *e, const OpRule *r, const HloIns
     }
 }
 
+/* The candidates of a conflict, cheapest first as chosen, each with the
+ * bytes per device it costs, aligned. */
+static void put_candidates(StrBuf *b, Engine *e, const Conflict *cf, const OpRule *r, const HloInst *in)
+{
+    int64_t widest = 0;
+    for (int32_t j = 0; j < cf->n; j++)
+        widest = e->cands[cf->first + j].cost > widest ? e->cands[cf->first + j].cost : widest;
+    size_t w = text_bytes_width(widest);
+    /* the chosen one first, then the others by cost (ties in candidate order) */
+    int32_t *order = xmalloc(sizeof(int32_t) * (size_t)(cf->n + 1)), n = 0;
+    order[n++] = cf->chosen;
+    for (int32_t j = 0; j < cf->n; j++)
+        if (j != cf->chosen) {
+            int32_t at = n++;
+            while (at > 1 && e->cands[cf->first + order[at - 1]].cost > e->cands[cf->first + j].cost) {
+                order[at] = order[at - 1];
+                at--;
+            }
+            order[at] = j;
+        }
+    for (int32_t q = 0; q < n; q++) {
+        const Cand *cd = &e->cands[cf->first + order[q]];
+        sb_puts(b, q == 0 ? "    chosen  " : "            ");
+        text_put_bytes(b, cd->cost, w);
+        sb_puts(b, "  ");
+        if (r)
+            put_op_candidate(b, e, r, in, cf->inst, cd);
+        else
+            tiling_describe(b, &cd->t, e->mesh);
+        sb_putc(b, '\n');
+    }
+    free(order);
+}
+
 static void explain_conflict(StrBuf *b, Engine *e, const Conflict *cf)
 {
     const HloInst *in = ginst(e, cf->inst);
     if (cf->leaf >= 0) {
         sb_printf(b, "  conflict: %d shardings reached ", (int)cf->n);
         put_leaf(b, e, cf->leaf);
-        sb_puts(b, " in the same step:\n");
-        for (int32_t j = 0; j < cf->n; j++) {
-            const Cand *c = &e->cands[cf->first + j];
-            sb_puts(b, "    ");
-            tiling_describe(b, &c->t, e->mesh);
-            sb_printf(b, ": %lld bytes per device%s\n", (long long)c->cost, j == cf->chosen ? "  <- chosen" : "");
-        }
+        sb_puts(b, " at once; bytes per device its producer and users would reshard under each:\n");
+        put_candidates(b, e, cf, NULL, in);
         return;
     }
-    sb_printf(b, "  conflict at %s %s: its operands and results disagree; %d candidates:\n",
+    sb_printf(b, "  conflict: the tensors of %s %s disagree; %d candidates, bytes per device to reshard its "
+                 "tensors to each:\n",
               hlo_opcode_name(in->op), in->name, (int)cf->n);
     OpRule r;
     Arena *a = arena_create();
     int32_t c = e->icomp[cf->inst];
-    if (oprule_build(e->m, c, cf->inst - e->comp_first[c], a, &r)) {
-        for (int32_t j = 0; j < cf->n; j++) {
-            const Cand *cd = &e->cands[cf->first + j];
-            sb_puts(b, "    ");
-            put_op_candidate(b, e, &r, in, cf->inst, cd);
-            sb_printf(b, ": %lld bytes per device%s\n", (long long)cd->cost, j == cf->chosen ? "  <- chosen" : "");
-        }
-    }
+    if (oprule_build(e->m, c, cf->inst - e->comp_first[c], a, &r))
+        put_candidates(b, e, cf, &r, in);
     arena_destroy(a);
 }
 
-/* The instructions the first state of leaf lf came through, back to its
- * source (at most `cap` shown, the rest counted). */
+/* The values the first state of leaf lf came through, from its source: the
+ * source with its line, then per hop the value and, in parentheses, the
+ * instruction it came through (its opcode alone when that is the value's
+ * own instruction).  At most CAP hops shown: the ones nearest lf. */
 static void put_path(StrBuf *b, const Engine *e, int32_t lf)
 {
     enum { CAP = 12 };
     int32_t hops[CAP], n = 0, total = 0, src = lf;
     for (int32_t l = lf; l >= 0 && e->from[l] >= 0 && total <= e->n_leaves; l = e->from[l]) {
         if (n < CAP)
-            hops[n++] = e->via[l];
+            hops[n++] = l;
         total++;
         src = e->from[l];
     }
     put_leaf(b, e, src);
+    int32_t line = (int32_t)ginst(e, e->linst[src])->span.begin.line;
+    if (line)
+        sb_printf(b, " (line %d)", (int)line);
     for (int32_t k = n - 1; k >= 0; k--) {
         if (k == n - 1 && total > CAP)
             sb_printf(b, " -> ... (%d more)", (int)(total - CAP));
-        const HloInst *v = ginst(e, hops[k]);
-        sb_printf(b, " -> %s %s", hlo_opcode_name(v->op), v->name);
+        int32_t l = hops[k];
+        const HloInst *v = ginst(e, e->via[l]);
+        sb_puts(b, " -> ");
+        put_leaf(b, e, l);
+        if (e->via[l] == e->linst[l])
+            sb_printf(b, " (%s)", hlo_opcode_name(v->op));
+        else
+            sb_printf(b, " (%s %s)", hlo_opcode_name(v->op), v->name);
     }
 }
 
-static void explain_leaf(StrBuf *b, const Engine *e, int32_t lf)
+/* The annotations leaf lf's atoms came from: "the annotation on x (line
+ * 3)" or "the annotations on x (line 3), w (line 5)". */
+static void put_sources(StrBuf *b, const Engine *e, int32_t lf)
 {
-    int32_t gi = e->linst[lf];
-    const HloInst *in = ginst(e, gi);
-    if (!shape_is_array(e->lshape[lf]))
-        return;
-    sb_puts(b, "  ");
-    if (nleaves(e, gi) > 1 || shape_is_tuple(&in->shape))
-        sb_printf(b, "leaf %d: ", (int)(lf - e->leaf0[gi]));
-    put_state(b, e, lf);
-    if (e->annx[lf] >= 0) {
-        sb_puts(b, (e->lfl[lf] & LF_EXTENDED) ? ": annotated, extended on its open dims" : ": annotated");
-        if (!(e->lfl[lf] & LF_EXTENDED)) {
-            sb_putc(b, '\n');
-            return;
-        }
-    } else if (e->lfl[lf] & LF_FIXED) {
-        sb_puts(b, e->st[lf] == ST_NONE || e->st[lf] >= ST_FIRST ? ": fixed (no rule, or a reducer's value)\n"
-                                                                 : ": annotated\n");
-        return;
-    } else if (e->st[lf] == ST_NONE) {
-        sb_puts(b, ": replicated, no annotation reaches it\n");
-        return;
-    }
-    /* the annotations its atoms came from */
-    sb_puts(b, "; from ");
     int32_t seen[SPMDC_MAX_ATOMS], ns = 0;
     if (e->st[lf] >= ST_FIRST) {
         const Tiling *t = state(e, lf);
@@ -2184,26 +2208,57 @@ static void explain_leaf(StrBuf *b, const Engine *e, int32_t lf)
                 bool dup = false;
                 for (int32_t j = 0; j < ns; j++)
                     dup |= seen[j] == o;
-                if (!dup)
+                if (!dup && o >= 0)
                     seen[ns++] = o;
             }
         }
     }
-    if (ns == 0)
+    if (ns == 0 && e->lorg[lf] >= 0)
         seen[ns++] = e->lorg[lf];
+    if (ns == 0) {
+        sb_puts(b, "a sharding set before propagation");
+        return;
+    }
+    sb_puts(b, ns == 1 ? "the annotation on " : "the annotations on ");
     for (int32_t j = 0; j < ns; j++) {
         if (j)
             sb_puts(b, ", ");
-        if (seen[j] < 0)
-            sb_puts(b, "an earlier propagation");
-        else
-            put_inst(b, e, seen[j]);
+        put_inst(b, e, seen[j]);
     }
-    if (e->from[lf] >= 0) {
-        sb_puts(b, "\n    path: ");
-        put_path(b, e, lf);
+}
+
+/* One leaf: its sharding and where it came from.  ind is the indent of its
+ * first line (its further lines two more). */
+static void explain_leaf(StrBuf *b, const Engine *e, int32_t lf, const char *ind)
+{
+    put_state(b, e, lf);
+    if (e->annx[lf] >= 0 && !(e->lfl[lf] & LF_EXTENDED)) {
+        sb_puts(b, ", annotated\n");
+        return;
     }
+    if (e->annx[lf] < 0 && leaf_rank(e, lf) == 0 && e->st[lf] != ST_MANUAL) {
+        sb_puts(b, ", a scalar\n");
+        return;
+    }
+    if (e->annx[lf] < 0 && (e->lfl[lf] & LF_FIXED)) {
+        sb_puts(b, e->st[lf] == ST_NONE || e->st[lf] >= ST_FIRST ? ", fixed by its instruction (no rule "
+                                                                    "reaches through it, or a reducer's value)\n"
+                                                                  : ", annotated\n");
+        return;
+    }
+    if (e->st[lf] == ST_NONE) {
+        sb_puts(b, ", no annotation reaches it\n");
+        return;
+    }
+    sb_puts(b, e->annx[lf] >= 0 ? ", annotated, extended on its open dims\n" : "\n");
+    sb_printf(b, "%s  from ", ind);
+    put_sources(b, e, lf);
     sb_putc(b, '\n');
+    if (e->from[lf] >= 0) {
+        sb_printf(b, "%s  path: ", ind);
+        put_path(b, e, lf);
+        sb_putc(b, '\n');
+    }
 }
 
 static void explain(StrBuf *b, Engine *e)
@@ -2219,17 +2274,53 @@ static void explain(StrBuf *b, Engine *e)
     memcpy(fill, cstart, sizeof(int32_t) * (size_t)e->n_insts);
     for (int32_t k = 0; k < e->n_conf; k++)
         clist[fill[e->conf[k].inst]++] = k;
+    /* the summary */
+    int64_t n_values = 0, n_ann = 0, n_prop = 0, n_none = 0, n_fixed = 0, n_scalars = 0;
+    for (int32_t lf = 0; lf < e->n_leaves; lf++) {
+        if (!shape_is_array(e->lshape[lf]))
+            continue;
+        if (leaf_rank(e, lf) == 0 && e->annx[lf] < 0 && e->st[lf] != ST_MANUAL) {
+            n_scalars++;
+            continue;
+        }
+        n_values++; /* the cases of explain_leaf */
+        if (e->annx[lf] >= 0 || ((e->lfl[lf] & LF_FIXED) && e->st[lf] == ST_MANUAL))
+            n_ann++;
+        else if (e->lfl[lf] & LF_FIXED)
+            n_fixed++;
+        else if (e->st[lf] == ST_NONE)
+            n_none++;
+        else
+            n_prop++;
+    }
+    sb_printf(b, "sharding propagation of module %s on mesh ", e->m->name ? e->m->name : "module");
+    mesh_print(b, e->mesh);
+    sb_printf(b,
+              " (%d devices)\n%lld arrays: %lld annotated, %lld propagated, %lld that no annotation reaches, "
+              "%lld fixed by their instruction; %lld scalars; %d conflict%s\n\n",
+              (int)e->mesh->n_devices, (long long)n_values, (long long)n_ann, (long long)n_prop, (long long)n_none,
+              (long long)n_fixed, (long long)n_scalars, (int)e->n_conf, e->n_conf == 1 ? "" : "s");
     for (int32_t gi = 0; gi < e->n_insts; gi++) {
         const HloInst *in = ginst(e, gi);
-        bool any_array = false;
+        int32_t n_arrays = 0;
         for (int32_t l = e->leaf0[gi]; l < e->leaf0[gi + 1]; l++)
-            any_array |= e->lshape[l]->rank >= 0;
-        if (!any_array && cstart[gi] == cstart[gi + 1])
+            n_arrays += shape_is_array(e->lshape[l]);
+        if (n_arrays == 0 && cstart[gi] == cstart[gi + 1])
             continue;
         put_inst(b, e, gi);
-        sb_printf(b, " = %s:\n", hlo_opcode_name(in->op));
-        for (int32_t l = e->leaf0[gi]; l < e->leaf0[gi + 1]; l++)
-            explain_leaf(b, e, l);
+        sb_printf(b, ", %s:", hlo_opcode_name(in->op));
+        if (shape_is_array(&in->shape)) {
+            sb_putc(b, ' ');
+            explain_leaf(b, e, e->leaf0[gi], "");
+        } else {
+            sb_putc(b, '\n');
+            for (int32_t l = e->leaf0[gi]; l < e->leaf0[gi + 1]; l++) {
+                if (!shape_is_array(e->lshape[l]))
+                    continue;
+                sb_printf(b, "  {%d} ", (int)(l - e->leaf0[gi]));
+                explain_leaf(b, e, l, "  ");
+            }
+        }
         for (int32_t k = cstart[gi]; k < cstart[gi + 1]; k++)
             explain_conflict(b, e, &e->conf[clist[k]]);
     }

@@ -310,17 +310,29 @@ void sharding_iota_expand(int32_t n_dims, const int64_t *dims, const int32_t *pe
 /* ================================================================ printing */
 
 /* Appends the atoms a[0..n) as Shardy axis refs separated by sep. */
-static void atoms_names(StrBuf *b, const Mesh *m, const int8_t *a, int32_t n, const char *sep)
+/* Names of a run of atoms ("x", "y:(2)2"), separated by sep; with quote,
+ * each axis name in single quotes (XLA's spelling: 'y':(2)2). */
+static void atoms_names_q(StrBuf *b, const Mesh *m, const int8_t *a, int32_t n, const char *sep, bool quote)
 {
     StrBuf tmp = {0};
     mesh_atoms_name(&tmp, m, a, n);
-    for (const char *p = sb_cstr(&tmp); *p; p++) {
-        if (*p == ',')
+    const char *p = sb_cstr(&tmp);
+    for (bool first = true; *p; first = false) {
+        size_t len = strcspn(p, ","), name = strcspn(p, ",:");
+        if (!first)
             sb_puts(b, sep);
+        if (quote)
+            sb_printf(b, "'%.*s'%.*s", (int)name, p, (int)(len - name), p + name);
         else
-            sb_putc(b, *p);
+            sb_printf(b, "%.*s", (int)len, p);
+        p += len + (p[len] == ',');
     }
     sb_free(&tmp);
+}
+
+static void atoms_names(StrBuf *b, const Mesh *m, const int8_t *a, int32_t n, const char *sep)
+{
+    atoms_names_q(b, m, a, n, sep, false);
 }
 
 /* The atoms of mask in ascending order; returns the count. */
@@ -408,26 +420,29 @@ static void print_positional_tiled(StrBuf *b, const Sharding *s, const Mesh *m)
     sb_putc(b, '}');
 }
 
-/* `[{x}, {y:(2)2, z}]` */
-static void print_named_dims(StrBuf *b, const Sharding *s, const Mesh *m)
+/* `[{x}, {y:(2)2, z}]` (quote: `[{'x'}, {'y':(2)2, 'z'}]`) */
+static void print_named_dims(StrBuf *b, const Sharding *s, const Mesh *m, bool quote)
 {
     sb_putc(b, '[');
     for (int32_t d = 0; d < s->tile.rank; d++) {
         sb_puts(b, d ? ", {" : "{");
-        atoms_names(b, m, sharding_dim_atoms(s, d), sharding_dim_n(s, d), ", ");
+        atoms_names_q(b, m, sharding_dim_atoms(s, d), sharding_dim_n(s, d), ", ", quote);
         sb_putc(b, '}');
     }
     sb_putc(b, ']');
 }
 
-static void print_named(StrBuf *b, const Sharding *s, const Mesh *m)
+static void print_named(StrBuf *b, const Sharding *s, const Mesh *m, bool quote)
 {
     if (s->kind == SHARDING_MAXIMAL) {
         sb_printf(b, "{maximal_mesh[device_id=%lld]}", (long long)s->device);
         return;
     }
     sb_puts(b, "{mesh[");
-    mesh_print(b, m);
+    for (int32_t i = 0; quote && i < m->n_axes; i++)
+        sb_printf(b, "%s'%s'=%lld", i ? "," : "", m->axes[i].name, (long long)m->axes[i].size);
+    if (!quote)
+        mesh_print(b, m);
     sb_puts(b, "], ");
     uint32_t all = m->n_atoms >= 32 ? 0xffffffffu : (1u << m->n_atoms) - 1;
     if (s->kind == SHARDING_MANUAL) {
@@ -439,27 +454,27 @@ static void print_named(StrBuf *b, const Sharding *s, const Mesh *m)
         sb_puts(b, repl ? "replicated}" : "unreduced}");
         return;
     }
-    print_named_dims(b, s, m);
+    print_named_dims(b, s, m, quote);
     if (s->kind == SHARDING_TILED && s->tile.partial) {
         int8_t a[SPMDC_MAX_ATOMS];
         sb_puts(b, ", unreduced={");
-        atoms_names(b, m, a, mask_atoms(m, s->tile.partial, a), ", ");
+        atoms_names_q(b, m, a, mask_atoms(m, s->tile.partial, a), ", ", quote);
         sb_putc(b, '}');
     }
     if (s->manual_atoms) {
         int8_t a[SPMDC_MAX_ATOMS];
         sb_puts(b, ", manual={");
-        atoms_names(b, m, a, mask_atoms(m, s->manual_atoms, a), ", ");
+        atoms_names_q(b, m, a, mask_atoms(m, s->manual_atoms, a), ", ", quote);
         sb_putc(b, '}');
     }
     sb_putc(b, '}');
 }
 
-static void print_single(StrBuf *b, const Sharding *s, const Mesh *m)
+static void print_single(StrBuf *b, const Sharding *s, const Mesh *m, bool quote)
 {
     bool permuted = s->kind == SHARDING_TILED && s->tile.perm && !sharding_is_replicated(s);
     if (s->named_form && m && !permuted) { /* the named form has no device order: positional then */
-        print_named(b, s, m);
+        print_named(b, s, m, quote);
         return;
     }
     switch (s->kind) {
@@ -483,10 +498,10 @@ static void print_single(StrBuf *b, const Sharding *s, const Mesh *m)
     }
 }
 
-void sharding_print(StrBuf *b, const Sharding *s, const Mesh *m)
+static void print_sharding(StrBuf *b, const Sharding *s, const Mesh *m, bool quote)
 {
     if (s->kind != SHARDING_TUPLE) {
-        print_single(b, s, m);
+        print_single(b, s, m, quote);
         return;
     }
     /* XLA: elements separated by ", ", a comment before every 5th. */
@@ -497,7 +512,7 @@ void sharding_print(StrBuf *b, const Sharding *s, const Mesh *m)
             if (i % 5 == 0)
                 sb_printf(b, "/*index=%d*/", (int)i);
         }
-        print_single(b, &s->elems[i], m);
+        print_single(b, &s->elems[i], m, quote);
     }
     sb_putc(b, '}');
 }
@@ -512,6 +527,10 @@ static void put_manual(StrBuf *b, const Sharding *s, const Mesh *m)
     atoms_names(b, m, a, mask_atoms(m, s->manual_atoms, a), ", ");
     sb_putc(b, '}');
 }
+
+void sharding_print(StrBuf *b, const Sharding *s, const Mesh *m) { print_sharding(b, s, m, false); }
+
+void sharding_print_quoted(StrBuf *b, const Sharding *s, const Mesh *m) { print_sharding(b, s, m, true); }
 
 void sharding_describe(StrBuf *b, const Sharding *s, const Mesh *m)
 {
@@ -543,7 +562,7 @@ void sharding_describe(StrBuf *b, const Sharding *s, const Mesh *m)
         put_manual(b, s, m);
         return;
     }
-    print_named_dims(b, s, m);
+    print_named_dims(b, s, m, false);
     if (s->tile.perm && m) {
         /* the devices that stand for the mesh's devices 0, 1, ... */
         if (m->n_devices <= 16) {

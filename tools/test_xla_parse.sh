@@ -6,7 +6,9 @@
 # second mesh size (`--mesh model=4`, `--mesh data=4,model=2`), and runs
 # `tools/check_xla_parse.py --compile` on each per-device program: XLA's own
 # HLO parser, StableHLO conversion + MLIR shape verification, and a full
-# XLA:CPU compile for the program's devices (no execution).
+# XLA:CPU compile for the program's devices (no execution).  Each example's
+# `SPMDC propagate` output (the module with every value's sharding) goes
+# through XLA's parser too.
 #
 # Exit status: 0 all accepted (or skipped: no python with jax), 1 a compile
 # failed or XLA rejected an output, 2 usage.  Meant for ctest:
@@ -58,8 +60,30 @@ run_one() {
   fi
 }
 
+# run_propagate FILE: `spmdc propagate`, then XLA's parser on the module with
+# every value's sharding.
+run_propagate() {
+  f=$1
+  n=$((n + 1))
+  out="$tmp/$n.$(basename "$f" .hlo).propagated.hlo"
+  if ! "$spmdc" propagate "$f" -o "$out" 2>"$tmp/err"; then
+    echo "FAIL propagate: $(basename "$f")"
+    sed 's/^/    /' "$tmp/err" | head -n 10
+    fail=1
+    return
+  fi
+  if msg=$("$py" "$here/check_xla_parse.py" --parse-only "$out" 2>&1); then
+    echo "ok: propagate $(basename "$f")"
+  else
+    echo "FAIL xla: propagate $(basename "$f")"
+    printf '%s\n' "$msg" | sed 's/^/    /' | head -n 20
+    fail=1
+  fi
+}
+
 for f in "$@"; do
   run_one "$f" ""
+  run_propagate "$f"
   if grep -q 'sharding={mesh\[data=2,model=4\]' "$f"; then
     run_one "$f" ".m2" --mesh data=4,model=2
   elif grep -q 'sharding={mesh\[model=8\]' "$f"; then

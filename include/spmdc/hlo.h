@@ -248,6 +248,9 @@ typedef struct HloPrintOptions {
 /* Appends the module as HLO text XLA's parser accepts: header, computations
  * callee-first, `%name = shape opcode(%a, %b), attrs`, ROOT marked. */
 void hlo_print_module(StrBuf *b, const HloModule *m, const HloPrintOptions *opt);
+/* hlo_print_module with named shardings in the spelling XLA 0.10.2's parser
+ * requires (quoted axis names, sharding_print_quoted). */
+void hlo_print_module_quoted(StrBuf *b, const HloModule *m, const HloPrintOptions *opt);
 /* One instruction's text without a trailing newline (for diagnostics). */
 void hlo_print_inst(StrBuf *b, const HloModule *m, int32_t c, int32_t i, const HloPrintOptions *opt);
 

@@ -178,6 +178,10 @@ bool sharding_bind(const ShardingSyntax *syn, const Mesh *m, const Shape *shape,
  * "{maximal device=0}", tuples "{{...}, {...}}".  A replicated sharding in
  * named form prints s->rank empty dims: "{mesh[x=2], [{}, {}]}". */
 void sharding_print(StrBuf *b, const Sharding *s, const Mesh *m);
+/* sharding_print in the spelling XLA 0.10.2's parser requires for the
+ * named form: axis names in single quotes, "{mesh['x'=2,'y'=4], [{'x'},
+ * {'y':(2)2}]}" (positional forms as sharding_print). */
+void sharding_print_quoted(StrBuf *b, const Sharding *s, const Mesh *m);
 /* Appends a short human form for reports: "[{model}, {}]", "replicated",
  * "[{x}, {y}] partial(sum) over {z}". */
 void sharding_describe(StrBuf *b, const Sharding *s, const Mesh *m);

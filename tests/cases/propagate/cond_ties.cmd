@@ -1,0 +1,1 @@
+propagate ../../../examples/models/control/cond.hlo --explain -o /dev/null

@@ -1,0 +1,1 @@
+propagate ../../../examples/mlp_small.hlo --mesh model=4

@@ -1,0 +1,1 @@
+propagate reshape.hlo -o ./reshape.hlo

@@ -1,0 +1,1 @@
+propagate broken.hlo -o out.hlo

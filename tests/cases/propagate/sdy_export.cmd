@@ -1,0 +1,1 @@
+propagate ../../../examples/jax_mlp_sdy.hlo

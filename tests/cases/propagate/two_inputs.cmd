@@ -1,0 +1,1 @@
+propagate reshape.hlo user_control.hlo

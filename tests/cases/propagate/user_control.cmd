@@ -1,0 +1,1 @@
+propagate user_control.hlo --explain

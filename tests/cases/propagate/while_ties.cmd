@@ -1,0 +1,1 @@
+propagate ../../../examples/models/control/while_2d.hlo
