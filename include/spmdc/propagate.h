@@ -1,11 +1,16 @@
-/* propagate.h - sharding propagation to a fixed point.
+/* propagate.h - sharding propagation over the whole module.
  *
  * Every instruction of every computation ends with a sharding (inst->sharding
- * non-NULL).  Forward (from operands) and backward (from users) rules per
- * opcode, GSPMD-style lattice (more tiles is more specific; a user's
- * annotation, sharding_from_user, is never overwritten).  Deterministic: the
- * same module gives the same shardings.  Values nothing reaches become
- * replicated.  Requires m->has_mesh (bind_shardings).
+ * non-NULL).  The rules are the op-rule registry's (oprule.h, the factor
+ * model); loop bodies, branches and callees are tied to their callers by
+ * data-flow edges; a worklist over def-use edges runs Shardy's schedule
+ * (user priorities, then op priorities) and decides conflicts by the
+ * report's cost model (reshard_cost), so the work is linear in the module
+ * and the result does not depend on the order of instructions.  A user's
+ * annotation (sharding_from_user) is never overwritten; an open dim of one
+ * may be extended.  Values nothing reaches become replicated.  Requires
+ * m->has_mesh (bind_shardings).  The rules, their order and the tie-break:
+ * docs/propagation.md.
  */
 #ifndef SPMDC_PROPAGATE_H
 #define SPMDC_PROPAGATE_H
@@ -27,10 +32,11 @@
 bool propagate_shardings(HloModule *m, PassCtx *cx);
 
 /* propagate_shardings, and appends to *why (may be NULL) why every value
- * got its sharding: per instruction and array leaf, the annotation(s) it
- * came from (instruction and line), the instructions it came through, and
- * every conflict decided on the way with its candidates and their costs in
- * bytes per device (the report's cost model). */
+ * got its sharding (the text `spmdc propagate --explain` prints, docs/cli.md):
+ * a summary line, then per instruction and array leaf the annotation(s) it
+ * came from (instruction and line), the path it travelled (each value on the
+ * way and the instruction it came through), and every conflict decided there
+ * with its candidates and their costs in bytes per device (reshard_cost). */
 bool propagate_shardings_explained(HloModule *m, PassCtx *cx, StrBuf *why);
 
 #endif
