@@ -24,6 +24,9 @@ outfile=$(printf '%s\n' $args | awk 'p {print; exit} $0 == "-o" {p = 1}')
 # Only a plain file name in the case's own directory is ever removed (never
 # /dev/null or anything outside the case directory).
 case $outfile in */*|"") outfile="" ;; esac
+# ... and never a file the case also reads (`-o in.hlo` naming its own input
+# is a case of spmdc refusing it, not a file to clean up).
+if [ -n "$outfile" ] && [ "$(printf '%s\n' $args | grep -cxF -- "$outfile")" -gt 1 ]; then outfile=""; fi
 [ -n "$outfile" ] && rm -f "$outfile"
 # shellcheck disable=SC2086
 "$spmdc" $args >"$tmp/stdout" 2>"$tmp/stderr"
