@@ -19,6 +19,7 @@
 #include "spmdc/hlo.h"
 #include "spmdc/memory.h"
 #include "spmdc/oracle.h"
+#include "spmdc/passtime.h"
 #include "spmdc/pipeline.h"
 #include "spmdc/propagate.h"
 #include "spmdc/report.h"
@@ -125,6 +126,7 @@ static int cmd_compile(int argc, char **argv)
     size_t len;
     char *text = driver_read_file(in_path, &len);
     if (!text) return 1;
+    passtime_stage("read");
 
     DiagEngine *diag = diag_create(stderr);
     uint32_t fid = diag_add_file(diag, strcmp(in_path, "-") ? in_path : "<stdin>", text, len);
@@ -150,8 +152,10 @@ static int cmd_compile(int argc, char **argv)
         goto done;
     }
     memory_fill_report(&st.report, st.m, st.out);
+    passtime_stage("memory");
     HloPrintOptions po = {false, false, false};
     hlo_print_module(&prog, st.out, &po);
+    passtime_stage("print");
     if (strcmp(report_fmt, "json") == 0 && explain)
         explain_print_json(&rtext, &ex, &st.report, st.m);
     else if (strcmp(report_fmt, "json") == 0)
@@ -159,6 +163,7 @@ static int cmd_compile(int argc, char **argv)
     else if (strcmp(report_fmt, "text") == 0)
         report_print_text(&rtext, &st.report);
     if (strcmp(report_fmt, "text") == 0 && explain) explain_print_text(&rtext, &ex, &st.report, st.m);
+    passtime_stage("report");
     DriverOutput files[3] = {{out_path, sb_cstr(&prog), prog.len}, {report_out, sb_cstr(&rtext), rtext.len},
                              {dot_path, NULL, 0}};
     int n_files = report_file ? 2 : 1;
@@ -168,6 +173,7 @@ static int cmd_compile(int argc, char **argv)
     }
     if (!driver_write_outputs(files, n_files)) goto done;
     if (!report_out && strcmp(report_fmt, "none") != 0) fputs(sb_cstr(&rtext), stderr);
+    passtime_stage("write");
     rc = 0;
 done:
     if (rc != 0 && diag_error_count(diag) > 0)
@@ -181,6 +187,8 @@ done:
     arena_destroy(scratch);
     diag_destroy(diag);
     free(text);
+    passtime_stage("free");
+    passtime_total();
     return rc;
 }
 
@@ -264,6 +272,7 @@ static int cmd_propagate(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    passtime_enabled(); /* starts the clock of SPMDC_TIME_PASSES */
     if (argc < 2) {
         usage(stderr);
         return 2;

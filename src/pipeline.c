@@ -5,6 +5,7 @@
 
 #include "spmdc/canonicalize.h"
 #include "spmdc/parse.h"
+#include "spmdc/passtime.h"
 #include "spmdc/partition.h"
 #include "spmdc/propagate.h"
 #include "spmdc/verify.h"
@@ -80,6 +81,7 @@ bool pipeline_run(PipelineState *st, PassCtx *cx, PassId first, PassId last)
         const PassInfo *p = pipeline_pass((PassId)k);
         ok = p->run(st, cx);
         arena_reset(cx->scratch);
+        passtime_stage(p->name);
 #if defined(SPMDC_VERIFY_EACH_PASS)
         if (ok) ok = verify_after(st, cx, p);
 #endif

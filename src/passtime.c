@@ -1,0 +1,62 @@
+/* passtime.c - per-stage wall time and memory lines (see passtime.h). */
+#include "spmdc/passtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+static int g_enabled = -1; /* -1 = not read yet */
+static double g_start = -1, g_last = -1;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+bool passtime_enabled(void)
+{
+    if (g_enabled < 0) {
+        const char *e = getenv("SPMDC_TIME_PASSES");
+        g_enabled = e && *e && strcmp(e, "0") != 0;
+        if (g_enabled) g_start = g_last = now_s();
+    }
+    return g_enabled;
+}
+
+static double rss_mib(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    unsigned long long size = 0, res = 0;
+    int ok = fscanf(f, "%llu %llu", &size, &res) == 2;
+    fclose(f);
+    return ok ? (double)res * (double)sysconf(_SC_PAGESIZE) / 1048576.0 : 0;
+}
+
+static double peak_mib(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (double)ru.ru_maxrss / 1024.0; /* KiB on Linux */
+}
+
+void passtime_stage(const char *name)
+{
+    if (!passtime_enabled()) return;
+    double t = now_s();
+    fprintf(stderr, "spmdc: time-passes: %s %.3f s, rss %.1f MiB, peak %.1f MiB\n", name, t - g_last, rss_mib(),
+            peak_mib());
+    g_last = now_s(); /* the line's own cost is not the next stage's */
+}
+
+void passtime_total(void)
+{
+    if (!passtime_enabled()) return;
+    fprintf(stderr, "spmdc: time-passes: total %.3f s, rss %.1f MiB, peak %.1f MiB\n", now_s() - g_start, rss_mib(),
+            peak_mib());
+}
