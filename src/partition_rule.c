@@ -325,21 +325,25 @@ static bool evaluate(Part *p, const RuleCtx *rc, const FactorSharding *fs, uint3
 }
 
 /* Bytes of the operands' reshards and the results' reshards to their
- * declared states. */
-static int64_t cost_of(Part *p, const RuleCtx *rc, const RuleChoice *ch)
+ * declared states; PART_INF_COST as soon as the sum passes `bound` (every
+ * term is >= 0, so such a candidate cannot win). */
+static int64_t cost_of(Part *p, const RuleCtx *rc, const RuleChoice *ch, int64_t bound)
 {
     const OpRule *r = &rc->rule;
     const HloInst *in = part_in(p, rc->inst);
     int64_t bytes = 0;
-    for (int32_t k = 0; k < r->n_in && bytes < PART_INF_COST; k++)
+    for (int32_t k = 0; k < r->n_in && bytes < PART_INF_COST; k++) {
         bytes += part_cost(p, in->operands[r->t[k].slot], &ch->want[k]);
-    for (int32_t l = 0; l < r->n_out && bytes < PART_INF_COST; l++) {
+        if (bytes > bound)
+            return PART_INF_COST;
+    }
+    for (int32_t l = 0; l < r->n_out && bytes < PART_INF_COST && bytes <= bound; l++) {
         Shape s = shape_array(in->shape.type, r->t[r->n_in + l].rank, r->t[r->n_in + l].shape);
         const Shape *ls = shape_is_tuple(&in->shape) ? &in->shape.elems[r->t[r->n_in + l].leaf] : &in->shape;
         s.type = ls->type;
         bytes += reshard_cost(p->mesh, &s, &ch->res[l], &rc->cur[r->n_in + l]);
     }
-    return bytes < PART_INF_COST ? bytes : PART_INF_COST;
+    return bytes < PART_INF_COST && bytes <= bound ? bytes : PART_INF_COST;
 }
 
 /* The sets of carrier operands whose pending reductions may pass together
@@ -446,7 +450,21 @@ bool part_rule_choose(Part *p, RuleCtx *rc, RuleExtraFn extra, void *user, RuleC
             ok = merge_option(&fs, &cl->opt[c][y % cl->n_opt[c]]);
             y /= cl->n_opt[c];
         }
-        for (int32_t v = 0; ok && v <= n_sets; v++) {
+        if (!ok)
+            continue;
+        /* A candidate wins only with fewer bytes, or as many and less local
+         * work (every cost term is >= 0): once the best costs 0 bytes, a
+         * candidate with no less work is skipped unweighed, and any other
+         * stops being costed once its bytes pass what could still win.  The
+         * explain sink weighs every candidate. */
+        double work = local_work(p, r, &fs);
+        int64_t bound = PART_INF_COST;
+        if (found && !ex) {
+            bound = work < best->work ? best->bytes : best->bytes - 1;
+            if (bound < 0)
+                continue;
+        }
+        for (int32_t v = 0; v <= n_sets; v++) {
             uint32_t pass = v == 0 ? 0 : sets[v - 1];
             if (!evaluate(p, rc, &fs, pass, &cands[0]))
                 continue;
@@ -454,14 +472,13 @@ bool part_rule_choose(Part *p, RuleCtx *rc, RuleExtraFn extra, void *user, RuleC
                 if (o == 1 && !in_order(rc, &cands[0], rc->order, &cands[1]))
                     continue;
                 cand = &cands[o];
-                int64_t bytes = cost_of(p, rc, cand);
+                int64_t bytes = cost_of(p, rc, cand, bound);
                 if (bytes < PART_INF_COST && extra) {
                     int64_t e = extra(p, rc, cand, user);
                     bytes = e >= PART_INF_COST ? PART_INF_COST : bytes + e;
                 }
                 if (bytes >= PART_INF_COST)
                     continue;
-                double work = local_work(p, r, &fs);
                 if (ex)
                     explain_candidate(ex, cand->want, cand->res, bytes, work);
                 if (bytes < best->bytes || (bytes == best->bytes && work < best->work)) {
