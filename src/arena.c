@@ -16,6 +16,7 @@ typedef struct Chunk {
     struct Chunk *next;
     size_t cap;  /* usable bytes after the header */
     size_t used;
+    unsigned long long seq; /* creation number in its arena (arena_release) */
     bool dedicated; /* holds exactly one large allocation (arena_realloc may grow it) */
     _Alignas(64) unsigned char data[];
 } Chunk;
@@ -23,6 +24,7 @@ typedef struct Chunk {
 struct Arena {
     Chunk *head;
     size_t total;
+    unsigned long long next_seq;
 #ifdef SPMDC_ARENA_DEBUG
     void **blocks;
     size_t n_blocks, cap_blocks;
@@ -94,6 +96,47 @@ void arena_reset(Arena *a)
 
 size_t arena_bytes_used(const Arena *a) { return a->total; }
 
+ArenaMark arena_mark(const Arena *a)
+{
+    ArenaMark m;
+    memset(&m, 0, sizeof m);
+    m.head = a->head;
+    m.used = a->head ? a->head->used : 0;
+    m.head_dedicated = a->head ? a->head->dedicated : 0;
+    m.total = a->total;
+    m.seq = a->next_seq;
+#ifdef SPMDC_ARENA_DEBUG
+    m.n_blocks = a->n_blocks;
+#endif
+    return m;
+}
+
+void arena_release(Arena *a, ArenaMark m)
+{
+#ifdef SPMDC_ARENA_DEBUG
+    for (size_t i = m.n_blocks; i < a->n_blocks; i++) free(a->blocks[i]);
+    if (m.n_blocks < a->n_blocks) a->n_blocks = m.n_blocks;
+#endif
+    Chunk *spare = NULL;
+    for (Chunk **pp = &a->head; *pp;) {
+        Chunk *c = *pp;
+        if (c->seq < m.seq) {
+            pp = &c->next;
+            continue;
+        }
+        *pp = c->next;
+        if (!c->dedicated && !spare) spare = c; /* the newest bump chunk */
+        else free(c);
+    }
+    if (m.head && !m.head_dedicated) ((Chunk *)m.head)->used = m.used; /* still listed: older than m */
+    if (spare) {
+        spare->used = 0;
+        spare->next = a->head;
+        a->head = spare;
+    }
+    a->total = m.total;
+}
+
 void *arena_alloc(Arena *a, size_t size, size_t align)
 {
     if (align == 0) align = 1;
@@ -114,6 +157,7 @@ void *arena_alloc(Arena *a, size_t size, size_t align)
         /* malloc aligns to 16, and data sits at a multiple of 64 in Chunk. */
         Chunk *d = xmalloc(sizeof(Chunk) + size);
         d->cap = d->used = size;
+        d->seq = a->next_seq++;
         d->dedicated = true;
         if (c) {
             d->next = c->next;
@@ -140,6 +184,7 @@ void *arena_alloc(Arena *a, size_t size, size_t align)
     Chunk *n = xmalloc(sizeof(Chunk) + cap);
     n->next = a->head;
     n->cap = cap;
+    n->seq = a->next_seq++;
     n->dedicated = false;
     a->head = n;
     uintptr_t base = (uintptr_t)n->data;

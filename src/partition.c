@@ -691,6 +691,8 @@ static VState *find_state(Part *p, int32_t v, const Tiling *want)
     return NULL;
 }
 
+bool part_has_state(Part *p, int32_t v, const Tiling *want) { return find_state(p, v, want) != NULL; }
+
 /* Remembers that `local` holds value v in state `leaves` (after the primary). */
 static void add_state(Part *p, int32_t v, int32_t local, const Tiling *leaves, int32_t origin, const char *why)
 {
@@ -1336,8 +1338,11 @@ static bool partition_body(Part *p, const Tiling *want)
 {
     const HloComputation *e = &p->in->comps[p->ic];
     for (int32_t i = 0; i < e->n_insts; i++) {
+        ArenaMark mk = arena_mark(p->tmp);
         padding_warnings(p, i);
-        if (!part_handle(p, i))
+        bool ok = part_handle(p, i);
+        arena_release(p->tmp, mk);
+        if (!ok)
             return false;
     }
     if (e->root < 0)
@@ -1379,6 +1384,7 @@ static void part_init(Part *p, PartModule *pm, const Part *parent, int32_t calle
     p->rep = pm->rep;
     p->cx = pm->cx;
     p->scratch = pm->scratch;
+    p->tmp = pm->tmp;
     p->parent = parent;
     p->caller = caller;
     p->ic = ic;
@@ -1475,6 +1481,7 @@ bool partition_module(const HloModule *in, HloModule **out, CommReport *rep, Pas
     pm.rep = rep;
     pm.cx = cx;
     pm.scratch = arena_create();
+    pm.tmp = arena_create();
     pm.next_channel = 1;
     memset(pm.reducers, 0xff, sizeof pm.reducers);
     pm.out = hlo_module_new(in->name);
@@ -1500,6 +1507,7 @@ bool partition_module(const HloModule *in, HloModule **out, CommReport *rep, Pas
         hlo_module_free(pm.out);
     }
     part_fini(&p);
+    arena_destroy(pm.tmp);
     arena_destroy(pm.scratch);
     return ok;
 }

@@ -69,6 +69,9 @@ typedef struct PartModule {
     CommReport *rep;
     PassCtx *cx;
     Arena *scratch;             /* everything the partitioner keeps until it ends */
+    Arena *tmp;                 /* per-instruction temporaries: released after each instruction's
+                                   handler (arena_mark / arena_release), so nothing kept may point
+                                   into it (the rule path's contexts and candidates) */
     int32_t *comp_map;          /* input computation -> its output copy, for computations ops apply
                                    (reducers, comparators, custom-call callees), -1 if none */
     NameSet comp_names;         /* output computation names (input names reserved) */
@@ -88,6 +91,7 @@ typedef struct Part {
     CommReport *rep;
     PassCtx *cx;
     Arena *scratch;
+    Arena *tmp;
     const struct Part *parent;  /* the computation whose instruction calls this one, or NULL (entry) */
     int32_t caller;             /* that instruction in parent, or -1 */
     int32_t ic;                 /* input computation */
@@ -208,6 +212,9 @@ const VState *part_primary(const Part *p, int32_t i);
 /* Per-device bytes to bring array value v into state want (cheapest of its
  * states), PART_INF_COST if impossible. */
 int64_t part_cost(Part *p, int32_t v, const Tiling *want);
+/* Whether some local instruction already holds value v in state want
+ * (leaves): part_get then returns it without a reshard. */
+bool part_has_state(Part *p, int32_t v, const Tiling *want);
 /* Local instruction holding value v in state want (leaves), resharding if
  * needed.  cause: the consumer.  -1 after reporting an error. */
 int32_t part_get(Part *p, int32_t v, const Tiling *want, const Cause *cause);
@@ -310,7 +317,7 @@ typedef struct RuleCtx {
 typedef struct RuleChoice {
     FactorSharding fs;      /* the factors' atoms */
     uint32_t pass;          /* operand tensors whose pending reduction passes through */
-    Tiling *want;           /* [n_in] states the operands are brought to (scratch) */
+    Tiling *want;           /* [n_in] states the operands are brought to (Part.tmp) */
     Tiling *res;            /* [n_out] the results' states (partial over split reduction factors and
                                what passed) */
     int64_t bytes;          /* operands' + results' reshards, bytes per device, + the handler's extra */

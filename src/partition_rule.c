@@ -45,11 +45,11 @@ bool part_rule_init(Part *p, int32_t i, RuleCtx *rc)
 {
     memset(rc, 0, sizeof *rc);
     rc->inst = i;
-    if (!oprule_build(p->in, p->ic, i, p->scratch, &rc->rule))
+    if (!oprule_build(p->in, p->ic, i, p->tmp, &rc->rule))
         return false;
     const OpRule *r = &rc->rule;
     int32_t nt = r->n_in + r->n_out;
-    rc->cur = ARENA_ARRAY(p->scratch, Tiling, nt + 1);
+    rc->cur = ARENA_ARRAY(p->tmp, Tiling, nt + 1);
     const HloInst *in = part_in(p, i);
     for (int32_t k = 0; k < r->n_in; k++) {
         const VState *st = part_primary(p, in->operands[r->t[k].slot]);
@@ -202,7 +202,7 @@ static void build_classes(Part *p, const RuleCtx *rc, Classes *cl)
         cl->of[f] = c;
     }
     int32_t nt = r->n_in + r->n_out;
-    FactorSharding *proj = ARENA_ARRAY(p->scratch, FactorSharding, nt + 1);
+    FactorSharding *proj = ARENA_ARRAY(p->tmp, FactorSharding, nt + 1);
     for (int32_t k = 0; k < nt; k++) {
         Tiling t = tiling_strip_partial(rc->cur[k]);
         oprule_tiling_to_factors(r, k, &t, p->mesh, &proj[k], NULL);
@@ -426,12 +426,12 @@ bool part_rule_choose(Part *p, RuleCtx *rc, RuleExtraFn extra, void *user, RuleC
     int32_t n_sets = pass_sets(p, rc, sets, 15);
     RuleChoice cands[2], *cand = &cands[0];
     for (int32_t k = 0; k < 2; k++) {
-        cands[k].want = ARENA_ARRAY(p->scratch, Tiling, r->n_in + 1);
-        cands[k].res = ARENA_ARRAY(p->scratch, Tiling, r->n_out + 1);
+        cands[k].want = ARENA_ARRAY(p->tmp, Tiling, r->n_in + 1);
+        cands[k].res = ARENA_ARRAY(p->tmp, Tiling, r->n_out + 1);
     }
     int32_t n_orders = rc->keep_order && rc->order ? 2 : 1;
-    best->want = ARENA_ARRAY(p->scratch, Tiling, r->n_in + 1);
-    best->res = ARENA_ARRAY(p->scratch, Tiling, r->n_out + 1);
+    best->want = ARENA_ARRAY(p->tmp, Tiling, r->n_in + 1);
+    best->res = ARENA_ARRAY(p->tmp, Tiling, r->n_out + 1);
     best->bytes = PART_INF_COST;
     best->work = HUGE_VAL;
     bool found = false;
@@ -652,7 +652,8 @@ int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int
             p->limit_dims = PART_LIMIT_ALL;
             ops[s] = part_operand(p, rc->inst, s, rep);
         } else {
-            p->limit_dims = forced_dims(p, rc, k);
+            /* the dims only matter to a reshard (part_get's remat warning) */
+            p->limit_dims = part_has_state(p, in->operands[s], want) ? 0 : forced_dims(p, rc, k);
             ops[s] = part_operand(p, rc->inst, s, want);
             if (ops[s] >= 0)
                 ops[s] = mask_padding(p, rc, ch, k, ops[s]);
@@ -707,7 +708,7 @@ Tiling *part_result_leaves(Part *p, const RuleCtx *rc, const RuleChoice *ch)
 bool part_rule_emit(Part *p, const RuleCtx *rc, const RuleChoice *ch)
 {
     const HloInst *in = part_in(p, rc->inst);
-    int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, in->n_operands + 1);
+    int32_t *ops = ARENA_ARRAY(p->tmp, int32_t, in->n_operands + 1);
     if (part_rule_operands(p, rc, ch, ops) < 0)
         return false;
     Tiling *leaves = part_result_leaves(p, rc, ch);

@@ -39,6 +39,25 @@ void *arena_memdup(Arena *a, const void *p, size_t n);
 /* Bytes handed out since creation/reset (for benchmarks). */
 size_t arena_bytes_used(const Arena *a);
 
+/* A point in an arena's life, to release back to: everything allocated
+ * after arena_mark is released by arena_release, stack-wise (marks nest;
+ * releasing an outer mark releases the inner ones' allocations too).  Made
+ * for per-item temporaries in a long-lived pass: mark, work, release, so
+ * the arena's size stays that of one item.  Nothing allocated (or grown
+ * by arena_realloc) after the mark may be used after the release. */
+typedef struct ArenaMark {
+    void *head;          /* the head chunk then (NULL: none) */
+    size_t used;         /* its bytes in use then */
+    size_t total;        /* arena_bytes_used then */
+    unsigned long long seq; /* chunks numbered from this on came later */
+    size_t n_blocks;     /* SPMDC_ARENA_DEBUG: blocks then */
+    int head_dedicated;
+} ArenaMark;
+ArenaMark arena_mark(const Arena *a);
+/* Releases everything allocated since m (see ArenaMark).  One chunk made
+ * since m is kept, empty, for the next allocations; the rest are freed. */
+void arena_release(Arena *a, ArenaMark m);
+
 /* Typed helpers: ARENA_NEW(a, T) and ARENA_ARRAY(a, T, n) return zeroed memory. */
 #define ARENA_NEW(a, T) ((T *)arena_alloc((a), sizeof(T), _Alignof(T)))
 #define ARENA_ARRAY(a, T, n) ((T *)arena_alloc((a), sizeof(T) * (size_t)(n), _Alignof(T)))
