@@ -496,15 +496,74 @@ static json_t *jwarnings(const CommReport *r)
     return a;
 }
 
+/* json_dump_callback sink: appends to a StrBuf, `indent` spaces after every
+ * newline (a JSON text has raw newlines only in its layout: strings escape
+ * theirs), so a value dumped on its own lines up as nested that deep. */
+typedef struct IndentSink {
+    StrBuf *b;
+    int indent;
+} IndentSink;
+
+static int put_indented(const char *buf, size_t size, void *data)
+{
+    static const char spaces[] = "                ";
+    IndentSink *d = data;
+    const char *p = buf, *end = buf + size;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) {
+            sb_putn(d->b, p, (size_t)(end - p));
+            break;
+        }
+        sb_putn(d->b, p, (size_t)(nl + 1 - p));
+        sb_putn(d->b, spaces, (size_t)d->indent);
+        p = nl + 1;
+    }
+    return 0;
+}
+
+/* Appends v (reference consumed) as jansson's JSON_INDENT(2) layout prints
+ * it `indent` (<= 16) spaces deep inside an enclosing value. */
+static void put_json(StrBuf *b, json_t *v, int indent)
+{
+    IndentSink d = {b, indent};
+    if (!v || json_dump_callback(v, put_indented, &d, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) != 0)
+        spmdc_oom();
+    json_decref(v);
+}
+
+/* One member of the root object: `  "key": value` and its separator. */
+static void put_member(StrBuf *b, const char *key, json_t *v, bool last)
+{
+    sb_puts(b, "  \"");
+    sb_puts(b, key);
+    sb_puts(b, "\": ");
+    put_json(b, v, 2);
+    sb_puts(b, last ? "\n" : ",\n");
+}
+
+/* The document is written member by member, each collective dumped on its
+ * own (jansson, to a callback): the same bytes as one json_dumps of the
+ * whole tree, without holding the tree of every collective at once. */
 void report_print_json(StrBuf *b, const CommReport *r)
 {
-    json_t *root = json_object(), *recs = json_array(), *mem = json_object();
-    json_object_set_new(root, "schema", json_string("spmdc.report/v1"));
-    json_object_set_new(root, "module", jstr(r->module));
-    json_object_set_new(root, "mesh", jmesh(&r->mesh));
-    for (int32_t i = 0; i < r->n_records; i++) json_array_append_new(recs, jrecord(r, &r->records[i]));
-    json_object_set_new(root, "collectives", recs);
-    json_object_set_new(root, "totals", jtotals(r));
+    json_t *mem = json_object();
+    sb_puts(b, "{\n");
+    put_member(b, "schema", json_string("spmdc.report/v1"), false);
+    put_member(b, "module", jstr(r->module), false);
+    put_member(b, "mesh", jmesh(&r->mesh), false);
+    if (r->n_records == 0) {
+        sb_puts(b, "  \"collectives\": [],\n");
+    } else {
+        sb_puts(b, "  \"collectives\": [\n");
+        for (int32_t i = 0; i < r->n_records; i++) {
+            sb_puts(b, "    ");
+            put_json(b, jrecord(r, &r->records[i]), 4);
+            sb_puts(b, i + 1 < r->n_records ? ",\n" : "\n");
+        }
+        sb_puts(b, "  ],\n");
+    }
+    put_member(b, "totals", jtotals(r), false);
     json_object_set_new(mem, "parameter_bytes_per_device", jint(r->parameter_bytes_per_device));
     json_object_set_new(mem, "parameter_bytes_unpartitioned", jint(r->parameter_bytes_unpartitioned));
     if (r->has_memory_estimate) {
@@ -513,8 +572,8 @@ void report_print_json(StrBuf *b, const CommReport *r)
         json_object_set_new(mem, "padding_bytes_per_device", jint(r->padding_bytes_per_device));
         json_object_set_new(mem, "value_bytes_per_device", jint(r->value_bytes_per_device));
     }
-    json_object_set_new(root, "memory", mem);
-    json_object_set_new(root, "warnings", jwarnings(r));
+    put_member(b, "memory", mem, false);
+    put_member(b, "warnings", jwarnings(r), r->n_padding == 0);
     if (r->n_padding > 0) {
         json_t *pad = json_array();
         for (int32_t i = 0; i < r->n_padding; i++) {
@@ -528,12 +587,7 @@ void report_print_json(StrBuf *b, const CommReport *r)
             json_object_set_new(o, "max_device_bytes", jint(c->max_device_bytes));
             json_array_append_new(pad, o);
         }
-        json_object_set_new(root, "padding", pad);
+        put_member(b, "padding", pad, true);
     }
-    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (!s) spmdc_oom();
-    sb_puts(b, s);
-    sb_putc(b, '\n');
-    free(s);
-    json_decref(root);
+    sb_puts(b, "}\n");
 }
