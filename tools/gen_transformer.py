@@ -3,7 +3,7 @@
 
     python3 tools/gen_transformer.py L [--batch B] [--seq S] [--model D] [--heads H]
                                        [--ffn F] [--dtype f32] [--data 2] [--model-par 4]
-                                       [--lr 0.01] > step.hlo
+                                       [--lr 0.01] [--positional] > step.hlo
 
 One training step of a pre-norm transformer stack, written out op by op:
 
@@ -19,8 +19,11 @@ One training step of a pre-norm transformer stack, written out op by op:
   update: every weight w.i - lr * dw.i (SGD).
 
 Parameters: x and the six weights of every layer; results: the loss and every
-updated weight (in their input shardings).  About 110 instructions a layer;
-named shardings over the mesh `data=N,model=M` (rebind with `--mesh`).
+updated weight (in their input shardings).  89 instructions a layer plus 16
+(L = 11,236 gives 1,000,020); named shardings over the mesh `data=N,model=M`
+(rebind with `--mesh`), or with --positional XLA's device-list form of the
+same shardings (`devices=[1,4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate`),
+which XLA's own GSPMD partitioner reads.
 Expected plan per layer (Megatron + data parallel): the forward's attention
 output and MLP output, the backward's input gradients of both blocks and the
 RMSNorm's three partial input gradients all-reduced over `model`, every weight
@@ -57,6 +60,8 @@ def main():
     ap.add_argument("--data", type=int, default=2, help="size of the `data` axis")
     ap.add_argument("--model-par", type=int, default=4, help="size of the `model` axis")
     ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--positional", action="store_true",
+                    help="XLA's device-list shardings instead of named ones")
     a = ap.parse_args()
     L, B, S, D, H, dt = a.layers, a.batch, a.seq, a.model, a.heads, a.dtype
     F = a.ffn or 4 * D
@@ -64,13 +69,33 @@ def main():
         ap.error("L must be >= 1 and D divisible by H")
     K = D // H
     mesh = "mesh[data=%d,model=%d]" % (a.data, a.model_par)
+    sizes = {"data": a.data, "model": a.model_par}
+
+    def spec(dims):
+        """One array's sharding: named, or positional over devices d*M + m."""
+        if not a.positional:
+            return "{%s, [%s]}" % (mesh, ", ".join("{%s}" % d for d in dims))
+        used = [d for d in dims if d]
+        if not used:
+            return "{replicated}"
+        tile = [sizes[d] if d else 1 for d in dims]
+        rest = [ax for ax in ("data", "model") if ax not in used]
+        order = [d for d in dims if d] + rest  # tile-assignment axes, major to minor
+        perm = [("data", "model").index(ax) for ax in order]
+        n = a.data * a.model_par
+        iota = "<=[%d]" % n if perm == [0, 1] else "<=[%d,%d]T(%s)" % (
+            a.data, a.model_par, ",".join(str(k) for k in perm))
+        if rest:
+            return "{devices=[%s,%d]%s last_tile_dim_replicate}" % (
+                ",".join(map(str, tile)), sizes[rest[0]], iota)
+        return "{devices=[%s]%s}" % (",".join(map(str, tile)), iota)
 
     def sh(*dims):
-        return "sharding={%s, [%s]}" % (mesh, ", ".join("{%s}" % d for d in dims))
+        return "sharding=" + spec(dims)
 
     out = ["// gen_transformer.py %d --batch %d --seq %d --model %d --heads %d --ffn %d --dtype %s "
-           "--data %d --model-par %d: one training step of a %d-layer transformer (forward, "
-           "backward, SGD update)." % (L, B, S, D, H, F, dt, a.data, a.model_par, L),
+           "--data %d --model-par %d%s: one training step of a %d-layer transformer (forward, "
+           "backward, SGD update)." % (L, B, S, D, H, F, dt, a.data, a.model_par, " --positional" if a.positional else "", L),
            "HloModule transformer_train", ""]
     for red, op in (("add", "add"), ("max", "maximum")):
         out += ["%%%s (a: %s[], b: %s[]) -> %s[] {" % (red, dt, dt, dt),
@@ -220,18 +245,17 @@ def main():
         ew("dx.%d" % (i - 1), "add", X, n("dx1"), n("dxa"))
         g = "dx.%d" % (i - 1)
     # ---- SGD update
-    results = [("loss", "f32[]" if dt == "f32" else "%s[]" % dt, "{%s, []}" % mesh)]
+    results = [("loss", "f32[]" if dt == "f32" else "%s[]" % dt, spec([]) if a.positional else "{%s, []}" % mesh)]
     shapes = {"wq": ([D, H, K], ("", "model", "")), "wk": ([D, H, K], ("", "model", "")),
               "wv": ([D, H, K], ("", "model", "")), "wo": ([H, K, D], ("model", "", "")),
               "w1": ([D, F], ("", "model")), "w2": ([F, D], ("model", ""))}
     for i in range(1, L + 1):
         for m in ("wq", "wk", "wv", "wo", "w1", "w2"):
-            dims, spec = shapes[m]
+            dims, sp = shapes[m]
             bc("lrb.%s.%d" % (m, i), "lr", dims)
             ew("step.%s.%d" % (m, i), "multiply", dims, "lrb.%s.%d" % (m, i), "d%s.%d" % (m, i))
             ew("new.%s.%d" % (m, i), "subtract", dims, "%s.%d" % (m, i), "step.%s.%d" % (m, i))
-            results.append(("new.%s.%d" % (m, i), t(dims),
-                            "{%s, [%s]}" % (mesh, ", ".join("{%s}" % d for d in spec))))
+            results.append(("new.%s.%d" % (m, i), t(dims), spec(sp)))
     w.line("ROOT %%result = (%s) tuple(%s), sharding={%s}" % (
         ", ".join(r[1] for r in results), ", ".join("%" + r[0] for r in results),
         ", ".join(r[2] for r in results)))

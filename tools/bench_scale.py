@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""bench_scale.py - how spmdc's compile time and memory grow with the module,
+side by side with XLA's own parse + sharding propagation + SPMD partitioning.
+
+    python3 tools/bench_scale.py [--spmdc build/spmdc] [--sizes 1k,10k,100k,1m]
+                                 [--runs 3] [--models mlp,transformer]
+                                 [--xla-python /work/venv/bin/python | --no-xla]
+                                 [--xla-timeout 900] [--shapes | --no-shapes]
+                                 [--stages] [--keep DIR]
+
+For each model and size it generates the module (tools/gen_mlp_layers.py: 5
+instructions a layer; tools/gen_transformer.py: 89 a layer, a training step
+with named shardings over data=2,model=4), compiles it `--runs` times with
+`spmdc compile IN -o OUT --report json --report-out REPORT` and prints, for
+the fastest run: wall seconds, peak RSS (MiB), instructions per second, and
+the growth of time and memory against the size before (per 10x more
+instructions).  --stages adds the per-stage breakdown of that run
+(SPMDC_TIME_PASSES: read, parse, verify, bind, canonicalize, propagate,
+partition, memory, print, report, write, free; seconds and the resident
+memory at the end of the stage).
+
+XLA: the same module in XLA's positional sharding form (--positional of the
+generators; XLA 0.10.2's GSPMD does not take named meshes) is parsed with
+XLA's HLO parser (hlo_module_from_text, timed in the child process) and
+compiled for 8 host CPU devices; the time of XLA's `spmd-partitioner` pass
+pipeline (sharding-propagation and spmd-partitioning, from XLA's pass log
+with TF_CPP_VMODULE=hlo_pass_pipeline=1, invariant checkers left out) is
+added to the parse time, and the child is stopped as soon as that pipeline
+ends (the CPU backend's own compile is not part of the comparison).  spmdc
+compiles the same positional file for the ratio (min of --runs).  A size
+XLA does not finish within --xla-timeout seconds is printed as such.
+
+--shapes (on by default) adds the scale-shape rows (tools/gen_scale.py): a
+tuple of N operands, N computations, a while body N ops deep, N collectives
+in the report, each at two sizes 10x apart with the growth.
+
+Needs GNU time's absence nothing: peak RSS comes from spmdc's own
+SPMDC_TIME_PASSES line (getrusage).  Exit status 0, or 1 when a compile
+failed.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STAGE_RE = re.compile(r"^spmdc: time-passes: (\S+) ([0-9.]+) s, rss ([0-9.]+) MiB, peak ([0-9.]+) MiB$")
+INST_RE = re.compile(rb"^\s+(?:ROOT\s+)?%?[A-Za-z_][A-Za-z0-9_.-]*\s*=", re.M)
+
+
+def parse_size(s):
+    s = s.strip().lower()
+    mult = {"k": 1000, "m": 1000000}.get(s[-1:], 1)
+    return int(float(s.rstrip("km")) * mult)
+
+
+def fmt_n(n):
+    return "%dM" % (n // 1000000) if n >= 1000000 and n % 1000000 == 0 else (
+        "%dk" % (n // 1000) if n >= 1000 and n % 1000 == 0 else str(n))
+
+
+def generate(model, n, path, positional=False):
+    """Writes a module of about n instructions; returns the instruction count."""
+    if model == "mlp":
+        args = [os.path.join(HERE, "gen_mlp_layers.py"), str(max(1, (n - 3) // 5))]
+    elif model == "transformer":
+        args = [os.path.join(HERE, "gen_transformer.py"), str(max(1, (n - 16) // 89))]
+    else:
+        shape, scale = model.split(":")
+        args = [os.path.join(HERE, "gen_scale.py"), shape, str(n)]
+    if positional:
+        args.append("--positional")
+    with open(path, "wb") as f:
+        subprocess.run([sys.executable] + args, stdout=f, check=True)
+    with open(path, "rb") as f:
+        return len(INST_RE.findall(f.read()))
+
+
+def run_spmdc(spmdc, path, tmp, runs):
+    """Min-wall run of `spmdc compile` with the JSON report: (wall, peak MiB, stages) or None."""
+    best = None
+    env = dict(os.environ, SPMDC_TIME_PASSES="1")
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        p = subprocess.run([spmdc, "compile", path, "-o", os.path.join(tmp, "out.hlo"), "--report", "json",
+                            "--report-out", os.path.join(tmp, "report.json")],
+                           stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env)
+        wall = time.perf_counter() - t0
+        if p.returncode != 0:
+            sys.stderr.write(p.stderr.decode(errors="replace")[-2000:])
+            return None
+        stages = []
+        peak = 0.0
+        for line in p.stderr.decode(errors="replace").splitlines():
+            m = STAGE_RE.match(line)
+            if m:
+                stages.append((m.group(1), float(m.group(2)), float(m.group(3))))
+                peak = max(peak, float(m.group(4)))
+        if best is None or wall < best[0]:
+            best = (wall, peak, stages)
+    return best
+
+
+XLA_CHILD = r"""
+import os, sys, time
+sys.path.insert(0, sys.argv[2])
+import xla_partition as xp
+text = xp.quote_named_shardings(open(sys.argv[1]).read())
+from jax._src.lib import xla_client as xc
+t0 = time.perf_counter()
+xc.hlo.hlo_module_from_text(text)
+sys.stderr.write("BENCH parse %.6f\n" % (time.perf_counter() - t0))
+sys.stderr.flush()
+xp.compile_with_xla(text, 8, False)
+"""
+LOG_RE = re.compile(r"^[IWEF]\d{4} (\d+):(\d+):(\d+\.\d+)\s+\d+ hlo_pass_pipeline\.cc:\d+\]\s+(.*)$")
+
+
+def run_xla(python, path, timeout):
+    """XLA parse seconds + spmd-partitioner pipeline seconds, or a reason string."""
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu",
+               TF_CPP_MIN_LOG_LEVEL="0", TF_CPP_VMODULE="hlo_pass_pipeline=1")
+    p = subprocess.Popen([python, "-c", XLA_CHILD, path, HERE], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, env=env, text=True, errors="replace")
+    start = time.monotonic()
+    parse_s, in_spmd, spmd_s, prev = None, False, 0.0, None
+    done, tail = False, []
+    try:
+        for line in p.stderr:
+            if time.monotonic() - start > timeout:
+                break
+            tail = (tail + [line])[-5:]
+            if line.startswith("BENCH parse "):
+                parse_s = float(line.split()[2])
+                continue
+            m = LOG_RE.match(line.rstrip("\n"))
+            if not m:
+                continue
+            t = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
+            what = m.group(4)
+            if prev is not None and in_spmd:
+                spmd_s += t - prev  # the pass that was running ends here
+            prev = None
+            if what.startswith("Running HLO pass pipeline"):
+                if in_spmd:
+                    done = True
+                    break
+                in_spmd = what.endswith(": spmd-partitioner")
+            elif what.startswith("HLO pass ") and in_spmd:
+                prev = t
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+    if done and parse_s is not None:
+        return parse_s, spmd_s
+    if time.monotonic() - start > timeout:
+        return "not finished in %d s" % timeout
+    return "failed: " + "".join(tail).strip()[-300:]
+
+
+def growth(rows, i, key):
+    if i == 0:
+        return ""
+    a, b = rows[i - 1], rows[i]
+    if a[key] <= 0 or a["n"] <= 0:
+        return ""
+    import math
+    decades = math.log10(b["n"] / a["n"])
+    if decades <= 0:
+        return ""
+    return "%.1fx" % ((b[key] / a[key]) ** (1.0 / decades))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--spmdc", default=os.path.join(HERE, "..", "build", "spmdc"))
+    ap.add_argument("--sizes", default="1k,10k,100k,1m")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--models", default="mlp,transformer")
+    ap.add_argument("--xla-python", default="/work/venv/bin/python")
+    ap.add_argument("--no-xla", action="store_true")
+    ap.add_argument("--xla-timeout", type=int, default=900)
+    ap.add_argument("--shapes", dest="shapes", action="store_true", default=True)
+    ap.add_argument("--no-shapes", dest="shapes", action="store_false")
+    ap.add_argument("--stages", action="store_true")
+    ap.add_argument("--keep", help="keep the generated modules here")
+    a = ap.parse_args()
+    if not os.access(a.spmdc, os.X_OK):
+        sys.stderr.write("bench_scale.py: no spmdc at %s (build it or pass --spmdc)\n" % a.spmdc)
+        return 2
+    sizes = [parse_size(s) for s in a.sizes.split(",") if s]
+    xla = not a.no_xla and os.access(a.xla_python, os.X_OK)
+    tmp = a.keep or tempfile.mkdtemp(prefix="bench_scale_")
+    os.makedirs(tmp, exist_ok=True)
+    rc = 0
+    try:
+        for model in a.models.split(","):
+            rows = []
+            print("\n%s (spmdc compile, JSON report, min of %d runs)" % (model, a.runs))
+            hdr = "%10s %12s %10s %12s %8s %8s" % ("insts", "wall s", "peak MiB", "insts/s", "time/10x",
+                                                  "mem/10x")
+            if xla:
+                hdr += "  %10s %10s %10s %8s" % ("spmdc(pos)", "XLA parse", "XLA part", "XLA/spmdc")
+            print(hdr)
+            for n in sizes:
+                path = os.path.join(tmp, "%s_%s.hlo" % (model, fmt_n(n)))
+                insts = generate(model, n, path)
+                r = run_spmdc(a.spmdc, path, tmp, a.runs)
+                if not r:
+                    print("%10d  compile failed" % insts)
+                    rc = 1
+                    continue
+                rows.append({"n": insts, "wall": r[0], "peak": r[1], "stages": r[2]})
+                i = len(rows) - 1
+                line = "%10d %12.3f %10.1f %12.0f %8s %8s" % (insts, r[0], r[1], insts / r[0],
+                                                             growth(rows, i, "wall"), growth(rows, i, "peak"))
+                if xla:
+                    ppath = os.path.join(tmp, "%s_%s.pos.hlo" % (model, fmt_n(n)))
+                    generate(model, n, ppath, positional=True)
+                    rp = run_spmdc(a.spmdc, ppath, tmp, a.runs)
+                    x = run_xla(a.xla_python, ppath, a.xla_timeout)
+                    if isinstance(x, str):
+                        line += "  %10.3f  XLA %s" % (rp[0] if rp else float("nan"), x)
+                    else:
+                        tot = x[0] + x[1]
+                        line += "  %10.3f %10.3f %10.3f %7.1fx" % (rp[0], x[0], x[1], tot / rp[0])
+                    if not a.keep:
+                        os.remove(ppath)
+                print(line, flush=True)
+                if a.stages:
+                    print("           stages: " + ", ".join("%s %.3f s %.0f MiB" % s for s in r[2]), flush=True)
+                if not a.keep:
+                    os.remove(path)
+        if a.shapes:
+            print("\nscale shapes (spmdc compile, JSON report, min of %d runs; growth per 10x)" % a.runs)
+            print("%-14s %10s %10s %10s %10s %10s %8s %8s" % ("shape", "N", "insts", "wall s", "peak MiB",
+                                                            "insts/s", "time/10x", "mem/10x"))
+            for shape, ns in (("tuple", (100000, 1000000)), ("computations", (10000, 100000)),
+                              ("while", (10000, 100000)), ("collectives", (20000, 200000))):
+                rows = []
+                for n in ns:
+                    path = os.path.join(tmp, "scale_%s_%s.hlo" % (shape, fmt_n(n)))
+                    insts = generate("scale:" + shape, n, path)
+                    r = run_spmdc(a.spmdc, path, tmp, a.runs)
+                    if not a.keep:
+                        os.remove(path)
+                    if not r:
+                        print("%-14s %10d  compile failed" % (shape, n))
+                        rc = 1
+                        continue
+                    rows.append({"n": insts, "wall": r[0], "peak": r[1]})
+                    i = len(rows) - 1
+                    print("%-14s %10d %10d %10.3f %10.1f %10.0f %8s %8s" % (
+                        shape, n, insts, r[0], r[1], insts / r[0], growth(rows, i, "wall"),
+                        growth(rows, i, "peak")), flush=True)
+    finally:
+        if not a.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
