@@ -173,6 +173,53 @@ static const HloAttrs ATTRS_DEFAULT = {.to_apply = -1, .select = -1, .condition 
                                       .largest = true};
 
 
+/* FNV-1a, 32 bits. */
+static uint32_t name_hash(const char *s, uint32_t n)
+{
+    uint32_t h = 2166136261u;
+    for (uint32_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+static const InstName *inst_name_find(const InstNames *t, const char *s, uint32_t n)
+{
+    if (!t->cap) return NULL;
+    uint32_t h = name_hash(s, n), mask = t->cap - 1;
+    for (uint32_t i = h & mask;; i = (i + 1) & mask) {
+        uint64_t v = t->slot[i];
+        if (!v) return NULL;
+        if ((uint32_t)(v >> 32) != h) continue;
+        const InstName *e = &t->ents[(uint32_t)v - 1];
+        if (e->len == n && memcmp(e->key, s, n) == 0) return e;
+    }
+}
+
+static void inst_name_slot(InstNames *t, uint32_t h, uint32_t ent)
+{
+    uint32_t mask = t->cap - 1, i = h & mask;
+    while (t->slot[i]) i = (i + 1) & mask;
+    t->slot[i] = (uint64_t)h << 32 | (ent + 1);
+}
+
+/* Adds a name that is not present. */
+static void inst_name_add(Arena *a, InstNames *t, const char *s, uint32_t n, int32_t idx, const AstLoc *loc)
+{
+    if (t->n == t->cap_ents) {
+        uint32_t cap = t->cap_ents ? t->cap_ents * 2 : 64;
+        t->ents = arena_realloc(a, t->ents, sizeof(InstName) * t->cap_ents, sizeof(InstName) * cap, _Alignof(InstName));
+        t->cap_ents = cap;
+    }
+    if (2 * (t->n + 1) > t->cap) { /* rehash into twice the slots */
+        uint32_t cap = t->cap ? t->cap * 2 : 128;
+        t->slot = ARENA_ARRAY(a, uint64_t, cap);
+        t->cap = cap;
+        for (uint32_t k = 0; k < t->n; k++) inst_name_slot(t, name_hash(t->ents[k].key, t->ents[k].len), k);
+    }
+    t->ents[t->n] = (InstName){s, n, idx, *loc};
+    inst_name_slot(t, name_hash(s, n), t->n);
+    t->n++;
+}
+
 /* Resolves a `name` / `shape name` operand to an earlier instruction.  An
  * unknown name is remembered and reported at the end of the computation. */
 static bool lower_operand(Lower *lw, int32_t ci, const AstVal *e, int32_t *out)
@@ -189,7 +236,7 @@ static bool lower_operand(Lower *lw, int32_t ci, const AstVal *e, int32_t *out)
         return parse_err(lw, &e->loc, "expected an operand (an instruction name, optionally after its shape), found %s",
                          describe(lw, e));
     }
-    NameEnt *d = name_find(lw->inst_names, nm->t.s, nm->t.n);
+    const InstName *d = inst_name_find(&lw->inst_names, nm->t.s, nm->t.n);
     if (!d) {
         Pending *pd = ARENA_NEW(lw->comp_arena, Pending);
         *pd = (Pending){nm->t, nm->loc, lw->pending_ops};
@@ -272,13 +319,13 @@ static bool infer_shape(Lower *lw, int32_t ci, const AstInst *ai, HloOpcode op, 
 /* Name bookkeeping for instruction idx: duplicates and ROOT. */
 static void name_inst(Lower *lw, const AstInst *ai, int32_t idx)
 {
-    NameEnt *e = name_find(lw->inst_names, ai->name.s, ai->name.n);
+    const InstName *e = inst_name_find(&lw->inst_names, ai->name.s, ai->name.n);
     if (e) {
         parse_err(lw, &ai->name_loc, "duplicate instruction name '%.*s' in computation '%.*s'", TOKF(ai->name),
                   TOKF(lw->cur_comp_name));
         parse_note(lw, &e->loc, "'%.*s' is first defined here", TOKF(ai->name));
     } else {
-        name_add(lw->comp_arena, &lw->inst_names, ai->name.s, ai->name.n, idx, &ai->name_loc);
+        inst_name_add(lw->comp_arena, &lw->inst_names, ai->name.s, ai->name.n, idx, &ai->name_loc);
     }
     if (ai->is_root && lw->root >= 0) {
         parse_err(lw, &ai->root_loc, "computation '%.*s' has more than one ROOT", TOKF(lw->cur_comp_name));
@@ -409,7 +456,7 @@ static Pending *in_text_order(Pending **list)
 static void report_pending_ops(Lower *lw)
 {
     for (Pending *p = in_text_order(&lw->pending_ops); p; p = p->next) {
-        NameEnt *d = name_find(lw->inst_names, p->name.s, p->name.n);
+        const InstName *d = inst_name_find(&lw->inst_names, p->name.s, p->name.n);
         if (d) {
             parse_err(lw, &p->loc, "operand '%.*s' is used before its definition", TOKF(p->name));
             parse_note(lw, &d->loc, "'%.*s' is defined here", TOKF(p->name));
@@ -487,7 +534,7 @@ static void on_comp_begin(void *data, const AstCompHead *h)
         lw->entry_loc = h->entry_loc;
     }
     arena_reset(lw->comp_arena);
-    lw->inst_names = NULL;
+    memset(&lw->inst_names, 0, sizeof lw->inst_names);
     lw->pending_ops = NULL;
     lw->cur_comp = ci;
     lw->cur_comp_name = h->name;

@@ -26,6 +26,26 @@ typedef struct NameEnt {
     UT_hash_handle hh;
 } NameEnt;
 
+/* The instruction names of the computation being lowered: name -> index,
+ * open addressing over a flat array of (32-bit hash, entry) slots at most
+ * half full, entries in a flat array in definition order (both in
+ * comp_arena), so a lookup touches one or two slots and one entry rather
+ * than a chain of scattered hash nodes. */
+typedef struct InstName {
+    const char *key;        /* into the source text */
+    uint32_t len;
+    int32_t idx;            /* instruction index */
+    AstLoc loc;             /* of the definition */
+} InstName;
+
+typedef struct InstNames {
+    uint64_t *slot;         /* [cap]: hash << 32 | (entry + 1); 0 = free */
+    uint32_t cap;           /* a power of two, or 0 */
+    uint32_t n;
+    InstName *ents;         /* [cap_ents] */
+    uint32_t cap_ents;
+} InstNames;
+
 /* A name that was not (yet) defined where it was used; resolved at the end
  * of the computation (operands) or of the module (computations), so the
  * message can say "used before its definition" when it is defined later. */
@@ -45,7 +65,7 @@ typedef struct Lower {
     Arena *keep;            /* whole parse: computation names, tables, pending computations */
     Arena *comp_arena;      /* one computation: instruction names, signature, pending operands */
     NameEnt *comp_names;    /* computation name -> index */
-    NameEnt *inst_names;    /* current computation: name -> index */
+    InstNames inst_names;   /* current computation: name -> index (comp_arena) */
     NameEnt *opcodes;       /* opcode spelling -> HloOpcode */
     NameEnt *attr_specs;    /* attribute name -> ATTR_SPECS index (parse_attrs.c) */
     bool has_header;
