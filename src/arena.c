@@ -1,4 +1,10 @@
-/* arena.c - chunked bump allocator (see arena.h for the ownership rule). */
+/* arena.c - chunked bump allocator (see arena.h for the ownership rule).
+ *
+ * Chunks come from calloc, so a fresh chunk is zero already (glibc maps
+ * large ones zero-filled without touching them): an allocation is cleared
+ * only where it reuses bytes (Chunk.clean).  Big chunks keep normal pages:
+ * asking for transparent huge pages costs more in the kernel's compaction on
+ * fault than the faults it saves. */
 #include "spmdc/arena.h"
 
 #include <stdbool.h>
@@ -16,6 +22,7 @@ typedef struct Chunk {
     struct Chunk *next;
     size_t cap;  /* usable bytes after the header */
     size_t used;
+    size_t clean;   /* data[clean..cap) is known to be zero */
     unsigned long long seq; /* creation number in its arena (arena_release) */
     bool dedicated; /* holds exactly one large allocation (arena_realloc may grow it) */
     _Alignas(64) unsigned char data[];
@@ -96,6 +103,16 @@ void arena_reset(Arena *a)
 
 size_t arena_bytes_used(const Arena *a) { return a->total; }
 
+/* A zeroed chunk with cap data bytes. */
+static Chunk *new_chunk(size_t cap) { return xcalloc(1, sizeof(Chunk) + cap); }
+
+/* Clears data[off, off+size) of c where it may hold old bytes. */
+static void clear_used(Chunk *c, size_t off, size_t size)
+{
+    if (off < c->clean) memset(c->data + off, 0, size < c->clean - off ? size : c->clean - off);
+    if (off + size > c->clean) c->clean = off + size;
+}
+
 ArenaMark arena_mark(const Arena *a)
 {
     ArenaMark m;
@@ -155,8 +172,8 @@ void *arena_alloc(Arena *a, size_t size, size_t align)
     Chunk *c = a->head;
     if (size >= DEDICATED_MIN && align <= 16) {
         /* malloc aligns to 16, and data sits at a multiple of 64 in Chunk. */
-        Chunk *d = xmalloc(sizeof(Chunk) + size);
-        d->cap = d->used = size;
+        Chunk *d = new_chunk(size);
+        d->cap = d->used = d->clean = size;
         d->seq = a->next_seq++;
         d->dedicated = true;
         if (c) {
@@ -166,7 +183,6 @@ void *arena_alloc(Arena *a, size_t size, size_t align)
             d->next = NULL;
             a->head = d;
         }
-        memset(d->data, 0, size);
         return d->data;
     }
     if (c && c->dedicated) c = NULL; /* never bump-allocate into a dedicated chunk */
@@ -175,13 +191,13 @@ void *arena_alloc(Arena *a, size_t size, size_t align)
         size_t off = (size_t)(((base + c->used + (align - 1)) & ~(uintptr_t)(align - 1)) - base);
         if (off <= c->cap && size <= c->cap - off) {
             c->used = off + size;
-            memset(c->data + off, 0, size);
+            clear_used(c, off, size);
             return c->data + off;
         }
     }
     size_t cap = size + align > CHUNK_MIN ? size + align : CHUNK_MIN;
     if (c && c->cap * 2 > cap && c->cap < (64u << 20)) cap = c->cap * 2;
-    Chunk *n = xmalloc(sizeof(Chunk) + cap);
+    Chunk *n = new_chunk(cap);
     n->next = a->head;
     n->cap = cap;
     n->seq = a->next_seq++;
@@ -189,8 +205,7 @@ void *arena_alloc(Arena *a, size_t size, size_t align)
     a->head = n;
     uintptr_t base = (uintptr_t)n->data;
     size_t off = (size_t)(((base + (align - 1)) & ~(uintptr_t)(align - 1)) - base);
-    n->used = off + size;
-    memset(n->data + off, 0, size);
+    n->used = n->clean = off + size;
     return n->data + off;
 #endif
 }
@@ -206,7 +221,7 @@ void *arena_realloc(Arena *a, void *p, size_t old_size, size_t new_size, size_t 
             if (!c->dedicated || (void *)c->data != p) continue;
             c = xrealloc(c, sizeof(Chunk) + new_size); /* glibc moves big blocks with mremap */
             memset(c->data + old_size, 0, new_size - old_size);
-            c->cap = c->used = new_size;
+            c->cap = c->used = c->clean = new_size;
             *pp = c;
             a->total += new_size - old_size;
             return c->data;

@@ -185,7 +185,7 @@ static void add_option(Classes *cl, int32_t c, const FactorSharding *o)
 static void build_classes(Part *p, const RuleCtx *rc, Classes *cl)
 {
     const OpRule *r = &rc->rule;
-    memset(cl, 0, sizeof *cl);
+    cl->n = 0; /* the rest is written as classes and options are made (no 40 KB clear per op) */
     for (int32_t f = 0; f < r->n_factors; f++) {
         cl->of[f] = -1;
         if (!splittable(rc, f) || r->factors[f].size <= 1)
@@ -197,6 +197,7 @@ static void build_classes(Part *p, const RuleCtx *rc, Classes *cl)
         if (c == cl->n) {
             if (cl->n >= MAX_CLASSES)
                 continue;
+            cl->n_opt[cl->n] = 0;
             cl->mask[cl->n++] = m;
         }
         cl->of[f] = c;
