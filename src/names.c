@@ -1,9 +1,8 @@
-/* names.c - NameSet (names.h): a uthash set of C strings whose entries and
- * bucket tables live in the set's arena.
+/* names.c - NameSet (names.h): an open-addressing set of C strings whose
+ * slots and name array live in the set's arena.
  *
- * uthash_malloc is pointed at the arena and uthash_free is a no-op, so a set
- * needs no destructor: tables outgrown by an expansion stay in the arena
- * until it is reset or destroyed (at most about twice the final table).
+ * Nothing is freed: slot arrays outgrown by a rehash stay in the arena until
+ * it is reset or destroyed (at most about the final table again).
  * names_unique tries "name", then "name.1", "name.2", ... in that order, so
  * the names it returns depend only on what was added before.
  */
@@ -12,35 +11,73 @@
 #include <stdio.h>
 #include <string.h>
 
-#define uthash_malloc(sz) arena_alloc(hash_arena, (sz), 16)
-#define uthash_free(ptr, sz) ((void)(ptr), (void)(sz))
-#include <uthash.h>
-
-struct NameSetEntry {
-    const char *name;
-    UT_hash_handle hh;
-};
+/* FNV-1a, 32 bits, and the length. */
+static uint32_t hash_len(const char *s, size_t *len)
+{
+    uint32_t h = 2166136261u;
+    const char *p = s;
+    for (; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+    *len = (size_t)(p - s);
+    return h;
+}
 
 void names_init(NameSet *s, Arena *arena)
 {
+    memset(s, 0, sizeof *s);
     s->arena = arena;
-    s->head = NULL;
+}
+
+static bool find(const NameSet *s, const char *name, uint32_t h, size_t len)
+{
+    if (!s->cap) return false;
+    uint32_t mask = s->cap - 1;
+    for (uint32_t i = h & mask;; i = (i + 1) & mask) {
+        uint64_t v = s->slot[i];
+        if (!v) return false;
+        if ((uint32_t)(v >> 32) == h) {
+            const char *o = s->names[(uint32_t)v - 1];
+            if (strncmp(o, name, len) == 0 && o[len] == 0) return true;
+        }
+    }
+}
+
+static void put_slot(NameSet *s, uint32_t h, uint32_t k)
+{
+    uint32_t mask = s->cap - 1, i = h & mask;
+    while (s->slot[i]) i = (i + 1) & mask;
+    s->slot[i] = (uint64_t)h << 32 | (k + 1);
 }
 
 bool names_contains(const NameSet *s, const char *name)
 {
-    NameSetEntry *e = NULL;
-    HASH_FIND_STR(s->head, name, e);
-    return e != NULL;
+    size_t len;
+    uint32_t h = hash_len(name, &len);
+    return find(s, name, h, len);
 }
 
 void names_add(NameSet *s, const char *name)
 {
-    if (names_contains(s, name)) return;
-    Arena *hash_arena = s->arena;
-    NameSetEntry *e = ARENA_NEW(hash_arena, NameSetEntry);
-    e->name = name;
-    HASH_ADD_KEYPTR(hh, s->head, e->name, strlen(e->name), e);
+    size_t len;
+    uint32_t h = hash_len(name, &len);
+    if (find(s, name, h, len)) return;
+    if (s->n == s->cap_names) {
+        uint32_t cap = s->cap_names ? s->cap_names * 2 : 64;
+        s->names = arena_realloc(s->arena, s->names, sizeof(char *) * s->cap_names, sizeof(char *) * cap,
+                                 _Alignof(const char *));
+        s->cap_names = cap;
+    }
+    if (2 * (s->n + 1) > s->cap) { /* rehash into twice the slots */
+        uint32_t cap = s->cap ? s->cap * 2 : 128;
+        s->slot = ARENA_ARRAY(s->arena, uint64_t, cap);
+        s->cap = cap;
+        for (uint32_t k = 0; k < s->n; k++) {
+            size_t l;
+            put_slot(s, hash_len(s->names[k], &l), k);
+        }
+    }
+    s->names[s->n] = name;
+    put_slot(s, h, s->n);
+    s->n++;
 }
 
 const char *names_unique(NameSet *s, const char *name, Arena *out)

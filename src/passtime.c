@@ -9,7 +9,15 @@
 #include <unistd.h>
 
 static int g_enabled = -1; /* -1 = not read yet */
-static double g_start = -1, g_last = -1;
+static double g_start = -1, g_last = -1, g_last_cpu = 0;
+
+/* User + system CPU seconds of the process so far. */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
 
 static double now_s(void)
 {
@@ -23,7 +31,10 @@ bool passtime_enabled(void)
     if (g_enabled < 0) {
         const char *e = getenv("SPMDC_TIME_PASSES");
         g_enabled = e && *e && strcmp(e, "0") != 0;
-        if (g_enabled) g_start = g_last = now_s();
+        if (g_enabled) {
+            g_start = g_last = now_s();
+            g_last_cpu = cpu_s();
+        }
     }
     return g_enabled;
 }
@@ -48,15 +59,16 @@ static double peak_mib(void)
 void passtime_stage(const char *name)
 {
     if (!passtime_enabled()) return;
-    double t = now_s();
-    fprintf(stderr, "spmdc: time-passes: %s %.3f s, rss %.1f MiB, peak %.1f MiB\n", name, t - g_last, rss_mib(),
-            peak_mib());
+    double t = now_s(), c = cpu_s();
+    fprintf(stderr, "spmdc: time-passes: %s %.3f s, rss %.1f MiB, peak %.1f MiB, cpu %.3f s\n", name, t - g_last,
+            rss_mib(), peak_mib(), c - g_last_cpu);
     g_last = now_s(); /* the line's own cost is not the next stage's */
+    g_last_cpu = cpu_s();
 }
 
 void passtime_total(void)
 {
     if (!passtime_enabled()) return;
-    fprintf(stderr, "spmdc: time-passes: total %.3f s, rss %.1f MiB, peak %.1f MiB\n", now_s() - g_start, rss_mib(),
-            peak_mib());
+    fprintf(stderr, "spmdc: time-passes: total %.3f s, rss %.1f MiB, peak %.1f MiB, cpu %.3f s\n", now_s() - g_start,
+            rss_mib(), peak_mib(), cpu_s());
 }

@@ -48,7 +48,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-STAGE_RE = re.compile(r"^spmdc: time-passes: (\S+) ([0-9.]+) s, rss ([0-9.]+) MiB, peak ([0-9.]+) MiB$")
+STAGE_RE = re.compile(r"^spmdc: time-passes: (\S+) ([0-9.]+) s, rss ([0-9.]+) MiB, peak ([0-9.]+) MiB, cpu ([0-9.]+) s$")
 INST_RE = re.compile(rb"^\s+(?:ROOT\s+)?%?[A-Za-z_][A-Za-z0-9_.-]*\s*=", re.M)
 
 

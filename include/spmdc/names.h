@@ -11,14 +11,20 @@
 #define SPMDC_NAMES_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "spmdc/arena.h"
 
-typedef struct NameSetEntry NameSetEntry;
-
+/* Open addressing over a flat slot array at most half full; a slot holds a
+ * name's 32-bit hash and its index in `names` (so a probe compares hashes
+ * without touching the strings). */
 typedef struct NameSet {
-    Arena *arena;         /* entries and hash table */
-    NameSetEntry *head;   /* uthash head; NULL when empty */
+    Arena *arena;         /* slots and the name array */
+    uint64_t *slot;       /* [cap]: hash << 32 | (index + 1); 0 = free */
+    uint32_t cap;         /* a power of two, or 0 */
+    uint32_t n;
+    const char **names;   /* [cap_names]: the names, in the order added */
+    uint32_t cap_names;
 } NameSet;
 
 /* An empty set whose storage comes from arena. */
