@@ -103,6 +103,7 @@ void arena_reset(Arena *a)
 
 size_t arena_bytes_used(const Arena *a) { return a->total; }
 
+#ifndef SPMDC_ARENA_DEBUG
 /* A zeroed chunk with cap data bytes. */
 static Chunk *new_chunk(size_t cap) { return xcalloc(1, sizeof(Chunk) + cap); }
 
@@ -112,6 +113,7 @@ static void clear_used(Chunk *c, size_t off, size_t size)
     if (off < c->clean) memset(c->data + off, 0, size < c->clean - off ? size : c->clean - off);
     if (off + size > c->clean) c->clean = off + size;
 }
+#endif
 
 ArenaMark arena_mark(const Arena *a)
 {
