@@ -42,6 +42,7 @@
  * 2^30 or more); u64 indices keep the rule's way.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "partition_internal.h"
@@ -756,6 +757,24 @@ static int32_t all_reduce(Part *p, int32_t v, ReduceKind k, const int8_t *atoms,
     return r;
 }
 
+/* Input k (local x, state w) of variadic reduce i with the padding of its
+ * unevenly split reduced dims replaced by its init value (local scalar
+ * init): every shard then reduces real elements and init values only, the
+ * same as the even case's per-shard reduce, which starts from the init
+ * value too (an argmax pair's padding becomes (-inf, init index): it never
+ * wins over a real element and ties as the init value itself does). */
+static int32_t mask_reduced_padding(Part *p, int32_t i, int32_t k, const Tiling *w, int32_t x, int32_t init)
+{
+    const HloInst *in = part_in(p, i);
+    const HloAttrs *a = hlo_attrs(in);
+    const HloInst *v = part_in(p, in->operands[k]);
+    uint32_t red = 0;
+    for (int32_t j = 0; j < a->dimensions.n; j++)
+        if (a->dimensions.v[j] >= 0 && a->dimensions.v[j] < v->shape.rank)
+            red |= 1u << a->dimensions.v[j];
+    return part_mask_padding(p, x, w, &v->shape, red, init, part_name(p, v->name, "unpadded"));
+}
+
 /* An argmax (arg = REDUCE_MAX) / argmin pair over split dims: each shard's
  * (value, index) pick, the extreme value all-reduced, then the smallest
  * index among the picks that hold it all-reduced.  Float values: a NaN pick
@@ -779,6 +798,8 @@ static bool reduce_arg_by_all_reduce(Part *p, int32_t i, const Tiling *w, const 
         if ((ops[k] = part_operand(p, i, k, k < 2 ? w : &rep)) < 0)
             return false;
     }
+    for (int32_t k = 0; k < 2; k++)
+        ops[k] = mask_reduced_padding(p, i, k, w, ops[k], ops[2 + k]);
     Shape ls = tuple_shape(p, kept, 2);
     int32_t loc = part_clone(p, i, part_name(p, nm, "local-reduce"), &ls, ops, 4);
     int32_t v = get_element(p, loc, 0, nm), ix = get_element(p, loc, 1, nm);
@@ -870,7 +891,7 @@ bool part_reduce(Part *p, int32_t i)
             tiling_set_dim(&res, kr++, tiling_dim(&w, d), tiling_dim_n(&w, d));
         }
     }
-    if (na == 0 || !tiling_is_even(&w, p->mesh, xs, NULL))
+    if (na == 0)
         return have ? part_rule_emit(p, &rc, &ch) : part_default(p, i);
     Tiling *leaves = ARENA_ARRAY(p->scratch, Tiling, n);
     const Tiling *decl = part_decl_leaves(p, i);
@@ -926,6 +947,8 @@ bool part_reduce(Part *p, int32_t i)
         if ((ops[k] = part_operand(p, i, k, k < n ? &w : &rep)) < 0)
             return false;
     }
+    for (int32_t k = 0; k < n; k++)
+        ops[k] = mask_reduced_padding(p, i, k, &w, ops[k], ops[n + k]);
     Shape ls = n == 1 ? kept[0] : tuple_shape(p, kept, n);
     int32_t loc = part_clone(p, i, part_name(p, nm, "local-reduce"), &ls, ops, 2 * n);
     const char *why = candidates_reason(p, i, &w, dims, nd, "the reduced candidates");

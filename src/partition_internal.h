@@ -418,6 +418,14 @@ int64_t part_halo_bytes(const Shape *ls, int32_t dim, const HaloPlan *hp);
  * `fill`: iota + per-device start, compare, select. */
 int32_t part_mask_range(Part *p, int32_t x, const Shape *xs, int32_t dim, const HaloWindow *win, int64_t lo,
                         int64_t hi, int32_t fill, const char *base);
+/* x, the local shard in state t of a value of global shape gs, with the
+ * padding of every dim d in `dims` (bit mask) that t splits unevenly (its
+ * positions at or past gs->dims[d]) replaced by the scalar `fill`; x itself
+ * when no dim in `dims` is padded.  A reduction over such dims masks its
+ * inputs with its init value (or its reducer's identity) this way, so the
+ * padding of uneven shards never reaches the result. */
+int32_t part_mask_padding(Part *p, int32_t x, const Tiling *t, const Shape *gs, uint32_t dims, int32_t fill,
+                          const char *base);
 
 /* One window dim of an op, in XLA's terms: output o reads the padded,
  * base-dilated input positions o*stride - pad_lo + k*rhs_dilate, k < size

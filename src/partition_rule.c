@@ -619,7 +619,6 @@ static int32_t mask_padding(Part *p, const RuleCtx *rc, const RuleChoice *ch, in
     const OpRule *r = &rc->rule;
     int32_t v = part_in(p, rc->inst)->operands[r->t[k].slot];
     const Shape *gs = &part_in(p, v)->shape;
-    Shape ls = tiling_local_shape(&ch->want[k], p->mesh, gs);
     for (int32_t d = 0; d < r->t[k].rank; d++) {
         ReduceKind rk = REDUCE_NONE;
         for (int32_t j = 0; j < oprule_dim_n(r, k, d); j++) {
@@ -627,15 +626,11 @@ static int32_t mask_padding(Part *p, const RuleCtx *rc, const RuleChoice *ch, in
             if (r->factors[f].kind == FACTOR_REDUCTION && ch->fs.n[f] > 0)
                 rk = (ReduceKind)r->factors[f].reduce;
         }
-        int64_t tiles = tiling_dim_tiles(&ch->want[k], p->mesh, d);
-        if (rk == REDUCE_NONE || gs->dims[d] % tiles == 0)
+        if (rk == REDUCE_NONE || gs->dims[d] % tiling_dim_tiles(&ch->want[k], p->mesh, d) == 0)
             continue;
-        HaloWindow *w = ARENA_ARRAY(p->scratch, HaloWindow, p->mesh->n_devices);
-        for (int64_t dev = 0; dev < p->mesh->n_devices; dev++)
-            w[dev].start = tiling_offset(&ch->want[k], p->mesh, gs, d, dev);
         Shape s0 = shape_scalar(gs->type);
         int32_t fill = part_identity(p, rk, &s0, part_in(p, v)->name);
-        x = part_mask_range(p, x, &ls, d, w, 0, gs->dims[d], fill, part_name(p, part_in(p, v)->name, "unpadded"));
+        x = part_mask_padding(p, x, &ch->want[k], gs, 1u << d, fill, part_name(p, part_in(p, v)->name, "unpadded"));
     }
     return x;
 }

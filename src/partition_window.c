@@ -387,6 +387,21 @@ int32_t part_mask_range(Part *p, int32_t x, const Shape *xs, int32_t dim, const 
     return part_emit(p, HLO_SELECT, part_name(p, base, "masked"), &xa, ops, 3);
 }
 
+int32_t part_mask_padding(Part *p, int32_t x, const Tiling *t, const Shape *gs, uint32_t dims, int32_t fill,
+                          const char *base)
+{
+    Shape ls = tiling_local_shape(t, p->mesh, gs);
+    for (int32_t d = 0; d < gs->rank && d < 32; d++) {
+        if (!((dims >> d) & 1u) || gs->dims[d] % tiling_dim_tiles(t, p->mesh, d) == 0)
+            continue;
+        HaloWindow *w = ARENA_ARRAY(p->scratch, HaloWindow, p->mesh->n_devices);
+        for (int64_t dev = 0; dev < p->mesh->n_devices; dev++)
+            w[dev].start = tiling_offset(t, p->mesh, gs, d, dev);
+        x = part_mask_range(p, x, &ls, d, w, 0, gs->dims[d], fill, base);
+    }
+    return x;
+}
+
 /* ================================================================ windowed ops */
 
 /* Window attributes up to 2^31 (and dims up to 2^31 elements) keep every

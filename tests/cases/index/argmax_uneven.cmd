@@ -1,0 +1,1 @@
+compile argmax_uneven.hlo --report text

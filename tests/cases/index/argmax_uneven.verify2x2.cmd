@@ -1,0 +1,1 @@
+verify argmax_uneven.hlo --mesh x=2,y=2

@@ -1,0 +1,1 @@
+verify argmax_uneven.hlo --mesh x=1,y=4
