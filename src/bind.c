@@ -313,13 +313,18 @@ static bool same_mesh_layout(const Mesh *a, const Mesh *b)
  * Shardy string no longer means what it meant, and is dropped (warning);
  * user_mesh: the mesh is --mesh. */
 /* XLA's `backend_config="unspecified_dims=[1,3]"` on a Sharding custom-call
- * (jax's with_sharding_constraint with P.UNCONSTRAINED dims): those dims of
+ * (jax's with_sharding_constraint with P.UNCONSTRAINED dims) or on a
+ * shard_map border, SPMDFullToShardShape / SPMDShardToFullShape (jax writes
+ * every dim there when the region leaves mesh axes automatic): those dims of
  * the bound array sharding s are open to propagation.  A config that is not
  * such a list is left alone. */
 static void open_unspecified_dims(const HloInst *inst, Sharding *s)
 {
     const HloAttrs *a = hlo_attrs(inst);
-    if (inst->op != HLO_CUSTOM_CALL || !a->custom_call_target || strcmp(a->custom_call_target, "Sharding") != 0 ||
+    const char *t = a->custom_call_target;
+    if (inst->op != HLO_CUSTOM_CALL || !t ||
+        (strcmp(t, "Sharding") != 0 && strcmp(t, "SPMDFullToShardShape") != 0 &&
+         strcmp(t, "SPMDShardToFullShape") != 0) ||
         s->kind == SHARDING_TUPLE || !shape_is_array(&inst->shape))
         return;
     for (int32_t k = 0; k < a->n_raw; k++) {

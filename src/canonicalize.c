@@ -104,7 +104,9 @@ static const char *frontend_attrs(const HloInst *in)
 }
 
 /* s with the atoms of mask taken out of its dims and made manual (every
- * atom: MANUAL). */
+ * atom: MANUAL); a partially manual one keeps s's open dims, priorities and
+ * replicated automatic axes (Shardy's `{?}` in in_shardings / out_shardings:
+ * propagation may add automatic axes there). */
 static Sharding make_manual(const HloModule *m, const Sharding *s, int32_t rank, uint32_t mask)
 {
     uint32_t all = m->mesh.n_atoms >= 32 ? 0xffffffffu : (1u << m->mesh.n_atoms) - 1;
@@ -125,6 +127,9 @@ static Sharding make_manual(const HloModule *m, const Sharding *s, int32_t rank,
     }
     r.manual_atoms = mask;
     r.named_form = s->named_form;
+    r.open_dims = s->open_dims;
+    r.replicated_atoms = s->replicated_atoms & ~mask;
+    memcpy(r.priority, s->priority, sizeof r.priority);
     sharding_normalize(&r);
     return r;
 }

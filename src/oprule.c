@@ -939,6 +939,56 @@ static bool b_topk(Builder *b)
     return true;
 }
 
+/* The collectives a user writes inside a manual region (all-reduce,
+ * all-gather, reduce-scatter, all-to-all, collective-permute): operand k and
+ * result leaf k share one pass-through factor per dim, so a split on the
+ * region's automatic axes passes through unchanged (the replica groups run
+ * along manual axes only: partition_manual.c); the dims the collective moves
+ * data along (the `dimensions` of all-gather, reduce-scatter and an array
+ * all-to-all) are need-replication on both sides. */
+static bool b_collective(Builder *b)
+{
+    const HloInst *in = b->in;
+    int32_t n = in->n_operands;
+    if (n < 1 || n_result_leaves(b) != n)
+        return false;
+    uint32_t moved = 0;
+    if (in->op == HLO_ALL_GATHER || in->op == HLO_REDUCE_SCATTER || in->op == HLO_ALL_TO_ALL)
+        for (int32_t k = 0; k < b->a->dimensions.n; k++) {
+            int64_t d = b->a->dimensions.v[k];
+            if (d < 0 || d >= SPMDC_MAX_RANK)
+                return false;
+            moved |= 1u << d;
+        }
+    int32_t *first = ARENA_ARRAY(b->arena, int32_t, n);
+    for (int32_t k = 0; k < n; k++) {
+        const Shape *os = opshape(b, k);
+        if (!shape_is_array(os))
+            return false;
+        int32_t t = add_operand(b, k);
+        first[k] = b->r->n_factors;
+        for (int32_t d = 0; d < os->rank; d++)
+            new_factor(b, os->dims[d], (moved >> d) & 1u ? FACTOR_NEED_REPLICATION : FACTOR_PASS, REDUCE_NONE);
+        dims_same(b, t, first[k]);
+    }
+    for (int32_t l = 0; l < n; l++) {
+        const Shape *os = opshape(b, l), *rs = result_leaf(b, l);
+        if (!rs || rs->rank != os->rank)
+            return false;
+        int32_t t = add_tensor(b, -1, l, rs);
+        for (int32_t d = 0; d < rs->rank; d++) {
+            if ((moved >> d) & 1u) {
+                dim_own(b, t, d, FACTOR_NEED_REPLICATION);
+            } else {
+                if (rs->dims[d] != os->dims[d])
+                    return false;
+                dim_add(b, t, d, first[l] + d);
+            }
+        }
+    }
+    return true;
+}
+
 static bool is_target(const HloInst *in, const char *t)
 {
     const char *ct = hlo_attrs(in)->custom_call_target;
@@ -1020,11 +1070,11 @@ static const RegEntry REG[HLO_OPCODE_COUNT] = {
     [HLO_CONDITIONAL] = {"conditional", RULE_DATAFLOW, NULL, 0},
     [HLO_CALL] = {"call", RULE_DATAFLOW, NULL, 0},
     [HLO_CUSTOM_CALL] = FAC("custom-call", b_custom_call),
-    [HLO_ALL_REDUCE] = {"opaque", RULE_OPAQUE, NULL, 0},
-    [HLO_ALL_GATHER] = {"opaque", RULE_OPAQUE, NULL, 0},
-    [HLO_REDUCE_SCATTER] = {"opaque", RULE_OPAQUE, NULL, 0},
-    [HLO_ALL_TO_ALL] = {"opaque", RULE_OPAQUE, NULL, 0},
-    [HLO_COLLECTIVE_PERMUTE] = {"opaque", RULE_OPAQUE, NULL, 0},
+    [HLO_ALL_REDUCE] = FAC_TIER("collective", b_collective, TIER_PASS_OP),
+    [HLO_ALL_GATHER] = FAC_TIER("collective", b_collective, TIER_PASS_OP),
+    [HLO_REDUCE_SCATTER] = FAC_TIER("collective", b_collective, TIER_PASS_OP),
+    [HLO_ALL_TO_ALL] = FAC_TIER("collective", b_collective, TIER_PASS_OP),
+    [HLO_COLLECTIVE_PERMUTE] = FAC_TIER("collective", b_collective, TIER_PASS_OP),
 };
 
 const char *oprule_name(HloOpcode op) { return (unsigned)op < HLO_OPCODE_COUNT ? REG[op].name : NULL; }

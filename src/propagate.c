@@ -17,7 +17,13 @@
  *  - leaf-identity ops (tuple, get-tuple-element, opt-barrier, Sharding
  *    custom-call) and the data-flow ties of while / conditional / call
  *    connect single leaves (an identity edge per leaf pair), so a tuple of N
- *    leaves costs O(N).
+ *    leaves costs O(N);
+ *  - the borders of a partially manual region (SPMDFullToShardShape,
+ *    SPMDShardToFullShape) connect their operand and result dim by dim, and
+ *    only the region's automatic atoms cross them (propose_border).
+ * Partially manual values (inside a shard_map over some mesh axes) are
+ * tilings over the automatic atoms; the atoms along which a leaf is manual
+ * (lman, setup_manual) are forbidden on it and kept in its final sharding.
  * Which factors flow when follows Shardy's schedule (oprule_factor_flow):
  * phase 0 pass-through ops, phase 1 also every op's pass-through factors
  * (broadcast backward only), phase 2 everything; and user priorities
@@ -130,6 +136,8 @@ typedef struct Engine {
     uint8_t *lfl;
     int32_t *annx;       /* index into anns, -1 */
     int32_t *nstart, *nbr, *nvia; /* identity neighbours (CSR) and the instruction of each edge */
+    int32_t *bstart, *bnbr, *bvia; /* the same for the manual-region borders; NULL when there are none */
+    uint32_t *lman;      /* atoms along which each leaf is partially manual; NULL when no value is */
     int32_t *lorg, *from, *via;
     const int32_t **aorg;
     int32_t *stamp;      /* round in which the leaf was last put on the changed list */
@@ -275,13 +283,15 @@ static uint32_t leaf_closed(const Engine *e, int32_t lf)
     return closed;
 }
 
-/* Atoms propagation may not put on leaf lf in the current round. */
+/* Atoms propagation may not put on leaf lf in the current round: its
+ * manual atoms, and what its annotation keeps off. */
 static uint32_t leaf_forbid(const Engine *e, int32_t lf)
 {
+    uint32_t f = e->lman ? e->lman[lf] : 0;
     if (e->annx[lf] < 0)
-        return 0;
+        return f;
     const Ann *an = &e->anns[e->annx[lf]];
-    uint32_t f = an->forbid;
+    f |= an->forbid;
     for (int32_t d = 0; d < an->t.rank; d++)
         if (an->prio[d] > e->prio) {
             const int8_t *a = tiling_dim(&an->t, d);
@@ -434,6 +444,45 @@ static void propose_identity(Engine *e, int32_t src, int32_t dst, int32_t via)
         return;
     Tiling cur = cur_tiling(e, dst), out;
     if (!extend_leaf(e, dst, &cur, state(e, src), &out))
+        return;
+    Proposal *p = new_proposal(e, dst);
+    p->t = out;
+    p->src = src;
+    p->via = via;
+    p->lorg = e->lorg[src];
+    p->aorg = e->aorg[src];
+}
+
+/* Border edge of a partially manual region (SPMDFullToShardShape /
+ * SPMDShardToFullShape, via): leaf dst offered the state of leaf src from
+ * the other side.  The dims map one to one and only automatic atoms cross:
+ * to the local side (the one manual along more atoms, M) src's runs less
+ * its manual atoms; to the full side, per dim the atoms of M dst already
+ * has (the manual layout: major) followed by src's run.  Nothing crosses a
+ * fully manual border (its local side is ST_MANUAL). */
+static void propose_border(Engine *e, int32_t src, int32_t dst, int32_t via)
+{
+    if (!e->lman || !has_tiling(e, src) || (e->lfl[dst] & LF_FIXED) || e->st[dst] == ST_MANUAL)
+        return;
+    uint32_t to_local = e->lman[dst] & ~e->lman[src], to_full = e->lman[src] & ~e->lman[dst];
+    const Tiling *s = state(e, src);
+    Tiling cur = cur_tiling(e, dst), want, out;
+    if ((to_local != 0) == (to_full != 0) || s->rank != cur.rank)
+        return;
+    tiling_replicated(&want, s->rank);
+    for (int32_t d = 0; d < s->rank; d++) {
+        int8_t run[SPMDC_MAX_ATOMS];
+        int32_t n = 0;
+        for (int32_t k = 0; to_full && k < tiling_dim_n(&cur, d); k++)
+            if ((to_full >> tiling_dim(&cur, d)[k]) & 1u)
+                run[n++] = tiling_dim(&cur, d)[k];
+        for (int32_t k = 0; k < tiling_dim_n(s, d); k++)
+            if (!((e->lman[dst] >> tiling_dim(s, d)[k]) & 1u))
+                run[n++] = tiling_dim(s, d)[k];
+        tiling_set_dim(&want, d, run, n);
+    }
+    want.perm = s->perm;
+    if (!tiling_valid(&want) || !extend_leaf(e, dst, &cur, &want, &out))
         return;
     Proposal *p = new_proposal(e, dst);
     p->t = out;
@@ -1221,9 +1270,12 @@ static void activate_op(Engine *e, int32_t gi, bool start)
  * defining op and, for an array instruction, the ops that use it. */
 static void activate_leaf(Engine *e, int32_t lf, bool start, int32_t cause)
 {
-    if (!start || e->phase == 0)
+    if (!start || e->phase == 0) {
         for (int32_t k = e->nstart[lf]; k < e->nstart[lf + 1]; k++)
             propose_identity(e, lf, e->nbr[k], e->nvia[k]);
+        for (int32_t k = e->bstart ? e->bstart[lf] : 0; e->bstart && k < e->bstart[lf + 1]; k++)
+            propose_border(e, lf, e->bnbr[k], e->bvia[k]);
+    }
     int32_t gi = e->linst[lf];
     if (gi != cause)
         activate_op(e, gi, start);
@@ -1457,7 +1509,7 @@ static bool setup_classes(Engine *e, const bool *df)
             const HloInst *in = &comp->insts[i];
             OpRuleClass cls = oprule_class(m, c, i);
             uint8_t f = (uint8_t)(oprule_tier(in->op) << IF_TIER_SHIFT);
-            if (!df[c] || cls == RULE_OPAQUE || cls == RULE_MANUAL_BORDER)
+            if (!df[c] || cls == RULE_OPAQUE)
                 f |= IF_FIXED;
             else if (cls == RULE_FACTORS)
                 f |= IF_FACTOR | (oprule_identity_map(m, c, i) ? IF_IDMAP : 0);
@@ -1506,10 +1558,8 @@ typedef struct EdgeList {
     int32_t n, cap;
 } EdgeList;
 
-static void add_edge(Engine *e, EdgeList *el, int32_t la, int32_t lb, int32_t via)
+static void push_edge(EdgeList *el, int32_t la, int32_t lb, int32_t via)
 {
-    if (la == lb || !same_dims(e->lshape[la], e->lshape[lb]))
-        return;
     if (el->n == el->cap) {
         el->cap = el->cap ? el->cap * 2 : 256;
         el->a = xrealloc(el->a, sizeof(int32_t) * (size_t)el->cap);
@@ -1519,6 +1569,44 @@ static void add_edge(Engine *e, EdgeList *el, int32_t la, int32_t lb, int32_t vi
     el->a[el->n] = la;
     el->b[el->n] = lb;
     el->via[el->n++] = via;
+}
+
+static void add_edge(Engine *e, EdgeList *el, int32_t la, int32_t lb, int32_t via)
+{
+    if (la != lb && same_dims(e->lshape[la], e->lshape[lb]))
+        push_edge(el, la, lb, via);
+}
+
+/* The edges of el as neighbour lists over the leaves (CSR, both ways:
+ * *start[l] .. *start[l + 1] index *nbr and *via); frees el's arrays. */
+static void edges_csr(Engine *e, EdgeList *el, int32_t **start_out, int32_t **nbr_out, int32_t **via_out)
+{
+    int32_t L = e->n_leaves;
+    int32_t *start = ARENA_ARRAY(e->a, int32_t, L + 1);
+    for (int32_t k = 0; k < el->n; k++) {
+        start[el->a[k] + 1]++;
+        start[el->b[k] + 1]++;
+    }
+    for (int32_t l = 0; l < L; l++)
+        start[l + 1] += start[l];
+    int32_t *nbr = ARENA_ARRAY(e->a, int32_t, start[L] + 1);
+    int32_t *via = ARENA_ARRAY(e->a, int32_t, start[L] + 1);
+    int32_t *fill = ARENA_ARRAY(e->a, int32_t, L + 1);
+    memcpy(fill, start, sizeof(int32_t) * (size_t)L);
+    for (int32_t k = 0; k < el->n; k++) {
+        nbr[fill[el->a[k]]] = el->b[k];
+        via[fill[el->a[k]]++] = el->via[k];
+        nbr[fill[el->b[k]]] = el->a[k];
+        via[fill[el->b[k]]++] = el->via[k];
+    }
+    free(el->a);
+    free(el->b);
+    free(el->via);
+    el->a = el->b = el->via = NULL;
+    el->n = el->cap = 0;
+    *start_out = start;
+    *nbr_out = nbr;
+    *via_out = via;
 }
 
 /* Leaf l of instruction j of computation c and leaf l of instruction gi,
@@ -1567,7 +1655,7 @@ static int32_t nleaves(const Engine *e, int32_t gi) { return e->leaf0[gi + 1] - 
 static void setup_identities(Engine *e, const bool *df)
 {
     HloModule *m = e->m;
-    EdgeList el = {0};
+    EdgeList el = {0}, bl = {0};
     int32_t **pcache = ARENA_ARRAY(e->a, int32_t *, m->n_comps + 1);
     for (int32_t sp = 0; sp < e->n_special; sp++) {
         int32_t gi = e->special[sp], c = e->icomp[gi], i = gi - e->comp_first[c];
@@ -1607,10 +1695,17 @@ static void setup_identities(Engine *e, const bool *df)
         case HLO_OPTIMIZATION_BARRIER:
             tie_leaves(e, &el, gi, 0, base + in->operands[0], 0, nl, gi);
             break;
-        case HLO_CUSTOM_CALL:
-            if (oprule_class(m, c, i) == RULE_IDENTITY && in->n_operands == 1)
+        case HLO_CUSTOM_CALL: {
+            OpRuleClass cls = oprule_class(m, c, i);
+            if (cls == RULE_IDENTITY && in->n_operands == 1)
                 tie_leaves(e, &el, gi, 0, base + in->operands[0], 0, nl, gi);
+            int32_t o = in->n_operands == 1 ? base + in->operands[0] : -1;
+            if (cls == RULE_MANUAL_BORDER && o >= 0 && nl == 1 && nleaves(e, o) == 1 &&
+                shape_is_array(e->lshape[e->leaf0[gi]]) && shape_is_array(e->lshape[e->leaf0[o]]) &&
+                leaf_rank(e, e->leaf0[gi]) == leaf_rank(e, e->leaf0[o]))
+                push_edge(&bl, e->leaf0[o], e->leaf0[gi], gi); /* the dims map one to one */
             break;
+        }
         case HLO_WHILE:
             tie_leaves(e, &el, gi, 0, base + in->operands[0], 0, nl, gi);
             tie_leaves(e, &el, gi, 0, comp_param(e, a->body, 0, pcache), 0, nl, gi);
@@ -1637,27 +1732,9 @@ static void setup_identities(Engine *e, const bool *df)
         default: break;
         }
     }
-    int32_t L = e->n_leaves;
-    e->nstart = ARENA_ARRAY(e->a, int32_t, L + 1);
-    for (int32_t k = 0; k < el.n; k++) {
-        e->nstart[el.a[k] + 1]++;
-        e->nstart[el.b[k] + 1]++;
-    }
-    for (int32_t l = 0; l < L; l++)
-        e->nstart[l + 1] += e->nstart[l];
-    e->nbr = ARENA_ARRAY(e->a, int32_t, e->nstart[L] + 1);
-    e->nvia = ARENA_ARRAY(e->a, int32_t, e->nstart[L] + 1);
-    int32_t *fill = ARENA_ARRAY(e->a, int32_t, L + 1);
-    memcpy(fill, e->nstart, sizeof(int32_t) * (size_t)L);
-    for (int32_t k = 0; k < el.n; k++) {
-        e->nbr[fill[el.a[k]]] = el.b[k];
-        e->nvia[fill[el.a[k]]++] = el.via[k];
-        e->nbr[fill[el.b[k]]] = el.a[k];
-        e->nvia[fill[el.b[k]]++] = el.via[k];
-    }
-    free(el.a);
-    free(el.b);
-    free(el.via);
+    edges_csr(e, &el, &e->nstart, &e->nbr, &e->nvia);
+    if (bl.n > 0) /* else e->bstart stays NULL */
+        edges_csr(e, &bl, &e->bstart, &e->bnbr, &e->bvia);
 }
 
 /* Leaf l of a bound sharding (a non-tuple one applies to every leaf). */
@@ -1759,6 +1836,61 @@ static void setup_states(Engine *e)
     }
 }
 
+/* Partially manual values (shard_map over some mesh axes, the others left
+ * automatic): e->lman[l] gets the atoms along which leaf l is manual.  The
+ * sources are the annotations that are manual along some atoms but not all
+ * (a region's SPMDFullToShardShape, its Sharding custom-calls); a factor
+ * op's results are manual along the atoms of its manual operands, and
+ * identity edges tie leaves that are one value.  Nothing crosses a border:
+ * each side has its own annotation, and an SPMDShardToFullShape ends the
+ * region.  A worklist over those edges; a leaf changes at most once per
+ * atom.  e->lman stays NULL when no value is partially manual (fully manual
+ * values are ST_MANUAL). */
+static void setup_manual(Engine *e)
+{
+    uint32_t all = e->n_atoms >= 32 ? 0xffffffffu : (1u << e->n_atoms) - 1;
+    int32_t *queue = NULL, nq = 0, cap = 0;
+    for (int32_t x = 0; x < e->n_sharded; x++) {
+        int32_t gi = e->sharded[x];
+        const HloInst *in = ginst(e, gi);
+        if (!in->sharding_from_user)
+            continue;
+        for (int32_t l = e->leaf0[gi]; l < e->leaf0[gi + 1]; l++) {
+            const Sharding *sh = sharding_at(in->sharding, l - e->leaf0[gi]);
+            uint32_t man = sh && sh->kind != SHARDING_MANUAL ? sh->manual_atoms & all : 0;
+            if (!man || man == all || (e->lfl[l] & LF_FIXED) || !shape_is_array(e->lshape[l]))
+                continue;
+            if (!e->lman)
+                e->lman = ARENA_ARRAY(e->a, uint32_t, e->n_leaves + 1);
+            e->lman[l] |= man;
+            GROW(queue, nq, cap);
+            queue[nq++] = l;
+        }
+    }
+    for (int32_t q = 0; q < nq; q++) {
+        int32_t l = queue[q], gi = e->linst[l];
+        uint32_t man = e->lman[l];
+        for (int32_t k = e->nstart[l]; k < e->nstart[l + 1]; k++) {
+            int32_t n = e->nbr[k];
+            if ((e->lman[n] | man) != e->lman[n] && !(e->lfl[n] & LF_FIXED)) {
+                e->lman[n] |= man;
+                GROW(queue, nq, cap);
+                queue[nq++] = n;
+            }
+        }
+        if (!(e->iflag[gi] & IF_ARRAY))
+            continue; /* a tuple's leaves reach their users through identity edges */
+        for (int32_t u = e->ustart[gi]; u < e->ustart[gi + 1]; u++)
+            for (int32_t r = e->leaf0[e->users[u]]; r < e->leaf0[e->users[u] + 1]; r++)
+                if ((e->lman[r] | man) != e->lman[r] && !(e->lfl[r] & LF_FIXED)) {
+                    e->lman[r] |= man;
+                    GROW(queue, nq, cap);
+                    queue[nq++] = r;
+                }
+    }
+    free(queue);
+}
+
 /* ================================================================ results */
 
 static void final_leaf(Sharding *out, const Engine *e, int32_t lf, bool named)
@@ -1774,6 +1906,8 @@ static void final_leaf(Sharding *out, const Engine *e, int32_t lf, bool named)
     }
     if (e && out->kind == SHARDING_REPLICATED)
         out->tile.rank = (int8_t)(shape_is_array(e->lshape[lf]) ? leaf_rank(e, lf) : 0);
+    if (e && e->lman && out->kind != SHARDING_MANUAL)
+        out->manual_atoms = e->lman[lf]; /* manual along these, the tiling on the others */
     out->named_form = named;
 }
 
@@ -1802,7 +1936,7 @@ static Sharding *extended_annotation(const Engine *e, const HloInst *in, int32_t
         uint32_t partial = t->tile.partial;
         uint8_t kind = t->tile.kind;
         bool named = t->named_form;
-        uint32_t open = t->open_dims, rep = t->replicated_atoms;
+        uint32_t open = t->open_dims, rep = t->replicated_atoms, man = t->manual_atoms;
         uint8_t prio[SPMDC_MAX_RANK];
         memcpy(prio, t->priority, sizeof prio);
         *t = sharding_tiled(leaf_rank(e, lf));
@@ -1812,6 +1946,7 @@ static Sharding *extended_annotation(const Engine *e, const HloInst *in, int32_t
         t->named_form = named;
         t->open_dims = open;
         t->replicated_atoms = rep;
+        t->manual_atoms = man;
         memcpy(t->priority, prio, sizeof prio);
         sharding_normalize(t);
     }
@@ -1868,6 +2003,11 @@ static Sharding *shared_leaf(HloModule *m, const Engine *e, int32_t lf, bool nam
                              Sharding **by_rank)
 {
     int32_t st = e ? e->st[lf] : ST_NONE;
+    if (e && e->lman && e->lman[lf] && st != ST_MANUAL) { /* a few values: one sharding each */
+        Sharding *s = ARENA_NEW(m->arena, Sharding);
+        final_leaf(s, e, lf, named);
+        return s;
+    }
     if (st >= ST_FIRST && by_pool[st])
         return by_pool[st];
     int32_t rank = e ? (shape_is_array(e->lshape[lf]) ? leaf_rank(e, lf) : 0) : 0;
@@ -2051,6 +2191,7 @@ static bool engine_run(Engine *e, HloModule *m, Arena *scratch)
     pool_add(e, &(Tiling){0}); /* ST_MANUAL */
     setup_identities(e, df);
     setup_states(e);
+    setup_manual(e);
     run(e);
     return true;
 }
@@ -2084,6 +2225,12 @@ static void put_state(StrBuf *b, const Engine *e, int32_t lf)
 {
     if (e->st[lf] == ST_MANUAL) {
         sb_puts(b, "manual");
+        return;
+    }
+    if (e->lman && e->lman[lf]) { /* "[{data}, {}] manual over {model}" */
+        Sharding s;
+        final_leaf(&s, e, lf, false);
+        sharding_describe(b, &s, e->mesh);
         return;
     }
     Tiling t = cur_tiling(e, lf);

@@ -8,7 +8,10 @@
  * report's cost model (reshard_cost), so the work is linear in the module
  * and the result does not depend on the order of instructions.  A user's
  * annotation (sharding_from_user) is never overwritten; an open dim of one
- * may be extended.  Values nothing reaches become replicated.  Requires
+ * may be extended.  Values nothing reaches become replicated.  The values
+ * of a partially manual region (shard_map over some mesh axes) get
+ * shardings with manual_atoms set: manual along those atoms, split by
+ * propagation over the others.  Requires
  * m->has_mesh (bind_shardings).  The rules, their order and the tie-break:
  * docs/propagation.md.
  */

@@ -201,6 +201,37 @@ static void test_factor_rules(void **state)
     unload(&l);
 }
 
+/* The user's collectives: operand k and result leaf k share a pass-through
+ * factor per dim; the dims they move data along are need-replication on
+ * both sides (an all-gather's dim grows, a reduce-scatter's shrinks). */
+static void test_collective_rules(void **state)
+{
+    (void)state;
+    Loaded l = load("HloModule m, num_partitions=4\n"
+                    "%add (a: f32[], b: f32[]) -> f32[] {\n"
+                    "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(%a, %b)\n}\n"
+                    "ENTRY %main {\n"
+                    "  %x = f32[8,16] parameter(0)\n"
+                    "  %y = f32[4] parameter(1)\n"
+                    "  %ar = (f32[8,16], f32[4]) all-reduce(%x, %y), channel_id=1, replica_groups={{0,1},{2,3}}, "
+                    "use_global_device_ids=true, to_apply=%add\n"
+                    "  %ag = f32[8,32] all-gather(%x), channel_id=2, replica_groups={{0,1},{2,3}}, dimensions={1}, "
+                    "use_global_device_ids=true\n"
+                    "  %rs = f32[4,16] reduce-scatter(%x), channel_id=3, replica_groups={{0,1},{2,3}}, "
+                    "dimensions={0}, use_global_device_ids=true, to_apply=%add\n"
+                    "  %a2a = f32[8,16] all-to-all(%x), channel_id=4, replica_groups={{0,1},{2,3}}, dimensions={0}\n"
+                    "  %cp = f32[8,16] collective-permute(%x), channel_id=5, source_target_pairs={{0,1},{1,0}}\n"
+                    "  ROOT %t = (f32[8,32], f32[4,16], f32[8,16], f32[8,16]) tuple(%ag, %rs, %a2a, %cp)\n"
+                    "}\n",
+                    "a=2,b=2");
+    expect_rule(&l, "ar", "ab, c -> ab, c |ppp");
+    expect_rule(&l, "ag", "ab -> ac |pnn");
+    expect_rule(&l, "rs", "ab -> cb |npn");
+    expect_rule(&l, "a2a", "ab -> cb |npn");
+    expect_rule(&l, "cp", "ab -> ab |pp");
+    unload(&l);
+}
+
 /* ================================================================ projections */
 
 static Tiling tl(int32_t rank, const char *runs)
@@ -533,6 +564,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_opcode_has_a_rule),
         cmocka_unit_test(test_factor_rules),
+        cmocka_unit_test(test_collective_rules),
         cmocka_unit_test(test_reshape_projections),
         cmocka_unit_test(test_partial_algebra),
         cmocka_unit_test(test_propagation_flow),

@@ -913,7 +913,8 @@ static void test_opaque_default(void **state)
     int32_t c;
     HloModule *m = new_module(false, &c);
     int32_t a = add(m, c, HLO_PARAMETER, "a", arr(1, 16), 0);
-    int32_t s = add(m, c, HLO_ALL_REDUCE, "s", arr(1, 16), 1, a);
+    int32_t s = add(m, c, HLO_CUSTOM_CALL, "s", arr(1, 16), 1, a);
+    hlo_attrs_mut(m, hlo_inst(m, c, s))->custom_call_target = "my_reduce";
     int32_t n = add(m, c, HLO_NEGATE, "n", arr(1, 16), 1, s);
     int32_t b = add(m, c, HLO_PARAMETER, "b", arr(1, 16), 0);
     int32_t k = add(m, c, HLO_CUSTOM_CALL, "k", arr(1, 16), 1, b);
@@ -926,6 +927,39 @@ static void test_opaque_default(void **state)
     check(m, c, n, "R");
     check(m, c, k, "R");
     check(m, c, b, "R");
+    hlo_module_free(m);
+}
+
+/* The user's collectives (inside a manual region) are identities on the
+ * automatic axes, both ways; the dims an all-gather, reduce-scatter or
+ * all-to-all moves data along stay whole; a manual operand makes the result
+ * manual. */
+static void test_collectives_pass_automatic_axes(void **state)
+{
+    (void)state;
+    int32_t c;
+    HloModule *m = new_module(true, &c);
+    int32_t a = add(m, c, HLO_PARAMETER, "a", arr(2, 8, 16), 0);
+    int32_t ar = add(m, c, HLO_ALL_REDUCE, "ar", arr(2, 8, 16), 1, a);
+    int32_t ag = add(m, c, HLO_ALL_GATHER, "ag", arr(2, 8, 64), 1, ar);
+    hlo_attrs_mut(m, hlo_inst(m, c, ag))->dimensions = ints(m, 1, 1);
+    int32_t rs = add(m, c, HLO_REDUCE_SCATTER, "rs", arr(2, 4, 64), 1, ag);
+    hlo_attrs_mut(m, hlo_inst(m, c, rs))->dimensions = ints(m, 1, 0);
+    int32_t b = add(m, c, HLO_PARAMETER, "b", arr(2, 8, 16), 0);
+    int32_t cp = add(m, c, HLO_COLLECTIVE_PERMUTE, "cp", arr(2, 8, 16), 1, b);
+    int32_t ng = add(m, c, HLO_NEGATE, "ng", arr(2, 8, 16), 1, cp);
+    int32_t mn = add(m, c, HLO_PARAMETER, "mn", arr(1, 8), 0);
+    int32_t mar = add(m, c, HLO_ALL_REDUCE, "mar", arr(1, 8), 1, mn);
+    annotate(m, c, a, "{0}{1}");
+    annotate(m, c, ng, "{1}{0}");
+    annotate(m, c, mn, "M");
+    run(m);
+    check(m, c, ar, "{0}{1}"); /* all-reduce: forward */
+    check(m, c, ag, "{0}{}");  /* all-gather along dim 1: that dim whole */
+    check(m, c, rs, "{}{}");   /* reduce-scatter along dim 0, the only split left */
+    check(m, c, cp, "{1}{0}"); /* collective-permute: backward from ng */
+    check(m, c, b, "{1}{0}");
+    check(m, c, mar, "M");
     hlo_module_free(m);
 }
 
@@ -1454,6 +1488,79 @@ static void test_text_open_closed_replicated(void **state)
     assert_printed(m, "main", "sc", "{devices=[2,4]<=[8]}");
     assert_printed(m, "main", "m", "{devices=[2,4]<=[8]}");
     assert_printed(m, "main", "sn", "{devices=[2,4]<=[8]}");
+    hlo_module_free(m);
+    diag_destroy(d);
+}
+
+/* A partially manual region (shard_map over model, data automatic), in
+ * jax's GSPMD form: the borders' unspecified_dims let data cross them (model
+ * never reaches a region value), the region's values propagate on data like
+ * any others (a while loop's state too), keep manual={model}, and the user's
+ * all-reduce is an identity on data. */
+static void test_text_partially_manual(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "HloModule pm, num_partitions=8\n"
+        "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
+        "cond {\n  p = (s32[], f32[16,16]) parameter(0)\n  i = s32[] get-tuple-element(p), index=0\n"
+        "  n = s32[] constant(3)\n  ROOT lt = pred[] compare(i, n), direction=LT\n}\n"
+        "body {\n  p = (s32[], f32[16,16]) parameter(0)\n  i = s32[] get-tuple-element(p), index=0\n"
+        "  v = f32[16,16] get-tuple-element(p), index=1\n  one = s32[] constant(1)\n  i1 = s32[] add(i, one)\n"
+        "  e = f32[16,16] exponential(v)\n  ROOT t = (s32[], f32[16,16]) tuple(i1, e)\n}\n"
+        "ENTRY main {\n"
+        "  x = f32[16,64] parameter(0), sharding={devices=[2,4]<=[8]}\n"
+        "  xs = f32[16,64] custom-call(x), custom_call_target=\"Sharding\", sharding={devices=[1,4,2]<=[2,4]T(1,0) "
+        "last_tile_dim_replicate}, backend_config=\"unspecified_dims=[0,1]\"\n"
+        "  xl = f32[16,16] custom-call(xs), custom_call_target=\"SPMDFullToShardShape\", sharding={devices=[1,1,4,2]"
+        "<=[2,4]T(1,0) last_tile_dims={manual, replicated}}, backend_config=\"unspecified_dims=[0,1]\"\n"
+        "  ar = f32[16,16] all-reduce(xl), channel_id=1, replica_groups={{0,1,2,3},{4,5,6,7}}, "
+        "use_global_device_ids=true, to_apply=add\n"
+        "  z = s32[] constant(0)\n"
+        "  init = (s32[], f32[16,16]) tuple(z, ar)\n"
+        "  w = (s32[], f32[16,16]) while(init), condition=cond, body=body\n"
+        "  lv = f32[16,16] get-tuple-element(w), index=1\n"
+        "  ys = f32[16,16] custom-call(lv), custom_call_target=\"Sharding\", sharding={devices=[1,1,4,2]<=[2,4]T(1,0) "
+        "last_tile_dims={manual, replicated}}, backend_config=\"unspecified_dims=[0,1]\"\n"
+        "  y = f32[16,16] custom-call(ys), custom_call_target=\"SPMDShardToFullShape\", sharding={replicated}, "
+        "backend_config=\"unspecified_dims=[0,1]\"\n"
+        "  ROOT n = f32[16,16] negate(y)\n"
+        "}\n";
+    DiagEngine *d = diag_create(NULL);
+    StrBuf why = {0};
+    HloModule *m = run_text(d, text, "data=2,model=4", &why);
+    static const char *const inside = "{devices=[2,1,4]<=[8] last_tile_dims={manual}}";
+    assert_printed(m, "main", "xs", "{devices=[2,4]<=[8]}");
+    assert_printed(m, "main", "xl", inside);
+    assert_printed(m, "main", "ar", inside);
+    assert_printed(m, "main", "lv", inside);
+    assert_printed(m, "body", "e", inside);
+    assert_printed(m, "main", "ys", inside);
+    /* out of the region: data only, and onwards */
+    assert_printed(m, "main", "y", "{devices=[2,1,4]<=[8] last_tile_dim_replicate}");
+    assert_printed(m, "main", "n", "{devices=[2,1,4]<=[8] last_tile_dim_replicate}");
+    /* the loop state's leaf that holds region values is manual (model=4
+     * is atoms 1 and 2); the counter, made from a constant, is not */
+    int32_t b = hlo_find_computation(m, "body");
+    const Sharding *st = hlo_inst(m, b, hlo_find_inst(m, b, "p"))->sharding;
+    assert_int_equal(st->kind, SHARDING_TUPLE);
+    assert_int_equal(st->elems[1].manual_atoms, 0x6);
+    assert_int_equal(st->elems[0].manual_atoms, 0);
+    if (!strstr(sb_cstr(&why), "ar (line 26), all-reduce: [{data}, {}] manual over {model}\n"))
+        fail_msg("explanation:\n%s", sb_cstr(&why));
+    sb_free(&why);
+    hlo_module_free(m);
+    diag_destroy(d);
+    /* closed borders (no unspecified_dims): nothing crosses them */
+    char closed[sizeof text];
+    strcpy(closed, text);
+    for (char *p = strstr(closed, "unspecified_dims=[0,1]"); p; p = strstr(p, "unspecified_dims=[0,1]"))
+        memcpy(p, "unspecified_dims=[]   ", 22);
+    d = diag_create(NULL);
+    m = run_text(d, closed, "data=2,model=4", NULL);
+    assert_printed(m, "main", "xs", "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}");
+    assert_printed(m, "main", "ar", "{devices=[1,1,4,2]<=[2,4]T(1,0) last_tile_dims={manual, replicated}}");
+    assert_printed(m, "main", "y", "{replicated}");
     hlo_module_free(m);
     diag_destroy(d);
 }
@@ -1996,6 +2103,7 @@ int main(void)
         cmocka_unit_test(test_conditional_ties),
         cmocka_unit_test(test_sharding_custom_call_and_copy),
         cmocka_unit_test(test_opaque_default),
+        cmocka_unit_test(test_collectives_pass_automatic_axes),
         cmocka_unit_test(test_permutation_factors),
         cmocka_unit_test(test_user_annotations_not_overwritten),
         cmocka_unit_test(test_partial_kept_not_propagated),
@@ -2012,6 +2120,7 @@ int main(void)
         cmocka_unit_test(test_text_op_families),
         cmocka_unit_test(test_text_reshape_split_merge),
         cmocka_unit_test(test_text_open_closed_replicated),
+        cmocka_unit_test(test_text_partially_manual),
         cmocka_unit_test(test_text_priorities),
         cmocka_unit_test(test_text_conflict_by_cost),
         cmocka_unit_test(test_text_order_independent),

@@ -1,0 +1,1 @@
+compile pmanual_flow_2x4.hlo --mesh data=2,model=4 -o /dev/null

@@ -1,0 +1,1 @@
+propagate partial_manual.hlo --explain

@@ -1,0 +1,1 @@
+compile partial_manual.hlo -o /dev/null

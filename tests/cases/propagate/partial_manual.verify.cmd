@@ -1,0 +1,1 @@
+verify partial_manual.hlo
