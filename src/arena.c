@@ -97,7 +97,25 @@ void arena_destroy(Arena *a)
 
 void arena_reset(Arena *a)
 {
+#ifdef SPMDC_ARENA_DEBUG
     free_chunks(a);
+#else
+    /* The newest bump chunk stays, empty, for the next allocations: a
+     * per-item arena (the parser's, reset after every instruction) would
+     * otherwise get a fresh chunk from calloc, and clear it, per item. */
+    Chunk *spare = NULL;
+    for (Chunk *c = a->head; c;) {
+        Chunk *n = c->next;
+        if (!c->dedicated && !spare) spare = c;
+        else free(c);
+        c = n;
+    }
+    a->head = spare;
+    if (spare) {
+        spare->next = NULL;
+        spare->used = 0;
+    }
+#endif
     a->total = 0;
 }
 

@@ -21,7 +21,8 @@ typedef struct Arena Arena;
 Arena *arena_create(void);
 /* Frees every block of the arena and the arena itself.  NULL is a no-op. */
 void arena_destroy(Arena *a);
-/* Releases everything allocated so far; the arena stays usable. */
+/* Releases everything allocated so far; the arena stays usable.  One chunk
+ * is kept, empty, so a per-item arena does not allocate a chunk per item. */
 void arena_reset(Arena *a);
 /* size bytes aligned to align (a power of two <= 64), zero-filled. */
 void *arena_alloc(Arena *a, size_t size, size_t align);
