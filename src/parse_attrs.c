@@ -361,6 +361,8 @@ struct AttrSpec {
     AttrFn fn;
     size_t off;       /* HloAttrs field (or a small selector) */
     bool whole_value; /* fn gets the value's first prim with its juxtaposed followers */
+    int32_t only;     /* 1 + the opcode whose HloAttrs.op_lists group the value fills (0: any
+                         opcode); given to another opcode it is checked and dropped */
 };
 
 static bool at_intlist(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
@@ -764,57 +766,59 @@ static bool at_pairs(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a
 }
 
 #define F(field) offsetof(HloAttrs, field)
+#define ONLY(op) ((int32_t)(op) + 1)
 static const AttrSpec ATTR_SPECS[] = {
-    {"dimensions", at_intlist, F(dimensions), false},
-    {"lhs_contracting_dims", at_intlist, F(lhs_contracting), false},
-    {"rhs_contracting_dims", at_intlist, F(rhs_contracting), false},
-    {"lhs_batch_dims", at_intlist, F(lhs_batch), false},
-    {"rhs_batch_dims", at_intlist, F(rhs_batch), false},
-    {"dynamic_slice_sizes", at_intlist, F(dynamic_slice_sizes), false},
-    {"offset_dims", at_intlist, F(offset_dims), false},
-    {"collapsed_slice_dims", at_intlist, F(collapsed_slice_dims), false},
-    {"start_index_map", at_intlist, F(start_index_map), false},
-    {"slice_sizes", at_intlist, F(slice_sizes), false},
-    {"operand_batching_dims", at_intlist, F(operand_batching_dims), false},
-    {"start_indices_batching_dims", at_intlist, F(start_indices_batching_dims), false},
-    {"update_window_dims", at_intlist, F(update_window_dims), false},
-    {"inserted_window_dims", at_intlist, F(inserted_window_dims), false},
-    {"scatter_dims_to_operand_dims", at_intlist, F(scatter_dims_to_operand_dims), false},
-    {"input_batching_dims", at_intlist, F(input_batching_dims), false},
-    {"scatter_indices_batching_dims", at_intlist, F(scatter_indices_batching_dims), false},
-    {"feature_group_count", at_int, F(feature_group_count), false},
-    {"batch_group_count", at_int, F(batch_group_count), false},
-    {"index", at_int, F(index), false},
-    {"iota_dimension", at_int, F(iota_dimension), false},
-    {"channel_id", at_int, F(channel_id), false},
-    {"index_vector_dim", at_int, F(index_vector_dim), false},
-    {"use_global_device_ids", at_bool, F(use_global_device_ids), false},
-    {"is_stable", at_bool, F(is_stable), false},
-    {"k", at_int, F(k), false},
-    {"largest", at_bool, F(largest), false},
-    {"indices_are_sorted", at_bool, F(indices_are_sorted), false},
-    {"unique_indices", at_bool, F(unique_indices), false},
-    {"to_apply", at_comp, F(to_apply), false},
-    {"scatter", at_comp, F(to_apply), false},
-    {"select", at_comp, F(select), false},
-    {"condition", at_comp, F(condition), false},
-    {"body", at_comp, F(body), false},
-    {"true_computation", at_branch, 0, false},
-    {"false_computation", at_branch, 1, false},
-    {"branch_computations", at_complist, F(branches), false},
-    {"called_computations", at_complist, F(called), false},
-    {"custom_call_target", at_string, F(custom_call_target), false},
-    {"direction", at_direction, 0, false},
-    {"type", at_compare_type, 0, false}, /* compare only; elsewhere kept verbatim */
-    {"distribution", at_distribution, 0, false},
-    {"slice", at_slice, 0, false},
-    {"padding", at_padding, 0, false},
-    {"window", at_window, 0, false},
-    {"dim_labels", at_dim_labels, 0, false},
-    {"replica_groups", at_replica_groups, 0, true},
-    {"source_target_pairs", at_pairs, 0, false},
+    {"dimensions", at_intlist, F(dimensions), false, 0},
+    {"lhs_contracting_dims", at_intlist, F(lhs_contracting), false, ONLY(HLO_DOT)},
+    {"rhs_contracting_dims", at_intlist, F(rhs_contracting), false, ONLY(HLO_DOT)},
+    {"lhs_batch_dims", at_intlist, F(lhs_batch), false, ONLY(HLO_DOT)},
+    {"rhs_batch_dims", at_intlist, F(rhs_batch), false, ONLY(HLO_DOT)},
+    {"dynamic_slice_sizes", at_intlist, F(dynamic_slice_sizes), false, ONLY(HLO_DYNAMIC_SLICE)},
+    {"offset_dims", at_intlist, F(offset_dims), false, ONLY(HLO_GATHER)},
+    {"collapsed_slice_dims", at_intlist, F(collapsed_slice_dims), false, ONLY(HLO_GATHER)},
+    {"start_index_map", at_intlist, F(start_index_map), false, ONLY(HLO_GATHER)},
+    {"slice_sizes", at_intlist, F(slice_sizes), false, ONLY(HLO_GATHER)},
+    {"operand_batching_dims", at_intlist, F(operand_batching_dims), false, ONLY(HLO_GATHER)},
+    {"start_indices_batching_dims", at_intlist, F(start_indices_batching_dims), false, ONLY(HLO_GATHER)},
+    {"update_window_dims", at_intlist, F(update_window_dims), false, ONLY(HLO_SCATTER)},
+    {"inserted_window_dims", at_intlist, F(inserted_window_dims), false, ONLY(HLO_SCATTER)},
+    {"scatter_dims_to_operand_dims", at_intlist, F(scatter_dims_to_operand_dims), false, ONLY(HLO_SCATTER)},
+    {"input_batching_dims", at_intlist, F(input_batching_dims), false, ONLY(HLO_SCATTER)},
+    {"scatter_indices_batching_dims", at_intlist, F(scatter_indices_batching_dims), false, ONLY(HLO_SCATTER)},
+    {"feature_group_count", at_int, F(feature_group_count), false, 0},
+    {"batch_group_count", at_int, F(batch_group_count), false, 0},
+    {"index", at_int, F(index), false, 0},
+    {"iota_dimension", at_int, F(iota_dimension), false, 0},
+    {"channel_id", at_int, F(channel_id), false, 0},
+    {"index_vector_dim", at_int, F(index_vector_dim), false, 0},
+    {"use_global_device_ids", at_bool, F(use_global_device_ids), false, 0},
+    {"is_stable", at_bool, F(is_stable), false, 0},
+    {"k", at_int, F(k), false, 0},
+    {"largest", at_bool, F(largest), false, 0},
+    {"indices_are_sorted", at_bool, F(indices_are_sorted), false, 0},
+    {"unique_indices", at_bool, F(unique_indices), false, 0},
+    {"to_apply", at_comp, F(to_apply), false, 0},
+    {"scatter", at_comp, F(to_apply), false, 0},
+    {"select", at_comp, F(select), false, 0},
+    {"condition", at_comp, F(condition), false, 0},
+    {"body", at_comp, F(body), false, 0},
+    {"true_computation", at_branch, 0, false, 0},
+    {"false_computation", at_branch, 1, false, 0},
+    {"branch_computations", at_complist, F(branches), false, 0},
+    {"called_computations", at_complist, F(called), false, 0},
+    {"custom_call_target", at_string, F(custom_call_target), false, 0},
+    {"direction", at_direction, 0, false, 0},
+    {"type", at_compare_type, 0, false, 0}, /* compare only; elsewhere kept verbatim */
+    {"distribution", at_distribution, 0, false, 0},
+    {"slice", at_slice, 0, false, ONLY(HLO_SLICE)},
+    {"padding", at_padding, 0, false, ONLY(HLO_PAD)},
+    {"window", at_window, 0, false, 0},
+    {"dim_labels", at_dim_labels, 0, false, 0},
+    {"replica_groups", at_replica_groups, 0, true, 0},
+    {"source_target_pairs", at_pairs, 0, false, 0},
 };
 #undef F
+#undef ONLY
 #define N_ATTR_SPECS ((int32_t)(sizeof ATTR_SPECS / sizeof ATTR_SPECS[0]))
 _Static_assert(sizeof ATTR_SPECS / sizeof ATTR_SPECS[0] <= 64, "attribute seen-mask is a uint64_t");
 
@@ -972,8 +976,15 @@ bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
             first[e->idx] = at;
             const AttrSpec *spec = &ATTR_SPECS[e->idx];
             const AstVal *v = spec->whole_value ? at->child : parse_attr_value(lw, at);
-            out->any_attr = true;
-            ok = v && spec->fn(lw, at, v, &out->attrs, spec) && ok;
+            HloAttrs dropped; /* a list group of another opcode (op_lists are shared) */
+            HloAttrs *dst = &out->attrs;
+            if (spec->only && spec->only != (int32_t)op + 1) {
+                memset(&dropped, 0, sizeof dropped);
+                dst = &dropped;
+            } else {
+                out->any_attr = true;
+            }
+            ok = v && spec->fn(lw, at, v, dst, spec) && ok;
         } else {
             raw[n_raw++] = at;
         }

@@ -374,15 +374,11 @@ static HloAttrs *copy_attrs(HloModule *out, const HloAttrs *a, const Shape *s, c
 {
     HloAttrs *r = ARENA_NEW(out->arena, HloAttrs);
     *r = *a;
-    IntList *lists[] = {&r->dimensions, &r->lhs_contracting, &r->rhs_contracting, &r->lhs_batch, &r->rhs_batch,
-                        &r->slice_start, &r->slice_limit, &r->slice_stride, &r->dynamic_slice_sizes, &r->pad_lo,
-                        &r->pad_hi, &r->pad_interior, &r->branches, &r->called, &r->offset_dims,
-                        &r->collapsed_slice_dims, &r->start_index_map, &r->slice_sizes, &r->operand_batching_dims,
-                        &r->start_indices_batching_dims, &r->update_window_dims, &r->inserted_window_dims,
-                        &r->scatter_dims_to_operand_dims, &r->input_batching_dims,
-                        &r->scatter_indices_batching_dims};
+    IntList *lists[] = {&r->dimensions, &r->branches, &r->called};
     for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++)
         *lists[k] = copy_list(out, *lists[k]);
+    for (int k = 0; k < HLO_ATTR_OP_LISTS; k++) /* whichever opcode group they hold */
+        r->op_lists[k] = copy_list(out, r->op_lists[k]);
     if (a->window)
         r->window = arena_memdup(out->arena, a->window, sizeof *a->window);
     if (a->conv)

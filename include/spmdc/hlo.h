@@ -94,13 +94,39 @@ typedef struct RawAttr {
     const char *text;
 } RawAttr;
 
+/* IntLists in HloAttrs.op_lists: the most any one opcode's group holds. */
+#define HLO_ATTR_OP_LISTS 6
+
+/* An instruction's interpreted attributes.  The list groups of dot, slice,
+ * dynamic-slice, pad, gather and scatter share storage (no instruction has
+ * two of them): read and write only the group of the instruction's opcode.
+ * op_lists views the same storage as one array (for copying). */
 typedef struct HloAttrs {
     IntList dimensions;                 /* broadcast, transpose, reduce, reverse, concatenate,
                                            all-gather, reduce-scatter, all-to-all, sort, map */
-    IntList lhs_contracting, rhs_contracting, lhs_batch, rhs_batch; /* dot */
-    IntList slice_start, slice_limit, slice_stride;                 /* slice */
-    IntList dynamic_slice_sizes;
-    IntList pad_lo, pad_hi, pad_interior;                           /* pad */
+    union {
+        struct {
+            IntList lhs_contracting, rhs_contracting, lhs_batch, rhs_batch; /* dot */
+        };
+        struct {
+            IntList slice_start, slice_limit, slice_stride; /* slice */
+        };
+        struct {
+            IntList dynamic_slice_sizes; /* dynamic-slice */
+        };
+        struct {
+            IntList pad_lo, pad_hi, pad_interior; /* pad */
+        };
+        struct {
+            IntList offset_dims, collapsed_slice_dims, start_index_map, slice_sizes, operand_batching_dims,
+                start_indices_batching_dims; /* gather */
+        };
+        struct {
+            IntList update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims, input_batching_dims,
+                scatter_indices_batching_dims; /* scatter */
+        };
+        IntList op_lists[HLO_ATTR_OP_LISTS];
+    };
     Window *window;                     /* convolution, reduce-window, select-and-scatter */
     ConvDims *conv;                     /* convolution */
     const char *dim_labels;             /* convolution, verbatim */
@@ -130,10 +156,6 @@ typedef struct HloAttrs {
     bool largest;                       /* topk: the k largest (true, the default) or smallest */
     bool indices_are_sorted, unique_indices;
     int64_t index_vector_dim;           /* gather/scatter */
-    IntList offset_dims, collapsed_slice_dims, start_index_map, slice_sizes,
-        operand_batching_dims, start_indices_batching_dims;       /* gather */
-    IntList update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims,
-        input_batching_dims, scatter_indices_batching_dims;       /* scatter */
     const char *rng_distribution;       /* rng */
     int32_t n_raw;
     RawAttr *raw;                       /* verbatim attributes, input order */
