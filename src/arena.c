@@ -4,7 +4,16 @@
  * large ones zero-filled without touching them): an allocation is cleared
  * only where it reuses bytes (Chunk.clean).  Big chunks keep normal pages:
  * asking for transparent huge pages costs more in the kernel's compaction on
- * fault than the faults it saves. */
+ * fault than the faults it saves.
+ *
+ * On Linux a dedicated chunk of MAP_MIN bytes or more is its own anonymous
+ * mapping, grown by arena_realloc with mremap: the kernel hands out the new
+ * pages zero-filled and maps them on first touch, so a doubling array's
+ * unused capacity costs address space, not resident memory (realloc would
+ * need the tail cleared, which touches every page). */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* mremap */
+#endif
 #include "spmdc/arena.h"
 
 #include <stdbool.h>
@@ -12,11 +21,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #define CHUNK_MIN (64u * 1024u)
 /* Allocations this large get a chunk of their own, kept behind the head so
  * small allocations go on filling the head chunk. */
 #define DEDICATED_MIN (CHUNK_MIN / 4)
+/* Dedicated chunks this large are anonymous mappings (Linux). */
+#define MAP_MIN (1u << 20)
 
 typedef struct Chunk {
     struct Chunk *next;
@@ -25,6 +39,8 @@ typedef struct Chunk {
     size_t clean;   /* data[clean..cap) is known to be zero */
     unsigned long long seq; /* creation number in its arena (arena_release) */
     bool dedicated; /* holds exactly one large allocation (arena_realloc may grow it) */
+    bool mapped;    /* its own mapping of map_len bytes (dedicated chunks of MAP_MIN and up) */
+    size_t map_len;
     _Alignas(64) unsigned char data[];
 } Chunk;
 
@@ -70,12 +86,23 @@ Arena *arena_create(void)
     return xcalloc(1, sizeof(Arena));
 }
 
+static void chunk_free(Chunk *c)
+{
+#ifdef __linux__
+    if (c->mapped) {
+        munmap(c, c->map_len);
+        return;
+    }
+#endif
+    free(c);
+}
+
 static void free_chunks(Arena *a)
 {
     Chunk *c = a->head;
     while (c) {
         Chunk *n = c->next;
-        free(c);
+        chunk_free(c);
         c = n;
     }
     a->head = NULL;
@@ -107,7 +134,7 @@ void arena_reset(Arena *a)
     for (Chunk *c = a->head; c;) {
         Chunk *n = c->next;
         if (!c->dedicated && !spare) spare = c;
-        else free(c);
+        else chunk_free(c);
         c = n;
     }
     a->head = spare;
@@ -124,6 +151,36 @@ size_t arena_bytes_used(const Arena *a) { return a->total; }
 #ifndef SPMDC_ARENA_DEBUG
 /* A zeroed chunk with cap data bytes. */
 static Chunk *new_chunk(size_t cap) { return xcalloc(1, sizeof(Chunk) + cap); }
+
+#ifdef __linux__
+static size_t map_length(size_t cap)
+{
+    size_t page = 4096, n = sizeof(Chunk) + cap;
+    if (n < cap) spmdc_oom();
+    return (n + page - 1) & ~(page - 1);
+}
+
+/* A zeroed dedicated chunk of cap data bytes in its own mapping. */
+static Chunk *new_mapped_chunk(size_t cap)
+{
+    size_t len = map_length(cap);
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) spmdc_oom();
+    Chunk *c = p;
+    c->mapped = true;
+    c->map_len = len;
+    return c;
+}
+#endif
+
+/* A zeroed chunk for one allocation of size bytes. */
+static Chunk *new_dedicated_chunk(size_t size)
+{
+#ifdef __linux__
+    if (size >= MAP_MIN) return new_mapped_chunk(size);
+#endif
+    return new_chunk(size);
+}
 
 /* Clears data[off, off+size) of c where it may hold old bytes. */
 static void clear_used(Chunk *c, size_t off, size_t size)
@@ -163,7 +220,7 @@ void arena_release(Arena *a, ArenaMark m)
         }
         *pp = c->next;
         if (!c->dedicated && !spare) spare = c; /* the newest bump chunk */
-        else free(c);
+        else chunk_free(c);
     }
     if (m.head && !m.head_dedicated) ((Chunk *)m.head)->used = m.used; /* still listed: older than m */
     if (spare) {
@@ -192,7 +249,7 @@ void *arena_alloc(Arena *a, size_t size, size_t align)
     Chunk *c = a->head;
     if (size >= DEDICATED_MIN && align <= 16) {
         /* malloc aligns to 16, and data sits at a multiple of 64 in Chunk. */
-        Chunk *d = new_chunk(size);
+        Chunk *d = new_dedicated_chunk(size);
         d->cap = d->used = d->clean = size;
         d->seq = a->next_seq++;
         d->dedicated = true;
@@ -239,8 +296,26 @@ void *arena_realloc(Arena *a, void *p, size_t old_size, size_t new_size, size_t 
         for (Chunk **pp = &a->head; *pp; pp = &(*pp)->next) {
             Chunk *c = *pp;
             if (!c->dedicated || (void *)c->data != p) continue;
-            c = xrealloc(c, sizeof(Chunk) + new_size); /* glibc moves big blocks with mremap */
-            memset(c->data + old_size, 0, new_size - old_size);
+#ifdef __linux__
+            if (c->mapped) { /* the kernel zero-fills the pages mremap adds */
+                size_t len = map_length(new_size);
+                void *q = mremap(c, c->map_len, len, MREMAP_MAYMOVE);
+                if (q == MAP_FAILED) spmdc_oom();
+                c = q;
+                c->map_len = len;
+            } else if (new_size >= MAP_MIN) {
+                Chunk *d = new_mapped_chunk(new_size);
+                memcpy(d, c, sizeof(Chunk) + old_size);
+                d->mapped = true;
+                d->map_len = map_length(new_size);
+                free(c);
+                c = d;
+            } else
+#endif
+            {
+                c = xrealloc(c, sizeof(Chunk) + new_size);
+                memset(c->data + old_size, 0, new_size - old_size);
+            }
             c->cap = c->used = c->clean = new_size;
             *pp = c;
             a->total += new_size - old_size;
