@@ -49,8 +49,21 @@ static double rss_mib(void)
     return ok ? (double)res * (double)sysconf(_SC_PAGESIZE) / 1048576.0 : 0;
 }
 
+/* The process's own peak resident memory: VmHWM of /proc/self/status
+ * (getrusage's ru_maxrss also counts the parent's peak before exec, since
+ * Linux keeps it across execve). */
 static double peak_mib(void)
 {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        char line[256];
+        unsigned long long kib = 0;
+        bool found = false;
+        while (!found && fgets(line, sizeof line, f))
+            found = sscanf(line, "VmHWM: %llu kB", &kib) == 1;
+        fclose(f);
+        if (found) return (double)kib / 1024.0;
+    }
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
     return (double)ru.ru_maxrss / 1024.0; /* KiB on Linux */

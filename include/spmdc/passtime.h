@@ -9,7 +9,7 @@
  * wall seconds since the previous stage ended (the first stage counts from
  * the first passtime_enabled call, which main makes on entry),
  * the resident set size at the end of the stage (/proc/self/statm) and the
- * peak resident set size so far (getrusage ru_maxrss), in MiB of 2^20
+ * peak resident set size so far (VmHWM of /proc/self/status), in MiB of 2^20
  * bytes, and the CPU seconds (user + system, getrusage) the stage took
  * (less sensitive than wall time to other jobs on the machine).  A last
  * line "total" gives the time since that first call.
