@@ -35,7 +35,9 @@
 
 static void put_list(StrBuf *b, const char *name, IntList l)
 {
-    sb_printf(b, ", %s=", name);
+    sb_puts(b, ", ");
+    sb_puts(b, name);
+    sb_putc(b, '=');
     sb_int_list(b, l.v, l.n, "{", ",", "}");
 }
 
@@ -52,8 +54,12 @@ static const char *comp_name(const HloModule *m, int64_t c)
 
 static void put_comp(StrBuf *b, const HloModule *m, const char *name, int32_t c)
 {
-    if (c >= 0 && c < m->n_comps)
-        sb_printf(b, ", %s=%%%s", name, m->comps[c].name);
+    if (c >= 0 && c < m->n_comps) {
+        sb_puts(b, ", ");
+        sb_puts(b, name);
+        sb_puts(b, "=%");
+        sb_puts(b, m->comps[c].name);
+    }
 }
 
 /* ", name={%a, %b}" */
@@ -304,8 +310,10 @@ static void put_replica_groups(StrBuf *b, const HloModule *m, const ReplicaGroup
 
 static void put_collective_head(StrBuf *b, const HloModule *m, const HloAttrs *a)
 {
-    if (a->channel_id)
-        sb_printf(b, ", channel_id=%" PRId64, a->channel_id);
+    if (a->channel_id) {
+        sb_puts(b, ", channel_id=");
+        sb_int(b, a->channel_id);
+    }
     put_replica_groups(b, m, &a->replica_groups);
 }
 
@@ -391,8 +399,10 @@ static void put_collective(StrBuf *b, const HloModule *m, const HloInst *inst, c
         put_list_if(b, "dimensions", a->dimensions);
         break;
     case HLO_COLLECTIVE_PERMUTE:
-        if (a->channel_id)
-            sb_printf(b, ", channel_id=%" PRId64, a->channel_id);
+        if (a->channel_id) {
+            sb_puts(b, ", channel_id=");
+            sb_int(b, a->channel_id);
+        }
         sb_puts(b, ", source_target_pairs={");
         for (int32_t k = 0; k < a->n_pairs; k++)
             sb_printf(b, "%s{%" PRId64 ",%" PRId64 "}", k ? "," : "", a->pairs[2 * k], a->pairs[2 * k + 1]);
@@ -446,7 +456,8 @@ static void put_attrs(StrBuf *b, const HloModule *m, const HloInst *inst, const 
         sb_printf(b, ", iota_dimension=%" PRId64, a->iota_dimension);
         break;
     case HLO_GET_TUPLE_ELEMENT:
-        sb_printf(b, ", index=%" PRId64, a->index);
+        sb_puts(b, ", index=");
+        sb_int(b, a->index);
         break;
     case HLO_BROADCAST:
     case HLO_TRANSPOSE:
@@ -514,8 +525,10 @@ static void put_attrs(StrBuf *b, const HloModule *m, const HloInst *inst, const 
     case HLO_SEND_DONE:
     case HLO_RECV:
     case HLO_RECV_DONE:
-        if (a->channel_id)
-            sb_printf(b, ", channel_id=%" PRId64, a->channel_id);
+        if (a->channel_id) {
+            sb_puts(b, ", channel_id=");
+            sb_int(b, a->channel_id);
+        }
         break;
     case HLO_WHILE:
     case HLO_CONDITIONAL:
@@ -548,14 +561,15 @@ static void put_operands(StrBuf *b, const HloModule *m, int32_t c, const HloInst
     const HloComputation *comp = &m->comps[c];
     sb_putc(b, '(');
     if (inst->op == HLO_PARAMETER) {
-        sb_printf(b, "%" PRId64, a->param_number);
+        sb_int(b, a->param_number);
     } else if (inst->op == HLO_CONSTANT) {
         put_literal(b, &inst->shape, a->literal);
     } else {
         for (int32_t k = 0; k < inst->n_operands; k++) {
             int32_t o = inst->operands[k];
             const char *name = o >= 0 && o < comp->n_insts ? comp->insts[o].name : "?";
-            sb_printf(b, "%s%%%s", k ? ", " : "", name);
+            sb_puts(b, k ? ", %" : "%");
+            sb_puts(b, name);
         }
     }
     sb_putc(b, ')');
@@ -565,9 +579,12 @@ static void print_inst(StrBuf *b, const HloModule *m, int32_t c, int32_t i, cons
 {
     const HloInst *inst = &m->comps[c].insts[i];
     const HloAttrs *a = hlo_attrs(inst);
-    sb_printf(b, "%%%s = ", inst->name);
+    sb_putc(b, '%');
+    sb_puts(b, inst->name);
+    sb_puts(b, " = ");
     shape_print(b, &inst->shape, opt->print_layouts);
-    sb_printf(b, " %s", hlo_opcode_name(inst->op));
+    sb_putc(b, ' ');
+    sb_puts(b, hlo_opcode_name(inst->op));
     put_operands(b, m, c, inst, a);
     put_attrs(b, m, inst, a);
     if (opt->print_shardings) {

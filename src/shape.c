@@ -102,14 +102,14 @@ void shape_print(StrBuf *b, const Shape *s, bool with_layout)
     sb_putc(b, '[');
     for (int32_t i = 0; i < s->rank; i++) {
         if (i) sb_putc(b, ',');
-        sb_printf(b, "%lld", (long long)s->dims[i]);
+        sb_int(b, s->dims[i]);
     }
     sb_putc(b, ']');
     if (with_layout && s->has_layout && (s->rank > 0 || s->layout_tail)) {
         sb_putc(b, '{');
         for (int32_t i = 0; i < s->rank; i++) {
             if (i) sb_putc(b, ',');
-            sb_printf(b, "%d", s->minor_to_major[i]);
+            sb_int(b, s->minor_to_major[i]);
         }
         if (s->layout_tail) {
             sb_putc(b, ':');

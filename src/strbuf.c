@@ -47,12 +47,25 @@ void sb_printf(StrBuf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
+void sb_int(StrBuf *b, int64_t v)
+{
+    char tmp[24];
+    size_t n = sizeof tmp;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[--n] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) tmp[--n] = '-';
+    sb_putn(b, tmp + n, sizeof tmp - n);
+}
+
 void sb_int_list(StrBuf *b, const int64_t *v, int32_t n, const char *open, const char *sep, const char *close)
 {
     sb_puts(b, open);
     for (int32_t i = 0; i < n; i++) {
         if (i) sb_puts(b, sep);
-        sb_printf(b, "%" PRId64, v[i]);
+        sb_int(b, v[i]);
     }
     sb_puts(b, close);
 }

@@ -19,6 +19,8 @@ void sb_putc(StrBuf *b, char c);
 void sb_puts(StrBuf *b, const char *s);
 void sb_putn(StrBuf *b, const char *s, size_t n);
 void sb_printf(StrBuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* v in decimal, as printf's %" PRId64 " spells it (without printf's cost). */
+void sb_int(StrBuf *b, int64_t v);
 /* Appends "{a,b,c}" style lists: open, items separated by sep, close. */
 void sb_int_list(StrBuf *b, const int64_t *v, int32_t n, const char *open, const char *sep, const char *close);
 const char *sb_cstr(const StrBuf *b);
