@@ -121,10 +121,19 @@ bool part_manual_masks(Part *p)
                            "last_tile_dims={manual, ...})", in->name);
                 return false;
             }
-        } else if (!is_target(in, "SPMDShardToFullShape")) {
+        } else if (is_target(in, "SPMDShardToFullShape")) {
+            /* a nested region ends: the result stays manual along the atoms
+             * its own sharding keeps manual (none for the outermost) */
+            m = sharding_manual(p, in->sharding);
+        } else {
+            /* a Sharding constraint with manual atoms inside a region names
+             * them for values made from leaves alone (a nested shard_map
+             * with no inputs: jax.lax.axis_index) */
+            if (is_target(in, "Sharding"))
+                m = sharding_manual(p, in->sharding);
             for (int32_t k = 0; k < in->n_operands; k++) {
                 uint32_t om = p->vals[in->operands[k]].manual;
-                if (om && m && om != m) {
+                if (om && m && om != m && !(is_target(in, "Sharding") && (om & ~m) == 0)) {
                     diag_error(p->cx->diag, in->span,
                                "%s: its operands are manual along different mesh axes (%s and %s)", in->name,
                                part_axes_mask_text(p, m), part_axes_mask_text(p, om));
@@ -162,6 +171,20 @@ bool part_manual_masks(Part *p)
                 m = 0;
         }
         p->vals[i].manual = m;
+    }
+    for (int32_t i = 0; i < c->n_insts; i++) {
+        const HloInst *in = &c->insts[i];
+        if (!is_target(in, "Sharding") || in->n_operands != 1)
+            continue;
+        uint32_t sm = sharding_manual(p, in->sharding), om = p->vals[in->operands[0]].manual;
+        if (sm & ~om) {
+            diag_error(p->cx->diag, in->span,
+                       "%s: a sharding manual along %s on %s, which is not manual along %s (a value enters a "
+                       "manual region through SPMDFullToShardShape)",
+                       in->name, part_axes_mask_text(p, sm), c->insts[in->operands[0]].name,
+                       part_axes_mask_text(p, sm & ~om));
+            return false;
+        }
     }
     return true;
 }
@@ -205,14 +228,19 @@ bool part_manual_border(Part *p, int32_t i)
     int32_t x = in->operands[0];
     const HloInst *xi = part_in(p, x);
     bool to_shard = is_target(in, "SPMDFullToShardShape");
-    uint32_t m = to_shard ? p->vals[i].manual : p->vals[x].manual;
-    if (!m || (!to_shard && p->vals[i].manual)) {
-        diag_error(p->cx->diag, in->span, "%s: SPMDShardToFullShape of %s, which is not manual", in->name, xi->name);
+    /* m: the atoms this border starts (to_shard) or ends; a nested region
+     * starts or ends only atoms its outer region leaves automatic */
+    uint32_t inner = to_shard ? p->vals[i].manual : p->vals[x].manual;
+    uint32_t outer = to_shard ? p->vals[x].manual : p->vals[i].manual;
+    uint32_t m = inner & ~outer;
+    if (!to_shard && (!m || (outer & ~inner))) {
+        diag_error(p->cx->diag, in->span, "%s: SPMDShardToFullShape of %s, which is not manual along %s", in->name,
+                   xi->name, outer ? "more axes than its result" : "any axis");
         return false;
     }
-    if (to_shard && p->vals[x].manual) {
-        diag_error(p->cx->diag, in->span, "%s: SPMDFullToShardShape of %s, which is manual already", in->name,
-                   xi->name);
+    if (to_shard && (!m || (outer & ~inner))) {
+        diag_error(p->cx->diag, in->span, "%s: SPMDFullToShardShape of %s, which is manual already along %s",
+                   in->name, xi->name, part_axes_mask_text(p, outer));
         return false;
     }
     Tiling layout, state, want;

@@ -345,7 +345,8 @@ static void copy_piece(const Mesh *m, const Tiling *t, int64_t device, SimValue 
 /* SPMDFullToShardShape: each device takes its piece of the whole value by
  * the operand's sharding restricted to the manual atoms of the result's.
  * SPMDShardToFullShape: each device assembles the pieces of the devices
- * that differ from it only along the manual atoms of the operand's sharding,
+ * that differ from it only along the manual atoms of the operand's sharding
+ * that the result's sharding does not keep manual,
  * placed by the result's sharding restricted to those atoms (devices whose
  * pieces land on the same tile hold the same piece: the last one wins). */
 static bool manual_border(Interp *ips, int32_t c, int32_t i, const SimValue *const *ops, SimValue *outs, int64_t n)
@@ -358,7 +359,10 @@ static bool manual_border(Interp *ips, int32_t c, int32_t i, const SimValue *con
     const Mesh *m = &mod->mesh;
     const HloInst *x = &comp->insts[inst->operands[0]];
     bool to_shard = border_target(inst, "SPMDFullToShardShape");
-    uint32_t mask = to_shard ? manual_of(m, inst->sharding) : manual_of(m, x->sharding);
+    /* the atoms this border starts or ends: a nested region (shard_map
+     * inside shard_map) only those its outer region leaves automatic */
+    uint32_t mask = to_shard ? manual_of(m, inst->sharding) & ~manual_of(m, x->sharding)
+                             : manual_of(m, x->sharding) & ~manual_of(m, inst->sharding);
     Tiling t = manual_layout(to_shard ? x->sharding : inst->sharding, inst->shape.rank, mask);
     const Shape *ls = to_shard ? &inst->shape : &x->shape, *gs = to_shard ? &x->shape : &inst->shape;
     for (int32_t d = 0; d < gs->rank; d++)

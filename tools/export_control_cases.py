@@ -15,6 +15,10 @@ its own export.  The programs:
                   `model`; automatic code before and after.
   pmanual_<mesh>  jax.shard_map over `model` only on a data x model mesh
                   (`data` stays automatic): psum over model of x_local @ w_local.
+  pmanual_axis_index_<mesh>
+                  the same region around cumsum(x_local) + axis_index(model):
+                  JAX writes axis_index as a nested manual region with no
+                  inputs (partition-id arithmetic in a call).
   a2a_<mesh>      jax.shard_map over model with all_to_all, psum_scatter and
                   axis_index (partition-id arithmetic) inside.
   smap_scan       lax.scan inside jax.shard_map (model=4): a psum per trip.
@@ -94,6 +98,21 @@ def build(em):
                                "x_local @ w_local",
                                "the user's all-reduce over model inside the region; data stays "
                                "automatic", sdy=True))
+
+        def pmanual_axis_index(x):
+            m = jax.sharding.get_abstract_mesh()
+
+            def inner(xl):
+                return jnp.cumsum(xl, axis=0) + jax.lax.axis_index("model").astype(jnp.float32)
+            return jax.shard_map(inner, mesh=m, in_specs=P("model", None), out_specs=P("model", None),
+                                 axis_names={"model"})(x)
+        models.append(em.Model("control", "pmanual_axis_index_" + mesh_name(mesh), pmanual_axis_index, mesh,
+                               [em.F(8, 6) + (("model", "data"),)], ("model", "data"),
+                               "shard_map over model only (data automatic): cumsum of x_local plus "
+                               "axis_index(model), which JAX writes as a nested region with no inputs",
+                               "partition-id kept inside the nested region; one all-gather of x over data "
+                               "into the region (its columns are automatic there but the cumsum "
+                               "input's sharding is replicated along data)", sdy=True))
     def a2a(x, w):
         m = jax.sharding.get_abstract_mesh()
 

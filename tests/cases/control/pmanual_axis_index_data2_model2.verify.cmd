@@ -1,0 +1,1 @@
+verify pmanual_axis_index_data2_model2.hlo --mesh data=2,model=2

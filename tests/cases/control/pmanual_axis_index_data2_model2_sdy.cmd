@@ -1,0 +1,1 @@
+compile pmanual_axis_index_data2_model2_sdy.hlo --mesh data=2,model=2 -o /dev/null
