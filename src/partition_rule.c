@@ -7,8 +7,10 @@
  *    by the set of tensors they index (dot: batch, contracting, lhs-free,
  *    rhs-free).  For each class the options are the assignments the
  *    tensors' states give it: each result's declared sharding, each
- *    operand's current state, and nothing.  A candidate is one option per
- *    class (atoms used once).  Pending partial values of the operands may
+ *    operand's current state, and nothing; and each of these without the
+ *    atoms an option of another class uses (so a split of one tensor and a
+ *    split of another that share an atom still combine in part).  A
+ *    candidate is one option per class (atoms used once).  Pending partial values of the operands may
  *    pass through (op_partial_passes: the op is linear in them in the same
  *    element type), as further candidates.
  * 2. Cost.  For each candidate the projection gives every operand's wanted
@@ -223,6 +225,35 @@ static void build_classes(Part *p, const RuleCtx *rc, Classes *cl)
             }
         fsh_init(&o, r->n_factors);
         add_option(cl, c, &o);
+    }
+    /* an option whose atoms another class's option also uses, without
+     * those atoms: the two combine (a dot's lhs split [{a}, {b}, {}] and
+     * its rhs split on the contracting dim over b give batch a with
+     * contracting b) */
+    for (int32_t c = 0; c < cl->n; c++) {
+        int32_t n0 = cl->n_opt[c];
+        for (int32_t j = 0; j < n0; j++) {
+            uint32_t used = fsh_used(&cl->opt[c][j]);
+            for (int32_t c2 = 0; c2 < cl->n && used; c2++) {
+                for (int32_t j2 = 0; c2 != c && j2 < cl->n_opt[c2]; j2++) {
+                    uint32_t drop = used & fsh_used(&cl->opt[c2][j2]);
+                    if (!drop || drop == used)
+                        continue;
+                    FactorSharding o;
+                    fsh_init(&o, r->n_factors);
+                    for (int32_t f = 0; f < r->n_factors; f++) {
+                        int8_t a[SPMDC_MAX_ATOMS];
+                        int32_t n = 0;
+                        for (int32_t k = 0; k < cl->opt[c][j].n[f]; k++)
+                            if (!(drop & (1u << fsh_factor(&cl->opt[c][j], f)[k])))
+                                a[n++] = fsh_factor(&cl->opt[c][j], f)[k];
+                        if (n)
+                            fsh_set(&o, f, a, n);
+                    }
+                    add_option(cl, c, &o);
+                }
+            }
+        }
     }
 }
 

@@ -878,6 +878,46 @@ static void decide(Engine *e, const OpEval *o, bool resolve, Decision *d)
     }
 }
 
+/* Before the last phase, a factor's run ends before the first atom that a
+ * tensor of the op holds on another factor which does not flow yet: an
+ * atom splits one factor of an op at a time (a dot's rhs split on the
+ * contracting dim over b keeps b off the lhs's free dims until the last
+ * phase weighs the two). */
+static void drop_held_atoms(const OpEval *o, FactorSharding *F)
+{
+    int32_t nf = o->r->n_factors;
+    int8_t held_by[SPMDC_MAX_ATOMS];
+    memset(held_by, -1, sizeof held_by);
+    bool any = false;
+    for (int32_t k = 0; k < o->nt; k++) {
+        if (!o->has[k])
+            continue;
+        for (int32_t f = 0, at = 0; f < nf; at += o->fs[k].n[f], f++) {
+            if ((o->gives[k] >> f) & 1u)
+                continue;
+            for (int32_t j = 0; j < o->fs[k].n[f]; j++) {
+                held_by[o->fs[k].atoms[at + j]] = (int8_t)f;
+                any = true;
+            }
+        }
+    }
+    if (!any)
+        return;
+    FactorSharding r;
+    fsh_init(&r, nf);
+    bool cut = false;
+    for (int32_t f = 0, at = 0; f < nf; at += F->n[f], f++) {
+        int32_t n = 0;
+        while (n < F->n[f] && (held_by[F->atoms[at + n]] < 0 || held_by[F->atoms[at + n]] == f))
+            n++;
+        cut |= n < F->n[f];
+        if (n)
+            fsh_set(&r, f, F->atoms + at, n);
+    }
+    if (cut)
+        *F = r;
+}
+
 /* Tensor k's state cur grown by what it takes of F, in *out; false if
  * nothing new (fixed, every run it takes already its own, or nothing fits). */
 static bool tensor_grows_from(const Engine *e, const OpEval *o, int32_t k, const FactorSharding *F, const Tiling *cur,
@@ -970,6 +1010,8 @@ static void eval_op(Engine *e, int32_t gi)
     Decision d;
     int32_t conf_before = e->n_conf, cands_before = e->n_cands;
     decide(e, &o, true, &d);
+    if (e->phase < N_PHASES - 1)
+        drop_held_atoms(&o, &d.F);
     bool none = fsh_used(&d.F) == 0, proposed = false;
     for (int32_t k = 0; k < o.nt; k++) {
         grows[k] = !none && tensor_grows(e, &o, k, &d.F, &out[k]);

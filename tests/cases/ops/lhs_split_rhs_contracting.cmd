@@ -1,0 +1,1 @@
+compile lhs_split_rhs_contracting.hlo -o /dev/null

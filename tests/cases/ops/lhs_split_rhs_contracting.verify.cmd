@@ -1,0 +1,1 @@
+verify lhs_split_rhs_contracting.hlo

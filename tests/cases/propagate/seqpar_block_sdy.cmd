@@ -1,0 +1,1 @@
+compile seqpar_block_sdy.hlo -o /dev/null

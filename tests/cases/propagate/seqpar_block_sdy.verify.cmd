@@ -1,0 +1,1 @@
+verify seqpar_block_sdy.hlo
