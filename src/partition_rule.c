@@ -332,8 +332,10 @@ static bool evaluate(Part *p, const RuleCtx *rc, const FactorSharding *fs, uint3
             return false;
         if (k < r->n_in) {
             if ((pass >> k) & 1u) {
-                t.partial = rc->cur[k].partial;
-                t.kind = rc->cur[k].kind;
+                /* a passing operand with no pending value is masked into
+                 * the carriers' sum (pass_sets) */
+                t.partial = rc->cur[k].partial ? rc->cur[k].partial : passed;
+                t.kind = rc->cur[k].partial ? rc->cur[k].kind : (uint8_t)pk;
             } else {
                 uint32_t mask = unindexed_reduction(r, k, fs);
                 int32_t v = in->operands[r->t[k].slot];
@@ -412,9 +414,24 @@ static int32_t pass_sets(Part *p, const RuleCtx *rc, uint32_t *sets, int32_t cap
         }
         if (!ok || r->t[carriers[0]].slot > 31)
             continue;
-        const OpAlgebra *alg = op_algebra(part_in(p, rc->inst)->op);
+        const HloInst *pin = part_in(p, rc->inst);
+        const OpAlgebra *alg = op_algebra(pin->op);
         if (alg->partial == PARTIAL_ALL && !same)
             continue;
+        if (alg->partial == PARTIAL_ALL && pin->op != HLO_SELECT) {
+            /* the operands that hold no pending value join the sum kept on
+             * one device of each group (the reshard's mask step): an
+             * unreduced accumulator plus a replicated bias stays unreduced */
+            for (int32_t k = 0; k < r->n_in && ok; k++) {
+                if ((tensors >> k) & 1u)
+                    continue;
+                ok = rc->cur[k].partial == 0 && r->t[k].slot <= 31;
+                tensors |= 1u << k;
+                slots |= 1u << r->t[k].slot;
+            }
+            if (!ok)
+                continue;
+        }
         if (alg->partial == PARTIAL_CONTRACT && atoms != 0) {
             /* each operand its own atoms: they must not overlap (a dot is
              * linear in each operand, not in both: two sums over the same

@@ -1,0 +1,1 @@
+compile unreduced_accumulator.hlo -o /dev/null
