@@ -294,6 +294,82 @@ static Chain chain_of(const ExplainLink *l, const HloModule *in, const Mesh *mes
     return c;
 }
 
+/* ---------------------------------------------------------------- handler rows */
+
+/* Input instructions by source line, to find a report row's cause (name
+ * and line) in O(log n): (line, comp, inst) sorted by line. */
+typedef struct LineEntry {
+    uint32_t line;
+    int32_t comp, inst;
+} LineEntry;
+
+typedef struct LineIndex {
+    LineEntry *v;
+    int32_t n;
+} LineIndex;
+
+static int cmp_line(const void *a, const void *b)
+{
+    const LineEntry *x = a, *y = b;
+    if (x->line != y->line) return x->line < y->line ? -1 : 1;
+    if (x->comp != y->comp) return x->comp < y->comp ? -1 : 1;
+    return x->inst < y->inst ? -1 : x->inst > y->inst;
+}
+
+static LineIndex line_index(const HloModule *in)
+{
+    LineIndex li = {NULL, 0};
+    int64_t n = 0;
+    for (int32_t c = 0; c < in->n_comps; c++) n += in->comps[c].n_insts;
+    li.v = xmalloc(sizeof(LineEntry) * (size_t)(n ? n : 1));
+    for (int32_t c = 0; c < in->n_comps; c++)
+        for (int32_t i = 0; i < in->comps[c].n_insts; i++)
+            li.v[li.n++] = (LineEntry){in->comps[c].insts[i].span.begin.line, c, i};
+    qsort(li.v, (size_t)li.n, sizeof(LineEntry), cmp_line);
+    return li;
+}
+
+/* The input instruction a report row names as its cause; false if none. */
+static bool find_cause(const LineIndex *li, const HloModule *in, const CommRecord *rec, int32_t *comp, int32_t *inst)
+{
+    if (!rec->cause_instruction || !rec->cause_line) return false;
+    int32_t lo = 0, hi = li->n;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (li->v[mid].line < rec->cause_line) lo = mid + 1;
+        else hi = mid;
+    }
+    for (int32_t k = lo; k < li->n && li->v[k].line == rec->cause_line; k++) {
+        const HloInst *x = &in->comps[li->v[k].comp].insts[li->v[k].inst];
+        if (strcmp(x->name, rec->cause_instruction) == 0) {
+            *comp = li->v[k].comp;
+            *inst = li->v[k].inst;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The row's reason without a leading "name: " (report.h tolerates one). */
+static const char *row_reason(const CommRecord *rec)
+{
+    const char *r = rec->reason ? rec->reason : "";
+    size_t n = rec->cause_instruction ? strlen(rec->cause_instruction) : 0;
+    if (n && strncmp(r, rec->cause_instruction, n) == 0 && r[n] == ':' && r[n + 1] == ' ') r += n + 2;
+    return r;
+}
+
+/* The chain of a collective an op's handler emitted: the op, its operands
+ * and the annotations their shardings came from. */
+static Chain handler_chain(const HloModule *in, const Mesh *mesh, int32_t comp, int32_t inst)
+{
+    Chain c = {in, mesh, comp, 0, {0}};
+    add_origins(&c, inst);
+    const HloInst *x = inst_of(&c, inst);
+    for (int32_t k = 0; k < x->n_operands; k++) add_origins(&c, x->operands[k]);
+    return c;
+}
+
 /* ---------------------------------------------------------------- text */
 
 static void print_decision_text(StrBuf *b, const Chain *c, const ExplainDecision *d)
@@ -328,6 +404,7 @@ void explain_print_text(StrBuf *b, const Explain *e, const CommReport *rep, cons
         sb_puts(b, "\n  no collectives\n");
         return;
     }
+    LineIndex li = line_index(in);
     for (int32_t r = 0; r < rep->n_records; r++) {
         const CommRecord *rec = &rep->records[r];
         sb_printf(b, "\n  %d  %s %s, ", (int)r + 1, collective_kind_name(rec->kind), rec->instruction ? rec->instruction : "-");
@@ -335,8 +412,37 @@ void explain_print_text(StrBuf *b, const Explain *e, const CommReport *rep, cons
         sb_puts(b, " per device\n");
         const ExplainLink *l = explain_link_of(e, r);
         if (!l || l->comp < 0 || l->comp >= in->n_comps) {
-            sb_puts(b, rec->from_input ? "     written in the input (inside a manual region)\n"
-                                       : "     emitted by an op's own handler; its cause is the report's row\n");
+            int32_t hc, hi;
+            if (rec->from_input) {
+                sb_puts(b, "     written in the input (inside a manual region)\n");
+            } else if (!find_cause(&li, in, rec, &hc, &hi)) {
+                sb_puts(b, "     emitted by an op's own handler; its cause is the report's row\n");
+            } else {
+                Chain c = handler_chain(in, &rep->mesh, hc, hi);
+                const HloInst *x = inst_of(&c, hi);
+                if (hc != in->entry) sb_printf(b, "     in computation %s\n", in->comps[hc].name);
+                sb_puts(b, "     emitted by the handler of ");
+                put_where(b, x);
+                sb_printf(b, ", a %s: %s\n", hlo_opcode_name(x->op), row_reason(rec));
+                for (int32_t k = 0; k < x->n_operands; k++) {
+                    const HloInst *o = inst_of(&c, x->operands[k]);
+                    if (!shape_is_array(&o->shape) || o->shape.rank == 0) continue;
+                    sb_printf(b, "     operand %d: ", (int)k);
+                    put_where(b, o);
+                    sb_putc(b, ' ');
+                    put_story(b, &c, x->operands[k]);
+                    sb_putc(b, '\n');
+                }
+                sb_puts(b, "     annotations:");
+                if (c.n == 0) sb_puts(b, " none (every sharding on the chain is the default)");
+                for (int32_t k = 0; k < c.n; k++) {
+                    sb_puts(b, k ? "; " : " ");
+                    put_where(b, inst_of(&c, c.ann[k]));
+                    sb_putc(b, ' ');
+                    put_sharding(b, &c, inst_of(&c, c.ann[k]));
+                }
+                sb_putc(b, '\n');
+            }
             continue;
         }
         Chain c = chain_of(l, in, &rep->mesh);
@@ -376,6 +482,7 @@ void explain_print_text(StrBuf *b, const Explain *e, const CommReport *rep, cons
         int32_t nd = chain_decisions(e, l, ds);
         for (int32_t k = 0; k < nd; k++) print_decision_text(b, &c, ds[k]);
     }
+    free(li.v);
 }
 
 /* ---------------------------------------------------------------- JSON */
@@ -476,6 +583,32 @@ static json_t *jexplain(const Explain *e, const ExplainLink *l, const HloModule 
     return o;
 }
 
+/* A handler row's explain object: the op (with its story), the reason, its
+ * array operands (with their stories) and the annotations; no value moved
+ * by a reshard and no decisions. */
+static json_t *jhandler(const CommRecord *rec, const HloModule *in, const Mesh *mesh, int32_t comp, int32_t inst)
+{
+    Chain c = handler_chain(in, mesh, comp, inst);
+    json_t *o = json_object(), *ops = json_array(), *anns = json_array();
+    json_object_set_new(o, "computation", jstr(in->comps[comp].name));
+    json_object_set_new(o, "value", json_null());
+    json_object_set_new(o, "emitted_by", jinst(&c, inst, true));
+    json_object_set_new(o, "reason", jstr(row_reason(rec)));
+    const HloInst *x = inst_of(&c, inst);
+    for (int32_t k = 0; k < x->n_operands; k++) {
+        const HloInst *op = inst_of(&c, x->operands[k]);
+        if (!shape_is_array(&op->shape) || op->shape.rank == 0) continue;
+        json_t *j = jinst(&c, x->operands[k], true);
+        json_object_set_new(j, "operand", json_integer(k));
+        json_array_append_new(ops, j);
+    }
+    json_object_set_new(o, "operands", ops);
+    for (int32_t k = 0; k < c.n; k++) json_array_append_new(anns, jinst(&c, c.ann[k], false));
+    json_object_set_new(o, "annotations", anns);
+    json_object_set_new(o, "decisions", json_array());
+    return o;
+}
+
 void explain_print_json(StrBuf *b, const Explain *e, const CommReport *rep, const HloModule *in)
 {
     StrBuf r = {0};
@@ -485,11 +618,17 @@ void explain_print_json(StrBuf *b, const Explain *e, const CommReport *rep, cons
     sb_free(&r);
     SPMDC_ASSERT(root);
     json_t *recs = json_object_get(root, "collectives");
+    LineIndex li = line_index(in);
     for (int32_t i = 0; i < rep->n_records && i < (int32_t)json_array_size(recs); i++) {
         const ExplainLink *l = explain_link_of(e, i);
-        json_t *x = l && l->comp >= 0 && l->comp < in->n_comps ? jexplain(e, l, in, &rep->mesh) : json_null();
+        int32_t hc, hi;
+        json_t *x = l && l->comp >= 0 && l->comp < in->n_comps ? jexplain(e, l, in, &rep->mesh)
+                    : !rep->records[i].from_input && find_cause(&li, in, &rep->records[i], &hc, &hi)
+                        ? jhandler(&rep->records[i], in, &rep->mesh, hc, hi)
+                        : json_null();
         json_object_set_new(json_array_get(recs, (size_t)i), "explain", x);
     }
+    free(li.v);
     char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (!s) spmdc_oom();
     sb_puts(b, s);

@@ -1,0 +1,1 @@
+compile halo.hlo --explain -o /dev/null

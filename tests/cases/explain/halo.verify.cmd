@@ -1,0 +1,1 @@
+verify halo.hlo

@@ -1,0 +1,1 @@
+compile halo.hlo --explain --report json -o /dev/null
