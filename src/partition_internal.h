@@ -311,6 +311,10 @@ typedef struct RuleCtx {
                                they differ */
     bool keep_order;        /* candidates may also run in `order` (the local op does not depend on
                                the device's position: the generic emission only) */
+    bool move_whole;        /* candidates may also move the atoms a tensor puts on a need-replication
+                               factor to another factor of its (an all-to-all each way) instead of
+                               gathering them: the generic emission and handlers whose local op
+                               runs on any such split (default false) */
 } RuleCtx;
 
 /* A decided way to run the op. */

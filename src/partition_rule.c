@@ -184,6 +184,38 @@ static void add_option(Classes *cl, int32_t c, const FactorSharding *o)
         cl->opt[c][cl->n_opt[c]++] = *o;
 }
 
+/* The options of class c that move the atoms a tensor's state (projection
+ * pj) puts on need-replication factors (a sort's sorted dim, an fft's
+ * transformed dims) onto one of the class's factors, after the atoms pj
+ * gives it (minor): the tensor keeps its split, moved to another dim by an
+ * all-to-all, instead of gathering the dim the op needs whole (XLA's plan
+ * for a sort along a split dim).  None when pj splits no such factor. */
+static void add_moved_options(const OpRule *r, Classes *cl, int32_t c, const FactorSharding *pj)
+{
+    int8_t moved[SPMDC_MAX_ATOMS];
+    int32_t nm = 0;
+    for (int32_t f = 0; f < r->n_factors; f++) {
+        if (cl->of[f] >= 0 || r->factors[f].kind != FACTOR_NEED_REPLICATION || !pj->n[f])
+            continue;
+        for (int32_t j = 0; j < pj->n[f] && nm < SPMDC_MAX_ATOMS; j++)
+            moved[nm++] = fsh_factor(pj, f)[j];
+    }
+    if (nm == 0)
+        return;
+    FactorSharding base;
+    restrict_to(cl, c, pj, &base);
+    for (int32_t g = 0; g < r->n_factors; g++) {
+        if (cl->of[g] != c || base.n[g] + nm > SPMDC_MAX_ATOMS)
+            continue;
+        int8_t atoms[SPMDC_MAX_ATOMS];
+        memcpy(atoms, fsh_factor(&base, g), (size_t)base.n[g]);
+        memcpy(atoms + base.n[g], moved, (size_t)nm);
+        FactorSharding o = base;
+        fsh_set(&o, g, atoms, base.n[g] + nm);
+        add_option(cl, c, &o);
+    }
+}
+
 static void build_classes(Part *p, const RuleCtx *rc, Classes *cl)
 {
     const OpRule *r = &rc->rule;
@@ -225,6 +257,9 @@ static void build_classes(Part *p, const RuleCtx *rc, Classes *cl)
             }
         fsh_init(&o, r->n_factors);
         add_option(cl, c, &o);
+        for (int32_t k = 0; k < nt && rc->move_whole; k++)
+            if ((cl->mask[c] >> k) & 1u)
+                add_moved_options(r, cl, c, &proj[k]);
     }
     /* an option whose atoms another class's option also uses, without
      * those atoms: the two combine (a dot's lhs split [{a}, {b}, {}] and
@@ -774,6 +809,7 @@ bool part_by_rule(Part *p, int32_t i)
     if (!part_rule_init(p, i, &rc))
         return part_default(p, i);
     rc.keep_order = true; /* the cloned op runs the same on any device */
+    rc.move_whole = true;
     if (!part_rule_choose(p, &rc, NULL, NULL, &ch))
         return part_default(p, i);
     return part_rule_emit(p, &rc, &ch);

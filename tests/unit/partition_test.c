@@ -1044,9 +1044,14 @@ static void test_remat_warning_per_op(void **state)
 {
     (void)state;
     static const RematCase cases[] = {
-        /* sort along the split dim */
-        {"  ROOT %r = f32[16,8] sort(%x), dimensions={0}, to_apply=%lt, sharding={mesh[d=4], [{d}, {}]}\n", 384,
-         "r", 17, {X_WHOLE "r (sorting along its split dim 0 is not partitioned yet)", NULL}},
+        /* sort along the split dim of a rank-1 value (no other dim can take
+         * the split): x1 f32[128] gathered, 3/4 * 512 = 384 B */
+        {"  %x1 = f32[128] reshape(%x)\n"
+         "  ROOT %r = f32[128] sort(%x1), dimensions={0}, to_apply=%lt, sharding={mesh[d=4], [{d}]}\n",
+         384, "r", 18,
+         {"x1: f32[128] split [{d}] is all-gathered to its full size on every device for r (sorting along its "
+          "split dim 0 is not partitioned yet)",
+          NULL}},
         /* reduce-window whose init value is not the reducer's identity (the
          * halo's padding would count it twice): f32[8,8], 2 rows a device */
         {"  %z = f32[] constant(1)\n"
@@ -1108,6 +1113,11 @@ static void test_remat_intended_no_warning(void **state)
          * collective-permute of the whole shard (128 B), reversed locally */
         {"  ROOT %r = f32[16,8] reverse(%x), dimensions={0}, sharding={mesh[d=4], [{d}, {}]}\n", 128, NULL, 0,
          {NULL, NULL}},
+        /* sort along the split dim 0: the split moves to dim 1 by an
+         * all-to-all (f32[4,8] -> [16,2]: 3/4 * 128 = 96 B), each device
+         * sorts its 2 columns whole, an all-to-all moves it back (96 B) */
+        {"  ROOT %r = f32[16,8] sort(%x), dimensions={0}, to_apply=%lt, sharding={mesh[d=4], [{d}, {}]}\n", 192,
+         NULL, 0, {NULL, NULL}},
         /* slicing the unsplit dim only: no communication at all */
         {"  ROOT %s = f32[16,4] slice(%x), slice={[0:16], [2:6]}, sharding={mesh[d=4], [{d}, {}]}\n", 0, NULL, 0,
          {NULL, NULL}},

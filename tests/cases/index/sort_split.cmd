@@ -1,0 +1,1 @@
+compile sort_split.hlo --report text

@@ -1,0 +1,1 @@
+verify sort_split.hlo --mesh a=1,b=2

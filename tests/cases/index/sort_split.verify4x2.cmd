@@ -1,0 +1,1 @@
+verify sort_split.hlo --mesh a=4,b=2
