@@ -667,6 +667,7 @@ bool part_topk(Part *p, int32_t i)
     RuleChoice ch;
     if (!part_rule_init(p, i, &rc))
         return part_default(p, i);
+    rc.move_whole = true; /* the local topk runs on any split of the batch dims */
     bool have = part_rule_choose(p, &rc, NULL, NULL, &ch);
     const OpRule *r = &rc.rule;
     int32_t t0 = oprule_operand_tensor(r, 0);
