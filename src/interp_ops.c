@@ -507,6 +507,20 @@ static bool conv_setup(const Interp *ip, const HloInst *inst, const Shape *ls, c
     return true;
 }
 
+/* The order that keeps s's dims but moves dim f last (load_permuted's
+ * order), and in st the stride of each original dim in that copy. */
+static void feature_last(const Shape *s, int32_t f, int64_t *order, int64_t *st)
+{
+    int32_t r = s->rank, k = 0;
+    for (int32_t d = 0; d < r; d++)
+        if (d != f) order[k++] = d;
+    if (f >= 0 && f < r) order[k++] = f;
+    int64_t pd[SPMDC_MAX_RANK] = {0}, dst[SPMDC_MAX_RANK] = {0};
+    for (int32_t j = 0; j < k; j++) pd[j] = s->dims[order[j]];
+    num_strides(pd, k, dst);
+    for (int32_t j = 0; j < k; j++) st[order[j]] = dst[j];
+}
+
 bool interp_convolution(Interp *ip, const HloInst *inst, const SimValue *lhs, const SimValue *rhs, SimValue *out)
 {
     ConvCtx x;
@@ -514,9 +528,12 @@ bool interp_convolution(Interp *ip, const HloInst *inst, const SimValue *lhs, co
     const Shape *os = &inst->shape;
     const ConvDims *cd = x.cd;
     AccKind kind = acc_kind(os->type, lhs->shape.type, rhs->shape.type);
-    int64_t id[SPMDC_MAX_RANK];
-    for (int32_t d = 0; d < SPMDC_MAX_RANK; d++) id[d] = d;
-    void *L = load_permuted(lhs, id, kind), *R = load_permuted(rhs, id, kind);
+    /* the input features innermost in both copies: conv_point's inner loop
+     * then reads contiguous elements whatever the dim_labels */
+    int64_t lo[SPMDC_MAX_RANK], ro[SPMDC_MAX_RANK];
+    feature_last(&lhs->shape, cd->in_feature, lo, x.lst);
+    feature_last(&rhs->shape, cd->k_in, ro, x.rst);
+    void *L = load_permuted(lhs, lo, kind), *R = load_permuted(rhs, ro, kind);
     int64_t n = count_of(os);
     char *acc = xmalloc((size_t)n * 8 + 8);
     size_t es = kind == ACC_F32 ? 4 : 8;
