@@ -252,6 +252,43 @@ static bool has_unknown(const ShardingSyntax *s)
  * rebind such a file (another order or size of the axes), and it gives
  * out_shardings to values that carry no sharding= at all.  A string spmdc
  * cannot use is a warning, and the positional sharding (if any) is bound. */
+/* An outfeed's sharding describes the data it sends (XLA's outfeed_shape,
+ * its first operand), not its token result: bound against the data, then
+ * kept on the token as replicated or {maximal device=N} when every leaf
+ * is; data split across devices is not partitioned yet (an error). */
+static bool bind_outfeed(HloModule *m, const HloComputation *c, HloInst *inst, Sharding *s, DiagEngine *diag)
+{
+    const Shape *data = &c->insts[inst->operands[0]].shape;
+    Sharding d;
+    if (!sharding_bind(inst->sharding_src, &m->mesh, data, &d, m->arena, diag)) return false;
+    int32_t n = d.kind == SHARDING_TUPLE ? d.n_elems : 1;
+    int64_t dev = -1;
+    bool repl = true, same = true;
+    for (int32_t k = 0; k < n; k++) {
+        const Sharding *l = d.kind == SHARDING_TUPLE ? &d.elems[k] : &d;
+        if (l->kind == SHARDING_MAXIMAL) {
+            repl = false;
+            same &= dev < 0 || dev == l->device;
+            dev = l->device;
+        } else if (l->kind == SHARDING_MANUAL || l->manual_atoms || !sharding_is_replicated(l)) {
+            repl = same = false;
+        }
+    }
+    if (!repl && !(same && dev >= 0 && n > 0)) {
+        diag_error(diag, inst->span, "%s: an outfeed of data split across devices is not partitioned yet (its "
+                   "sharding describes the data; replicated or {maximal device=N} are)", inst->name);
+        return false;
+    }
+    *s = sharding_replicated();
+    if (!repl) {
+        s->kind = SHARDING_MAXIMAL;
+        s->device = dev;
+    }
+    inst->sharding = s;
+    inst->sharding_from_user = true;
+    return true;
+}
+
 static bool bind_sdy(HloModule *m, HloInst *inst, DiagEngine *diag)
 {
     ShardingSyntax syn;
@@ -388,6 +425,10 @@ static bool bind_all(HloModule *m, bool sdy, bool sdy_moved, bool user_mesh, Dia
             if (!inst->sharding_src || has_unknown(inst->sharding_src))
                 continue;
             Sharding *s = ARENA_NEW(m->arena, Sharding);
+            if (inst->op == HLO_OUTFEED && inst->n_operands > 0) {
+                if (!bind_outfeed(m, comp, inst, s, diag)) ok = false;
+                continue;
+            }
             if (!sharding_bind(inst->sharding_src, &m->mesh, &inst->shape, s, m->arena, diag)) {
                 ok = false;
                 continue;

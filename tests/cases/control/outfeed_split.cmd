@@ -1,0 +1,1 @@
+compile outfeed_split.hlo -o /dev/null

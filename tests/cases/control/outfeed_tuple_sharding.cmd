@@ -1,0 +1,1 @@
+compile outfeed_tuple_sharding.hlo -o -

@@ -1,0 +1,1 @@
+verify outfeed_tuple_sharding.hlo
