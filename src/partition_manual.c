@@ -442,10 +442,14 @@ static void record_user(Part *p, int32_t i, int32_t r, const int8_t *atoms, int3
     CollectiveKind k = kind_of(in->op);
     const char *axes = !atoms ? "devices not along mesh axes" : n ? part_axes_text(p, atoms, n) : "no axis";
     static const int8_t none[1] = {0};
-    CommRecord *rec = part_record(p, k, r, atoms ? atoms : none, atoms ? n : 0, user_bytes(p, r, k, size), i,
-                                  part_fmt(p, "written in the input inside a manual region (manual along %s): %s "
-                                           "over %s, kept as written",
-                                           part_axes_mask_text(p, p->vals[i].manual), hlo_opcode_name(in->op), axes));
+    const char *why = p->vals[i].manual
+                          ? part_fmt(p, "written in the input inside a manual region (manual along %s): %s over %s, "
+                                     "kept as written",
+                                     part_axes_mask_text(p, p->vals[i].manual), hlo_opcode_name(in->op), axes)
+                          : part_fmt(p, "written in the input: %s whose replica groups hold one device each (one "
+                                     "replica), kept as written; no data moves",
+                                     hlo_opcode_name(in->op));
+    CommRecord *rec = part_record(p, k, r, atoms ? atoms : none, atoms ? n : 0, user_bytes(p, r, k, size), i, why);
     if (rec) {
         rec->from_input = true;
         rec->group_size = size;
@@ -457,15 +461,18 @@ bool part_user_collective(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
     uint32_t m = p->vals[i].manual;
-    if (!m) {
+    int64_t *ids, n_groups, size;
+    if (!m && (in->op == HLO_COLLECTIVE_PERMUTE || !user_groups(p, i, &ids, &n_groups, &size) || size != 1)) {
         diag_error(p->cx->diag, in->span,
                    "%s: %s outside a manual region (the partitioner inserts the collectives; write them inside "
                    "shard_map or a region with a manual sharding)",
                    in->name, hlo_opcode_name(in->op));
         return false;
     }
-    int64_t *ids, n_groups, size;
-    if (!user_groups(p, i, &ids, &n_groups, &size))
+    /* outside a manual region only groups of one device each (a cross-replica
+     * op in a module of one replica): nothing moves, each device keeps its
+     * piece */
+    if (m && !user_groups(p, i, &ids, &n_groups, &size))
         return false;
     int8_t atoms[SPMDC_MAX_ATOMS];
     int32_t n = 0;

@@ -1,0 +1,1 @@
+compile cross_replica_all_reduce.hlo -o /dev/null

@@ -1,0 +1,1 @@
+verify cross_replica_all_reduce.hlo
