@@ -98,6 +98,9 @@ typedef struct InterpShared {
  * plus dot multiply-adds, over all devices): a loop with many trips would
  * otherwise run for minutes in silence.  About a minute of interpretation. */
 #define SIM_WORK_LIMIT 1e10
+/* Element operations one interpreted instruction of a called scalar
+ * computation (comparator, reducer without a fast path) is counted as. */
+#define SIM_CALL_INST_COST 64.0
 
 typedef struct Interp {
     InterpShared *sh;
