@@ -718,6 +718,57 @@ static int32_t mask_padding(Part *p, const RuleCtx *rc, const RuleChoice *ch, in
     return x;
 }
 
+/* The report's reason when operand tensor k's wanted state moves the atoms
+ * its current state puts on dims the op needs whole (need-replication
+ * factors) onto other dims (rc->move_whole's candidates): "s: x resharded
+ * from [{a}, {b}] to [{a, b}, {}]: s needs dim 1 whole on every device, so
+ * its split moves to dim 0"; NULL for any other reshard (the default words)
+ * or without a report. */
+static const char *moved_reason(Part *p, const RuleCtx *rc, const Tiling *want, int32_t k, int32_t v)
+{
+    if (!p->rep || !rc->move_whole)
+        return NULL;
+    Tiling cur = tiling_strip_partial(rc->cur[k]);
+    uint32_t fixed = fixed_dims(rc, k), whole = 0, to = 0;
+    for (int32_t d = 0; d < cur.rank && d < 32; d++) {
+        if (!((fixed >> d) & 1u) || tiling_dim_n(&cur, d) == 0 || tiling_dim_n(want, d) != 0)
+            continue;
+        for (int32_t e = 0; e < want->rank; e++) {
+            if (e == d)
+                continue;
+            const int8_t *wa = tiling_dim(want, e);
+            for (int32_t j = 0; j < tiling_dim_n(want, e); j++)
+                if (wa[j] == tiling_dim(&cur, d)[0]) {
+                    whole |= 1u << d;
+                    to |= 1u << e;
+                }
+        }
+    }
+    if (!whole)
+        return NULL;
+    const char *name = part_in(p, rc->inst)->name;
+    StrBuf b = {0};
+    sb_printf(&b, "%s: %s resharded from %s to %s: %s needs ", name, part_in(p, v)->name, part_spec_text(p, &cur),
+              part_spec_text(p, want), name);
+    const char *sep = "dim";
+    for (int32_t d = 0; d < 32; d++)
+        if ((whole >> d) & 1u) {
+            sb_printf(&b, "%s %d", sep, (int)d);
+            sep = " and";
+        }
+    sb_puts(&b, " whole on every device, so its split moves to");
+    sep = " dim";
+    for (int32_t d = 0; d < 32; d++)
+        if ((to >> d) & 1u) {
+            sb_printf(&b, "%s %d", sep, (int)d);
+            sep = " and";
+        }
+    sb_puts(&b, " (not gathered)");
+    const char *r = arena_strdup(p->scratch, sb_cstr(&b));
+    sb_free(&b);
+    return r;
+}
+
 int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int32_t *ops)
 {
     const OpRule *r = &rc->rule;
@@ -733,7 +784,8 @@ int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int
         } else {
             /* the dims only matter to a reshard (part_get's remat warning) */
             p->limit_dims = part_has_state(p, in->operands[s], want) ? 0 : forced_dims(p, rc, k);
-            ops[s] = part_operand(p, rc->inst, s, want);
+            Cause cause = {rc->inst, moved_reason(p, rc, want, k, in->operands[s])};
+            ops[s] = part_get(p, in->operands[s], want, &cause);
             if (ops[s] >= 0)
                 ops[s] = mask_padding(p, rc, ch, k, ops[s]);
         }
