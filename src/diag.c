@@ -23,6 +23,8 @@ struct DiagEngine {
     uint32_t n_files;
     int n_errors, n_warnings, limit;
     bool show_source;
+    bool hide_warnings;   /* diag_set_show_warnings(false) */
+    bool last_hidden;     /* the previous message was not shown: neither are its notes */
 };
 
 const SrcSpan SRC_SPAN_NONE = {{0, 0, 0}, {0, 0, 0}};
@@ -76,6 +78,7 @@ const char *diag_file_path(const DiagEngine *d, uint32_t file_id)
 
 void diag_set_show_source(DiagEngine *d, bool on) { d->show_source = on; }
 void diag_set_error_limit(DiagEngine *d, int limit) { d->limit = limit; }
+void diag_set_show_warnings(DiagEngine *d, bool on) { d->hide_warnings = !on; }
 int diag_error_count(const DiagEngine *d) { return d->n_errors; }
 int diag_warning_count(const DiagEngine *d) { return d->n_warnings; }
 const char *diag_text(const DiagEngine *d) { return sb_cstr(&d->mem); }
@@ -133,6 +136,11 @@ static void print_excerpt(DiagEngine *d, StrBuf *out, SrcSpan span)
 
 void diag_report(DiagEngine *d, DiagLevel level, SrcSpan span, const char *fmt, va_list ap)
 {
+    if (level != DIAG_ERROR && (level == DIAG_WARNING ? d->hide_warnings : d->last_hidden)) {
+        d->last_hidden = true;
+        return;
+    }
+    d->last_hidden = false;
     if (level == DIAG_ERROR) {
         d->n_errors++;
         if (d->limit > 0 && d->n_errors > d->limit) {

@@ -971,6 +971,8 @@ static bool localize(VerifyRun *vr, StrBuf *b)
 
 /* ---------------------------------------------------------------- the widened reference */
 
+static bool load_input(VerifyRun *vr, PipelineState *st, PassCtx *cx, ShrinkResult *twin);
+
 /* How many times the reference's own measured error a partitioned output
  * may be off (both runs err by about as much, in other directions). */
 #define WIDE_MARGIN 4
@@ -1052,18 +1054,25 @@ static double *widened_error(VerifyRun *vr, const SimValue *ref)
     if (!module_has_narrow_float(vr->m)) return NULL;
     PipelineState st;
     memset(&st, 0, sizeof st);
-    st.text = vr->st.text;
-    st.len = vr->st.len;
-    st.file_id = vr->st.file_id;
+    /* The input's own messages were printed when it was loaded, and a run
+     * that fails here only leaves the tolerance without this measure: its
+     * messages go to an engine of its own, never to the user's. */
+    DiagEngine *quiet = diag_create(NULL);
+    PassCtx cx = {vr->cx.scratch, quiet, vr->cx.opt};
+    ShrinkResult twin;
+    memset(&twin, 0, sizeof twin);
     double *err = NULL;
-    if (pipeline_run(&st, &vr->cx, PASS_PARSE, PASS_PROPAGATE) && widen_module(st.m)) {
+    int fail_status = vr->fail_status;
+    bool loaded = load_input(vr, &st, &cx, &twin);
+    vr->fail_status = fail_status;
+    if (loaded && widen_module(st.m)) {
         int64_t n = input_needs_devices(st.m) ? vr->n_dev : 1;
         SimValue *args = xcalloc((size_t)(n * (vr->n_params ? vr->n_params : 1)), sizeof(SimValue));
         for (int64_t d = 0; d < n; d++)
             for (int32_t k = 0; k < vr->n_params; k++) args[d * vr->n_params + k] = widen_value(&vr->inputs[k]);
         SimValue *outs = xcalloc((size_t)n, sizeof(SimValue));
         SimOptions so = {n, 1, NULL, NULL};
-        if (sim_run_spmd(st.m, &so, args, vr->n_params, outs, vr->diag)) {
+        if (sim_run_spmd(st.m, &so, args, vr->n_params, outs, quiet)) {
             const HloComputation *mc = hlo_comp(vr->m, vr->m->entry);
             int32_t leaves = shape_leaf_count(&mc->insts[mc->root].shape);
             err = xcalloc((size_t)(leaves ? leaves : 1), sizeof(double));
@@ -1081,6 +1090,8 @@ static double *widened_error(VerifyRun *vr, const SimValue *ref)
         release_array(args, n * vr->n_params);
     }
     pipeline_state_free(&st);
+    shrink_result_free(&twin);
+    diag_destroy(quiet);
     return err;
 }
 
@@ -1339,9 +1350,29 @@ static bool program_small_enough(VerifyRun *vr)
     return cost_ok(vr, vr->p, &c, "the per-device program on every device", c.work * n, c.peak_bytes * n + vr->ref_bytes);
 }
 
+/* Parses the input again into st and takes it through propagation, as the
+ * module under test was: with --shrink, shrunk to the same twin after
+ * canonicalize (twin receives how; shrink_module is deterministic, so the
+ * twin is the same every time).  Messages go to cx's engine. */
+static bool load_input(VerifyRun *vr, PipelineState *st, PassCtx *cx, ShrinkResult *twin)
+{
+    st->text = vr->st.text;
+    st->len = vr->st.len;
+    st->file_id = vr->st.file_id;
+    if (!vr->shrink) return pipeline_run(st, cx, PASS_PARSE, PASS_PROPAGATE);
+    if (!pipeline_run(st, cx, PASS_PARSE, PASS_CANONICALIZE)) return false;
+    shrink_module(st->m, twin);
+    if (!verify_module(st->m, cx->diag)) {
+        diag_error(cx->diag, SRC_SPAN_NONE, "%s: its twin is not a valid module; verify a smaller version by hand",
+                   vr->in_path);
+        vr->fail_status = ORACLE_EXIT_CANNOT_VERIFY;
+        return false;
+    }
+    return pipeline_run(st, cx, PASS_PROPAGATE, PASS_PROPAGATE);
+}
+
 /* --shrink: the full-size plan is partitioned (no simulation) for its
- * collectives, then the input is parsed again, shrunk to its twin after
- * bind and canonicalize (shrink.h), checked, and propagated. */
+ * collectives, then the input is loaded again as its twin (load_input). */
 static bool load_twin(VerifyRun *vr)
 {
     PipelineState full;
@@ -1353,15 +1384,12 @@ static bool load_twin(VerifyRun *vr)
     if (ok) shrink_plan_signature(&vr->full_plan, &full.report);
     pipeline_state_free(&full);
     arena_reset(vr->cx.scratch);
-    if (!ok || !pipeline_run(&vr->st, &vr->cx, PASS_PARSE, PASS_CANONICALIZE)) return false;
-    shrink_module(vr->st.m, &vr->twin);
-    if (!verify_module(vr->st.m, vr->diag)) {
-        diag_error(vr->diag, SRC_SPAN_NONE, "%s: its twin is not a valid module; verify a smaller version by hand",
-                   vr->in_path);
-        vr->fail_status = ORACLE_EXIT_CANNOT_VERIFY;
-        return false;
-    }
-    return pipeline_run(&vr->st, &vr->cx, PASS_PROPAGATE, PASS_PROPAGATE);
+    /* The full-size run showed the input's warnings; the twin's repeat them
+     * (also its partitioning's, in load). */
+    diag_set_show_warnings(vr->diag, false);
+    ok = ok && load_input(vr, &vr->st, &vr->cx, &vr->twin);
+    diag_set_show_warnings(vr->diag, true);
+    return ok;
 }
 
 /* --shrink: the twin's collectives must be the full-size plan's (kind,
@@ -1390,7 +1418,7 @@ static bool load(VerifyRun *vr, char **texts)
     vr->st.text = texts[0];
     vr->st.len = len;
     vr->st.file_id = fid;
-    if (!(vr->shrink ? load_twin(vr) : pipeline_run(&vr->st, &vr->cx, PASS_PARSE, PASS_PROPAGATE))) return false;
+    if (!(vr->shrink ? load_twin(vr) : load_input(vr, &vr->st, &vr->cx, NULL))) return false;
     vr->m = vr->st.m;
     if (vr->m->entry < 0 || hlo_comp(vr->m, vr->m->entry)->root < 0) {
         diag_error(vr->diag, SRC_SPAN_NONE, "%s has no entry computation", vr->in_path);
@@ -1413,7 +1441,10 @@ static bool load(VerifyRun *vr, char **texts)
         vr->p = parse_hlo(texts[1], len, vr->prog_fid, vr->diag);
         if (!vr->p || !verify_module(vr->p, vr->diag)) return false;
     } else {
-        if (!pipeline_run(&vr->st, &vr->cx, PASS_PARTITION, PASS_PARTITION) || !vr->st.out) return false;
+        diag_set_show_warnings(vr->diag, !vr->shrink); /* the full-size plan showed them (load_twin) */
+        bool ok = pipeline_run(&vr->st, &vr->cx, PASS_PARTITION, PASS_PARTITION);
+        diag_set_show_warnings(vr->diag, true);
+        if (!ok || !vr->st.out) return false;
         vr->p = vr->st.out;
         if (vr->shrink && !same_plan(vr)) return false;
         HloPrintOptions po = {false, false, false};
@@ -1482,8 +1513,15 @@ static int run_and_compare(VerifyRun *vr)
             compare_outputs(vr, &ref, outs, &b, &n_bad, &n_out);
             rc = n_bad ? ORACLE_EXIT_MISMATCH : ORACLE_EXIT_EQUAL;
             if (n_bad) localize(vr, &b);
-            if (n_bad) sb_printf(&b, "verify: MISMATCH (%d of %d outputs differ)\n", n_bad, n_out);
-            else sb_printf(&b, "verify: OK (%d output%s)\n", n_out, n_out == 1 ? " matches" : "s match");
+            if (n_bad) {
+                sb_printf(&b, "verify: MISMATCH (%d of %d outputs differ)\n", n_bad, n_out);
+            } else if (diag_error_count(vr->diag) > 0) {
+                /* An error was reported on the way: "OK" and exit 0 would hide it. */
+                rc = ORACLE_EXIT_CANNOT_VERIFY;
+                sb_printf(&b, "verify: NOT VERIFIED (the outputs match, but the errors above were reported)\n");
+            } else {
+                sb_printf(&b, "verify: OK (%d output%s)\n", n_out, n_out == 1 ? " matches" : "s match");
+            }
             fputs(sb_cstr(&b), stdout);
             fflush(stdout);
         }
@@ -1510,6 +1548,8 @@ int oracle_main(int argc, char **argv)
     char *texts[2] = {NULL, NULL};
     vr.fail_status = ORACLE_EXIT_INPUT_ERROR;
     rc = load(&vr, texts) ? run_and_compare(&vr) : vr.fail_status;
+    /* No error is ever reported beside a success (docs/cli.md, "Exit status"). */
+    if (rc == ORACLE_EXIT_EQUAL && diag_error_count(vr.diag) > 0) rc = ORACLE_EXIT_CANNOT_VERIFY;
     if (diag_error_count(vr.diag) > 0)
         fprintf(stderr, "spmdc: %d error%s\n", diag_error_count(vr.diag), diag_error_count(vr.diag) == 1 ? "" : "s");
     if (vr.inputs) release_array(vr.inputs, vr.n_params);

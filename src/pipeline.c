@@ -79,7 +79,11 @@ bool pipeline_run(PipelineState *st, PassCtx *cx, PassId first, PassId last)
     bool ok = true;
     for (int k = first; k <= (int)last && ok; k++) {
         const PassInfo *p = pipeline_pass((PassId)k);
+        int errors = diag_error_count(cx->diag);
         ok = p->run(st, cx);
+        /* A pass that reported an error failed, whatever it returned: no
+         * later pass, output file or exit status 0 follows an error. */
+        if (diag_error_count(cx->diag) > errors) ok = false;
         arena_reset(cx->scratch);
         passtime_stage(p->name);
 #if defined(SPMDC_VERIFY_EACH_PASS)

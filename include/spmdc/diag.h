@@ -48,6 +48,10 @@ const char *diag_file_path(const DiagEngine *d, uint32_t file_id);
 /* Whether the source line + caret is printed after each message (default on). */
 void diag_set_show_source(DiagEngine *d, bool on);
 void diag_set_error_limit(DiagEngine *d, int limit);
+/* Whether warnings (and the notes that follow them) are shown and counted
+ * (default on); errors always are.  For a second run over an input whose
+ * warnings were already shown. */
+void diag_set_show_warnings(DiagEngine *d, bool on);
 
 void diag_error(DiagEngine *d, SrcSpan span, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void diag_warning(DiagEngine *d, SrcSpan span, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

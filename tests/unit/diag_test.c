@@ -60,6 +60,25 @@ static void test_line_out_of_range_and_last_line(void **state)
     diag_destroy(d);
 }
 
+/* Hidden warnings are neither printed nor counted, nor are their notes;
+ * errors and their notes always are. */
+static void test_hidden_warnings(void **state)
+{
+    (void)state;
+    DiagEngine *d = diag_create(NULL);
+    diag_set_show_warnings(d, false);
+    diag_warning(d, SRC_SPAN_NONE, "w");
+    diag_note(d, SRC_SPAN_NONE, "of w");
+    diag_error(d, SRC_SPAN_NONE, "e");
+    diag_note(d, SRC_SPAN_NONE, "of e");
+    diag_set_show_warnings(d, true);
+    diag_warning(d, SRC_SPAN_NONE, "w2");
+    assert_string_equal(diag_text(d), "spmdc: error: e\nspmdc: note: of e\nspmdc: warning: w2\n");
+    assert_int_equal(diag_error_count(d), 1);
+    assert_int_equal(diag_warning_count(d), 1);
+    diag_destroy(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -67,6 +86,7 @@ int main(void)
         cmocka_unit_test(test_no_location_and_levels),
         cmocka_unit_test(test_error_limit),
         cmocka_unit_test(test_line_out_of_range_and_last_line),
+        cmocka_unit_test(test_hidden_warnings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
