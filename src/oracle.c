@@ -1325,6 +1325,30 @@ static bool cost_ok(VerifyRun *vr, const HloModule *m, const SimCost *c, const c
     if (work <= ORACLE_MAX_WORK && bytes <= ORACLE_MAX_BYTES) return true;
     vr->fail_status = ORACLE_EXIT_CANNOT_VERIFY;
     const HloInst *in = c->worst_inst >= 0 ? hlo_inst(m, c->worst_comp, c->worst_inst) : NULL;
+    if (vr->shrink) {
+        /* The twin is what was measured: show it, and which sizes it kept. */
+        StrBuf b = {0}, kept = {0};
+        shrink_describe(&b, &vr->twin);
+        fputs(sb_cstr(&b), stdout);
+        fflush(stdout);
+        const ShrinkResult *r = &vr->twin;
+        for (int32_t k = r->n_shrunk; k < r->n_shrunk + r->n_kept; k++)
+            sb_printf(&kept, "%s%lld by %s", k > r->n_shrunk ? ", " : "", (long long)r->classes[k].from,
+                      r->classes[k].kept_by);
+        diag_error(vr->diag, in ? in->span : SRC_SPAN_NONE,
+                   "the twin of %s is still too large to simulate (%s: %.2g element operations, %.2g bytes of "
+                   "buffers; the limits are %.2g and %.2g; the costliest instruction is %s, %.2g element "
+                   "operations): %s%s%s; verify a version of the module with smaller sizes",
+                   vr->in_path, what, work, bytes, ORACLE_MAX_WORK, ORACLE_MAX_BYTES, in ? in->name : "-",
+                   c->worst_work,
+                   r->n_kept ? "it keeps the sizes an instruction names, and every size tied to them (the `twin: "
+                               "kept` lines: "
+                             : "its sizes are as small as the mesh allows",
+                   sb_cstr(&kept), r->n_kept ? ")" : "");
+        sb_free(&b);
+        sb_free(&kept);
+        return false;
+    }
     diag_error(vr->diag, in ? in->span : SRC_SPAN_NONE,
                "%s is too large to simulate (%s: %.2g element operations, %.2g bytes of buffers; the limits are "
                "%.2g and %.2g; the costliest instruction is %s, %.2g element operations): verify its small twin "

@@ -372,7 +372,10 @@ static void apply_leaves(Eval *ev, Shape *sh, int32_t *node, double *before, dou
 static int cmp_class(const void *pa, const void *pb)
 {
     const ShrinkClass *a = pa, *b = pb;
-    if (a->from != b->from) return a->from > b->from ? -1 : 1;
+    /* shrunk (from > 0) before kept (from < 0, negated), each largest first */
+    if ((a->from < 0) != (b->from < 0)) return a->from < 0 ? 1 : -1;
+    int64_t fa = a->from < 0 ? -a->from : a->from, fb = b->from < 0 ? -b->from : b->from;
+    if (fa != fb) return fa > fb ? -1 : 1;
     if (a->to != b->to) return a->to < b->to ? -1 : 1;
     return 0;
 }

@@ -1,0 +1,1 @@
+verify twin_too_large.hlo --shrink
