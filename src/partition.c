@@ -1309,19 +1309,20 @@ static const char *root_reason(Part *p, int32_t root)
     const VState *st = part_primary(p, root);
     if (p->vals[root].n_leaves != 1)
         return NULL;
+    /* "r: r is computed as [{x}, {}], but the entry result is replicated by
+     * default (no annotation splits it)": the state the root's op left it in,
+     * then the state the result must have and why. */
     StrBuf b = {0};
-    if (p->parent)
-        sb_printf(&b, "%s: the result of %s is ", part_in(p, root)->name, p->in->comps[p->ic].name);
-    else
-        sb_printf(&b, "%s: the entry result is ", part_in(p, root)->name);
+    const char *name = part_in(p, root)->name;
+    sb_printf(&b, "%s: %s is computed as ", name, name);
     tiling_describe(&b, &st->leaves[0], p->mesh);
-    sb_puts(&b, "; ");
     if (p->parent) {
         const HloInst *ci = part_in(p->parent, p->caller);
-        sb_printf(&b, "%s needs it as ", ci->name);
+        sb_printf(&b, ", but %s needs the result of %s as ", ci->name, p->in->comps[p->ic].name);
         tiling_describe(&b, &p->root_want[0], p->mesh);
     } else {
-        part_put_story(p, &b, root);
+        sb_puts(&b, ", but the entry result is ");
+        put_which(p, &b, root);
     }
     const char *r = arena_strdup(p->scratch, sb_cstr(&b));
     sb_free(&b);

@@ -1,0 +1,1 @@
+compile slice_window_root.hlo -o /dev/null
