@@ -49,7 +49,7 @@ check() {
     return
   fi
   for seed in 0 1; do
-    if msg=$("$py" "$here/xla_run.py" "$@" --seed "$seed" "$f" "$out" 2>&1); then
+    if msg=$("$py" "$here/xla_run.py" "$@" --spmdc "$spmdc" --seed "$seed" "$f" "$out" 2>&1); then
       :
     else
       echo "FAIL run: $label (seed $seed)"
@@ -85,4 +85,6 @@ check "$cases/windows/select_and_scatter_halo.hlo"
 check "$cases/windows/shape_ops.hlo"
 check "$cases/uneven/uneven_ops.hlo"
 check "$cases/uneven/uneven_ops.hlo" x=2,y=2
+# A parameter split by propagation only (cut by spmdc's propagated sharding).
+check "$cases/uneven/param_propagated.hlo"
 exit $fail

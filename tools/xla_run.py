@@ -16,7 +16,15 @@ for mesh[model=8]).  The script
   3. cuts each parameter into per-device pieces by the parameter's sharding in
      INPUT (XLA's own HloSharding: positional or named; uneven shards are
      padded with garbage, 1e4 + index, which a correct program never lets
-     leak into a result);
+     leak into a result).  A parameter INPUT leaves unannotated (a JAX export
+     whose argument shardings come from propagation,
+     allow_spmd_sharding_propagation_to_parameters) is cut by the sharding
+     spmdc gave it: `spmdc propagate INPUT [--mesh]` is run for it (the
+     binary from --spmdc, $SPMDC, the repository's build/spmdc or PATH), and
+     so is an unannotated root without --root-sharding.  The pieces' shapes
+     are checked against PROGRAM's parameters before anything runs (XLA
+     crashes on buffers of another shape): a difference is an error naming
+     the parameter;
   4. runs PROGRAM on N CPU devices as N replicas (partition-id() becomes
      replica-id(), channel ids are dropped from all-to-all and
      collective-permute so their ids are replica ids; all-reduce, all-gather
@@ -36,6 +44,8 @@ import argparse
 import itertools
 import os
 import re
+import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -165,6 +175,31 @@ def signature(text):
             shs = split_tuple_sharding(sharding_of(line), len(leaves))
             root = [leaf + (sh,) for leaf, sh in zip(leaves, shs)]
     return params, root
+
+
+def find_spmdc(explicit):
+    """The spmdc binary: --spmdc, $SPMDC, the repository's build/spmdc, PATH; None if none."""
+    if explicit:
+        return explicit
+    if os.environ.get("SPMDC"):
+        return os.environ["SPMDC"]
+    built = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "spmdc")
+    if os.access(built, os.X_OK):
+        return built
+    return shutil.which("spmdc")
+
+
+def propagated_signature(spmdc, path, mesh, xc):
+    """signature() of `spmdc propagate PATH [--mesh MESH]`: the shardings spmdc
+    chose for every parameter and the root; raises RuntimeError if it fails."""
+    cmd = [spmdc, "propagate", path] + (["--mesh", mesh] if mesh else [])
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        raise RuntimeError("cannot run %s: %s" % (spmdc, e.strerror))
+    if r.returncode != 0:
+        raise RuntimeError("`%s` failed (exit %d): %s" % (" ".join(cmd), r.returncode, r.stderr.strip()[:1000]))
+    return signature(xc.hlo.hlo_module_from_text(r.stdout).to_string())
 
 
 def device_slices(sharding_text, dims, ndev):
@@ -306,6 +341,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--root-sharding", help="the result's sharding if INPUT does not say")
     ap.add_argument("--rtol", type=float, default=0.0, help="default: by element type")
+    ap.add_argument("--spmdc", help="spmdc binary for the shardings of unannotated parameters "
+                    "(default: $SPMDC, build/spmdc, PATH)")
     args = ap.parse_args()
 
     try:
@@ -338,6 +375,29 @@ def main():
     if args.root_sharding:
         for k, sh in enumerate(split_tuple_sharding(args.root_sharding, len(root))):
             root[k] = root[k][:2] + (sh,)
+    # Parameters (and a root) INPUT leaves unannotated: spmdc's propagated shardings.
+    open_params = [k for k in sorted(params) if params[k][2] is None]
+    open_root = not args.root_sharding and all(sh is None for _, _, sh in root)
+    if open_params or open_root:
+        spmdc = find_spmdc(args.spmdc)
+        if spmdc:
+            try:
+                pparams, proot = propagated_signature(spmdc, args.input, args.mesh, xc)
+            except RuntimeError as e:
+                print("xla_run.py: cannot take the propagated shardings: %s" % e)
+                return 1
+            for k in open_params:
+                if k in pparams:
+                    params[k] = params[k][:2] + (pparams[k][2],)
+            if open_root and proot and len(proot) == len(root):
+                root = [r[:2] + (p[2],) for r, p in zip(root, proot)]
+        elif open_params:
+            print("note: no spmdc binary (--spmdc): unannotated parameters are cut as replicated")
+    try:
+        pparams_local, _ = signature(xc.hlo.hlo_module_from_text(prog_text).to_string())
+    except Exception as e:
+        print("xla_run.py: XLA cannot parse the program %s: %s" % (args.program, str(e).strip()[:2000]))
+        return 1
     rng = np.random.default_rng(args.seed)
     full_args = [random_array(rng, *params[k][:2]) for k in sorted(params)]
 
@@ -350,10 +410,26 @@ def main():
 
     garbage = lambda shape, dt: (1e4 + np.arange(int(np.prod(shape)))).reshape(shape).astype(dt)
     per_dev = []
+    if sorted(pparams_local) != sorted(params):
+        print("xla_run.py: the program %s has parameters %s, the input %s" % (
+            args.program, sorted(pparams_local), sorted(params)))
+        return 1
     for k, a in zip(sorted(params), full_args):
         sl = device_slices(params[k][2], params[k][1], ndev)
         fill = garbage if params[k][0] not in ("pred",) and params[k][0][0] == "f" else None
         per_dev.append([piece(a, s, fill) for s in sl])
+        # XLA does not check the buffers' shapes against the program's
+        # parameters before it runs (it crashes): check them here.
+        want = pparams_local[k][1]
+        for d, buf in enumerate(per_dev[-1]):
+            if tuple(buf.shape) != tuple(want):
+                print("xla_run.py: parameter %d is %s[%s] per device in the program %s, but cutting the input's "
+                      "%s[%s] by its sharding %s gives %s on device %d; give the input the parameter's "
+                      "sharding (or pass --spmdc so that spmdc's propagated one is used)" % (
+                          k, pparams_local[k][0], ",".join(map(str, want)), args.program, params[k][0],
+                          ",".join(map(str, params[k][1])), params[k][2] or "(none: replicated)",
+                          "%s[%s]" % (params[k][0], ",".join(map(str, buf.shape))), d))
+                return 1
     try:
         pdevs, pexe = compile_text(replica_text(prog_text), ndev)
         outs = run(pexe, pdevs, per_dev)

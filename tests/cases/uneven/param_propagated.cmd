@@ -1,0 +1,1 @@
+compile param_propagated.hlo --report text

@@ -1,0 +1,1 @@
+verify param_propagated.hlo
