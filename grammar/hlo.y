@@ -63,6 +63,7 @@ int hlo_yylex(HLO_YYSTYPE *lval, AstLoc *lloc, void *scanner);
 %token <tok> LABEL "label (name:)"
 %token <tok> ATTRNAME "attribute name"
 %token <tok> PRIMTYPE "element type"
+%token <tok> TYPE_AS_NAME "element type followed by '='"
 %token <tok> IDENT "identifier"
 %token <tok> INT "integer"
 %token <tok> DECIMAL "number"
@@ -176,13 +177,18 @@ comp_attrs
 
 insts
     : %empty
-    | insts inst                            { ast_inst_done(cx, $2); }
+    | insts inst                            { if ($2) ast_inst_done(cx, $2); }
     | insts error
     ;
 
+/* An element type where the name goes (`s1 = f32[17] ...`, rejected by
+ * XLA's parser too) is one error; the rest of the instruction still parses,
+ * so no second error cascades from it. */
 inst
     : opt_root name '=' opt_shape IDENT operands inst_attrs
         { $$ = ast_inst(cx, $1, &@1, $2, &@2, $4, $5, &@5, $6, $7, $1 ? &@1 : &@2, &@$); }
+    | opt_root TYPE_AS_NAME '=' opt_shape IDENT operands inst_attrs
+        { (void)$2; ast_bad_inst_name(cx, &@2); $$ = NULL; }
     ;
 
 opt_root

@@ -195,6 +195,18 @@ void ast_scan_string(ScanState *st, const AstLoc *loc, AstTok *tok)
     tok->n = (uint32_t)n;
 }
 
+int ast_scan_type_word(ScanState *st, const char *text, size_t n)
+{
+    const char *t = st->cx->text;
+    uint32_t i = st->off, len = st->cx->len;
+    while (i < len && (t[i] == ' ' || t[i] == '\t')) i++;
+    if (i < len && t[i] == '=' && (i + 1 >= len || t[i + 1] != '=')) return TOK_TYPE_AS_NAME;
+    if (i < len && t[i] == '[') return TOK_PRIMTYPE;
+    for (int k = 0; k < st->cx->n_bad_names; k++)
+        if (st->cx->bad_name[k].n == n && memcmp(st->cx->bad_name[k].s, text, n) == 0) return TOK_IDENT;
+    return TOK_PRIMTYPE;
+}
+
 bool ast_scan_layout_follows(const ScanState *st)
 {
     const char *t = st->cx->text;
@@ -478,7 +490,7 @@ static bool starts_value(const char *name)
         "'-inf'", "string", "'{...}' text", "size (AxB)", "padding (lo_hi)", "dim labels", "'true'", "'false'",
         "'inf'", "'maximal'", "'replicated'", "'manual'", "'unknown'", "'unreduced'", "'last_tile_dim_replicate'",
         "'shard_as'", "'shard_like'", "'<='", "'->'", "'...'", "'T('", "'{'", "'('", "'['", "'?'", "':'", "'*'",
-        "'#'", "'+'", "'~'", "'='"};
+        "'#'", "'+'", "'~'", "'='", "element type followed by '='"};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (strcmp(name, v[i]) == 0) return true;
     return false;
@@ -540,6 +552,8 @@ void ast_syntax_error(ParseCtx *cx, const AstLoc *loc, bool at_eof, const char *
 {
     StrBuf b = {0};
     sb_puts(&b, "unexpected ");
+    if (unexpected_name && strcmp(unexpected_name, "element type followed by '='") == 0)
+        unexpected_name = "element type"; /* the token the scanner tells apart for ast_bad_inst_name */
     if (at_eof) {
         sb_puts(&b, "end of file");
     } else if (unexpected_name && names_text_token(unexpected_name)) {
@@ -557,6 +571,18 @@ void ast_syntax_error(ParseCtx *cx, const AstLoc *loc, bool at_eof, const char *
         diag_note(cx->diag, loc->span, "'name=' reads as an attribute name; an instruction needs a space "
                                        "before '=' ('name = ...')");
     sb_free(&b);
+}
+
+void ast_bad_inst_name(ParseCtx *cx, const AstLoc *loc)
+{
+    int n = (int)(loc->end > loc->off ? loc->end - loc->off : 0);
+    const char *s = cx->text + loc->off;
+    if (cx->n_bad_names < (int)(sizeof cx->bad_name / sizeof cx->bad_name[0])) {
+        cx->bad_name[cx->n_bad_names].s = s;
+        cx->bad_name[cx->n_bad_names++].n = (uint32_t)n;
+    }
+    diag_error(cx->diag, loc->span, "'%.*s' is an element type and cannot name an instruction; rename it, e.g. "
+               "'%.*s_'", n, s, n, s);
 }
 
 void hlo_yyerror(AstLoc *loc, void *scanner, ParseCtx *cx, const char *msg)

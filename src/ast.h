@@ -175,6 +175,11 @@ typedef struct ParseCtx {
     uint32_t len;
     const AstSink *sink;
     const struct ScanState *scan; /* for "opened here" notes at end of file */
+    struct {                      /* element types used as instruction names (ast_bad_inst_name) */
+        const char *s;
+        uint32_t n;
+    } bad_name[8];
+    int n_bad_names;
 } ParseCtx;
 
 #define AST_MAX_NESTING 200
@@ -210,6 +215,12 @@ void ast_scan_string(ScanState *st, const AstLoc *loc, AstTok *tok);
 /* Whether the `{` just scanned opens a layout: the previous token was `]`
  * and the next non-blank character is a digit, '-' or ':' (or `}` at once). */
 bool ast_scan_layout_follows(const ScanState *st);
+/* The token for an element-type word just scanned (text[0..n)): an element
+ * type followed on its line by '=' is written where an instruction's name
+ * goes (TYPE_AS_NAME: ast_bad_inst_name reports it, once); one that names
+ * such an instruction and is not followed by '[' refers to it (IDENT, so
+ * its uses cascade no errors); else PRIMTYPE. */
+int ast_scan_type_word(ScanState *st, const char *text, size_t n);
 /* Reports a lexical error at loc and marks the scanner dead. */
 void ast_scan_error(ScanState *st, const AstLoc *loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Token text from the source at loc (skip leading bytes). */
@@ -259,6 +270,9 @@ void ast_comp_end(ParseCtx *cx, const AstLoc *close, AstList attrs);
  * hook).  unexpected_name/expected are bison's symbol names. */
 void ast_syntax_error(ParseCtx *cx, const AstLoc *loc, bool at_eof, const char *unexpected_name,
                       const char *const *expected, int n_expected);
+/* Reports an instruction named by an element type (`s1 = ...`), which
+ * XLA's parser rejects ("expects name"); loc: the element type. */
+void ast_bad_inst_name(ParseCtx *cx, const AstLoc *loc);
 /* Bison's yyerror (only "memory exhausted" reaches it). */
 void hlo_yyerror(AstLoc *loc, void *scanner, ParseCtx *cx, const char *msg);
 

@@ -651,7 +651,7 @@ HloModule *parse_hlo(const char *text, size_t len, uint32_t file_id, DiagEngine 
         return NULL;
     }
     if (!reject_nul(text, len, file_id, diag)) return NULL;
-    ParseCtx cx = {arena_create(), arena_create(), diag, file_id, text, (uint32_t)len, NULL, NULL};
+    ParseCtx cx = {arena_create(), arena_create(), diag, file_id, text, (uint32_t)len, NULL, NULL, {{NULL, 0}}, 0};
     Lower lw;
     memset(&lw, 0, sizeof lw);
     lw.cx = &cx;
