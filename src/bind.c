@@ -18,8 +18,9 @@
  *      the positional shardings (an error otherwise); else num_partitions
  *      from the module header (one axis d0);
  *   4. the device count of the first positional sharding (one axis d0);
- *   5. enough devices for the largest {maximal device=N} (one axis d0);
- *   6. one device.
+ *   5. one device.  A {maximal device=N} with N > 0 names a device of a
+ *      mesh none of the above gives: an error asking for --mesh (XLA needs
+ *      num_partitions; a mistyped device id must not choose the mesh).
  * Positional shardings are then factored over that mesh's atoms
  * (sharding_bind); a device count that differs from the mesh's is an error
  * at the sharding.  `{unknown}` shardings (and tuples with an unknown leaf)
@@ -130,22 +131,31 @@ static bool mesh_from_named(Mesh *mesh, const ShardingSyntax *s, DiagEngine *dia
     return true;
 }
 
+/* The mesh the user gave, as messages name it: "--mesh x=4", or "the mesh
+ * x=4 from x.budget:3" when a budget file's `mesh =` line gave it. */
+static void put_user_mesh(StrBuf *b, const SpmdcOptions *opt, const Mesh *mesh)
+{
+    sb_puts(b, opt && opt->mesh_from ? "the mesh " : "--mesh ");
+    mesh_print(b, mesh);
+    if (opt && opt->mesh_from) sb_printf(b, " from %s", opt->mesh_from);
+}
+
 /* --mesh given: copy the file's axis names onto a numeric mesh (see top),
  * then check that every axis of the file's mesh exists (reported once, at
  * the first named sharding, rather than at every sharding). */
-static bool adopt_names(Mesh *mesh, const ShardingSyntax *named, DiagEngine *diag)
+static bool adopt_names(Mesh *mesh, const ShardingSyntax *named, const SpmdcOptions *opt, DiagEngine *diag)
 {
     if (!named)
         return true;
     StrBuf a = {0}, b = {0}, c = {0};
     print_syntax_mesh(&a, named);
-    mesh_print(&b, mesh);
+    put_user_mesh(&b, opt, mesh);
     print_syntax_axes(&c, named);
     bool ok = true;
     if (!mesh->named && named->n_mesh_axes != mesh->n_axes) {
-        diag_error(diag, named->span, "the shardings use %s (%d %s) but --mesh %s has %d; name the axes, e.g. "
-                   "--mesh %s", sb_cstr(&a), (int)named->n_mesh_axes, named->n_mesh_axes == 1 ? "axis" : "axes",
-                   sb_cstr(&b), (int)mesh->n_axes, sb_cstr(&c));
+        diag_error(diag, named->span, "the shardings use %s (%d %s) but %s has %d; name the axes, e.g. "
+                   "%s%s", sb_cstr(&a), (int)named->n_mesh_axes, named->n_mesh_axes == 1 ? "axis" : "axes",
+                   sb_cstr(&b), (int)mesh->n_axes, opt && opt->mesh_from ? "mesh = " : "--mesh ", sb_cstr(&c));
         ok = false;
     } else if (!mesh->named) {
         for (int32_t i = 0; i < mesh->n_axes; i++)
@@ -154,7 +164,7 @@ static bool adopt_names(Mesh *mesh, const ShardingSyntax *named, DiagEngine *dia
     }
     for (int32_t i = 0; ok && i < named->n_mesh_axes; i++) {
         if (mesh_axis_index(mesh, named->mesh_axis_names[i]) < 0) {
-            diag_error(diag, named->span, "axis '%s' of the shardings' %s is not in --mesh %s",
+            diag_error(diag, named->span, "axis '%s' of the shardings' %s is not in %s",
                        named->mesh_axis_names[i], sb_cstr(&a), sb_cstr(&b));
             ok = false;
         }
@@ -195,7 +205,7 @@ static bool choose_mesh(HloModule *m, PassCtx *cx, const MeshEvidence *ev, Mesh 
                 snprintf(mesh->axes[i].name, sizeof mesh->axes[i].name, "%s", sdy.axes[i].name);
             mesh->named = true;
         }
-        return adopt_names(mesh, ev->named, cx->diag);
+        return adopt_names(mesh, ev->named, cx->opt, cx->diag);
     }
     if (ev->named) {
         if (!mesh_from_named(mesh, ev->named, cx->diag))
@@ -230,8 +240,13 @@ static bool choose_mesh(HloModule *m, PassCtx *cx, const MeshEvidence *ev, Mesh 
         return mesh_1d(mesh, m->num_partitions, SRC_SPAN_NONE, cx->diag);
     if (ev->positional)
         return mesh_1d(mesh, ev->positional_devices, ev->positional->span, cx->diag);
-    if (ev->maximal)
-        return mesh_1d(mesh, ev->maximal->device + 1, ev->maximal->span, cx->diag);
+    if (ev->maximal && ev->maximal->device > 0) {
+        diag_error(cx->diag, ev->maximal->span, "sharding {maximal device=%lld} names a device, but nothing says how "
+                   "many devices there are (no --mesh, mesh in a sharding, num_partitions or positional sharding): "
+                   "give --mesh, e.g. --mesh %lld", (long long)ev->maximal->device,
+                   (long long)ev->maximal->device + 1);
+        return false;
+    }
     return mesh_1d(mesh, 1, SRC_SPAN_NONE, cx->diag);
 }
 
@@ -246,12 +261,6 @@ static bool has_unknown(const ShardingSyntax *s)
     return false;
 }
 
-/* In a Shardy export (one mesh in xla.sdy.meshes, its axes all in the
- * chosen mesh) each value's xla.sdy.sharding string is bound BY NAME in
- * preference to its positional sharding=: that is what makes `--mesh`
- * rebind such a file (another order or size of the axes), and it gives
- * out_shardings to values that carry no sharding= at all.  A string spmdc
- * cannot use is a warning, and the positional sharding (if any) is bound. */
 /* An outfeed's sharding describes the data it sends (XLA's outfeed_shape,
  * its first operand), not its token result: bound against the data, then
  * kept on the token as replicated or {maximal device=N} when every leaf
@@ -289,12 +298,26 @@ static bool bind_outfeed(HloModule *m, const HloComputation *c, HloInst *inst, S
     return true;
 }
 
-static bool bind_sdy(HloModule *m, HloInst *inst, DiagEngine *diag)
+/* In a Shardy export (one mesh in xla.sdy.meshes, its axes all in the
+ * chosen mesh) each value's xla.sdy.sharding string is bound BY NAME in
+ * preference to its positional sharding=: that is what makes `--mesh`
+ * rebind such a file (another order or size of the axes), and it gives
+ * out_shardings to values that carry no sharding= at all.  A string that
+ * names an axis or mesh the module does not declare is an error, as it is
+ * to Shardy; one spmdc cannot bind otherwise is an error without --mesh
+ * (the export contradicts itself) and a warning with it (--mesh chose other
+ * sizes), and one that does not fit its value (another rank) or that spmdc
+ * does not read (several values) is a warning: the positional sharding (if
+ * any) is bound, else propagation decides.  Returns 1 when bound, 0 when
+ * not, -1 after an error. */
+static int bind_sdy(HloModule *m, HloInst *inst, bool user_mesh, DiagEngine *diag)
 {
     ShardingSyntax syn;
     char why[200];
-    SdyResult r = sdy_sharding_syntax(frontend_attrs_of(hlo_attrs(inst)->raw, hlo_attrs(inst)->n_raw), &m->mesh, m->arena, &syn, why, sizeof why);
-    if (r == SDY_NONE) return false;
+    SdyResult r = sdy_sharding_syntax(frontend_attrs_of(hlo_attrs(inst)->raw, hlo_attrs(inst)->n_raw),
+                                      frontend_attrs_of(m->raw, m->n_raw), &m->mesh, m->arena, &syn, why, sizeof why);
+    if (r == SDY_NONE) return 0;
+    bool error = r == SDY_UNKNOWN_NAME;
     if (r == SDY_OK) {
         syn.span = inst->span;
         DiagEngine *quiet = diag_create(NULL);
@@ -311,13 +334,18 @@ static bool bind_sdy(HloModule *m, HloInst *inst, DiagEngine *diag)
             const char *t = diag_text(quiet);
             const char *msg = strstr(t, "error: ");
             snprintf(why, sizeof why, "%.*s", (int)strcspn(msg ? msg + 7 : t, "\n"), msg ? msg + 7 : t);
+            error = !user_mesh && shape_is_array(&inst->shape) && syn.n_dims == inst->shape.rank;
         }
         diag_destroy(quiet);
-        if (ok) return true;
+        if (ok) return 1;
+    }
+    if (error) {
+        diag_error(diag, inst->span, "%s: its xla.sdy.sharding cannot be bound: %s", inst->name, why);
+        return -1;
     }
     diag_warning(diag, inst->span, "%s: ignoring its xla.sdy.sharding (%s)%s", inst->name, why,
                  inst->sharding_src ? "; using its sharding= instead" : "");
-    return false;
+    return 0;
 }
 
 /* Whether the instruction carries a Shardy sharding string. */
@@ -348,7 +376,7 @@ static bool same_mesh_layout(const Mesh *a, const Mesh *b)
  * sdy: bind Shardy strings by name first (bind_sdy); sdy_moved: --mesh
  * reorders or resizes the export's mesh, so a positional tiling without a
  * Shardy string no longer means what it meant, and is dropped (warning);
- * user_mesh: the mesh is --mesh. */
+ * user: the options when the mesh is the user's (--mesh), else NULL. */
 /* XLA's `backend_config="unspecified_dims=[1,3]"` on a Sharding custom-call
  * (jax's with_sharding_constraint with P.UNCONSTRAINED dims) or on a
  * shard_map border, SPMDFullToShardShape / SPMDShardToFullShape (jax writes
@@ -385,21 +413,22 @@ static void open_unspecified_dims(const HloInst *inst, Sharding *s)
     }
 }
 
-static bool bind_all(HloModule *m, bool sdy, bool sdy_moved, bool user_mesh, DiagEngine *diag)
+static bool bind_all(HloModule *m, bool sdy, bool sdy_moved, const SpmdcOptions *user, DiagEngine *diag)
 {
-    bool ok = true;
+    bool ok = true, user_mesh = user != NULL;
     for (int32_t c = 0; c < m->n_comps; c++) {
         HloComputation *comp = &m->comps[c];
         for (int32_t i = 0; i < comp->n_insts; i++) {
             HloInst *inst = &comp->insts[i];
-            if (sdy && bind_sdy(m, inst, diag))
-                continue;
+            int bound = sdy ? bind_sdy(m, inst, user_mesh, diag) : 0;
+            if (bound < 0) ok = false;
+            if (bound != 0) continue;
             if (sdy_moved && inst->sharding_src && has_positional_tiling(inst->sharding_src)) {
                 StrBuf b = {0};
-                mesh_print(&b, &m->mesh);
+                put_user_mesh(&b, user, &m->mesh);
                 diag_warning(diag, inst->sharding_src->span,
-                             "%s: ignoring its positional sharding, written for the export's own mesh, which --mesh "
-                             "%s reorders or resizes; propagation decides it", inst->name, sb_cstr(&b));
+                             "%s: ignoring its positional sharding, written for the export's own mesh, which %s "
+                             "reorders or resizes; propagation decides it", inst->name, sb_cstr(&b));
                 sb_free(&b);
                 inst->sharding_src = NULL;
                 continue;
@@ -408,9 +437,10 @@ static bool bind_all(HloModule *m, bool sdy, bool sdy_moved, bool user_mesh, Dia
                 /* Never dropped silently: a warning when --mesh chose other
                  * axes on purpose, an error otherwise. */
                 StrBuf b = {0};
-                mesh_print(&b, &m->mesh);
+                if (user_mesh) put_user_mesh(&b, user, &m->mesh);
+                else mesh_print(&b, &m->mesh);
                 if (user_mesh) {
-                    diag_warning(diag, inst->span, "%s: ignoring its xla.sdy.sharding: --mesh %s does not have the "
+                    diag_warning(diag, inst->span, "%s: ignoring its xla.sdy.sharding: %s does not have the "
                                  "axes of the header's xla.sdy.meshes; propagation decides it", inst->name,
                                  sb_cstr(&b));
                 } else {
@@ -459,5 +489,6 @@ bool bind_shardings(HloModule *m, PassCtx *cx)
     bool sdy_mode = mesh.named && mesh_from_sdy(m, 0, &sdy);
     for (int32_t i = 0; sdy_mode && i < sdy.n_axes; i++)
         if (mesh_axis_index(&mesh, sdy.axes[i].name) < 0) sdy_mode = false;
-    return bind_all(m, sdy_mode, sdy_mode && !same_mesh_layout(&mesh, &sdy), cx->opt && cx->opt->has_mesh, cx->diag);
+    return bind_all(m, sdy_mode, sdy_mode && !same_mesh_layout(&mesh, &sdy),
+                    cx->opt && cx->opt->has_mesh ? cx->opt : NULL, cx->diag);
 }

@@ -63,21 +63,42 @@ static int kind_by_name(const char *s, size_t n)
 
 /* ---------------------------------------------------------------- numbers */
 
-/* A decimal number with optional digit groups (',' or '_' between digits)
- * and fraction: *mant / *den (den a power of ten).  *end: the first
- * character after it.  False if there are no digits or too many. */
-static bool parse_decimal(const char *s, Int128 *mant, Int128 *den, const char **end)
+/* A decimal number with optional digit groups and fraction: *mant / *den
+ * (den a power of ten).  Digit groups are written as the report prints
+ * them: one to three digits, then groups of exactly three after ',' (or
+ * '_', one separator throughout): 1,024 and 28,672 and 234_881_024, never
+ * 1,0,0 or 2,8672.  *end: the first character after it.  False if there
+ * are no digits, too many, or a malformed group (then *bad_group). */
+static bool parse_decimal(const char *s, Int128 *mant, Int128 *den, const char **end, bool *bad_group)
 {
     Int128 m = 0, d = 1;
-    int digits = 0;
+    int digits = 0, group = 0;
+    char sep = 0;
     const char *p = s;
-    while (isdigit((unsigned char)*p) || ((*p == ',' || *p == '_') && p > s && isdigit((unsigned char)p[-1]) &&
-                                          isdigit((unsigned char)p[1]))) {
+    *bad_group = false;
+    for (;; p++) {
         if (isdigit((unsigned char)*p)) {
             if (++digits > 30) return false;
             m = m * 10 + (*p - '0');
+            group++;
+            continue;
         }
-        p++;
+        if ((*p == ',' || *p == '_') && p > s && isdigit((unsigned char)p[1])) {
+            /* the group before a separator: 1-3 digits first, then exactly 3 */
+            if ((sep ? group != 3 : group > 3) || (sep && *p != sep)) break;
+            sep = *p;
+            group = 0;
+            continue;
+        }
+        break;
+    }
+    if (sep && group != 3) {
+        *bad_group = true;
+        return false;
+    }
+    if ((*p == ',' || *p == '_') && isdigit((unsigned char)p[1]) && p > s) {
+        *bad_group = true; /* a group of more than 3 digits, or mixed separators */
+        return false;
     }
     if (*p == '.' && isdigit((unsigned char)p[1])) {
         p++;
@@ -93,6 +114,13 @@ static bool parse_decimal(const char *s, Int128 *mant, Int128 *den, const char *
     *den = d;
     *end = p;
     return true;
+}
+
+/* The message for a number with malformed digit groups. */
+static bool bad_groups(const char *s, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "'%s': digit groups are three digits after the first (1,024 or 28,672)", s);
+    return false;
 }
 
 static const char *skip_space(const char *p)
@@ -127,7 +155,9 @@ bool budget_parse_size(const char *s, int64_t *bytes, char *err, size_t errlen)
     };
     Int128 mant, den;
     const char *p = skip_space(s);
-    if (!parse_decimal(p, &mant, &den, &p)) {
+    bool grp;
+    if (!parse_decimal(p, &mant, &den, &p, &grp)) {
+        if (grp) return bad_groups(s, err, errlen);
         snprintf(err, errlen, "'%s' is not a size (a number of bytes with an optional unit: 512MiB, 1.5GB)", s);
         return false;
     }
@@ -158,7 +188,9 @@ bool budget_parse_share(const char *s, int64_t *num, int64_t *den, char *err, si
 {
     Int128 m, d;
     const char *p = skip_space(s);
-    if (!parse_decimal(p, &m, &d, &p) || d > (Int128)INT64_C(1000000000000)) {
+    bool grp;
+    if (!parse_decimal(p, &m, &d, &p, &grp) || d > (Int128)INT64_C(1000000000000)) {
+        if (grp) return bad_groups(s, err, errlen);
         snprintf(err, errlen, "'%s' is not a share (a fraction such as 0.05, or a percentage such as 5%%)", s);
         return false;
     }
@@ -184,7 +216,9 @@ static bool parse_count(const char *s, int64_t *out, char *err, size_t errlen)
 {
     Int128 m, d;
     const char *p = skip_space(s);
-    if (!parse_decimal(p, &m, &d, &p) || d != 1 || *skip_space(p) || m > (Int128)INT64_MAX) {
+    bool grp;
+    if (!parse_decimal(p, &m, &d, &p, &grp) || d != 1 || *skip_space(p) || m > (Int128)INT64_MAX) {
+        if (grp) return bad_groups(s, err, errlen);
         snprintf(err, errlen, "'%s' is not a count (a whole number such as 0 or 12)", s);
         return false;
     }
@@ -234,10 +268,13 @@ bool budget_set(Budget *b, const char *key, const char *value, const char *sourc
     if (strcmp(key, "mesh") == 0) {
         char merr[200];
         if (!mesh_parse_spec(value, &b->mesh, merr, sizeof merr)) {
-            snprintf(err, errlen, "%s", merr);
+            /* mesh_parse_spec speaks of --mesh; this mesh is a budget line's */
+            bool flag = strncmp(merr, "bad --mesh ", 11) == 0;
+            snprintf(err, errlen, "%s%s", flag ? "bad mesh " : "", flag ? merr + 11 : merr);
             return false;
         }
         b->has_mesh = true;
+        snprintf(b->mesh_source, sizeof b->mesh_source, "%s", source ? source : "");
         return true;
     }
     if (strcmp(key, "forbid") == 0) return set_forbid(b, value, source, err, errlen);
@@ -291,15 +328,19 @@ bool budget_read(Budget *b, const char *text, size_t len, uint32_t file_id, cons
 {
     bool ok = true;
     size_t i = 0;
+    /* A UTF-8 byte-order mark at the start is skipped, as in HLO input
+     * (columns still count its bytes). */
+    size_t bom = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
     for (uint32_t line = 1; i < len; line++) {
         size_t start = i;
         while (i < len && !diag_is_line_end(text, len, i)) i++;
         size_t stop = i; /* the line is text[start..stop) without its end */
         if (stop > start && text[stop - 1] == '\r') stop--;
         i++;
-        size_t hash = start;
+        size_t from = line == 1 ? start + bom : start;
+        size_t hash = from;
         while (hash < stop && text[hash] != '#') hash++;
-        size_t a = start, z = hash;
+        size_t a = from, z = hash;
         while (a < z && (text[a] == ' ' || text[a] == '\t')) a++;
         while (z > a && (text[z - 1] == ' ' || text[z - 1] == '\t')) z--;
         if (a == z) continue;

@@ -100,7 +100,10 @@ static int parse_args(int argc, char **argv, CheckArgs *a)
     int c, rc = 0;
     optind = 1;
     opterr = 0;
+    DriverOptionsSeen seen = {{0}, 0};
+    static const int repeatable[] = {OPT_LIMIT, OPT_FORBID, 0}; /* a list of settings each */
     while (rc == 0 && (c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        if (driver_option_once(&seen, c, longopts, repeatable)) return 2;
         switch (c) {
         case OPT_MESH: {
             char err[200];
@@ -245,6 +248,7 @@ int check_main(int argc, char **argv)
     if (!a.opt.has_mesh && budget.has_mesh) {
         a.opt.mesh = budget.mesh;
         a.opt.has_mesh = true;
+        a.opt.mesh_from = budget.mesh_source;
     }
     size_t len;
     in_text = driver_read_file(a.in_path, &len);

@@ -371,6 +371,23 @@ static bool same_target(const FileId *a, const FileId *b)
     return a->canon && b->canon && strcmp(a->canon, b->canon) == 0;
 }
 
+int driver_option_once(DriverOptionsSeen *seen, int code, const struct option *longopts, const int *repeatable)
+{
+    const struct option *o = longopts;
+    while (o->name && o->val != code) o++;
+    if (!o->name || o->has_arg != required_argument) return 0;
+    for (const int *r = repeatable; r && *r; r++)
+        if (*r == code) return 0;
+    for (int k = 0; k < seen->n; k++) {
+        if (seen->code[k] != code) continue;
+        if (code < 128) fprintf(stderr, "spmdc: error: -%c/--%s given twice; it takes one value\n", code, o->name);
+        else fprintf(stderr, "spmdc: error: --%s given twice; it takes one value\n", o->name);
+        return 2;
+    }
+    if (seen->n < (int)(sizeof seen->code / sizeof seen->code[0])) seen->code[seen->n++] = code;
+    return 0;
+}
+
 int driver_check_outputs(const char *input, const char *const *paths, const char *const *what, int n)
 {
     int rc = 0;

@@ -69,7 +69,9 @@ static int cmd_compile(int argc, char **argv)
     const PassInfo *dump_after = NULL;
     int c;
     optind = 1;
+    DriverOptionsSeen seen = {{0}, 0};
     while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
+        if (driver_option_once(&seen, c, longopts, NULL)) return 2;
         switch (c) {
         case OPT_MESH: {
             char err[200];
@@ -209,7 +211,9 @@ static int cmd_propagate(int argc, char **argv)
     bool explain = false;
     int c;
     optind = 1;
+    DriverOptionsSeen seen = {{0}, 0};
     while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
+        if (driver_option_once(&seen, c, longopts, NULL)) return 2;
         switch (c) {
         case OPT_MESH: {
             char err[200];

@@ -1261,7 +1261,9 @@ static int parse_args(int argc, char **argv, VerifyRun *vr, SpmdcOptions *opt)
     int c;
     optind = 1;
     opterr = 0;
+    DriverOptionsSeen seen = {{0}, 0};
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        if (driver_option_once(&seen, c, longopts, NULL)) return 2;
         switch (c) {
         case OPT_MESH: {
             char err[200];

@@ -17,7 +17,25 @@
 
 typedef struct Rd {
     const char *p;
+    const char *meshes;  /* the header's frontend attributes, for the mesh names; NULL: not checked */
+    bool unknown;        /* gave up on an axis or mesh name the module does not declare */
 } Rd;
+
+/* Whether the header's xla.sdy.meshes declares a mesh called name[0..len)
+ * (`name = #sdy.mesh<...>`). */
+static bool mesh_declared(const char *meshes, const char *name, size_t len)
+{
+    const char *list = strstr(meshes, "xla.sdy.meshes");
+    if (!list || len == 0) return false;
+    for (const char *p = strstr(list, "#sdy.mesh<"); p; p = strstr(p + 1, "#sdy.mesh<")) {
+        const char *e = p;
+        while (e > list && (e[-1] == ' ' || e[-1] == '=')) e--; /* back over ` = ` */
+        const char *b = e;
+        while (b > list && b[-1] != '{' && b[-1] != ',' && b[-1] != ' ' && b[-1] != '"' && b[-1] != '\\') b--;
+        if ((size_t)(e - b) == len && memcmp(b, name, len) == 0) return true;
+    }
+    return false;
+}
 
 static void skip(Rd *r)
 {
@@ -115,7 +133,13 @@ static bool failf(char *why, size_t whylen, const char *fmt, ...)
 static bool read_tensor(Rd *r, const Mesh *mesh, Arena *arena, ShardingSyntax *out, char *why, size_t whylen)
 {
     if (!eat(r, '@')) return failf(why, whylen, "expected '@mesh'");
-    while (*r->p && *r->p != ',' && *r->p != '>') r->p++; /* the mesh name: the module has one mesh */
+    const char *name = r->p;
+    while (*r->p && *r->p != ',' && *r->p != '>' && *r->p != ' ') r->p++; /* the module has one mesh */
+    if (r->meshes && !mesh_declared(r->meshes, name, (size_t)(r->p - name))) {
+        r->unknown = true;
+        return failf(why, whylen, "mesh @%.*s is not declared in the header's xla.sdy.meshes",
+                     (int)(r->p - name), name);
+    }
     if (!eat(r, ',') || !eat(r, '[')) return failf(why, whylen, "expected a list of dimension shardings");
     AxisRefSyntax *dims[SPMDC_MAX_RANK];
     int32_t counts[SPMDC_MAX_RANK], nd = 0;
@@ -171,6 +195,7 @@ static bool read_tensor(Rd *r, const Mesh *mesh, Arena *arena, ShardingSyntax *o
         for (int32_t k = 0; k < counts[d]; k++) {
             AxisRefSyntax *ax = &dims[d][k];
             int32_t a = mesh_axis_index(mesh, ax->name);
+            if (a < 0) r->unknown = true;
             if (a < 0) return failf(why, whylen, "axis '%s' is not in the mesh", ax->name);
             if (ax->pre_size == 0) ax->size = mesh->axes[a].size;
         }
@@ -179,6 +204,7 @@ static bool read_tensor(Rd *r, const Mesh *mesh, Arena *arena, ShardingSyntax *o
         for (int32_t j = 0; j < nlists[k]; j++) {
             AxisRefSyntax *ax = &lists[k][j];
             int32_t a = mesh_axis_index(mesh, ax->name);
+            if (a < 0) r->unknown = true;
             if (a < 0) return failf(why, whylen, "axis '%s' is not in the mesh", ax->name);
             if (ax->pre_size == 0) ax->size = mesh->axes[a].size;
         }
@@ -191,12 +217,13 @@ static bool read_tensor(Rd *r, const Mesh *mesh, Arena *arena, ShardingSyntax *o
     return true;
 }
 
-SdyResult sdy_sharding_syntax(const char *text, const Mesh *mesh, Arena *arena, ShardingSyntax *out, char *why,
-                              size_t whylen)
+SdyResult sdy_sharding_syntax(const char *text, const char *module_attrs, const Mesh *mesh, Arena *arena,
+                              ShardingSyntax *out, char *why, size_t whylen)
 {
     const char *key = text ? strstr(text, "xla.sdy.sharding=") : NULL;
     if (!key) return SDY_NONE;
-    Rd r = {key + strlen("xla.sdy.sharding=")};
+    const char *meshes = module_attrs && strstr(module_attrs, "xla.sdy.meshes") ? module_attrs : NULL;
+    Rd r = {key + strlen("xla.sdy.sharding="), meshes, false};
     why[0] = 0;
     if (!eat(&r, '"')) {
         snprintf(why, whylen, "expected a string");
@@ -204,14 +231,14 @@ SdyResult sdy_sharding_syntax(const char *text, const Mesh *mesh, Arena *arena, 
     }
     if (strncmp(r.p, "#sdy.sharding_per_value<[<", 26) == 0) {
         r.p += 26;
-        if (!read_tensor(&r, mesh, arena, out, why, whylen)) return SDY_UNREADABLE;
+        if (!read_tensor(&r, mesh, arena, out, why, whylen)) return r.unknown ? SDY_UNKNOWN_NAME : SDY_UNREADABLE;
         if (eat(&r, '>') && eat(&r, ']')) return SDY_OK;
         snprintf(why, whylen, "it describes several values");
         return SDY_UNREADABLE;
     }
     if (strncmp(r.p, "#sdy.sharding<", 14) == 0) {
         r.p += 14;
-        return read_tensor(&r, mesh, arena, out, why, whylen) ? SDY_OK : SDY_UNREADABLE;
+        return read_tensor(&r, mesh, arena, out, why, whylen) ? SDY_OK : r.unknown ? SDY_UNKNOWN_NAME : SDY_UNREADABLE;
     }
     snprintf(why, whylen, "expected #sdy.sharding<...> or #sdy.sharding_per_value<[...]>");
     return SDY_UNREADABLE;
@@ -276,7 +303,7 @@ SdyResult sdy_sharding_list(const char *text, const char *key, const Mesh *mesh,
             break;
         }
     if (!hit) return SDY_NONE;
-    Rd r = {hit};
+    Rd r = {hit, NULL, false};
     if (!eat(&r, '"') || strncmp(r.p, "#sdy.sharding_per_value<[", 25) != 0) {
         snprintf(why, whylen, "expected #sdy.sharding_per_value<[...]>");
         return SDY_UNREADABLE;
@@ -303,7 +330,7 @@ SdyResult sdy_manual_axes(const char *text, const Mesh *mesh, uint32_t *axes, ch
     why[0] = 0;
     const char *hit = text ? strstr(text, "xla.sdy.manual_axes=") : NULL;
     if (!hit) return SDY_NONE;
-    Rd r = {hit + strlen("xla.sdy.manual_axes=")};
+    Rd r = {hit + strlen("xla.sdy.manual_axes="), NULL, false};
     if (!eat(&r, '"') || strncmp(r.p, "#sdy<manual_axes{", 17) != 0) {
         snprintf(why, whylen, "expected #sdy<manual_axes{...}>");
         return SDY_UNREADABLE;

@@ -532,7 +532,10 @@ int sweep_main(int argc, char **argv)
     int c;
     optind = 1;
     opterr = 0;
+    DriverOptionsSeen seen = {{0}, 0};
+    static const int repeatable[] = {OPT_MESH, 0}; /* one axis each */
     while ((c = getopt_long(argc, argv, ":o:", longopts, NULL)) != -1) {
+        if (driver_option_once(&seen, c, longopts, repeatable)) return 2;
         switch (c) {
         case OPT_MESH: {
             char err[300];

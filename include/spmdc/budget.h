@@ -21,7 +21,8 @@
  * the warnings to 0.  A size is a number with an optional unit: B; KiB,
  * MiB, GiB, TiB, PiB (powers of 1024; K, M, G, T, P mean the same); kB, KB,
  * MB, GB, TB, PB (powers of 1000); decimals and digit groups are allowed
- * (`1.5GB`, `234,881,024`) as long as the result is a whole number of bytes.
+ * (`1.5GB`, `234,881,024`: 1-3 digits, then groups of exactly 3 after ','
+ * or '_') as long as the result is a whole number of bytes.
  *
  * A budget file holds one `key = value` per line, `#` starts a comment,
  * blank lines are ignored; `mesh = SPEC` gives the mesh the budgets are
@@ -66,6 +67,7 @@ typedef struct Budget {
     BudgetLimit slot[BUDGET_N_SLOTS];
     bool has_mesh;             /* the budget file said `mesh = ...` */
     Mesh mesh;
+    char mesh_source[96];      /* where: "mlp.budget:1", "--limit" */
 } Budget;
 
 /* The key of a slot ("bytes_per_device", "all-gather.count", ...). */
@@ -84,7 +86,7 @@ bool budget_parse_share(const char *s, int64_t *num, int64_t *den, char *err, si
 bool budget_set(Budget *b, const char *key, const char *value, const char *source, char *err, size_t errlen);
 
 /* Reads a budget file (text[0..len), registered in diag as file_id,
- * display path `path`) into b.  Errors are `path:line:col: error: ...`
+ * display path `path`; a leading UTF-8 byte-order mark is skipped) into b.  Errors are `path:line:col: error: ...`
  * through diag; false if there was any. */
 bool budget_read(Budget *b, const char *text, size_t len, uint32_t file_id, const char *path, DiagEngine *diag);
 

@@ -4,6 +4,7 @@
 #ifndef SPMDC_DRIVER_H
 #define SPMDC_DRIVER_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,6 +52,20 @@ bool driver_write_file(const char *path, const char *data, size_t len);
  * may be the input file (input may be NULL; "-" = standard input).  Returns
  * 0, or 2 after printing `spmdc: error: ...` (the usage exit status). */
 int driver_check_outputs(const char *input, const char *const *paths, const char *const *what, int n);
+
+/* Options read so far (driver_option_once). */
+typedef struct DriverOptionsSeen {
+    int code[32];
+    int n;
+} DriverOptionsSeen;
+
+/* Usage check while reading options with getopt_long: an option that takes
+ * a value (required_argument in longopts; the short `-o` is the long option
+ * whose val is 'o') given twice is ambiguous (`-o a.hlo -o b.hlo`: which
+ * file?), unless its code is in repeatable[0..) (0-terminated, may be NULL;
+ * e.g. check's --limit).  Returns 0, or 2 after printing `spmdc: error:
+ * -o/--output given twice; it takes one value` (the usage exit status). */
+int driver_option_once(DriverOptionsSeen *seen, int code, const struct option *longopts, const int *repeatable);
 
 /* The pipeline (pipeline.h) from parse through canonicalize, and propagate
  * when asked, on text already registered as file_id.  The module, owned by

@@ -16,6 +16,8 @@
 typedef struct SpmdcOptions {
     bool has_mesh;      /* --mesh given */
     Mesh mesh;          /* parsed --mesh */
+    const char *mesh_from; /* where mesh came from when not --mesh, for messages ("x.budget:3", the budget
+                              file's `mesh =` line; not owned); NULL: --mesh */
     bool keep_calls;    /* --keep-calls: calls are partitioned as computations, not inlined */
 } SpmdcOptions;
 

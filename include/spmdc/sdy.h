@@ -23,16 +23,20 @@ typedef enum SdyResult {
     SDY_NONE,       /* no xla.sdy.sharding in the text */
     SDY_OK,         /* *out filled */
     SDY_UNREADABLE, /* there is one, but not of a form spmdc reads: why says so */
+    SDY_UNKNOWN_NAME, /* it names an axis the mesh lacks or a mesh the header does not declare (why) */
 } SdyResult;
 
 /* text: a frontend_attributes value as kept verbatim (`{k="...", ...}`,
  * quotes inside escaped).  Reads its xla.sdy.sharding for a single value
  * into *out (kind SSYN_NAMED over the axes of mesh; strings in arena).
  * Open dims (`?`), dim priorities (`p<N>`) and `replicated=` / `unreduced=`
- * axis lists are kept.  Not read (SDY_UNREADABLE, reason in why): several
- * values, an axis the mesh lacks, anything malformed. */
-SdyResult sdy_sharding_syntax(const char *text, const Mesh *mesh, Arena *arena, ShardingSyntax *out, char *why,
-                              size_t whylen);
+ * axis lists are kept.  module_attrs: the module header's
+ * frontend_attributes (verbatim) or NULL; when it holds xla.sdy.meshes, the
+ * string's `@name` must be one of them.  Not read (reason in why):
+ * SDY_UNKNOWN_NAME for an axis the mesh lacks or an undeclared mesh,
+ * SDY_UNREADABLE for several values or anything malformed. */
+SdyResult sdy_sharding_syntax(const char *text, const char *module_attrs, const Mesh *mesh, Arena *arena,
+                              ShardingSyntax *out, char *why, size_t whylen);
 
 /* text: a frontend_attributes value (verbatim).  Reads its
  * `key="#sdy.sharding_per_value<[<@mesh, [...]>, ...]>"` (key e.g.

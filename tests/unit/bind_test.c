@@ -282,17 +282,43 @@ static void test_one_device_default(void **state)
     expect_sharding(f, a, "{replicated}");
 }
 
+/* Maximal shardings alone do not say how many devices there are: device 3
+ * is an error asking for --mesh (no mesh of 4 made up from it); with
+ * num_partitions=4 they bind. */
 static void test_maximal_only(void **state)
 {
     Fx *f = *state;
     ShardingSyntax *a = plain(f, SSYN_MAXIMAL), *b = plain(f, SSYN_MAXIMAL);
     a->device = 3;
     b->device = 1;
-    HloInst *pa = param(f, f->comp, "a", a);
+    param(f, f->comp, "a", a);
     param(f, f->comp, "b", b);
+    bind_fails(f, "spmdc: error: sharding {maximal device=3} names a device, but nothing says how many devices "
+                  "there are (no --mesh, mesh in a sharding, num_partitions or positional sharding): give --mesh, "
+                  "e.g. --mesh 4\n");
+}
+
+static void test_maximal_with_num_partitions(void **state)
+{
+    Fx *f = *state;
+    ShardingSyntax *a = plain(f, SSYN_MAXIMAL);
+    a->device = 3;
+    f->m->num_partitions = 4;
+    HloInst *pa = param(f, f->comp, "a", a);
     bind_ok(f);
     expect_mesh(f, "d0=4");
     expect_sharding(f, pa, "{maximal device=3}");
+}
+
+/* Device 0 alone fits the one-device default. */
+static void test_maximal_device0(void **state)
+{
+    Fx *f = *state;
+    ShardingSyntax *a = plain(f, SSYN_MAXIMAL);
+    a->device = 0;
+    param(f, f->comp, "a", a);
+    bind_ok(f);
+    expect_mesh(f, "d0=1");
 }
 
 /* ------------------------------------------------------------ what gets bound */
@@ -344,7 +370,8 @@ int main(void)
         T(test_named_meshes_disagree),  T(test_named_axis_not_in_mesh),
         T(test_num_partitions_vs_named), T(test_num_partitions_mesh),
         T(test_positional_count_mesh),  T(test_positional_vs_named_mesh),
-        T(test_one_device_default),     T(test_maximal_only),
+        T(test_one_device_default),     T(test_maximal_only),  T(test_maximal_with_num_partitions),
+        T(test_maximal_device0),
         T(test_unknown_and_nested),
         T(test_errors_are_all_reported),
     };

@@ -1,0 +1,1 @@
+check ../../../examples/mlp.hlo --budget mesh_x4.budget

@@ -1,0 +1,1 @@
+check ../../../examples/mlp.hlo --no-budget-file --report-out a.txt --report-out b.txt

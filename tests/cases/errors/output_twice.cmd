@@ -1,0 +1,1 @@
+compile ../../../examples/mlp_small.hlo -o x.hlo -o y.hlo

@@ -1,0 +1,1 @@
+propagate ../../../examples/mlp_small.hlo --output x.hlo -o y.hlo

@@ -1,0 +1,1 @@
+compile maximal_no_mesh.hlo --mesh 9 --report text

@@ -1,0 +1,1 @@
+compile bad_strings.hlo -o bad_strings.out.hlo
