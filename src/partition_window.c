@@ -174,19 +174,55 @@ static void record_halo(Part *p, int32_t dim, int64_t lo, int64_t hi)
     r->halo_hi = hi;
 }
 
-/* One hop: pieces of `piece` rows (the last rows of each shard for the low
- * side, the first for the high side) go to the tile `hop` above (below). */
+/* The piece a device sends by one hop: relay, its last (low side) or first
+ * (high side) `piece` rows; direct mode, the rows its receiver reads, at
+ * halo_direct_offset (a slice when every sender's offset is the same, else
+ * a dynamic-slice at a per-device offset). */
+static int32_t hop_piece(Part *p, int32_t local, const Shape *ls, const HaloReq *rq, const HaloPlan *hp, bool high,
+                         int32_t hop, int64_t piece, const char *base)
+{
+    int32_t dim = rq->dim;
+    int64_t c = ls->dims[dim];
+    const char *role = high ? "halo-above" : "halo-below";
+    if (!hp->direct)
+        return piece == c ? local : part_slice_dim(p, local, ls, dim, high ? 0 : c - piece, high ? piece : c, 1,
+                                                   part_name(p, base, role));
+    const Mesh *m = p->mesh;
+    int64_t nd = m->n_devices, *off = ARENA_ARRAY(p->scratch, int64_t, nd), first = -1;
+    bool same = true;
+    for (int64_t r = 0; r < nd; r++)
+        off[r] = -1;
+    for (int64_t r = 0; r < nd; r++) {
+        const HaloWindow *w = &rq->win[r];
+        if (!halo_needs_hop(&rq->d, hp, w, high, hop))
+            continue;
+        int64_t t = high ? w->tile + hop : w->tile - hop;
+        if (rq->d.circular)
+            t = ((t % rq->d.tiles) + rq->d.tiles) % rq->d.tiles;
+        int64_t o = halo_direct_offset(&rq->d, hp, w, high, hop);
+        off[mesh_device_at(m, r, rq->atoms, rq->n_atoms, t)] = o;
+        same &= first < 0 || o == first;
+        first = first < 0 ? o : first;
+    }
+    first = first < 0 ? 0 : first;
+    if (same)
+        return first == 0 && piece == c ? local
+                                        : part_slice_dim(p, local, ls, dim, first, first + piece, 1, part_name(p, base, role));
+    for (int64_t r = 0; r < nd; r++)
+        off[r] = off[r] < 0 ? first : off[r];
+    int32_t o = part_device_value(p, off, part_fmt(p, "%s.%s-offset", base, role));
+    return part_dynamic_slice_dim(p, local, ls, dim, o, piece, part_name(p, base, role));
+}
+
+/* One hop: pieces of `piece` rows (hop_piece) go to the tile `hop` above
+ * (below). */
 static int32_t emit_hop(Part *p, int32_t local, const Shape *ls, const HaloReq *rq, const HaloPlan *hp, bool high,
                         int32_t hop, const char *base, const HaloCause *why)
 {
     const Mesh *m = p->mesh;
     int32_t dim = rq->dim;
-    int64_t c = ls->dims[dim];
     int64_t piece = high ? hp->piece_hi[hop - 1] : hp->piece_lo[hop - 1];
-    int32_t src = local;
-    if (piece != c)
-        src = part_slice_dim(p, local, ls, dim, high ? 0 : c - piece, high ? piece : c, 1,
-                         part_name(p, base, high ? "halo-above" : "halo-below"));
+    int32_t src = hop_piece(p, local, ls, rq, hp, high, hop, piece, base);
     Shape ps = array_of(ls);
     ps.dims[dim] = piece;
     int32_t cp = part_emit(p, HLO_COLLECTIVE_PERMUTE, part_name(p, base, "collective-permute"), &ps, &src, 1);
@@ -217,12 +253,24 @@ static int32_t emit_hop(Part *p, int32_t local, const Shape *ls, const HaloReq *
             sb_printf(&b, "%s; ", why->words);
         put_halo_words(&b, dim, hp->need_lo, hp->need_hi);
         int32_t hops = high ? hp->hops_hi : hp->hops_lo;
-        sb_printf(&b, "; this permute carries %lld row%s from the shard ", (long long)piece, piece == 1 ? "" : "s");
+        sb_printf(&b, "; this permute carries %lld row%s %sfrom the shard ", (long long)piece, piece == 1 ? "" : "s",
+                  hp->direct ? "straight " : "");
         if (hop > 1)
             sb_printf(&b, "%d places ", (int)hop);
         sb_puts(&b, high ? "above" : "below");
-        if (hops > 1)
+        if (hp->direct) {
+            int64_t c = ls->dims[dim];
+            int32_t n_cp = 0, relay_hops = (int32_t)(halo_ceil_div(hp->need_lo, c) + halo_ceil_div(hp->need_hi, c));
+            for (int32_t k = 0; k < hp->hops_lo; k++)
+                n_cp += hp->piece_lo[k] > 0;
+            for (int32_t k = 0; k < hp->hops_hi; k++)
+                n_cp += hp->piece_hi[k] > 0;
+            sb_printf(&b, " (direct: only the rows read, %lld in %d permute%s, instead of relaying %lld in %d hop%s)",
+                      (long long)hp->rows_sent, (int)n_cp, n_cp == 1 ? "" : "s", (long long)hp->relay_rows,
+                      (int)relay_hops, relay_hops == 1 ? "" : "s");
+        } else if (hops > 1) {
             sb_printf(&b, " (hop %d of %d: the halo is wider than one shard)", (int)hop, (int)hops);
+        }
         int64_t bytes = comm_bytes_per_device(COLL_COLLECTIVE_PERMUTE, 2, shape_byte_size(&ps), shape_byte_size(&ps));
         part_record(p, COLL_COLLECTIVE_PERMUTE, cp, rq->atoms, rq->n_atoms, bytes, why->inst, sb_cstr(&b));
         record_halo(p, dim, high ? 0 : piece, high ? piece : 0);
@@ -305,17 +353,27 @@ static int32_t halo_emit(Part *p, int32_t local, const Shape *ls, const HaloReq 
             sb_free(&b);
         }
     } else if (hp->hops_lo || hp->hops_hi) {
-        int32_t n = hp->hops_lo + 1 + hp->hops_hi;
-        int32_t *parts = ARENA_ARRAY(p->scratch, int32_t, n);
+        /* [low pieces, farthest first | own shard | high pieces]; direct
+         * mode skips the hops no device needs and, if no device reads it,
+         * the own shard */
+        int32_t n = 0;
+        int32_t *parts = ARENA_ARRAY(p->scratch, int32_t, hp->hops_lo + 1 + hp->hops_hi);
         for (int32_t k = hp->hops_lo; k >= 1; k--)
-            parts[hp->hops_lo - k] = emit_hop(p, local, ls, rq, hp, false, k, base, why);
-        parts[hp->hops_lo] = local;
+            if (hp->piece_lo[k - 1] > 0)
+                parts[n++] = emit_hop(p, local, ls, rq, hp, false, k, base, why);
+        if (hp->own)
+            parts[n++] = local;
         for (int32_t k = 1; k <= hp->hops_hi; k++)
-            parts[hp->hops_lo + k] = emit_hop(p, local, ls, rq, hp, true, k, base, why);
-        bs.dims[dim] = hp->left + c + hp->right;
-        buf = part_emit(p, HLO_CONCATENATE, part_name(p, base, "halo"), &bs, parts, n);
-        int64_t dd = dim;
-        hlo_attrs_mut(p->out, part_out(p, buf))->dimensions = hlo_intlist(p->out, &dd, 1);
+            if (hp->piece_hi[k - 1] > 0)
+                parts[n++] = emit_hop(p, local, ls, rq, hp, true, k, base, why);
+        bs.dims[dim] = hp->left + (hp->own ? c : 0) + hp->right;
+        if (n == 1) {
+            buf = parts[0];
+        } else {
+            buf = part_emit(p, HLO_CONCATENATE, part_name(p, base, "halo"), &bs, parts, n);
+            int64_t dd = dim;
+            hlo_attrs_mut(p->out, part_out(p, buf))->dimensions = hlo_intlist(p->out, &dd, 1);
+        }
     }
     if (hp->pad_lo || hp->pad_hi) {
         int32_t v = rq->fill >= 0 ? rq->fill : emit_identity(p, REDUCE_SUM, ls->type);

@@ -22,6 +22,17 @@
  *    window starts at buffer offset start - (t*c - left - pad_lo);
  *  - positions outside [0, n) that the device reads are masked with the
  *    op's padding value (`fill`).
+ * Direct mode (chosen when it sends fewer rows than the relay above: a halo
+ * wider than one shard whose devices need only part of the shards it
+ * crosses, such as a roll by several shards or a slice far from the
+ * result's shard): hop k carries, straight from tile t-k (t+k), only the
+ * rows of that shard some device reads, piece_lo[k-1] (piece_hi[k-1]) rows
+ * taken at a per-sender offset (halo_direct_offset); hops no device needs
+ * are skipped (piece 0), and the device's own shard is in the buffer only
+ * when some device reads from it (`own`).  The buffer is [pad_lo | the
+ * low pieces that are not 0, farthest first | own shard | the high pieces,
+ * nearest first | pad_hi]: the pieces one device reads are adjacent in
+ * it, so its window is one slice of the buffer (halo_offset).
  * Alternatively (gather mode, chosen when a halo is wider than one shard
  * and an all-gather of the dimension sends no more bytes) the dimension is
  * all-gathered: the buffer holds [-pad_lo, T*c + pad_hi).
@@ -60,11 +71,17 @@ typedef struct HaloWindow {
 typedef struct HaloPlan {
     int64_t width;                   /* W: window length */
     bool gather;                     /* the dimension is all-gathered instead of exchanged */
+    bool direct;                     /* direct mode: pieces straight from the shards that hold them */
+    bool own;                        /* the buffer holds the device's own shard (false only when direct
+                                        and no device reads its own shard) */
     int64_t need_lo, need_hi;        /* rows some device reads below / above its own shard */
-    int64_t left, right;             /* rows taken from lower / higher tiles (0 when gathering) */
-    int32_t hops_lo, hops_hi;        /* collective-permutes per side */
-    int64_t piece_lo[HALO_MAX_HOPS]; /* rows of hop k+1 on the low side (sent to tile t+k+1) */
-    int64_t piece_hi[HALO_MAX_HOPS]; /* rows of hop k+1 on the high side (sent to tile t-k-1) */
+    int64_t left, right;             /* rows taken from lower / higher tiles: the sums of the pieces
+                                        (0 when gathering) */
+    int32_t hops_lo, hops_hi;        /* the farthest hop per side (collective-permutes per side, less the
+                                        skipped ones when direct) */
+    int64_t piece_lo[HALO_MAX_HOPS]; /* rows of hop k+1 on the low side (sent to tile t+k+1); 0: skipped */
+    int64_t piece_hi[HALO_MAX_HOPS]; /* rows of hop k+1 on the high side (sent to tile t-k-1); 0: skipped */
+    int64_t relay_rows;              /* rows the relay (hop by hop, whole shards) would send */
     int64_t pad_lo, pad_hi;          /* positions added before / after the buffer */
     int64_t buffer;                  /* rows of the assembled buffer */
     bool fill;                       /* some device reads a position outside [0, n): mask */
@@ -74,10 +91,10 @@ typedef struct HaloPlan {
                                         gathering */
 } HaloPlan;
 
-/* Plans the exchange of n_dev windows of width `width` over d.  With
- * allow_gather, a halo wider than one shard is all-gathered when that sends
- * no more rows ((T-1)*c against the pieces' sum; ties go to the gather, one
- * collective).  False when the windows cannot be served: a circular
+/* Plans the exchange of n_dev windows of width `width` over d: the relay,
+ * or direct mode when that sends fewer rows.  With allow_gather, a halo
+ * wider than one shard is all-gathered when that sends no more rows ((T-1)*c
+ * against the pieces' sum; ties go to the gather, one collective).  False when the windows cannot be served: a circular
  * dimension that is not evenly split or windows wider than it, or more than
  * HALO_MAX_HOPS hops on a side where gathering is not allowed.  Linear in
  * n_dev. */
@@ -91,6 +108,10 @@ int64_t halo_buffer_start(const HaloDim *d, const HaloPlan *p, const HaloWindow 
 /* Whether window w's device needs hop `hop` (1-based) of side `high`
  * (false: the low side). */
 bool halo_needs_hop(const HaloDim *d, const HaloPlan *p, const HaloWindow *w, bool high, int32_t hop);
+/* Direct mode: the first row (local to the sender's shard, in [0, c -
+ * piece]) of the piece that the device of window w receives by hop `hop`
+ * of side `high`; 0 when it does not need that hop. */
+int64_t halo_direct_offset(const HaloDim *d, const HaloPlan *p, const HaloWindow *w, bool high, int32_t hop);
 
 /* floor(a / b) and ceil(a / b) for b > 0 and any sign of a. */
 int64_t halo_floor_div(int64_t a, int64_t b);

@@ -1,0 +1,1 @@
+compile direct_halo.hlo -o /dev/null

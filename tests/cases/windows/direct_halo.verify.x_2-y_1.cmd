@@ -1,0 +1,1 @@
+verify direct_halo.hlo --mesh x=2,y=1
