@@ -399,6 +399,155 @@ static int64_t slice_extra(Part *p, const RuleCtx *rc, const RuleChoice *cand, v
     return bytes;
 }
 
+/* ================================================================ masked slice */
+
+/* A slice that cuts split dims of its operand and leaves the result whole
+ * along them (x[3] of row shards, a window of a few rows wanted
+ * replicated): each device slices the part of the window it holds and
+ * zeros the rest, and the result is a pending sum over those dims' atoms
+ * (OR for pred): its consumer closes it (one all-reduce of the window, or
+ * a reduce-scatter), as XLA does, instead of gathering the whole operand.
+ * The operand stays in its current state; its split dims the slice takes
+ * whole stay split. */
+typedef struct MaskedSlice {
+    Tiling res;               /* the result's state */
+    uint32_t dims;            /* the masked dims */
+    int64_t bytes;            /* bringing the result to its declared state */
+} MaskedSlice;
+
+static bool masked_slice_plan(Part *p, int32_t i, MaskedSlice *ms)
+{
+    const HloInst *in = part_in(p, i);
+    int32_t x = in->operands[0];
+    const Shape *xg = &part_in(p, x)->shape;
+    const HloAttrs *a = hlo_attrs(in);
+    if (in->n_operands != 1 || p->vals[x].n_leaves != 1 || !shape_is_array(&in->shape) ||
+        a->slice_start.n != xg->rank || shape_elem_count(&in->shape) == 0)
+        return false;
+    Tiling cur = part_primary(p, x)->leaves[0];
+    ReduceKind kind = xg->type == ET_PRED ? REDUCE_OR : REDUCE_SUM;
+    if (cur.partial && cur.kind != kind)
+        return false;
+    memset(ms, 0, sizeof *ms);
+    ms->res = cur;
+    uint32_t atoms = 0;
+    for (int32_t d = 0; d < xg->rank; d++) {
+        int64_t st = a->slice_stride.n > d ? a->slice_stride.v[d] : 1;
+        bool cut = a->slice_start.v[d] != 0 || a->slice_limit.v[d] != xg->dims[d] || st != 1;
+        if (!tiling_dim_n(&cur, d) || !cut)
+            continue;
+        ms->dims |= 1u << d;
+        for (int32_t k = 0; k < tiling_dim_n(&cur, d); k++)
+            atoms |= 1u << tiling_dim(&cur, d)[k];
+    }
+    if (!ms->dims)
+        return false;
+    ms->res = tiling_clear_dims(cur, ms->dims);
+    ms->res.partial |= atoms;
+    ms->res.kind = (uint8_t)kind;
+    ms->res.perm = 0;
+    if (cur.perm || !tiling_valid(&ms->res))
+        return false;
+    ms->bytes = reshard_cost(p->mesh, &in->shape, &ms->res, &part_decl_leaves(p, i)[0]);
+    return ms->bytes < PART_INF_COST;
+}
+
+static bool emit_masked_slice(Part *p, int32_t i, const MaskedSlice *ms)
+{
+    const HloInst *in = part_in(p, i);
+    const Mesh *m = p->mesh;
+    int32_t xv = in->operands[0];
+    const Shape *xg = &part_in(p, xv)->shape;
+    const VState *src = part_primary(p, xv);
+    const Tiling *cur = &src->leaves[0];
+    Shape xs = tiling_local_shape(cur, m, xg);
+    int32_t x = src->local;
+    const char *base = part_in(p, xv)->name;
+    const HloAttrs *ia = hlo_attrs(in);
+    int64_t nd = m->n_devices, st[SPMDC_MAX_RANK], li[SPMDC_MAX_RANK], sd[SPMDC_MAX_RANK];
+    ReduceKind kind = (ReduceKind)ms->res.kind;
+    Shape s0 = shape_scalar(xg->type);
+    int32_t zero = part_identity(p, kind, &s0, part_fmt(p, "%s.%s", reduce_kind_name(kind), elem_type_name(xg->type)));
+    StrBuf words = {0};
+    for (int32_t d = 0; d < xs.rank; d++) {
+        st[d] = ia->slice_start.v[d];
+        li[d] = ia->slice_limit.v[d];
+        sd[d] = ia->slice_stride.n > d ? ia->slice_stride.v[d] : 1;
+        if (tiling_dim_n(cur, d) && !((ms->dims >> d) & 1u)) {
+            li[d] = xs.dims[d]; /* a split dim taken whole */
+            continue;
+        }
+        if (!((ms->dims >> d) & 1u))
+            continue;
+        const int8_t *atoms = tiling_dim(cur, d);
+        int32_t na = tiling_dim_n(cur, d);
+        int64_t c = xs.dims[d], lo = st[d], span = (in->shape.dims[d] - 1) * sd[d] + 1, pad_lo = 0, pad_hi = 0;
+        int64_t *tile = ARENA_ARRAY(p->scratch, int64_t, nd);
+        for (int64_t dev = 0; dev < nd; dev++) {
+            tile[dev] = mesh_run_index(m, dev, atoms, na) * c;
+            if (tile[dev] >= lo + span || tile[dev] + c <= lo)
+                continue; /* holds none of the window */
+            pad_lo = tile[dev] - lo > pad_lo ? tile[dev] - lo : pad_lo;
+            pad_hi = lo + span - (tile[dev] + c) > pad_hi ? lo + span - (tile[dev] + c) : pad_hi;
+        }
+        /* the window of every device that holds part of it, in its shard
+         * padded by pad_lo, pad_hi rows */
+        if (pad_lo || pad_hi) {
+            x = part_pad_dim(p, x, &xs, zero, d, pad_lo, pad_hi, 0, part_name(p, base, "window-pad"));
+            xs.dims[d] += pad_lo + pad_hi;
+        }
+        int64_t *off = ARENA_ARRAY(p->scratch, int64_t, nd), room = xs.dims[d] - span, first = -1;
+        bool same = true;
+        HaloWindow *win = ARENA_ARRAY(p->scratch, HaloWindow, nd);
+        for (int64_t dev = 0; dev < nd; dev++) {
+            int64_t o = lo - tile[dev] + pad_lo;
+            off[dev] = o < 0 ? 0 : o > room ? room : o;
+            win[dev].start = lo - tile[dev];
+            same &= first < 0 || off[dev] == first;
+            first = first < 0 ? off[dev] : first;
+        }
+        const char *wname = part_name(p, base, "window");
+        if (same) {
+            if (first != 0 || span != xs.dims[d])
+                x = part_slice_dim(p, x, &xs, d, first, first + span, 1, wname);
+        } else {
+            int32_t o = part_device_value(p, off, part_fmt(p, "%s.window-offset", base));
+            x = part_dynamic_slice_dim(p, x, &xs, d, o, span, wname);
+        }
+        xs.dims[d] = span;
+        /* rows of the window outside the device's shard (local [0, c)) */
+        x = part_mask_range(p, x, &xs, d, win, 0, c, zero, base);
+        st[d] = 0;
+        li[d] = span;
+        if (p->rep)
+            sb_printf(&words, "%s%s takes [%lld:%lld%s] of dim %d of %s, split on %s", words.len ? "; " : "",
+                      in->name, (long long)lo, (long long)ia->slice_limit.v[d],
+                      sd[d] != 1 ? part_fmt(p, ":%lld", (long long)sd[d]) : "", (int)d, base,
+                      part_axes_text(p, atoms, na));
+    }
+    const char *why = NULL;
+    if (p->rep) {
+        sb_printf(&words, ": each device slices the rows it holds, %s elsewhere",
+                  kind == REDUCE_OR ? "false" : "zeros");
+        why = arena_strdup(p->scratch, sb_cstr(&words));
+    }
+    sb_free(&words);
+    Shape l = tiling_local_shape(&ms->res, m, &in->shape);
+    int32_t r = part_clone(p, i, part_result_name(p, i, &ms->res, "partial"), &l, &x, 1);
+    part_out(p, r)->span = in->span;
+    HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, r));
+    a->slice_start = hlo_intlist(p->out, st, xs.rank);
+    a->slice_limit = hlo_intlist(p->out, li, xs.rank);
+    a->slice_stride = hlo_intlist(p->out, sd, xs.rank);
+    int32_t origin = i;
+    if (cur->partial) { /* the operand's pending sum flows on too */
+        origin = src->origin;
+        why = src->origin_reason;
+    }
+    part_set_result(p, i, r, &ms->res, origin, why);
+    return true;
+}
+
 bool part_slice(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
@@ -411,11 +560,15 @@ bool part_slice(Part *p, int32_t i)
     }
     RuleCtx rc;
     RuleChoice ch;
+    MaskedSlice ms;
     if (!part_rule_init(p, i, &rc))
-        return part_default(p, i);
+        return masked_slice_plan(p, i, &ms) ? emit_masked_slice(p, i, &ms) : part_default(p, i);
     rc.splittable |= 1u << FACTOR_PERMUTATION;
+    bool masked = masked_slice_plan(p, i, &ms);
     if (!part_rule_choose(p, &rc, slice_extra, NULL, &ch))
-        return part_default(p, i);
+        return masked ? emit_masked_slice(p, i, &ms) : part_default(p, i);
+    if (masked && ms.bytes < ch.bytes)
+        return emit_masked_slice(p, i, &ms);
     if (!splits_kind(&rc, &ch, FACTOR_PERMUTATION))
         return part_rule_emit(p, &rc, &ch);
     const OpRule *r = &rc.rule;

@@ -1,0 +1,1 @@
+compile slice_masked.hlo -o /dev/null

@@ -1,0 +1,1 @@
+verify slice_masked.hlo --mesh x=2,y=4

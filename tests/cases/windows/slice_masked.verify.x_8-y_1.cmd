@@ -1,0 +1,1 @@
+verify slice_masked.hlo --mesh x=8,y=1

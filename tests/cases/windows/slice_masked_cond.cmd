@@ -1,0 +1,1 @@
+compile slice_masked_cond.hlo -o /dev/null

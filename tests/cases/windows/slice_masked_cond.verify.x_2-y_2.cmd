@@ -1,0 +1,1 @@
+verify slice_masked_cond.hlo --mesh x=2,y=2
