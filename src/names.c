@@ -4,7 +4,9 @@
  * Nothing is freed: slot arrays outgrown by a rehash stay in the arena until
  * it is reset or destroyed (at most about the final table again).
  * names_unique tries "name", then "name.1", "name.2", ... in that order, so
- * the names it returns depend only on what was added before.
+ * the names it returns depend only on what was added before; the ".N" search
+ * resumes after the N it last returned for the same name (every smaller N
+ * is still taken: the set only grows).
  */
 #include "spmdc/names.h"
 
@@ -27,18 +29,24 @@ void names_init(NameSet *s, Arena *arena)
     s->arena = arena;
 }
 
-static bool find(const NameSet *s, const char *name, uint32_t h, size_t len)
+/* The index of name in s->names, or -1. */
+static int64_t find_index(const NameSet *s, const char *name, uint32_t h, size_t len)
 {
-    if (!s->cap) return false;
+    if (!s->cap) return -1;
     uint32_t mask = s->cap - 1;
     for (uint32_t i = h & mask;; i = (i + 1) & mask) {
         uint64_t v = s->slot[i];
-        if (!v) return false;
+        if (!v) return -1;
         if ((uint32_t)(v >> 32) == h) {
             const char *o = s->names[(uint32_t)v - 1];
-            if (strncmp(o, name, len) == 0 && o[len] == 0) return true;
+            if (strncmp(o, name, len) == 0 && o[len] == 0) return (int64_t)(uint32_t)v - 1;
         }
     }
+}
+
+static bool find(const NameSet *s, const char *name, uint32_t h, size_t len)
+{
+    return find_index(s, name, h, len) >= 0;
 }
 
 static void put_slot(NameSet *s, uint32_t h, uint32_t k)
@@ -86,12 +94,32 @@ const char *names_unique(NameSet *s, const char *name, Arena *out)
     if (!names_contains(s, name)) {
         r = arena_strdup(out, name);
     } else {
-        size_t n = strlen(name) + 24; /* '.', 20 digits, NUL */
+        size_t len;
+        uint32_t h = hash_len(name, &len);
+        if (!s->bases) {
+            s->bases = ARENA_NEW(s->arena, NameSet);
+            names_init(s->bases, s->arena);
+        }
+        int64_t b = find_index(s->bases, name, h, len);
+        if (b < 0) {
+            names_add(s->bases, arena_strndup(s->arena, name, len));
+            b = (int64_t)s->bases->n - 1;
+            if (s->bases->n > s->cap_suffix) {
+                uint32_t cap = s->cap_suffix ? s->cap_suffix * 2 : 16;
+                s->next_suffix = arena_realloc(s->arena, s->next_suffix, sizeof(long long) * s->cap_suffix,
+                                               sizeof(long long) * cap, _Alignof(long long));
+                s->cap_suffix = cap;
+            }
+            s->next_suffix[b] = 1;
+        }
+        size_t n = len + 24; /* '.', 20 digits, NUL */
         r = arena_alloc(out, n, 1);
-        for (long long k = 1;; k++) {
+        long long k = s->next_suffix[b];
+        for (;; k++) {
             snprintf(r, n, "%s.%lld", name, k);
             if (!names_contains(s, r)) break;
         }
+        s->next_suffix[b] = k + 1;
     }
     names_add(s, r);
     return r;

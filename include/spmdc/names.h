@@ -5,7 +5,8 @@
  * to names_init and released with it: there is nothing to free, and a set
  * must not be used after its arena is reset.  Names are kept by pointer, so
  * a name added with names_add must outlive the set.  Lookups are O(1), the
- * ".N" search of names_unique is deterministic.
+ * ".N" search of names_unique is deterministic and resumes where the last
+ * search for the same name ended (amortized O(1) per name).
  */
 #ifndef SPMDC_NAMES_H
 #define SPMDC_NAMES_H
@@ -25,6 +26,11 @@ typedef struct NameSet {
     uint32_t n;
     const char **names;   /* [cap_names]: the names, in the order added */
     uint32_t cap_names;
+    /* names_unique's ".N" search: per base name that needed a suffix, the
+     * N to try first (the set only grows, so every smaller N stays taken). */
+    struct NameSet *bases;  /* or NULL */
+    long long *next_suffix; /* [cap_suffix], indexed like bases->names */
+    uint32_t cap_suffix;
 } NameSet;
 
 /* An empty set whose storage comes from arena. */
