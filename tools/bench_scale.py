@@ -14,7 +14,8 @@ with named shardings over data=2,model=4), compiles it `--runs` times with
 `spmdc compile IN -o OUT --report json --report-out REPORT` and prints, for
 the fastest run: wall seconds, peak RSS (MiB), instructions per second, and
 the growth of time and memory against the size before (per 10x more
-instructions).  --stages adds the per-stage breakdown of that run
+instructions), and the CPU seconds (user + system) of that run: on a machine
+other jobs share, wall time includes the waits for a core, CPU time does not.  --stages adds the per-stage breakdown of that run
 (SPMDC_TIME_PASSES: read, parse, verify, bind, canonicalize, propagate,
 partition, memory, print, report, write, free; seconds and the resident
 memory at the end of the stage).
@@ -45,6 +46,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -70,7 +72,7 @@ def generate(model, n, path, positional=False):
     elif model == "transformer":
         args = [os.path.join(HERE, "gen_transformer.py"), str(max(1, (n - 16) // 89))]
     else:
-        shape, scale = model.split(":")
+        shape = model.split(":", 1)[1]
         args = [os.path.join(HERE, "gen_scale.py"), shape, str(n)]
     if positional:
         args.append("--positional")
@@ -81,7 +83,7 @@ def generate(model, n, path, positional=False):
 
 
 def run_spmdc(spmdc, path, tmp, runs):
-    """Min-wall run of `spmdc compile` with the JSON report: (wall, peak MiB, stages) or None."""
+    """Min-wall run of `spmdc compile` with the JSON report: (wall, peak MiB, stages, cpu s) or None."""
     best = None
     env = dict(os.environ, SPMDC_TIME_PASSES="1")
     for _ in range(runs):
@@ -94,14 +96,16 @@ def run_spmdc(spmdc, path, tmp, runs):
             sys.stderr.write(p.stderr.decode(errors="replace")[-2000:])
             return None
         stages = []
-        peak = 0.0
+        peak = cpu = 0.0
         for line in p.stderr.decode(errors="replace").splitlines():
             m = STAGE_RE.match(line)
             if m:
                 stages.append((m.group(1), float(m.group(2)), float(m.group(3))))
                 peak = max(peak, float(m.group(4)))
+                if m.group(1) == "total":
+                    cpu = float(m.group(5))
         if best is None or wall < best[0]:
-            best = (wall, peak, stages)
+            best = (wall, peak, stages, cpu)
     return best
 
 
@@ -129,6 +133,8 @@ def run_xla(python, path, timeout):
     start = time.monotonic()
     parse_s, in_spmd, spmd_s, prev = None, False, 0.0, None
     done, tail = False, []
+    watchdog = threading.Timer(timeout, p.kill)  # XLA may work silently for a long time
+    watchdog.start()
     try:
         for line in p.stderr:
             if time.monotonic() - start > timeout:
@@ -153,6 +159,7 @@ def run_xla(python, path, timeout):
             elif what.startswith("HLO pass ") and in_spmd:
                 prev = t
     finally:
+        watchdog.cancel()
         if p.poll() is None:
             p.kill()
         p.wait()
@@ -187,6 +194,8 @@ def main():
     ap.add_argument("--xla-timeout", type=int, default=900)
     ap.add_argument("--shapes", dest="shapes", action="store_true", default=True)
     ap.add_argument("--no-shapes", dest="shapes", action="store_false")
+    ap.add_argument("--shape-kinds", default="tuple,computations,while,collectives",
+                    help="which scale shapes --shapes runs")
     ap.add_argument("--stages", action="store_true")
     ap.add_argument("--keep", help="keep the generated modules here")
     a = ap.parse_args()
@@ -199,11 +208,11 @@ def main():
     os.makedirs(tmp, exist_ok=True)
     rc = 0
     try:
-        for model in a.models.split(","):
+        for model in [x for x in a.models.split(",") if x]:
             rows = []
             print("\n%s (spmdc compile, JSON report, min of %d runs)" % (model, a.runs))
-            hdr = "%10s %12s %10s %12s %8s %8s" % ("insts", "wall s", "peak MiB", "insts/s", "time/10x",
-                                                  "mem/10x")
+            hdr = "%10s %12s %10s %12s %8s %8s %8s" % ("insts", "wall s", "peak MiB", "insts/s", "time/10x",
+                                                       "mem/10x", "cpu s")
             if xla:
                 hdr += "  %10s %10s %10s %8s" % ("spmdc(pos)", "XLA parse", "XLA part", "XLA/spmdc")
             print(hdr)
@@ -217,8 +226,9 @@ def main():
                     continue
                 rows.append({"n": insts, "wall": r[0], "peak": r[1], "stages": r[2]})
                 i = len(rows) - 1
-                line = "%10d %12.3f %10.1f %12.0f %8s %8s" % (insts, r[0], r[1], insts / r[0],
-                                                             growth(rows, i, "wall"), growth(rows, i, "peak"))
+                line = "%10d %12.3f %10.1f %12.0f %8s %8s %8.3f" % (insts, r[0], r[1], insts / r[0],
+                                                                   growth(rows, i, "wall"), growth(rows, i, "peak"),
+                                                                   r[3])
                 if xla:
                     ppath = os.path.join(tmp, "%s_%s.pos.hlo" % (model, fmt_n(n)))
                     generate(model, n, ppath, positional=True)
@@ -238,10 +248,12 @@ def main():
                     os.remove(path)
         if a.shapes:
             print("\nscale shapes (spmdc compile, JSON report, min of %d runs; growth per 10x)" % a.runs)
-            print("%-14s %10s %10s %10s %10s %10s %8s %8s" % ("shape", "N", "insts", "wall s", "peak MiB",
-                                                            "insts/s", "time/10x", "mem/10x"))
+            print("%-14s %10s %10s %10s %10s %10s %8s %8s %8s" % ("shape", "N", "insts", "wall s", "peak MiB",
+                                                                 "insts/s", "time/10x", "mem/10x", "cpu s"))
             for shape, ns in (("tuple", (100000, 1000000)), ("computations", (10000, 100000)),
                               ("while", (10000, 100000)), ("collectives", (20000, 200000))):
+                if shape not in a.shape_kinds.split(","):
+                    continue
                 rows = []
                 for n in ns:
                     path = os.path.join(tmp, "scale_%s_%s.hlo" % (shape, fmt_n(n)))
@@ -255,9 +267,9 @@ def main():
                         continue
                     rows.append({"n": insts, "wall": r[0], "peak": r[1]})
                     i = len(rows) - 1
-                    print("%-14s %10d %10d %10.3f %10.1f %10.0f %8s %8s" % (
+                    print("%-14s %10d %10d %10.3f %10.1f %10.0f %8s %8s %8.3f" % (
                         shape, n, insts, r[0], r[1], insts / r[0], growth(rows, i, "wall"),
-                        growth(rows, i, "peak")), flush=True)
+                        growth(rows, i, "peak"), r[3]), flush=True)
     finally:
         if not a.keep:
             shutil.rmtree(tmp, ignore_errors=True)
