@@ -396,6 +396,43 @@ static void print_decision_text(StrBuf *b, const Chain *c, const ExplainDecision
     sb_free(&cell);
 }
 
+/* "     annotations: x (line 9) [{}, {d0}]; w (line 10) replicated" */
+static void put_annotations(StrBuf *b, const Chain *c)
+{
+    sb_puts(b, "     annotations:");
+    if (c->n == 0) sb_puts(b, " none (every sharding on the chain is the default)");
+    for (int32_t k = 0; k < c->n; k++) {
+        sb_puts(b, k ? "; " : " ");
+        put_where(b, inst_of(c, c->ann[k]));
+        sb_putc(b, ' ');
+        put_sharding(b, c, inst_of(c, c->ann[k]));
+    }
+    sb_putc(b, '\n');
+}
+
+/* The chain of report row rec, a collective the handler of input
+ * instruction (comp, inst) emitted. */
+static void print_handler_text(StrBuf *b, const CommRecord *rec, const HloModule *in, const Mesh *mesh, int32_t comp,
+                               int32_t inst)
+{
+    Chain c = handler_chain(in, mesh, comp, inst);
+    const HloInst *x = inst_of(&c, inst);
+    if (comp != in->entry) sb_printf(b, "     in computation %s\n", in->comps[comp].name);
+    sb_puts(b, "     emitted by the handler of ");
+    put_where(b, x);
+    sb_printf(b, ", a %s: %s\n", hlo_opcode_name(x->op), row_reason(rec));
+    for (int32_t k = 0; k < x->n_operands; k++) {
+        const HloInst *o = inst_of(&c, x->operands[k]);
+        if (!shape_is_array(&o->shape) || o->shape.rank == 0) continue;
+        sb_printf(b, "     operand %d: ", (int)k);
+        put_where(b, o);
+        sb_putc(b, ' ');
+        put_story(b, &c, x->operands[k]);
+        sb_putc(b, '\n');
+    }
+    put_annotations(b, &c);
+}
+
 void explain_print_text(StrBuf *b, const Explain *e, const CommReport *rep, const HloModule *in)
 {
     sb_puts(b, "\nexplain: for each collective, the chain to the annotations that forced it and the\n"
@@ -418,30 +455,7 @@ void explain_print_text(StrBuf *b, const Explain *e, const CommReport *rep, cons
             } else if (!find_cause(&li, in, rec, &hc, &hi)) {
                 sb_puts(b, "     emitted by an op's own handler; its cause is the report's row\n");
             } else {
-                Chain c = handler_chain(in, &rep->mesh, hc, hi);
-                const HloInst *x = inst_of(&c, hi);
-                if (hc != in->entry) sb_printf(b, "     in computation %s\n", in->comps[hc].name);
-                sb_puts(b, "     emitted by the handler of ");
-                put_where(b, x);
-                sb_printf(b, ", a %s: %s\n", hlo_opcode_name(x->op), row_reason(rec));
-                for (int32_t k = 0; k < x->n_operands; k++) {
-                    const HloInst *o = inst_of(&c, x->operands[k]);
-                    if (!shape_is_array(&o->shape) || o->shape.rank == 0) continue;
-                    sb_printf(b, "     operand %d: ", (int)k);
-                    put_where(b, o);
-                    sb_putc(b, ' ');
-                    put_story(b, &c, x->operands[k]);
-                    sb_putc(b, '\n');
-                }
-                sb_puts(b, "     annotations:");
-                if (c.n == 0) sb_puts(b, " none (every sharding on the chain is the default)");
-                for (int32_t k = 0; k < c.n; k++) {
-                    sb_puts(b, k ? "; " : " ");
-                    put_where(b, inst_of(&c, c.ann[k]));
-                    sb_putc(b, ' ');
-                    put_sharding(b, &c, inst_of(&c, c.ann[k]));
-                }
-                sb_putc(b, '\n');
+                print_handler_text(b, rec, in, &rep->mesh, hc, hi);
             }
             continue;
         }
@@ -469,15 +483,7 @@ void explain_print_text(StrBuf *b, const Explain *e, const CommReport *rep, cons
             put_story(b, &c, l->consumer);
             sb_putc(b, '\n');
         }
-        sb_puts(b, "     annotations:");
-        if (c.n == 0) sb_puts(b, " none (every sharding on the chain is the default)");
-        for (int32_t k = 0; k < c.n; k++) {
-            sb_puts(b, k ? "; " : " ");
-            put_where(b, inst_of(&c, c.ann[k]));
-            sb_putc(b, ' ');
-            put_sharding(b, &c, inst_of(&c, c.ann[k]));
-        }
-        sb_putc(b, '\n');
+        put_annotations(b, &c);
         const ExplainDecision *ds[2];
         int32_t nd = chain_decisions(e, l, ds);
         for (int32_t k = 0; k < nd; k++) print_decision_text(b, &c, ds[k]);

@@ -420,6 +420,18 @@ static Proposal *new_proposal(Engine *e, int32_t leaf)
     return p;
 }
 
+/* Leaf dst offered state t, taken whole from leaf src through op via (the
+ * origins are src's). */
+static void propose_from(Engine *e, int32_t dst, const Tiling *t, int32_t src, int32_t via)
+{
+    Proposal *p = new_proposal(e, dst);
+    p->t = *t;
+    p->src = src;
+    p->via = via;
+    p->lorg = e->lorg[src];
+    p->aorg = e->aorg[src];
+}
+
 static void propose_manual(Engine *e, int32_t leaf, int32_t src, int32_t via)
 {
     if ((e->lfl[leaf] & LF_FIXED) || e->st[leaf] == ST_MANUAL || e->annx[leaf] >= 0)
@@ -445,12 +457,7 @@ static void propose_identity(Engine *e, int32_t src, int32_t dst, int32_t via)
     Tiling cur = cur_tiling(e, dst), out;
     if (!extend_leaf(e, dst, &cur, state(e, src), &out))
         return;
-    Proposal *p = new_proposal(e, dst);
-    p->t = out;
-    p->src = src;
-    p->via = via;
-    p->lorg = e->lorg[src];
-    p->aorg = e->aorg[src];
+    propose_from(e, dst, &out, src, via);
 }
 
 /* Border edge of a partially manual region (SPMDFullToShardShape /
@@ -484,12 +491,7 @@ static void propose_border(Engine *e, int32_t src, int32_t dst, int32_t via)
     want.perm = s->perm;
     if (!tiling_valid(&want) || !extend_leaf(e, dst, &cur, &want, &out))
         return;
-    Proposal *p = new_proposal(e, dst);
-    p->t = out;
-    p->src = src;
-    p->via = via;
-    p->lorg = e->lorg[src];
-    p->aorg = e->aorg[src];
+    propose_from(e, dst, &out, src, via);
 }
 
 /* ================================================================ factor ops */
