@@ -105,15 +105,9 @@ static int parse_args(int argc, char **argv, CheckArgs *a)
     while (rc == 0 && (c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         if (driver_option_once(&seen, c, longopts, repeatable)) return 2;
         switch (c) {
-        case OPT_MESH: {
-            char err[200];
-            if (!mesh_parse_spec(optarg, &a->opt.mesh, err, sizeof err)) {
-                fprintf(stderr, "spmdc: error: %s\n", err);
-                return 2;
-            }
-            a->opt.has_mesh = true;
+        case OPT_MESH:
+            if (driver_parse_mesh(optarg, &a->opt)) return 2;
             break;
-        }
         case OPT_BUDGET: a->budget_path = optarg; break;
         case OPT_NO_BUDGET_FILE: a->no_budget_file = true; break;
         case OPT_MAX_BYTES: rc = add_setting(a, "bytes_per_device", optarg, "--max-bytes"); break;

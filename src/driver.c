@@ -435,3 +435,14 @@ HloModule *driver_load_module(const char *text, size_t len, uint32_t file_id, Pa
     pipeline_state_free(&st);
     return m;
 }
+
+int driver_parse_mesh(const char *spec, SpmdcOptions *opt)
+{
+    char err[200];
+    if (!mesh_parse_spec(spec, &opt->mesh, err, sizeof err)) {
+        fprintf(stderr, "spmdc: error: %s\n", err);
+        return 2;
+    }
+    opt->has_mesh = true;
+    return 0;
+}

@@ -73,15 +73,9 @@ static int cmd_compile(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
         if (driver_option_once(&seen, c, longopts, NULL)) return 2;
         switch (c) {
-        case OPT_MESH: {
-            char err[200];
-            if (!mesh_parse_spec(optarg, &opt.mesh, err, sizeof err)) {
-                fprintf(stderr, "spmdc: error: %s\n", err);
-                return 2;
-            }
-            opt.has_mesh = true;
+        case OPT_MESH:
+            if (driver_parse_mesh(optarg, &opt)) return 2;
             break;
-        }
         case OPT_REPORT:
             if (strcmp(optarg, "text") && strcmp(optarg, "json") && strcmp(optarg, "none")) {
                 fprintf(stderr, "spmdc: error: --report takes text, json or none, not '%s'\n", optarg);
@@ -215,15 +209,9 @@ static int cmd_propagate(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
         if (driver_option_once(&seen, c, longopts, NULL)) return 2;
         switch (c) {
-        case OPT_MESH: {
-            char err[200];
-            if (!mesh_parse_spec(optarg, &opt.mesh, err, sizeof err)) {
-                fprintf(stderr, "spmdc: error: %s\n", err);
-                return 2;
-            }
-            opt.has_mesh = true;
+        case OPT_MESH:
+            if (driver_parse_mesh(optarg, &opt)) return 2;
             break;
-        }
         case OPT_EXPLAIN: explain = true; break;
         case 'o': out_path = optarg; break;
         case OPT_HELP: usage(stdout); return 0;

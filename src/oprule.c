@@ -117,16 +117,6 @@ static void dims_same(Builder *b, int32_t k, int32_t first)
         dim_add(b, k, d, first + d);
 }
 
-static bool same_dims(const Shape *a, const Shape *b)
-{
-    if (!shape_is_array(a) || !shape_is_array(b) || a->rank != b->rank)
-        return false;
-    for (int32_t d = 0; d < a->rank; d++)
-        if (a->dims[d] != b->dims[d])
-            return false;
-    return true;
-}
-
 /* Leaf l of the result shape (arrays: itself). */
 static const Shape *result_leaf(const Builder *b, int32_t l)
 {
@@ -164,7 +154,7 @@ static bool b_elementwise(Builder *b)
         int32_t t = add_operand(b, k);
         if (os->rank == 0)
             continue;
-        if (!same_dims(os, rs))
+        if (!shape_same_dims(os, rs))
             return false;
         dims_same(b, t, first);
     }
@@ -415,7 +405,7 @@ static bool b_dynamic_slice(Builder *b)
 static bool b_dynamic_update_slice(Builder *b)
 {
     const Shape *os = opshape(b, 0), *us = opshape(b, 1), *rs = &b->in->shape;
-    if (!shape_is_array(os) || !shape_is_array(us) || !same_dims(os, rs) || us->rank != os->rank)
+    if (!shape_is_array(os) || !shape_is_array(us) || !shape_same_dims(os, rs) || us->rank != os->rank)
         return false;
     int32_t t0 = add_operand(b, 0), t1 = add_operand(b, 1);
     int32_t first = b->r->n_factors;
@@ -494,7 +484,7 @@ static bool b_reduce(Builder *b)
         new_factor(b, is->dims[d], (red >> d) & 1u ? FACTOR_REDUCTION : FACTOR_PASS,
                    (red >> d) & 1u ? kind : REDUCE_NONE);
     for (int32_t k = 0; k < n; k++) {
-        if (!same_dims(opshape(b, k), is))
+        if (!shape_same_dims(opshape(b, k), is))
             return false;
         dims_same(b, add_operand(b, k), first);
     }
@@ -541,7 +531,7 @@ static bool b_reduce_window(Builder *b)
     for (int32_t d = 0; d < is->rank; d++)
         new_factor(b, os0->dims[d], window_trivial(&w->dims[d]) ? FACTOR_PASS : FACTOR_WINDOW, REDUCE_NONE);
     for (int32_t k = 0; k < n; k++) {
-        if (!same_dims(opshape(b, k), is))
+        if (!shape_same_dims(opshape(b, k), is))
             return false;
         dims_same(b, add_operand(b, k), first);
     }
@@ -549,7 +539,7 @@ static bool b_reduce_window(Builder *b)
         add_operand(b, k);
     for (int32_t l = 0; l < n; l++) {
         const Shape *os = result_leaf(b, l);
-        if (!os || !same_dims(os, os0))
+        if (!os || !shape_same_dims(os, os0))
             return false;
         dims_same(b, add_tensor(b, -1, l, os), first);
     }
@@ -563,7 +553,7 @@ static bool b_select_and_scatter(Builder *b)
 {
     const Window *w = b->a->window;
     const Shape *os = opshape(b, 0), *ss = opshape(b, 1), *rs = &b->in->shape;
-    if (!w || !shape_is_array(os) || !shape_is_array(ss) || !same_dims(os, rs) || ss->rank != os->rank ||
+    if (!w || !shape_is_array(os) || !shape_is_array(ss) || !shape_same_dims(os, rs) || ss->rank != os->rank ||
         w->rank != os->rank)
         return false;
     int32_t first = b->r->n_factors;
@@ -851,7 +841,7 @@ static bool b_scatter(Builder *b)
     }
     for (int32_t k = 0; k < n; k++) {
         int32_t tu = add_operand(b, n + 1 + k);
-        if (!same_dims(opshape(b, n + 1 + k), up))
+        if (!shape_same_dims(opshape(b, n + 1 + k), up))
             return false;
         for (int32_t s = 0; s < ns; s++) {
             int32_t id = -1;
@@ -873,7 +863,7 @@ static bool b_scatter(Builder *b)
     }
     for (int32_t l = 0; l < n; l++) {
         const Shape *rs = result_leaf(b, l);
-        if (!rs || !same_dims(rs, op))
+        if (!rs || !shape_same_dims(rs, op))
             return false;
         dims_same(b, add_tensor(b, -1, l, rs), opf);
     }
@@ -895,13 +885,13 @@ static bool b_sort(Builder *b)
     for (int32_t d = 0; d < s0->rank; d++)
         new_factor(b, s0->dims[d], d == sd ? FACTOR_NEED_REPLICATION : FACTOR_PASS, REDUCE_NONE);
     for (int32_t k = 0; k < in->n_operands; k++) {
-        if (!same_dims(opshape(b, k), s0))
+        if (!shape_same_dims(opshape(b, k), s0))
             return false;
         dims_same(b, add_operand(b, k), first);
     }
     for (int32_t l = 0; l < in->n_operands; l++) {
         const Shape *rs = result_leaf(b, l);
-        if (!rs || !same_dims(rs, s0))
+        if (!rs || !shape_same_dims(rs, s0))
             return false;
         dims_same(b, add_tensor(b, -1, l, rs), first);
     }
@@ -1161,7 +1151,7 @@ bool oprule_identity_map(const HloModule *m, int32_t c, int32_t i)
         if (in->operands[k] < 0 || in->operands[k] >= comp->n_insts)
             return false;
         const Shape *os = &comp->insts[in->operands[k]].shape;
-        if (!shape_is_array(os) || (os->rank != 0 && !same_dims(os, &in->shape)))
+        if (!shape_is_array(os) || (os->rank != 0 && !shape_same_dims(os, &in->shape)))
             return false;
     }
     return true;

@@ -1265,15 +1265,9 @@ static int parse_args(int argc, char **argv, VerifyRun *vr, SpmdcOptions *opt)
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         if (driver_option_once(&seen, c, longopts, NULL)) return 2;
         switch (c) {
-        case OPT_MESH: {
-            char err[200];
-            if (!mesh_parse_spec(optarg, &opt->mesh, err, sizeof err)) {
-                fprintf(stderr, "spmdc: error: %s\n", err);
-                return 2;
-            }
-            opt->has_mesh = true;
+        case OPT_MESH:
+            if (driver_parse_mesh(optarg, opt)) return 2;
             break;
-        }
         case OPT_SEED: {
             char *end;
             errno = 0;

@@ -1403,16 +1403,6 @@ static void collect_leaf_shapes(const Shape *s, const Shape **out, int32_t *n)
         collect_leaf_shapes(&s->elems[k], out, n);
 }
 
-static bool same_dims(const Shape *a, const Shape *b)
-{
-    if (!shape_is_array(a) || !shape_is_array(b) || a->rank != b->rank)
-        return false;
-    for (int32_t d = 0; d < a->rank; d++)
-        if (a->dims[d] != b->dims[d])
-            return false;
-    return true;
-}
-
 /* Whether propagation ties leaves through op: identities and data flow. */
 static bool is_special(HloOpcode op)
 {
@@ -1617,7 +1607,7 @@ static void push_edge(EdgeList *el, int32_t la, int32_t lb, int32_t via)
 
 static void add_edge(Engine *e, EdgeList *el, int32_t la, int32_t lb, int32_t via)
 {
-    if (la != lb && same_dims(e->lshape[la], e->lshape[lb]))
+    if (la != lb && shape_same_dims(e->lshape[la], e->lshape[lb]))
         push_edge(el, la, lb, via);
 }
 

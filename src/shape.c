@@ -156,3 +156,13 @@ int32_t shape_leaf_count(const Shape *s)
     for (int32_t i = 0; i < s->n_elems; i++) n += shape_leaf_count(&s->elems[i]);
     return n;
 }
+
+bool shape_same_dims(const Shape *a, const Shape *b)
+{
+    if (!shape_is_array(a) || !shape_is_array(b) || a->rank != b->rank)
+        return false;
+    for (int32_t d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d])
+            return false;
+    return true;
+}

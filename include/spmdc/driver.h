@@ -67,6 +67,11 @@ typedef struct DriverOptionsSeen {
  * -o/--output given twice; it takes one value` (the usage exit status). */
 int driver_option_once(DriverOptionsSeen *seen, int code, const struct option *longopts, const int *repeatable);
 
+/* --mesh SPEC (mesh_parse_spec: a device count, a shape or named axes) into
+ * opt->mesh, setting opt->has_mesh.  Returns 0, or 2 after printing
+ * `spmdc: error: ...` (a malformed --mesh is a usage error). */
+int driver_parse_mesh(const char *spec, SpmdcOptions *opt);
+
 /* The pipeline (pipeline.h) from parse through canonicalize, and propagate
  * when asked, on text already registered as file_id.  The module, owned by
  * the caller, or NULL after errors were reported through cx->diag. */

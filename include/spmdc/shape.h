@@ -101,6 +101,8 @@ int64_t shape_elem_count(const Shape *s);
 int64_t shape_byte_size(const Shape *s);
 /* Same element type, rank and dims (layouts ignored); tuples compared leafwise. */
 bool shape_equal(const Shape *a, const Shape *b);
+/* Both arrays with the same rank and dims (element types and layouts ignored). */
+bool shape_same_dims(const Shape *a, const Shape *b);
 /* Appends the HLO spelling: "f32[8,16]{1,0}" (layout only if with_layout and
  * has_layout), "(f32[2], s32[])" for tuples. */
 void shape_print(StrBuf *b, const Shape *s, bool with_layout);
