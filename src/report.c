@@ -14,9 +14,9 @@
  */
 #include "spmdc/report.h"
 #include "spmdc/arena.h"
+#include "spmdc/diag.h"
 #include "spmdc/texttable.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -376,218 +376,348 @@ void report_print_text(StrBuf *b, const CommReport *r)
     print_warnings(b, r);
 }
 
-/* ------------------------------------------------------------ JSON form */
+/* ------------------------------------------------------------ JSON form
+ *
+ * The JSON is written as it is produced, straight into the caller's buffer
+ * (which streams to the output file when it has a sink, strbuf.h), in the
+ * layout jansson 2.14's json_dumps prints with JSON_INDENT(2) |
+ * JSON_PRESERVE_ORDER: every member and element on a line of its own, 2
+ * spaces per level, `"key": value`, the `,` at the end of the line, empty
+ * arrays and objects as [] and {}, integers in decimal; strings escaped as
+ * jansson escapes them (\" \\ \b \f \n \r \t, any other byte below 0x20 as
+ * \u00XX with upper-case hex, UTF-8 as it is).  A string that is not valid
+ * UTF-8 by jansson's rules (no overlong forms, no surrogates, nothing past
+ * U+10FFFF) is written with every byte >= 0x80 as '?'.  Keys are plain
+ * ASCII and written as they are.  tests/unit/report_json_test.c checks the
+ * bytes against jansson's own dump of the same document. */
 
-/* A JSON string; NULL -> null; bytes that are not valid UTF-8 become '?'. */
-static json_t *jstr(const char *s)
+#define JSON_MAX_DEPTH 8
+
+typedef struct JsonOut {
+    StrBuf *b;
+    int depth;         /* open arrays and objects, <= JSON_MAX_DEPTH */
+    uint32_t nonempty; /* bit d: the container open at depth d has an element */
+    bool after_key;    /* a key was written: its value follows on the same line */
+    StrBuf scratch;    /* an axis name being spelled */
+} JsonOut;
+
+/* A newline and the indent of depth d (2*d spaces). */
+static void jo_newline(JsonOut *j, int d)
 {
-    if (!s) return json_null();
-    json_t *j = json_string(s);
-    if (j) return j;
-    char *c = dup_or_null(s);
-    for (char *p = c; *p; p++)
-        if ((unsigned char)*p >= 0x80) *p = '?';
-    j = json_string(c);
-    free(c);
-    return j ? j : json_null();
+    static const char nl[] = "\n                "; /* 2 * JSON_MAX_DEPTH spaces */
+    sb_putn(j->b, nl, 1 + 2 * (size_t)d);
 }
 
-static json_t *jint(int64_t v) { return json_integer((json_int_t)v); }
-
-static json_t *jdims(const int64_t *dims, int32_t rank)
+/* Before any value: after a key nothing, else the separator and the line. */
+static void jo_value(JsonOut *j)
 {
-    json_t *a = json_array();
-    for (int32_t d = 0; d < rank && d <= SPMDC_MAX_RANK; d++) json_array_append_new(a, jint(dims[d]));
-    return a;
+    if (j->after_key) {
+        j->after_key = false;
+        return;
+    }
+    if (j->depth == 0) return;
+    uint32_t bit = 1u << j->depth;
+    if (j->nonempty & bit) sb_putc(j->b, ',');
+    j->nonempty |= bit;
+    jo_newline(j, j->depth);
+}
+
+static void jo_open(JsonOut *j, char c)
+{
+    jo_value(j);
+    sb_putc(j->b, c);
+    SPMDC_ASSERT(j->depth < JSON_MAX_DEPTH);
+    j->depth++;
+    j->nonempty &= ~(1u << j->depth);
+}
+
+static void jo_close(JsonOut *j, char c)
+{
+    bool had = (j->nonempty >> j->depth) & 1u;
+    j->depth--;
+    if (had) jo_newline(j, j->depth);
+    sb_putc(j->b, c);
+}
+
+static void jo_key(JsonOut *j, const char *key)
+{
+    jo_value(j);
+    sb_putc(j->b, '"');
+    sb_puts(j->b, key);
+    sb_putn(j->b, "\": ", 3);
+    j->after_key = true;
+}
+
+static void jo_int(JsonOut *j, int64_t v)
+{
+    jo_value(j);
+    sb_int(j->b, v);
+}
+
+static void jo_bool(JsonOut *j, bool v)
+{
+    jo_value(j);
+    if (v) sb_putn(j->b, "true", 4);
+    else sb_putn(j->b, "false", 5);
+}
+
+/* Length of the valid UTF-8 sequence at s, 0 if there is none (jansson's
+ * utf8_check_first/utf8_check_full; the NUL ends a truncated sequence). */
+static size_t utf8_seq(const unsigned char *s)
+{
+    unsigned u = s[0];
+    size_t n;
+    uint32_t v;
+    if (u < 0x80) return 1;
+    if (u >= 0xC2 && u <= 0xDF) n = 2, v = u & 0x1F;
+    else if (u >= 0xE0 && u <= 0xEF) n = 3, v = u & 0x0F;
+    else if (u >= 0xF0 && u <= 0xF4) n = 4, v = u & 0x07;
+    else return 0;
+    for (size_t i = 1; i < n; i++) {
+        if (s[i] < 0x80 || s[i] > 0xBF) return 0;
+        v = (v << 6) | (s[i] & 0x3Fu);
+    }
+    if (v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+    if ((n == 3 && v < 0x800) || (n == 4 && v < 0x10000)) return 0;
+    return n;
+}
+
+static bool utf8_valid(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t n = utf8_seq(p);
+        if (!n) return false;
+        p += n;
+    }
+    return true;
+}
+
+/* A JSON string; NULL -> null (see the section comment). */
+static void jo_str(JsonOut *j, const char *s)
+{
+    jo_value(j);
+    StrBuf *b = j->b;
+    if (!s) {
+        sb_putn(b, "null", 4);
+        return;
+    }
+    static const char hex[] = "0123456789ABCDEF";
+    int utf8 = -1; /* unknown until the first byte >= 0x80 */
+    const unsigned char *p = (const unsigned char *)s, *run = p;
+    sb_putc(b, '"');
+    for (;; p++) {
+        unsigned c = *p;
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') continue;
+        if (c == 0) break;
+        if (c >= 0x80) {
+            if (utf8 < 0) utf8 = utf8_valid(s);
+            if (utf8) continue;
+        }
+        sb_putn(b, (const char *)run, (size_t)(p - run));
+        run = p + 1;
+        char e[6] = {'\\', 0, 0, 0, 0, 0};
+        size_t n = 2;
+        switch (c) {
+        case '"': e[1] = '"'; break;
+        case '\\': e[1] = '\\'; break;
+        case '\b': e[1] = 'b'; break;
+        case '\f': e[1] = 'f'; break;
+        case '\n': e[1] = 'n'; break;
+        case '\r': e[1] = 'r'; break;
+        case '\t': e[1] = 't'; break;
+        default:
+            if (c >= 0x80) {
+                e[0] = '?';
+                n = 1;
+            } else {
+                memcpy(e + 1, "u00", 3);
+                e[4] = hex[c >> 4];
+                e[5] = hex[c & 15];
+                n = 6;
+            }
+        }
+        sb_putn(b, e, n);
+    }
+    sb_putn(b, (const char *)run, (size_t)(p - run));
+    sb_putc(b, '"');
+}
+
+static void jo_key_int(JsonOut *j, const char *key, int64_t v)
+{
+    jo_key(j, key);
+    jo_int(j, v);
+}
+
+static void jo_key_str(JsonOut *j, const char *key, const char *s)
+{
+    jo_key(j, key);
+    jo_str(j, s);
+}
+
+static void jo_dims(JsonOut *j, const char *key, const int64_t *dims, int32_t rank)
+{
+    jo_key(j, key);
+    jo_open(j, '[');
+    for (int32_t d = 0; d < rank && d < SPMDC_MAX_RANK; d++) jo_int(j, dims[d]);
+    jo_close(j, ']');
 }
 
 /* ["model"], ["x", "y:(2)2"]: one entry per run of atoms of one axis. */
-static json_t *jaxes(const CommReport *r, const CommRecord *c)
+static void jo_axes(JsonOut *j, const CommReport *r, const CommRecord *c)
 {
-    json_t *a = json_array();
-    if (!atoms_valid(r, c->atoms, c->n_atoms)) return a;
-    StrBuf b = {0};
-    for (int32_t i = 0; i < c->n_atoms;) {
-        int32_t n = atom_run(&r->mesh, c->atoms, c->n_atoms, i);
-        sb_clear(&b);
-        mesh_atoms_name(&b, &r->mesh, c->atoms + i, n);
-        json_array_append_new(a, jstr(sb_cstr(&b)));
-        i += n;
-    }
-    sb_free(&b);
-    return a;
+    jo_key(j, "axes");
+    jo_open(j, '[');
+    if (atoms_valid(r, c->atoms, c->n_atoms))
+        for (int32_t i = 0; i < c->n_atoms;) {
+            int32_t n = atom_run(&r->mesh, c->atoms, c->n_atoms, i);
+            sb_clear(&j->scratch);
+            mesh_atoms_name(&j->scratch, &r->mesh, c->atoms + i, n);
+            jo_str(j, sb_cstr(&j->scratch));
+            i += n;
+        }
+    jo_close(j, ']');
 }
 
-static json_t *jrecord(const CommReport *r, const CommRecord *c)
+static void jo_record(JsonOut *j, const CommReport *r, const CommRecord *c)
 {
-    json_t *o = json_object(), *cause = json_object();
-    json_object_set_new(o, "kind", json_string(collective_kind_name(c->kind)));
-    json_object_set_new(o, "instruction", jstr(c->instruction));
-    json_object_set_new(o, "dtype", json_string(elem_type_name(c->dtype)));
-    json_object_set_new(o, "operand_shape", jdims(c->operand_dims, c->operand_rank));
-    json_object_set_new(o, "result_shape", jdims(c->result_dims, c->result_rank));
-    json_object_set_new(o, "axes", jaxes(r, c));
-    json_object_set_new(o, "group_size", jint(c->group_size));
-    json_object_set_new(o, "num_groups", jint(c->num_groups));
-    json_object_set_new(o, "bytes_per_device", jint(c->bytes_per_device));
-    json_object_set_new(o, "multiplier", jint(c->multiplier));
-    json_object_set_new(o, "per_trip", json_boolean(c->per_trip));
-    json_object_set_new(o, "source", json_string(c->from_input ? "input" : "partitioner"));
-    json_object_set_new(cause, "instruction", jstr(c->cause_instruction));
-    json_object_set_new(cause, "line", jint(c->cause_line));
-    json_object_set_new(cause, "reason", jstr(bare_reason(c->cause_instruction, c->reason)));
-    json_object_set_new(o, "cause", cause);
+    jo_open(j, '{');
+    jo_key_str(j, "kind", collective_kind_name(c->kind));
+    jo_key_str(j, "instruction", c->instruction);
+    jo_key_str(j, "dtype", elem_type_name(c->dtype));
+    jo_dims(j, "operand_shape", c->operand_dims, c->operand_rank);
+    jo_dims(j, "result_shape", c->result_dims, c->result_rank);
+    jo_axes(j, r, c);
+    jo_key_int(j, "group_size", c->group_size);
+    jo_key_int(j, "num_groups", c->num_groups);
+    jo_key_int(j, "bytes_per_device", c->bytes_per_device);
+    jo_key_int(j, "multiplier", c->multiplier);
+    jo_key(j, "per_trip");
+    jo_bool(j, c->per_trip);
+    jo_key_str(j, "source", c->from_input ? "input" : "partitioner");
+    jo_key(j, "cause");
+    jo_open(j, '{');
+    jo_key_str(j, "instruction", c->cause_instruction);
+    jo_key_int(j, "line", c->cause_line);
+    jo_key_str(j, "reason", bare_reason(c->cause_instruction, c->reason));
+    jo_close(j, '}');
     if (c->halo_dim >= 0) {
-        json_t *h = json_object();
-        json_object_set_new(h, "dim", jint(c->halo_dim));
-        json_object_set_new(h, "rows_below", jint(c->halo_lo));
-        json_object_set_new(h, "rows_above", jint(c->halo_hi));
-        json_object_set_new(o, "halo", h);
+        jo_key(j, "halo");
+        jo_open(j, '{');
+        jo_key_int(j, "dim", c->halo_dim);
+        jo_key_int(j, "rows_below", c->halo_lo);
+        jo_key_int(j, "rows_above", c->halo_hi);
+        jo_close(j, '}');
     }
-    return o;
+    jo_close(j, '}');
 }
 
-static json_t *jmesh(const Mesh *m)
+static void jo_mesh(JsonOut *j, const Mesh *m)
 {
-    json_t *o = json_object(), *axes = json_array();
-    json_object_set_new(o, "devices", jint(m->n_axes > 0 ? m->n_devices : 1));
+    jo_key(j, "mesh");
+    jo_open(j, '{');
+    jo_key_int(j, "devices", m->n_axes > 0 ? m->n_devices : 1);
+    jo_key(j, "axes");
+    jo_open(j, '[');
     for (int32_t i = 0; i < m->n_axes && i < SPMDC_MAX_MESH_AXES; i++) {
-        json_t *ax = json_object();
         char name[sizeof m->axes[i].name + 1];
         memcpy(name, m->axes[i].name, sizeof m->axes[i].name);
         name[sizeof m->axes[i].name] = 0;
-        json_object_set_new(ax, "name", jstr(name));
-        json_object_set_new(ax, "size", jint(m->axes[i].size));
-        json_array_append_new(axes, ax);
+        jo_open(j, '{');
+        jo_key_str(j, "name", name);
+        jo_key_int(j, "size", m->axes[i].size);
+        jo_close(j, '}');
     }
-    json_object_set_new(o, "axes", axes);
-    return o;
+    jo_close(j, ']');
+    jo_close(j, '}');
 }
 
-static json_t *jtotals(const CommReport *r)
+static void jo_totals(JsonOut *j, const CommReport *r)
 {
     KindTotals kt = kind_totals(r);
-    json_t *o = json_object(), *by = json_object();
-    json_object_set_new(o, "count", jint(r->n_records));
-    json_object_set_new(o, "bytes_per_device", jint(report_total_bytes(r)));
+    jo_key(j, "totals");
+    jo_open(j, '{');
+    jo_key_int(j, "count", r->n_records);
+    jo_key_int(j, "bytes_per_device", report_total_bytes(r));
+    jo_key(j, "by_kind");
+    jo_open(j, '{');
     for (int k = 0; k < N_KINDS; k++) {
         if (!kt.count[k]) continue;
-        json_t *e = json_object();
-        json_object_set_new(e, "count", jint(kt.count[k]));
-        json_object_set_new(e, "bytes_per_device", jint(kt.bytes[k]));
-        json_object_set_new(by, collective_kind_name((CollectiveKind)k), e);
+        jo_key(j, collective_kind_name((CollectiveKind)k));
+        jo_open(j, '{');
+        jo_key_int(j, "count", kt.count[k]);
+        jo_key_int(j, "bytes_per_device", kt.bytes[k]);
+        jo_close(j, '}');
     }
-    json_object_set_new(o, "by_kind", by);
-    return o;
+    jo_close(j, '}');
+    jo_close(j, '}');
 }
 
-static json_t *jwarnings(const CommReport *r)
+static void jo_memory(JsonOut *j, const CommReport *r)
 {
-    json_t *a = json_array();
-    for (int32_t i = 0; i < r->n_warnings; i++) {
-        const CommWarning *w = &r->warnings[i];
-        json_t *o = json_object();
-        json_object_set_new(o, "kind", jstr(w->kind));
-        json_object_set_new(o, "instruction", jstr(w->instruction));
-        json_object_set_new(o, "line", jint(w->line));
-        json_object_set_new(o, "message", jstr(bare_reason(w->instruction, w->message)));
-        json_array_append_new(a, o);
+    jo_key(j, "memory");
+    jo_open(j, '{');
+    jo_key_int(j, "parameter_bytes_per_device", r->parameter_bytes_per_device);
+    jo_key_int(j, "parameter_bytes_unpartitioned", r->parameter_bytes_unpartitioned);
+    if (r->has_memory_estimate) {
+        jo_key_int(j, "peak_bytes_per_device", r->peak_bytes_per_device);
+        jo_key_str(j, "peak_instruction", r->peak_instruction);
+        jo_key_int(j, "padding_bytes_per_device", r->padding_bytes_per_device);
+        jo_key_int(j, "value_bytes_per_device", r->value_bytes_per_device);
     }
-    return a;
+    jo_close(j, '}');
 }
 
-/* json_dump_callback sink: appends to a StrBuf, `indent` spaces after every
- * newline (a JSON text has raw newlines only in its layout: strings escape
- * theirs), so a value dumped on its own lines up as nested that deep. */
-typedef struct IndentSink {
-    StrBuf *b;
-    int indent;
-} IndentSink;
-
-static int put_indented(const char *buf, size_t size, void *data)
-{
-    static const char spaces[] = "                ";
-    IndentSink *d = data;
-    const char *p = buf, *end = buf + size;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl) {
-            sb_putn(d->b, p, (size_t)(end - p));
-            break;
-        }
-        sb_putn(d->b, p, (size_t)(nl + 1 - p));
-        sb_putn(d->b, spaces, (size_t)d->indent);
-        p = nl + 1;
-    }
-    return 0;
-}
-
-/* Appends v (reference consumed) as jansson's JSON_INDENT(2) layout prints
- * it `indent` (<= 16) spaces deep inside an enclosing value. */
-static void put_json(StrBuf *b, json_t *v, int indent)
-{
-    IndentSink d = {b, indent};
-    if (!v || json_dump_callback(v, put_indented, &d, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) != 0)
-        spmdc_oom();
-    json_decref(v);
-}
-
-/* One member of the root object: `  "key": value` and its separator. */
-static void put_member(StrBuf *b, const char *key, json_t *v, bool last)
-{
-    sb_puts(b, "  \"");
-    sb_puts(b, key);
-    sb_puts(b, "\": ");
-    put_json(b, v, 2);
-    sb_puts(b, last ? "\n" : ",\n");
-}
-
-/* The document is written member by member, each collective dumped on its
- * own (jansson, to a callback): the same bytes as one json_dumps of the
- * whole tree, without holding the tree of every collective at once. */
+/* Members in the order of docs/report.md; a flush point after every
+ * collective, warning and padded value, so a buffer with a sink never holds
+ * more than about SB_SINK_CHUNK bytes of the document. */
 void report_print_json(StrBuf *b, const CommReport *r)
 {
-    json_t *mem = json_object();
-    sb_puts(b, "{\n");
-    put_member(b, "schema", json_string("spmdc.report/v1"), false);
-    put_member(b, "module", jstr(r->module), false);
-    put_member(b, "mesh", jmesh(&r->mesh), false);
-    if (r->n_records == 0) {
-        sb_puts(b, "  \"collectives\": [],\n");
-    } else {
-        sb_puts(b, "  \"collectives\": [\n");
-        for (int32_t i = 0; i < r->n_records; i++) {
-            sb_puts(b, "    ");
-            put_json(b, jrecord(r, &r->records[i]), 4);
-            sb_puts(b, i + 1 < r->n_records ? ",\n" : "\n");
-        }
-        sb_puts(b, "  ],\n");
+    JsonOut j = {b, 0, 0, false, {0}};
+    jo_open(&j, '{');
+    jo_key_str(&j, "schema", "spmdc.report/v1");
+    jo_key_str(&j, "module", r->module);
+    jo_mesh(&j, &r->mesh);
+    jo_key(&j, "collectives");
+    jo_open(&j, '[');
+    for (int32_t i = 0; i < r->n_records; i++) {
+        jo_record(&j, r, &r->records[i]);
+        sb_flush_point(b);
     }
-    put_member(b, "totals", jtotals(r), false);
-    json_object_set_new(mem, "parameter_bytes_per_device", jint(r->parameter_bytes_per_device));
-    json_object_set_new(mem, "parameter_bytes_unpartitioned", jint(r->parameter_bytes_unpartitioned));
-    if (r->has_memory_estimate) {
-        json_object_set_new(mem, "peak_bytes_per_device", jint(r->peak_bytes_per_device));
-        json_object_set_new(mem, "peak_instruction", jstr(r->peak_instruction));
-        json_object_set_new(mem, "padding_bytes_per_device", jint(r->padding_bytes_per_device));
-        json_object_set_new(mem, "value_bytes_per_device", jint(r->value_bytes_per_device));
+    jo_close(&j, ']');
+    jo_totals(&j, r);
+    jo_memory(&j, r);
+    jo_key(&j, "warnings");
+    jo_open(&j, '[');
+    for (int32_t i = 0; i < r->n_warnings; i++) {
+        const CommWarning *w = &r->warnings[i];
+        jo_open(&j, '{');
+        jo_key_str(&j, "kind", w->kind);
+        jo_key_str(&j, "instruction", w->instruction);
+        jo_key_int(&j, "line", w->line);
+        jo_key_str(&j, "message", bare_reason(w->instruction, w->message));
+        jo_close(&j, '}');
+        sb_flush_point(b);
     }
-    put_member(b, "memory", mem, false);
-    put_member(b, "warnings", jwarnings(r), r->n_padding == 0);
+    jo_close(&j, ']');
     if (r->n_padding > 0) {
-        json_t *pad = json_array();
+        jo_key(&j, "padding");
+        jo_open(&j, '[');
         for (int32_t i = 0; i < r->n_padding; i++) {
             const CommPadding *c = &r->padding[i];
-            json_t *o = json_object();
-            json_object_set_new(o, "instruction", jstr(c->instruction));
-            json_object_set_new(o, "line", jint(c->line));
-            json_object_set_new(o, "leaf", jint(c->leaf));
-            json_object_set_new(o, "elements", jint(c->elements));
-            json_object_set_new(o, "bytes", jint(c->bytes));
-            json_object_set_new(o, "max_device_bytes", jint(c->max_device_bytes));
-            json_array_append_new(pad, o);
+            jo_open(&j, '{');
+            jo_key_str(&j, "instruction", c->instruction);
+            jo_key_int(&j, "line", c->line);
+            jo_key_int(&j, "leaf", c->leaf);
+            jo_key_int(&j, "elements", c->elements);
+            jo_key_int(&j, "bytes", c->bytes);
+            jo_key_int(&j, "max_device_bytes", c->max_device_bytes);
+            jo_close(&j, '}');
+            sb_flush_point(b);
         }
-        put_member(b, "padding", pad, true);
+        jo_close(&j, ']');
     }
-    sb_puts(b, "}\n");
+    jo_close(&j, '}');
+    sb_putc(b, '\n');
+    sb_free(&j.scratch);
 }

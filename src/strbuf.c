@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void reserve(StrBuf *b, size_t extra)
+void sb_grow(StrBuf *b, size_t extra)
 {
     if (b->len + extra + 1 <= b->cap) return;
     size_t cap = b->cap ? b->cap : 64;
@@ -16,17 +16,6 @@ static void reserve(StrBuf *b, size_t extra)
     b->data = xrealloc(b->data, cap);
     b->cap = cap;
 }
-
-void sb_putn(StrBuf *b, const char *s, size_t n)
-{
-    reserve(b, n);
-    if (n) memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = 0;
-}
-
-void sb_putc(StrBuf *b, char c) { sb_putn(b, &c, 1); }
-void sb_puts(StrBuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
 
 void sb_printf(StrBuf *b, const char *fmt, ...)
 {
@@ -40,7 +29,7 @@ void sb_printf(StrBuf *b, const char *fmt, ...)
         sb_putn(b, tmp, (size_t)n);
         return;
     }
-    reserve(b, (size_t)n);
+    sb_grow(b, (size_t)n);
     va_start(ap, fmt);
     vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
@@ -83,4 +72,12 @@ void sb_free(StrBuf *b)
     free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
+}
+
+void sb_flush(StrBuf *b)
+{
+    StrSink *s = b->sink;
+    if (!s || b->len == 0) return;
+    if (!s->failed && !s->write(s->ctx, b->data, b->len)) s->failed = true;
+    sb_clear(b);
 }

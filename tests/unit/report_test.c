@@ -475,6 +475,157 @@ static void test_output_is_deterministic(void **state)
     report_free(&r2);
 }
 
+/* jansson's own dump of the document our writer printed: the same bytes
+ * (report.c writes jansson's JSON_INDENT(2) | JSON_PRESERVE_ORDER layout
+ * without building a tree). */
+static void assert_jansson_bytes(const StrBuf *b)
+{
+    json_error_t e;
+    json_t *j = json_loads(sb_cstr(b), 0, &e);
+    assert_non_null(j);
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    assert_non_null(s);
+    size_t n = strlen(s);
+    assert_int_equal(b->len, n + 1);
+    assert_memory_equal(sb_cstr(b), s, n);
+    assert_int_equal(sb_cstr(b)[n], '\n');
+    free(s);
+    json_decref(j);
+}
+
+/* Every member kind: no mesh, records with and without atoms (an empty
+ * axes list), a halo, nulls, escapes, padding, the memory estimate; and an
+ * empty report ([] and {} for the empty collectives, by_kind, warnings). */
+static void test_json_is_janssons_layout(void **state)
+{
+    (void)state;
+    CommReport r;
+    mixed_report(&r);
+    r.records[2].halo_dim = 0;
+    r.records[2].halo_lo = 1;
+    r.records[2].halo_hi = 2;
+    CommRecord *c = report_add(&r, COLL_ALL_TO_ALL, NULL, NULL, 0, "quote \" back \\ slash / tab \t nl \n cr \r "
+                               "bs \b ff \f bell \x07 us \x1f del \x7f");
+    c->operand_rank = c->result_rank = 0;
+    c->per_trip = true;
+    c->from_input = true;
+    report_warn(&r, "w", NULL, 0, NULL);
+    report_pad(&r, "pad.1", 3, 0, 6, 24, 8);
+    report_pad(&r, "pad.2", 4, 1, 2, 4, 4);
+    r.has_memory_estimate = true;
+    r.peak_bytes_per_device = 123456789012345;
+    r.peak_instruction = strdup("dot.7");
+    r.padding_bytes_per_device = 12;
+    r.value_bytes_per_device = -1;
+    StrBuf b = {0};
+    report_print_json(&b, &r);
+    assert_jansson_bytes(&b);
+    /* \u00XX in upper case for the control bytes jansson has no short form for */
+    assert_non_null(strstr(sb_cstr(&b), "bell \\u0007 us \\u001F del \x7f\""));
+    report_free(&r);
+
+    report_init(&r, NULL, NULL);
+    sb_clear(&b);
+    report_print_json(&b, &r);
+    assert_jansson_bytes(&b);
+    assert_non_null(strstr(sb_cstr(&b), "\"collectives\": [],\n"));
+    assert_non_null(strstr(sb_cstr(&b), "\"by_kind\": {}\n"));
+    assert_non_null(strstr(sb_cstr(&b), "\"axes\": []\n"));
+    sb_free(&b);
+    report_free(&r);
+}
+
+/* A string is printed as it is when jansson's json_string accepts it (valid
+ * UTF-8: no overlong forms, surrogates or code points past U+10FFFF), else
+ * with every byte >= 0x80 as '?'.  Random strings over the bytes that
+ * matter, each compared with jansson's verdict. */
+static void test_json_utf8_as_jansson_judges_it(void **state)
+{
+    (void)state;
+    static const unsigned char alphabet[] = {'a',  0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2,
+                                             0xdf, 0xe0, 0xed, 0xef, 0xf0, 0xf4, 0xf5, 0xff};
+    static const char *const fixed[] = {"caf\xc3\xa9", "\xf0\x9f\x98\x80", "\xef\xbf\xbf", "\xf4\x8f\xbf\xbf",
+                                        "\xc0\x80", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                                        "\xc3", "\xe2\x82", "\x80", "\xf8\x88\x80\x80\x80"};
+    uint32_t seed = 12345;
+    for (int t = 0; t < 4000; t++) {
+        char s[8] = {0};
+        if (t < (int)(sizeof fixed / sizeof fixed[0])) {
+            strcpy(s, fixed[t]);
+        } else {
+            int n = 1 + t % 6;
+            for (int i = 0; i < n; i++) {
+                seed = seed * 1103515245u + 12345u;
+                s[i] = (char)alphabet[(seed >> 16) % sizeof alphabet];
+            }
+        }
+        json_t *ref = json_string(s);
+        char want[8];
+        strcpy(want, s);
+        if (!ref)
+            for (char *p = want; *p; p++)
+                if ((unsigned char)*p >= 0x80) *p = '?';
+        json_decref(ref);
+        CommReport r;
+        report_init(&r, s, NULL);
+        StrBuf b = {0};
+        report_print_json(&b, &r);
+        json_t *j = json_loads(sb_cstr(&b), 0, NULL);
+        assert_non_null(j);
+        assert_string_equal(json_string_value(json_object_get(j, "module")), want);
+        json_decref(j);
+        sb_free(&b);
+        report_free(&r);
+    }
+}
+
+typedef struct Collect {
+    StrBuf all;
+    int writes;
+    size_t largest;
+} Collect;
+
+static bool collect(void *ctx, const char *data, size_t len)
+{
+    Collect *c = ctx;
+    sb_putn(&c->all, data, len);
+    c->writes++;
+    if (len > c->largest) c->largest = len;
+    return true;
+}
+
+/* Through a sink (strbuf.h) the document arrives in chunks of about
+ * SB_SINK_CHUNK bytes, the same bytes as printed into one buffer. */
+static void test_json_streams_through_a_sink(void **state)
+{
+    (void)state;
+    CommReport r;
+    mixed_report(&r);
+    for (int i = 0; i < 4000; i++) { /* ~600 B each: about 2.4 MB, ~9 chunks of 256 KiB */
+        CommRecord *c = report_add(&r, COLL_ALL_REDUCE, "all-reduce.9", "dot.9", 9, "a reason long enough");
+        int64_t d[2] = {i, 2 * i};
+        set_dims(c, ET_F32, 2, d, d);
+    }
+    StrBuf whole = {0};
+    report_print_json(&whole, &r);
+    Collect col = {{0}, 0, 0};
+    StrSink sink = {collect, &col, false};
+    StrBuf b = {0};
+    b.sink = &sink;
+    report_print_json(&b, &r);
+    assert_true(b.len < SB_SINK_CHUNK); /* never the whole document */
+    sb_flush(&b);
+    assert_int_equal(b.len, 0);
+    assert_int_equal(col.all.len, whole.len);
+    assert_memory_equal(col.all.data, whole.data, whole.len);
+    assert_true(col.writes >= (int)(whole.len / (SB_SINK_CHUNK + 1024)));
+    assert_true(col.largest < SB_SINK_CHUNK + 4096); /* a chunk ends at the first record past the mark */
+    sb_free(&b);
+    sb_free(&whole);
+    sb_free(&col.all);
+    report_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -495,6 +646,9 @@ int main(void)
         cmocka_unit_test(test_json_parses_back),
         cmocka_unit_test(test_json_axes_list_and_nulls),
         cmocka_unit_test(test_output_is_deterministic),
+        cmocka_unit_test(test_json_is_janssons_layout),
+        cmocka_unit_test(test_json_utf8_as_jansson_judges_it),
+        cmocka_unit_test(test_json_streams_through_a_sink),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
