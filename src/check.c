@@ -263,7 +263,7 @@ int check_main(int argc, char **argv)
                   budget_path && a.n ? " and " : "", a.n ? "the options" : budget_path ? "" : "nowhere");
         budget_print_text(&out, &budget, &v);
     }
-    DriverOutput o = {outs[0], sb_cstr(&out), out.len};
+    DriverOutput o = {outs[0], sb_cstr(&out), out.len, NULL, NULL, NULL};
     if (!driver_write_outputs(&o, 1)) goto done;
     rc = v.n_over ? SPMDC_EXIT_OVER_BUDGET : 0;
 done:

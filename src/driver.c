@@ -4,6 +4,7 @@
 #include "spmdc/driver.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "spmdc/passtime.h"
 #include "spmdc/pipeline.h"
 
 uint64_t driver_max_input_bytes(void)
@@ -76,11 +78,59 @@ char *driver_read_file(const char *path, size_t *len)
     return buf;
 }
 
-/* Writes data to an open stream and closes it; false on any failure. */
-static bool write_close(FILE *f, const char *data, size_t len)
+/* A file descriptor as a StrSink (strbuf.h): every byte written, EINTR
+ * retried; the errno of a failure kept for the message. */
+typedef struct FdSink {
+    int fd;
+    int err;
+} FdSink;
+
+static bool fd_write(void *ctx, const char *data, size_t len)
 {
-    bool ok = f && fwrite(data, 1, len, f) == len;
-    if (f) ok = (fclose(f) == 0) && ok;
+    FdSink *s = ctx;
+    while (len > 0) {
+        ssize_t w = write(s->fd, data, len);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            s->err = w < 0 ? errno : EIO;
+            return false;
+        }
+        data += w;
+        len -= (size_t)w;
+    }
+    return true;
+}
+
+/* Writes one output's text to fd: its data, or what its emit function
+ * produces, streamed through a buffer of about SB_SINK_CHUNK bytes.  False
+ * with errno set on a failed write. */
+static bool write_text(int fd, const DriverOutput *o)
+{
+    FdSink fs = {fd, 0};
+    bool ok;
+    if (o->emit) {
+        StrSink sink = {fd_write, &fs, false};
+        StrBuf b = {0};
+        b.sink = &sink;
+        o->emit(&b, o->ctx);
+        sb_flush(&b);
+        sb_free(&b);
+        ok = !sink.failed;
+        if (o->stage) passtime_stage(o->stage);
+    } else {
+        ok = fd_write(&fs, o->data, o->len);
+    }
+    if (!ok) errno = fs.err;
+    return ok;
+}
+
+/* write_text, then close(fd); false with errno set on any failure. */
+static bool write_text_close(int fd, const DriverOutput *o)
+{
+    bool ok = write_text(fd, o);
+    int e = errno;
+    if (close(fd) != 0 && ok) return false;
+    errno = e;
     return ok;
 }
 
@@ -115,10 +165,13 @@ static char *dangling_target(const char *path)
  *     directory, with the target's mode (new files 0666 & ~umask);
  *  3. in-place outputs are written;
  *  4. the temporaries are renamed over their targets.
- * A failure in 1-3 removes every temporary and renames nothing.  SIGINT,
- * SIGTERM, SIGHUP and SIGPIPE while temporaries exist remove them before
- * the signal takes its default action (signals the caller ignores, as
- * nohup does, stay ignored). */
+ * An output with an emit function is produced while it is written (its
+ * text streams into the file and is never held whole), so the printers
+ * run inside steps 2 and 3.  A failure in 1-3 removes every temporary and
+ * renames nothing.  SIGINT, SIGTERM, SIGHUP, SIGPIPE and SIGABRT while
+ * temporaries exist remove them before the signal takes its default action
+ * (signals the caller ignores, as nohup does, stay ignored); so does an exit
+ * meanwhile (running out of memory in a printer: spmdc_oom). */
 
 #define MAX_TEMPS 8
 static char *volatile g_temps[MAX_TEMPS]; /* live temporaries, for the handler */
@@ -133,7 +186,14 @@ static void remove_temps_and_reraise(int sig)
     raise(sig);
 }
 
-static const int CLEANUP_SIGNALS[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+static void remove_temps_at_exit(void)
+{
+    for (int k = 0; k < (int)g_n_temps; k++)
+        if (g_temps[k]) unlink(g_temps[k]);
+    g_n_temps = 0;
+}
+
+static const int CLEANUP_SIGNALS[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGABRT};
 #define N_CLEANUP_SIGNALS ((int)(sizeof CLEANUP_SIGNALS / sizeof CLEANUP_SIGNALS[0]))
 
 static void cleanup_signal_set(sigset_t *set)
@@ -240,12 +300,13 @@ static bool write_temp(OutPlan *p)
         free(tmp);
         return out_error(p->o->path, strerror(e));
     }
-    bool ok = fchmod(fd, p->mode) == 0;
-    if (ok && p->exists && geteuid() == 0) (void)!fchown(fd, p->uid, p->gid); /* root keeps the owner */
-    FILE *f = fdopen(fd, "wb");
-    if (!f) close(fd);
-    ok = write_close(f, p->o->data, p->o->len) && ok;
-    return ok ? true : out_error(p->o->path, strerror(errno));
+    if (fchmod(fd, p->mode) != 0) {
+        int e = errno;
+        close(fd);
+        return out_error(p->o->path, strerror(e));
+    }
+    if (p->exists && geteuid() == 0) (void)!fchown(fd, p->uid, p->gid); /* root keeps the owner */
+    return write_text_close(fd, p->o) ? true : out_error(p->o->path, strerror(errno));
 }
 
 /* Removes every temporary still present (failure path). */
@@ -270,6 +331,8 @@ bool driver_write_outputs(const DriverOutput *outs, int n)
     OutPlan plans[MAX_TEMPS];
     int planned = 0;
     bool ok = true;
+    static bool exit_hook;
+    if (!exit_hook) exit_hook = atexit(remove_temps_at_exit) == 0;
     for (; planned < n && ok; planned++) ok = plan_output(&outs[planned], &plans[planned]);
     struct sigaction sa, saved[N_CLEANUP_SIGNALS];
     memset(&sa, 0, sizeof sa);
@@ -283,10 +346,11 @@ bool driver_write_outputs(const DriverOutput *outs, int n)
         if (plans[k].kind == OUT_RENAME) ok = write_temp(&plans[k]);
     for (int k = 0; k < planned && ok; k++) {
         if (plans[k].kind == OUT_IN_PLACE) {
-            ok = write_close(fopen(plans[k].target, "wb"), plans[k].o->data, plans[k].o->len);
+            int fd = open(plans[k].target, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+            ok = fd >= 0 && write_text_close(fd, plans[k].o);
             if (!ok) out_error(plans[k].o->path, strerror(errno));
         } else if (plans[k].kind == OUT_STDOUT) {
-            ok = fwrite(plans[k].o->data, 1, plans[k].o->len, stdout) == plans[k].o->len && fflush(stdout) == 0;
+            ok = fflush(stdout) == 0 && write_text(STDOUT_FILENO, plans[k].o);
             if (!ok) fprintf(stderr, "spmdc: error: cannot write standard output\n");
         }
     }
@@ -312,7 +376,7 @@ bool driver_write_outputs(const DriverOutput *outs, int n)
 
 bool driver_write_file(const char *path, const char *data, size_t len)
 {
-    DriverOutput o = {path, data, len};
+    DriverOutput o = {path, data, len, NULL, NULL, NULL};
     return driver_write_outputs(&o, 1);
 }
 

@@ -632,6 +632,7 @@ static void print_module(StrBuf *b, const HloModule *m, const HloPrintOptions *o
             sb_puts(b, i == comp->root ? "  ROOT " : "  ");
             print_inst(b, m, c, i, opt, quote);
             sb_putc(b, '\n');
+            sb_flush_point(b);
         }
         sb_puts(b, "}\n");
     }

@@ -47,6 +47,34 @@ static void usage(FILE *f)
 
 enum { OPT_MESH = 256, OPT_REPORT, OPT_REPORT_OUT, OPT_DUMP_AFTER, OPT_HELP, OPT_EXPLAIN, OPT_DOT, OPT_KEEP_CALLS };
 
+/* What compile prints after partitioning, for the emit functions of its
+ * outputs (DriverOutput). */
+typedef struct CompileText {
+    const PipelineState *st;
+    const Explain *ex;
+    const char *report_fmt; /* "text", "json" or "none" */
+    bool explain;
+} CompileText;
+
+/* The per-device program. */
+static void emit_program(StrBuf *b, const void *ctx)
+{
+    const CompileText *t = ctx;
+    HloPrintOptions po = {false, false, false};
+    hlo_print_module(b, t->st->out, &po);
+}
+
+/* The report in its format, with --explain's part. */
+static void emit_report(StrBuf *b, const void *ctx)
+{
+    const CompileText *t = ctx;
+    bool json = strcmp(t->report_fmt, "json") == 0, text = strcmp(t->report_fmt, "text") == 0;
+    if (json && t->explain) explain_print_json(b, t->ex, &t->st->report, t->st->m);
+    else if (json) report_print_json(b, &t->st->report);
+    else if (text) report_print_text(b, &t->st->report);
+    if (text && t->explain) explain_print_text(b, t->ex, &t->st->report, t->st->m);
+}
+
 static int cmd_compile(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -149,23 +177,15 @@ static int cmd_compile(int argc, char **argv)
     }
     memory_fill_report(&st.report, st.m, st.out);
     passtime_stage("memory");
-    HloPrintOptions po = {false, false, false};
-    hlo_print_module(&prog, st.out, &po);
-    passtime_stage("print");
-    if (strcmp(report_fmt, "json") == 0 && explain)
-        explain_print_json(&rtext, &ex, &st.report, st.m);
-    else if (strcmp(report_fmt, "json") == 0)
-        report_print_json(&rtext, &st.report);
-    else if (strcmp(report_fmt, "text") == 0)
-        report_print_text(&rtext, &st.report);
-    if (strcmp(report_fmt, "text") == 0 && explain) explain_print_text(&rtext, &ex, &st.report, st.m);
-    passtime_stage("report");
-    DriverOutput files[3] = {{out_path, sb_cstr(&prog), prog.len}, {report_out, sb_cstr(&rtext), rtext.len},
-                             {dot_path, NULL, 0}};
+    /* the program and a report file stream into their files (driver.h) */
+    CompileText ct = {&st, &ex, report_fmt, explain};
+    DriverOutput files[3] = {{out_path, NULL, 0, emit_program, &ct, "print"},
+                             {report_out, NULL, 0, emit_report, &ct, "report"}, {dot_path, NULL, 0, NULL, NULL, NULL}};
     int n_files = report_file ? 2 : 1;
+    if (!report_out && strcmp(report_fmt, "none") != 0) emit_report(&rtext, &ct); /* to stderr, after the write */
     if (dot_path) {
         dot_print(&graph, st.m, &st.report, &ex);
-        files[n_files++] = (DriverOutput){dot_path, sb_cstr(&graph), graph.len};
+        files[n_files++] = (DriverOutput){dot_path, sb_cstr(&graph), graph.len, NULL, NULL, NULL};
     }
     if (!driver_write_outputs(files, n_files)) goto done;
     if (!report_out && strcmp(report_fmt, "none") != 0) fputs(sb_cstr(&rtext), stderr);

@@ -11,6 +11,7 @@
 
 #include "spmdc/hlo.h"
 #include "spmdc/pass.h"
+#include "spmdc/strbuf.h"
 
 /* The input limit: 2 GiB unless SPMDC_MAX_INPUT_BYTES says otherwise
  * (bytes, or with a K/M/G suffix: powers of 1024), at most 4 GiB - 1 (the
@@ -26,11 +27,19 @@ uint64_t driver_max_input_bytes(void);
  * passes the limit.  NULL after printing `spmdc: error: cannot read PATH:
  * reason` or `spmdc: error: PATH is larger than the input limit ...`. */
 char *driver_read_file(const char *path, size_t *len);
-/* One output of a run: data[0..len) for path ("-" = standard output). */
+/* One output of a run for path ("-" = standard output): data[0..len), or,
+ * when emit is set, the text emit(b, ctx) appends to b.  The driver gives
+ * emit a buffer that streams into the file (a StrBuf with a sink,
+ * strbuf.h), so that text is never held whole; emit runs once, while the
+ * outputs are written.  stage, if set, names the SPMDC_TIME_PASSES stage
+ * (passtime.h) that ends when emit's text is written. */
 typedef struct DriverOutput {
     const char *path;
     const char *data;
     size_t len;
+    void (*emit)(StrBuf *b, const void *ctx);
+    const void *ctx;
+    const char *stage;
 } DriverOutput;
 
 /* Writes every output of a run, all or none (docs/cli.md, "Where output
@@ -39,8 +48,9 @@ typedef struct DriverOutput {
  * file's mode, through symlinks to their targets; devices, pipes, standard
  * output and writable files in unwritable directories in place; a read-only
  * existing file is refused and left as it is.  On any failure no file is
- * replaced and no temporary remains, also when SIGINT, SIGTERM, SIGHUP or
- * SIGPIPE arrives meanwhile.  At most 8 outputs.  False after printing
+ * replaced and no temporary remains, also when SIGINT, SIGTERM, SIGHUP,
+ * SIGPIPE or SIGABRT arrives or the process exits meanwhile.  At most 8
+ * outputs.  False after printing
  * `spmdc: error: cannot write PATH: reason`. */
 bool driver_write_outputs(const DriverOutput *outs, int n);
 /* driver_write_outputs for one output. */

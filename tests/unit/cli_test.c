@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "spmdc/driver.h"
+
 static const char *bin, *src;
 
 /* Runs a shell command line, returns its exit status; stdout captured in *out (malloc'd). */
@@ -289,6 +291,72 @@ static void test_deterministic(void **state)
     free(b);
 }
 
+/* ------------------------------------------------------------ streamed outputs */
+
+/* 4.7 MB of numbered lines, a flush point after each (several chunks of
+ * SB_SINK_CHUNK through the driver's sink) and a tail after the last. */
+static void emit_lines(StrBuf *b, const void *ctx)
+{
+    (void)ctx;
+    for (int i = 0; i < 300000; i++) {
+        sb_int(b, i);
+        sb_puts(b, " abcdefgh\n");
+        sb_flush_point(b);
+    }
+    sb_puts(b, "end");
+}
+
+static size_t entries(const char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "ls -A %s | wc -l", dir);
+    char *out;
+    assert_int_equal(run(cmd, &out), 0);
+    size_t n = (size_t)atoi(out);
+    free(out);
+    return n;
+}
+
+/* An output with an emit function streams into its temporary; a failure of
+ * any output (a missing directory, a full device written in place after
+ * the temporary was filled) leaves no file and no temporary. */
+static void test_streamed_outputs_all_or_nothing(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/spmdc-cli-test.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char a[128], b[128], missing[128];
+    snprintf(a, sizeof a, "%s/a.txt", dir);
+    snprintf(b, sizeof b, "%s/b.txt", dir);
+    snprintf(missing, sizeof missing, "%s/no/such/dir.txt", dir);
+    DriverOutput outs[2] = {{a, NULL, 0, emit_lines, NULL, NULL}, {missing, "x", 1, NULL, NULL, NULL}};
+    assert_false(driver_write_outputs(outs, 2));
+    assert_int_equal(entries(dir), 0);
+    struct stat st;
+    if (stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode)) {
+        outs[1] = (DriverOutput){"/dev/full", NULL, 0, emit_lines, NULL, NULL};
+        assert_false(driver_write_outputs(outs, 2)); /* ENOSPC after a's temporary was written */
+        assert_int_equal(entries(dir), 0);
+    }
+    outs[1] = (DriverOutput){b, "x", 1, NULL, NULL, NULL};
+    assert_true(driver_write_outputs(outs, 2));
+    assert_int_equal(entries(dir), 2);
+    StrBuf want = {0};
+    emit_lines(&want, NULL);
+    char cmd[512], *out;
+    snprintf(cmd, sizeof cmd, "cat %s", a);
+    assert_int_equal(run(cmd, &out), 0);
+    /* 1,688,890 digits (10*1 + 90*2 + 900*3 + 9,000*4 + 90,000*5 + 200,000*6),
+     * 300,000 x " abcdefgh\n" (10 B), "end": 4,688,893 B */
+    assert_int_equal(want.len, 4688893);
+    assert_int_equal(strlen(out), want.len);
+    assert_string_equal(out, sb_cstr(&want));
+    free(out);
+    sb_free(&want);
+    snprintf(cmd, sizeof cmd, "rm -r %s", dir);
+    assert_int_equal(run(cmd, NULL), 0);
+}
+
 int main(void)
 {
     bin = getenv("SPMDC_BIN");
@@ -308,6 +376,7 @@ int main(void)
         cmocka_unit_test(test_error_writes_nothing),
         cmocka_unit_test(test_output_through_symlinks),
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_streamed_outputs_all_or_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
