@@ -20,6 +20,14 @@
 
 /* ---------------------------------------------------------------- scanner helpers */
 
+size_t ast_scan_read(ScanState *st, char *buf, size_t max)
+{
+    size_t left = st->cx->len - st->fed, n = left < max ? left : max;
+    memcpy(buf, st->cx->text + st->fed, n);
+    st->fed += (uint32_t)n;
+    return n;
+}
+
 void ast_scan_advance(ScanState *st, AstLoc *loc, const char *text, size_t len)
 {
     loc->off = st->off;

@@ -189,6 +189,7 @@ typedef struct ScanState {
     ParseCtx *cx;
     uint32_t line, col;    /* of the next character */
     uint32_t off;          /* byte offset of the next character */
+    uint32_t fed;          /* bytes of cx->text handed to flex so far (ast_scan_read) */
     int last_tok;          /* kind of the last token returned */
     bool last_attr_blob;   /* last ATTRNAME was backend_config */
     bool last_attr_fa;     /* last ATTRNAME was frontend_attributes */
@@ -202,6 +203,9 @@ typedef struct ScanState {
 
 /* ------------------------------------------------------------ scanner helpers */
 
+/* Flex's YY_INPUT: copies the next at most max bytes of cx->text into buf;
+ * returns the count, 0 at the end. */
+size_t ast_scan_read(ScanState *st, char *buf, size_t max);
 /* Fills *loc for the matched text and advances line/col/off past it. */
 void ast_scan_advance(ScanState *st, AstLoc *loc, const char *text, size_t len);
 /* Token kind of a bare word (keyword, element type or IDENT); at bracket

@@ -635,7 +635,6 @@ static void run_parser(ParseCtx *cx, Lower *lw)
     cx->scan = &st;
     yyscan_t scanner;
     if (hlo_yylex_init_extra(&st, &scanner) != 0) spmdc_oom();
-    hlo_yy_scan_bytes(cx->text, (int)cx->len, scanner);
     int rc = hlo_yyparse(scanner, cx);
     hlo_yylex_destroy(scanner);
     cx->scan = NULL;
