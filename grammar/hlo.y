@@ -42,7 +42,8 @@
 int hlo_yylex(HLO_YYSTYPE *lval, AstLoc *lloc, void *scanner);
 #define YYLLOC_DEFAULT(Cur, Rhs, N)                                          \
     do {                                                                     \
-        if (N) (Cur) = ast_loc_join(&YYRHSLOC(Rhs, 1), &YYRHSLOC(Rhs, N));   \
+        if (N == 1) (Cur) = YYRHSLOC(Rhs, 1);                                \
+        else if (N) (Cur) = ast_loc_join(&YYRHSLOC(Rhs, 1), &YYRHSLOC(Rhs, N)); \
         else (Cur) = ast_loc_empty(&YYRHSLOC(Rhs, 0));                       \
     } while (0)
 }

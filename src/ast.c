@@ -30,28 +30,42 @@ size_t ast_scan_read(ScanState *st, char *buf, size_t max)
 
 void ast_scan_advance(ScanState *st, AstLoc *loc, const char *text, size_t len)
 {
+    uint32_t line = st->line, col = st->col;
     loc->off = st->off;
     loc->span.begin.file_id = loc->span.end.file_id = st->cx->file_id;
-    loc->span.begin.line = st->line;
-    loc->span.begin.col = st->col;
-    uint32_t line = st->line, col = st->col;
-    const char *src = st->cx->text;
-    size_t src_len = st->cx->len;
-    for (size_t i = 0; i < len; i++) {
-        loc->span.end.line = line;
-        loc->span.end.col = col;
-        if (text[i] == '\n' || (text[i] == '\r' && diag_is_line_end(src, src_len, st->off + i))) {
-            line++;
-            col = 1;
-        } else {
-            col++;
-        }
-    }
-    if (len == 0) loc->span.end = loc->span.begin;
-    st->line = line;
-    st->col = col;
+    loc->span.begin.line = line;
+    loc->span.begin.col = col;
     st->off += (uint32_t)len;
     loc->end = st->off;
+    if (len == 0) {
+        loc->span.end = loc->span.begin;
+        return;
+    }
+    /* Every character but the last moves to the next column or line; the
+     * last one is where the span ends.  Characters above '\r' never end a
+     * line (the common case: one compare per character). */
+    const char *src = st->cx->text;
+    size_t src_len = st->cx->len, base = loc->off;
+    for (size_t i = 0; i + 1 < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c > '\r' || (c != '\n' && (c != '\r' || !diag_is_line_end(src, src_len, base + i)))) {
+            col++;
+        } else {
+            line++;
+            col = 1;
+        }
+    }
+    loc->span.end.line = line;
+    loc->span.end.col = col;
+    unsigned char c = (unsigned char)text[len - 1];
+    if (c > '\r' || (c != '\n' && (c != '\r' || !diag_is_line_end(src, src_len, base + len - 1)))) {
+        col++;
+    } else {
+        line++;
+        col = 1;
+    }
+    st->line = line;
+    st->col = col;
 }
 
 #define KW(w, t) {w, sizeof w - 1, t}
@@ -243,34 +257,6 @@ bool ast_scan_layout_follows(const ScanState *st)
 }
 
 /* ---------------------------------------------------------------- locations */
-
-AstLoc ast_loc_join(const AstLoc *a, const AstLoc *b)
-{
-    AstLoc l;
-    l.span.begin = a->span.begin;
-    l.span.end = b->span.end;
-    l.off = a->off;
-    l.end = b->end > a->off ? b->end : a->end;
-    return l;
-}
-
-AstLoc ast_loc_empty(const AstLoc *prev)
-{
-    AstLoc l;
-    l.span.begin = l.span.end = prev->span.end;
-    l.off = l.end = prev->end;
-    return l;
-}
-
-AstLoc ast_loc_between(const AstLoc *a, const AstLoc *b)
-{
-    AstLoc l;
-    l.span.begin = a->span.end;
-    l.span.end = b->span.begin;
-    l.off = a->end;
-    l.end = b->off >= a->end ? b->off : a->end;
-    return l;
-}
 
 /* ---------------------------------------------------------------- constructors */
 

@@ -180,6 +180,12 @@ typedef struct ParseCtx {
         uint32_t n;
     } bad_name[8];
     int n_bad_names;
+    /* The lowering's instruction-name table (parse_internal.h InstNames):
+     * its slots and mask, or NULL.  The scanner prefetches the slot of every
+     * name it reads, so the lookup when the instruction is lowered finds it
+     * in the cache. */
+    const uint64_t *name_slot;
+    uint32_t name_mask;
 } ParseCtx;
 
 #define AST_MAX_NESTING 200
@@ -202,6 +208,21 @@ typedef struct ScanState {
 } ScanState;
 
 /* ------------------------------------------------------------ scanner helpers */
+
+/* FNV-1a, 32 bits: the hash of instruction names (parse.c's table). */
+static inline uint32_t ast_name_hash(const char *s, uint32_t n)
+{
+    uint32_t h = 2166136261u;
+    for (uint32_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+/* A name token was scanned: prefetches its slot in cx->name_slot. */
+static inline void ast_scan_name(const ScanState *st, AstTok t)
+{
+    const ParseCtx *cx = st->cx;
+    if (cx->name_slot) __builtin_prefetch(&cx->name_slot[ast_name_hash(t.s, t.n) & cx->name_mask]);
+}
 
 /* Flex's YY_INPUT: copies the next at most max bytes of cx->text into buf;
  * returns the count, 0 at the end. */
@@ -232,12 +253,36 @@ AstTok ast_tok_at(const ScanState *st, const AstLoc *loc, uint32_t skip_front, u
 
 /* ------------------------------------------------------------ constructors */
 
-/* From a's start to b's end. */
-AstLoc ast_loc_join(const AstLoc *a, const AstLoc *b);
+/* From a's start to b's end (bison's location of every rule: inline). */
+static inline AstLoc ast_loc_join(const AstLoc *a, const AstLoc *b)
+{
+    AstLoc l;
+    l.span.begin = a->span.begin;
+    l.span.end = b->span.end;
+    l.off = a->off;
+    l.end = b->end > a->off ? b->end : a->end;
+    return l;
+}
+
 /* An empty location at the end of prev (bison's location of an empty rule). */
-AstLoc ast_loc_empty(const AstLoc *prev);
+static inline AstLoc ast_loc_empty(const AstLoc *prev)
+{
+    AstLoc l;
+    l.span.begin = l.span.end = prev->span.end;
+    l.off = l.end = prev->end;
+    return l;
+}
+
 /* The bytes strictly between a and b. */
-AstLoc ast_loc_between(const AstLoc *a, const AstLoc *b);
+static inline AstLoc ast_loc_between(const AstLoc *a, const AstLoc *b)
+{
+    AstLoc l;
+    l.span.begin = a->span.end;
+    l.span.end = b->span.begin;
+    l.off = a->end;
+    l.end = b->off >= a->end ? b->off : a->end;
+    return l;
+}
 AstVal *ast_tok_val(ParseCtx *cx, AstValKind kind, AstTok t, const AstLoc *loc);
 AstVal *ast_punct(ParseCtx *cx, AstPunct p, const AstLoc *loc);
 AstVal *ast_attr(ParseCtx *cx, AstTok name, AstVal *value, const AstLoc *loc);

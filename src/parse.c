@@ -173,13 +173,7 @@ static const HloAttrs ATTRS_DEFAULT = {.to_apply = -1, .select = -1, .condition 
                                       .largest = true};
 
 
-/* FNV-1a, 32 bits. */
-static uint32_t name_hash(const char *s, uint32_t n)
-{
-    uint32_t h = 2166136261u;
-    for (uint32_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h;
-}
+static uint32_t name_hash(const char *s, uint32_t n) { return ast_name_hash(s, n); }
 
 static const InstName *inst_name_find(const InstNames *t, const char *s, uint32_t n)
 {
@@ -202,7 +196,7 @@ static void inst_name_slot(InstNames *t, uint32_t h, uint32_t ent)
 }
 
 /* Adds a name that is not present. */
-static void inst_name_add(Arena *a, InstNames *t, const char *s, uint32_t n, int32_t idx, const AstLoc *loc)
+static void inst_name_add(ParseCtx *cx, Arena *a, InstNames *t, const char *s, uint32_t n, int32_t idx, const AstLoc *loc)
 {
     if (t->n == t->cap_ents) {
         uint32_t cap = t->cap_ents ? t->cap_ents * 2 : 64;
@@ -213,6 +207,8 @@ static void inst_name_add(Arena *a, InstNames *t, const char *s, uint32_t n, int
         uint32_t cap = t->cap ? t->cap * 2 : 128;
         t->slot = ARENA_ARRAY(a, uint64_t, cap);
         t->cap = cap;
+        cx->name_slot = t->slot;
+        cx->name_mask = cap - 1;
         for (uint32_t k = 0; k < t->n; k++) inst_name_slot(t, name_hash(t->ents[k].key, t->ents[k].len), k);
     }
     t->ents[t->n] = (InstName){s, n, idx, *loc};
@@ -325,7 +321,7 @@ static void name_inst(Lower *lw, const AstInst *ai, int32_t idx)
                   TOKF(lw->cur_comp_name));
         parse_note(lw, &e->loc, "'%.*s' is first defined here", TOKF(ai->name));
     } else {
-        inst_name_add(lw->comp_arena, &lw->inst_names, ai->name.s, ai->name.n, idx, &ai->name_loc);
+        inst_name_add(lw->cx, lw->comp_arena, &lw->inst_names, ai->name.s, ai->name.n, idx, &ai->name_loc);
     }
     if (ai->is_root && lw->root >= 0) {
         parse_err(lw, &ai->root_loc, "computation '%.*s' has more than one ROOT", TOKF(lw->cur_comp_name));
@@ -535,6 +531,7 @@ static void on_comp_begin(void *data, const AstCompHead *h)
     }
     arena_reset(lw->comp_arena);
     memset(&lw->inst_names, 0, sizeof lw->inst_names);
+    lw->cx->name_slot = NULL;
     lw->pending_ops = NULL;
     lw->cur_comp = ci;
     lw->cur_comp_name = h->name;
@@ -650,7 +647,7 @@ HloModule *parse_hlo(const char *text, size_t len, uint32_t file_id, DiagEngine 
         return NULL;
     }
     if (!reject_nul(text, len, file_id, diag)) return NULL;
-    ParseCtx cx = {arena_create(), arena_create(), diag, file_id, text, (uint32_t)len, NULL, NULL, {{NULL, 0}}, 0};
+    ParseCtx cx = {arena_create(), arena_create(), diag, file_id, text, (uint32_t)len, NULL, NULL, {{NULL, 0}}, 0, NULL, 0};
     Lower lw;
     memset(&lw, 0, sizeof lw);
     lw.cx = &cx;

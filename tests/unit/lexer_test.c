@@ -68,7 +68,7 @@ static void lex(Lexed *lx, const char *text)
     uint32_t fid = diag_add_file(lx->diag, "t.hlo", text, len);
     lx->arena = arena_create();
     lx->keep = arena_create();
-    ParseCtx cx = {lx->arena, lx->keep, lx->diag, fid, text, (uint32_t)len, NULL, NULL, {{NULL, 0}}, 0};
+    ParseCtx cx = {lx->arena, lx->keep, lx->diag, fid, text, (uint32_t)len, NULL, NULL, {{NULL, 0}}, 0, NULL, 0};
     ScanState st;
     memset(&st, 0, sizeof st);
     st.cx = &cx;
