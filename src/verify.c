@@ -79,22 +79,49 @@ void verify_put_shape(StrBuf *b, const Shape *s, int depth)
     }
 }
 
+/* The parameter instructions of cc in program order: *idx[k] their indices,
+ * *num[k] their parameter numbers (arena a); returns how many. */
+static int32_t param_insts(const HloComputation *cc, Arena *a, int32_t **idx, int64_t **num)
+{
+    int32_t cnt = 0, cap = 64;
+    *idx = ARENA_ARRAY(a, int32_t, cap);
+    for (int32_t i = 0; i < cc->n_insts; i++) {
+        if (cc->insts[i].op != HLO_PARAMETER) continue;
+        if (cnt == cap) {
+            *idx = arena_realloc(a, *idx, sizeof(int32_t) * (size_t)cap, sizeof(int32_t) * (size_t)cap * 2,
+                                 _Alignof(int32_t));
+            cap *= 2;
+        }
+        (*idx)[cnt++] = i;
+    }
+    *num = ARENA_ARRAY(a, int64_t, cnt > 0 ? cnt : 1);
+    for (int32_t k = 0; k < cnt; k++) {
+        /* the attributes are scattered through the module arena */
+        if (k + 8 < cnt) __builtin_prefetch(&cc->insts[(*idx)[k + 8]].attrs);
+        if (k + 4 < cnt) __builtin_prefetch(cc->insts[(*idx)[k + 4]].attrs);
+        (*num)[k] = hlo_attrs(&cc->insts[(*idx)[k]])->param_number;
+    }
+    return cnt;
+}
+
+/* tab[p] = the first parameter instruction numbered p, -1 if none. */
+static int32_t *param_table_of(const int32_t *idx, const int64_t *num, int32_t cnt, Arena *a)
+{
+    int32_t *tab = ARENA_ARRAY(a, int32_t, cnt > 0 ? cnt : 1);
+    for (int32_t k = 0; k < cnt; k++) tab[k] = -1;
+    for (int32_t k = 0; k < cnt; k++)
+        if (num[k] >= 0 && num[k] < cnt && tab[num[k]] < 0) tab[num[k]] = idx[k];
+    return tab;
+}
+
 /* Instruction index of parameter k for every k of computation c (-1 where a
  * number is missing); *n = number of parameter instructions. */
 int32_t *verify_param_table(const HloComputation *cc, Arena *a, int32_t *n)
 {
-    int32_t cnt = 0;
-    for (int32_t i = 0; i < cc->n_insts; i++)
-        if (cc->insts[i].op == HLO_PARAMETER) cnt++;
-    int32_t *tab = ARENA_ARRAY(a, int32_t, cnt > 0 ? cnt : 1);
-    for (int32_t k = 0; k < cnt; k++) tab[k] = -1;
-    for (int32_t i = 0; i < cc->n_insts; i++) {
-        if (cc->insts[i].op != HLO_PARAMETER) continue;
-        int64_t p = hlo_attrs(&cc->insts[i])->param_number;
-        if (p >= 0 && p < cnt && tab[p] < 0) tab[p] = i;
-    }
-    *n = cnt;
-    return tab;
+    int32_t *idx;
+    int64_t *num;
+    *n = param_insts(cc, a, &idx, &num);
+    return param_table_of(idx, num, *n, a);
 }
 
 /* ------------------------------------------------------------ verify_module */
@@ -106,6 +133,8 @@ typedef struct Verifier {
     Arena *scratch;  /* per-instruction temporaries, reset now and then */
     int32_t **ptab;
     int32_t *pcount;
+    int32_t **pidx;  /* per computation: its parameter instructions in order */
+    int64_t **pnum;  /* ... and their parameter numbers */
     uint8_t *bad;    /* current computation: instruction failed (or an operand did) */
 } Verifier;
 
@@ -114,10 +143,11 @@ static const char *iname(const HloInst *in) { return in->name ? in->name : "?"; 
 static void check_params(Verifier *v, int32_t c)
 {
     const HloComputation *cc = &v->m->comps[c];
-    for (int32_t i = 0; i < cc->n_insts; i++) {
+    int64_t n = v->pcount[c];
+    for (int32_t k = 0; k < n; k++) {
+        int32_t i = v->pidx[c][k];
         const HloInst *in = &cc->insts[i];
-        if (in->op != HLO_PARAMETER) continue;
-        int64_t p = hlo_attrs(in)->param_number, n = v->pcount[c];
+        int64_t p = v->pnum[c][k];
         if (p < 0 || p >= n)
             diag_error(v->diag, in->span, "%s: parameter number %lld is out of range: computation %s has %lld "
                        "parameter%s, numbered from 0", iname(in), (long long)p, cc->name, (long long)n, n == 1 ? "" : "s");
@@ -230,19 +260,35 @@ static bool verify_inst(Verifier *v, int32_t c, int32_t i)
 bool verify_module(const HloModule *m, DiagEngine *diag)
 {
     int before = diag_error_count(diag);
-    Verifier v = {m, diag, arena_create(), arena_create(), NULL, NULL, NULL};
+    Verifier v = {m, diag, arena_create(), arena_create(), NULL, NULL, NULL, NULL, NULL};
     if (m->n_comps > 0 && (m->entry < 0 || m->entry >= m->n_comps))
         diag_error(diag, SRC_SPAN_NONE, "module %s has no ENTRY computation", m->name ? m->name : "?");
     v.ptab = ARENA_ARRAY(v.tables, int32_t *, m->n_comps > 0 ? m->n_comps : 1);
     v.pcount = ARENA_ARRAY(v.tables, int32_t, m->n_comps > 0 ? m->n_comps : 1);
-    for (int32_t c = 0; c < m->n_comps; c++) v.ptab[c] = verify_param_table(&m->comps[c], v.tables, &v.pcount[c]);
+    v.pidx = ARENA_ARRAY(v.tables, int32_t *, m->n_comps > 0 ? m->n_comps : 1);
+    v.pnum = ARENA_ARRAY(v.tables, int64_t *, m->n_comps > 0 ? m->n_comps : 1);
+    for (int32_t c = 0; c < m->n_comps; c++) {
+        v.pcount[c] = param_insts(&m->comps[c], v.tables, &v.pidx[c], &v.pnum[c]);
+        v.ptab[c] = param_table_of(v.pidx[c], v.pnum[c], v.pcount[c], v.tables);
+    }
     for (int32_t c = 0; c < m->n_comps; c++) {
         const HloComputation *cc = &m->comps[c];
         if (cc->root < 0 || cc->root >= cc->n_insts)
             diag_error(diag, cc->span, "computation %s has no ROOT instruction", cc->name ? cc->name : "?");
         check_params(&v, c);
         v.bad = ARENA_ARRAY(v.tables, uint8_t, cc->n_insts > 0 ? cc->n_insts : 1);
-        for (int32_t i = 0; i < cc->n_insts; i++) v.bad[i] = !verify_inst(&v, c, i);
+        for (int32_t i = 0; i < cc->n_insts; i++) {
+            /* the attributes are scattered through the module arena: ask for
+             * them a few instructions ahead */
+            if (i + 8 < cc->n_insts) __builtin_prefetch(&cc->insts[i + 8].attrs);
+            if (i + 4 < cc->n_insts && cc->insts[i + 4].attrs) {
+                const char *a = (const char *)cc->insts[i + 4].attrs;
+                __builtin_prefetch(a);
+                __builtin_prefetch(a + 192);
+                __builtin_prefetch(a + 320);
+            }
+            v.bad[i] = !verify_inst(&v, c, i);
+        }
     }
     arena_destroy(v.tables);
     arena_destroy(v.scratch);

@@ -614,9 +614,9 @@ static bool infer_iota(Infer *x, Shape *o)
 static bool dot_side(Infer *x, const char *side, const IntList *batch, const IntList *contr, int32_t rank,
                      uint32_t *used)
 {
-    char bn[32], cn[32];
-    snprintf(bn, sizeof bn, "%s_batch_dims", side);
-    snprintf(cn, sizeof cn, "%s_contracting_dims", side);
+    bool lhs = side[0] == 'l';
+    const char *bn = lhs ? "lhs_batch_dims" : "rhs_batch_dims";
+    const char *cn = lhs ? "lhs_contracting_dims" : "rhs_contracting_dims";
     uint32_t mb, mc;
     if (!dim_list(x, bn, batch, rank, side, false, &mb) || !dim_list(x, cn, contr, rank, side, false, &mc))
         return false;
@@ -630,7 +630,7 @@ static bool infer_dot(Infer *x, Shape *o)
 {
     const Shape *l = ops(x, 0), *r = ops(x, 1);
     const HloAttrs *a = x->a;
-    uint32_t ul, ur;
+    uint32_t ul = 0, ur = 0;
     if (!want_array(x, 0) || !want_array(x, 1)) return false;
     if (a->lhs_batch.n != a->rhs_batch.n || a->lhs_contracting.n != a->rhs_contracting.n)
         return fail(x, "dot needs as many lhs as rhs batch dims (%d vs %d) and contracting dims (%d vs %d)",
