@@ -61,6 +61,7 @@ static int32_t inline_body(Rewriter *rw, const HloComputation *callee, const int
         if (in->attrs) {
             copy.attrs = ARENA_NEW(rw->m->arena, HloAttrs);
             *copy.attrs = *in->attrs;
+            copy.attrs_shared = false;
         }
         map[j] = emit(rw, &copy);
     }
@@ -208,6 +209,7 @@ static int32_t rewrite_sdy_border(Rewriter *rw, const HloInst *in, const int32_t
     HloInst t = *in;
     t.op = HLO_TUPLE;
     t.attrs = NULL;
+    t.attrs_shared = false;
     t.sharding = NULL;
     t.sharding_src = NULL;
     t.sharding_from_user = false;
@@ -251,9 +253,11 @@ static bool rewrite_computation(HloModule *m, int32_t ci, Arena *scratch, DiagEn
             copy.operands = ARENA_NEW(m->arena, int32_t);
             copy.operands[0] = root;
             copy.attrs = NULL;
+            copy.attrs_shared = false;
         } else if (is_sdy_identity(in)) {
             copy.op = HLO_COPY;
             copy.attrs = NULL;
+            copy.attrs_shared = false;
         } else if (is_sdy_border(in)) {
             if ((map[i] = rewrite_sdy_border(&rw, in, copy.operands, diag)) < 0) return false;
             continue;
@@ -307,14 +311,18 @@ static void prune(HloModule *m, Arena *scratch)
     for (int32_t ci = 0; ci < n; ci++) {
         HloComputation *c = &m->comps[ci];
         for (int32_t i = 0; i < c->n_insts; i++) {
-            HloAttrs *a = c->insts[i].attrs;
-            if (!a) continue;
-            if (a->to_apply >= 0) a->to_apply = map[a->to_apply];
-            if (a->select >= 0) a->select = map[a->select];
-            if (a->condition >= 0) a->condition = map[a->condition];
-            if (a->body >= 0) a->body = map[a->body];
-            if (a->branches.n) a->branches = remap_list(m, a->branches, map);
-            if (a->called.n) a->called = remap_list(m, a->called, map);
+            HloInst *in = &c->insts[i];
+            if (!in->attrs) continue;
+            /* a shared set is renumbered once per instruction: into a copy */
+            HloAttrs a = *in->attrs;
+            if (a.to_apply >= 0) a.to_apply = map[a.to_apply];
+            if (a.select >= 0) a.select = map[a.select];
+            if (a.condition >= 0) a.condition = map[a.condition];
+            if (a.body >= 0) a.body = map[a.body];
+            if (a.branches.n) a.branches = remap_list(m, a.branches, map);
+            if (a.called.n) a.called = remap_list(m, a.called, map);
+            if (in->attrs_shared) hlo_set_attrs(m, in, &a);
+            else *in->attrs = a;
         }
     }
 }

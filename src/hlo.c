@@ -43,12 +43,27 @@ HloModule *hlo_module_new(const char *name)
     m->arena = a;
     m->name = arena_strdup(a, name ? name : "module");
     m->entry = -1;
+    m->syntax_arena = arena_create();
     return m;
 }
 
+/* The shared attribute sets of a module: open addressing over their hashes. */
+struct HloAttrsTable {
+    HloAttrs **slot; /* cap entries, NULL = free */
+    uint64_t *hash;  /* the hash of each slot's set */
+    uint32_t cap, n;
+};
+
 void hlo_module_free(HloModule *m)
 {
-    if (m) arena_destroy(m->arena);
+    if (!m) return;
+    if (m->attrs_table) {
+        free(m->attrs_table->slot);
+        free(m->attrs_table->hash);
+        free(m->attrs_table);
+    }
+    arena_destroy(m->syntax_arena);
+    arena_destroy(m->arena);
 }
 
 int32_t hlo_add_computation(HloModule *m, const char *name, bool is_entry)
@@ -102,8 +117,143 @@ HloAttrs *hlo_attrs_mut(HloModule *m, HloInst *inst)
     if (!inst->attrs) {
         inst->attrs = ARENA_NEW(m->arena, HloAttrs);
         *inst->attrs = DEFAULT_ATTRS;
+    } else if (inst->attrs_shared) {
+        HloAttrs *own = ARENA_NEW(m->arena, HloAttrs);
+        *own = *inst->attrs;
+        inst->attrs = own;
     }
+    inst->attrs_shared = false;
     return inst->attrs;
+}
+
+/* ---------------------------------------------------------------- shared attributes */
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v;
+        memcpy(&v, b + i, 8);
+        h = mix(h, v);
+    }
+    uint64_t t = 0;
+    for (size_t k = 0; i < n; i++, k += 8) t |= (uint64_t)b[i] << k;
+    return mix(h, t ^ n);
+}
+
+static uint64_t hash_str(uint64_t h, const char *s) { return s ? hash_bytes(h, s, strlen(s)) : mix(h, 1); }
+
+/* The lists and strings a set's equality reads by content, as one table:
+ * visit(list) for every IntList, and the rest by hand below. */
+#define ATTR_LISTS(a) {&(a)->dimensions, &(a)->op_lists[0], &(a)->op_lists[1], &(a)->op_lists[2], \
+                       &(a)->op_lists[3], &(a)->op_lists[4], &(a)->op_lists[5], &(a)->branches, &(a)->called}
+enum { N_ATTR_LISTS = 9 };
+_Static_assert(HLO_ATTR_OP_LISTS == 6, "ATTR_LISTS names every op list");
+
+/* A copy of a with every field compared by content zeroed: the rest
+ * (scalars, and pointers compared by address) compares bytewise. */
+static void attrs_plain(const HloAttrs *a, HloAttrs *out)
+{
+    memcpy(out, a, sizeof *out);
+    IntList *lists[N_ATTR_LISTS] = ATTR_LISTS(out);
+    for (int k = 0; k < N_ATTR_LISTS; k++) memset(lists[k], 0, sizeof(IntList));
+    out->replica_groups.ids = NULL;
+    out->pairs = NULL;
+    out->dim_labels = out->compare_type = out->custom_call_target = out->rng_distribution = NULL;
+    out->raw = NULL;
+}
+
+static int64_t rg_count(const ReplicaGroups *g) { return g->ids && g->n_groups > 0 ? g->n_groups * g->group_size : 0; }
+
+static uint64_t attrs_hash(const HloAttrs *a)
+{
+    HloAttrs p;
+    attrs_plain(a, &p);
+    uint64_t h = hash_bytes(0x51ed27, &p, sizeof p);
+    const IntList *lists[N_ATTR_LISTS] = ATTR_LISTS(a);
+    for (int k = 0; k < N_ATTR_LISTS; k++)
+        h = lists[k]->n > 0 && lists[k]->v ? hash_bytes(h, lists[k]->v, sizeof(int64_t) * (size_t)lists[k]->n)
+                                           : mix(h, (uint64_t)lists[k]->n);
+    h = hash_bytes(h, a->replica_groups.ids, sizeof(int64_t) * (size_t)rg_count(&a->replica_groups));
+    h = hash_bytes(h, a->pairs, a->pairs && a->n_pairs > 0 ? sizeof(int64_t) * 2 * (size_t)a->n_pairs : 0);
+    h = hash_str(hash_str(hash_str(hash_str(h, a->dim_labels), a->compare_type), a->custom_call_target),
+                 a->rng_distribution);
+    for (int32_t k = 0; a->raw && k < a->n_raw; k++) h = hash_str(hash_str(h, a->raw[k].name), a->raw[k].text);
+    return h;
+}
+
+static bool str_same(const char *x, const char *y) { return x == y || (x && y && strcmp(x, y) == 0); }
+
+static bool ints_same(const int64_t *x, const int64_t *y, int64_t n)
+{
+    return n <= 0 || x == y || (x && y && memcmp(x, y, sizeof(int64_t) * (size_t)n) == 0);
+}
+
+static bool attrs_same(const HloAttrs *a, const HloAttrs *b)
+{
+    HloAttrs pa, pb;
+    attrs_plain(a, &pa);
+    attrs_plain(b, &pb);
+    if (memcmp(&pa, &pb, sizeof pa) != 0) return false;
+    const IntList *la[N_ATTR_LISTS] = ATTR_LISTS(a), *lb[N_ATTR_LISTS] = ATTR_LISTS(b);
+    for (int k = 0; k < N_ATTR_LISTS; k++)
+        if (la[k]->n != lb[k]->n || (la[k]->n > 0 && !ints_same(la[k]->v, lb[k]->v, la[k]->n))) return false;
+    if (rg_count(&a->replica_groups) != rg_count(&b->replica_groups) ||
+        !ints_same(a->replica_groups.ids, b->replica_groups.ids, rg_count(&a->replica_groups)) ||
+        (a->replica_groups.ids == NULL) != (b->replica_groups.ids == NULL) || (a->pairs == NULL) != (b->pairs == NULL) ||
+        !ints_same(a->pairs, b->pairs, 2 * (int64_t)a->n_pairs) || !str_same(a->dim_labels, b->dim_labels) ||
+        !str_same(a->compare_type, b->compare_type) || !str_same(a->custom_call_target, b->custom_call_target) ||
+        !str_same(a->rng_distribution, b->rng_distribution) || (a->raw == NULL) != (b->raw == NULL))
+        return false;
+    for (int32_t k = 0; a->raw && k < a->n_raw; k++)
+        if (!str_same(a->raw[k].name, b->raw[k].name) || !str_same(a->raw[k].text, b->raw[k].text)) return false;
+    return true;
+}
+
+static void table_grow(HloAttrsTable *t)
+{
+    uint32_t cap = t->cap ? t->cap * 2 : 256;
+    HloAttrs **slot = xcalloc(cap, sizeof *slot);
+    uint64_t *hash = xmalloc(sizeof(uint64_t) * cap);
+    for (uint32_t k = 0; k < t->cap; k++) {
+        if (!t->slot[k]) continue;
+        uint32_t j = (uint32_t)t->hash[k] & (cap - 1);
+        while (slot[j]) j = (j + 1) & (cap - 1);
+        slot[j] = t->slot[k];
+        hash[j] = t->hash[k];
+    }
+    free(t->slot);
+    free(t->hash);
+    t->slot = slot;
+    t->hash = hash;
+    t->cap = cap;
+}
+
+void hlo_set_attrs(HloModule *m, HloInst *inst, const HloAttrs *a)
+{
+    if (!m->attrs_table) m->attrs_table = xcalloc(1, sizeof(HloAttrsTable));
+    HloAttrsTable *t = m->attrs_table;
+    if ((t->n + 1) * 2 > t->cap) table_grow(t);
+    uint64_t h = attrs_hash(a);
+    uint32_t j = (uint32_t)h & (t->cap - 1);
+    for (; t->slot[j]; j = (j + 1) & (t->cap - 1))
+        if (t->hash[j] == h && attrs_same(t->slot[j], a)) break;
+    if (!t->slot[j]) {
+        HloAttrs *own = ARENA_NEW(m->arena, HloAttrs);
+        *own = *a;
+        t->slot[j] = own;
+        t->hash[j] = h;
+        t->n++;
+    }
+    inst->attrs = t->slot[j];
+    inst->attrs_shared = true;
 }
 
 IntList hlo_intlist(HloModule *m, const int64_t *v, int32_t n)

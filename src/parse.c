@@ -365,7 +365,7 @@ static void lower_inst(Lower *lw, const AstInst *ai)
     HloInst *in = hlo_inst(lw->m, ci, got);
     in->span = ai->loc.span;
     in->sharding_src = out.sharding;
-    if (out.any_attr) *hlo_attrs_mut(lw->m, in) = out.attrs;
+    if (out.any_attr) hlo_set_attrs(lw->m, in, &out.attrs);
 }
 
 /* ================================================================ computations */

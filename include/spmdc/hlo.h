@@ -5,7 +5,8 @@
  * (every operand precedes its users).  Instructions and computations are
  * referred to by int32_t indices, never by pointers (arrays grow), so side
  * tables are plain arrays indexed the same way.  Everything is allocated in
- * m->arena (see arena.h); nothing is freed individually.
+ * m->arena (see arena.h) but the parsed sharding syntax (m->syntax_arena,
+ * released by bind_shardings); nothing is freed individually.
  *
  * Attributes that spmdc interprets live in HloAttrs (allocated on demand,
  * hlo_attrs() returns a shared all-default value for instructions without);
@@ -100,7 +101,13 @@ typedef struct RawAttr {
 /* An instruction's interpreted attributes.  The list groups of dot, slice,
  * dynamic-slice, pad, gather and scatter share storage (no instruction has
  * two of them): read and write only the group of the instruction's opcode.
- * op_lists views the same storage as one array (for copying). */
+ * op_lists views the same storage as one array (for copying).
+ *
+ * Equal attributes of one module may be one shared copy (hlo_set_attrs):
+ * write only through hlo_attrs_mut, which gives the instruction a copy of
+ * its own first, and replace a list (hlo_intlist) rather than write into
+ * its elements.  Fields are ordered by size with explicit padding, so two
+ * attribute sets compare bytewise (pointers by what they point to). */
 typedef struct HloAttrs {
     IntList dimensions;                 /* broadcast, transpose, reduce, reverse, concatenate,
                                            all-gather, reduce-scatter, all-to-all, sort, map */
@@ -127,6 +134,9 @@ typedef struct HloAttrs {
         };
         IntList op_lists[HLO_ATTR_OP_LISTS];
     };
+    IntList branches;                   /* conditional: computation indices */
+    IntList called;                     /* custom-call called_computations */
+    ReplicaGroups replica_groups;
     Window *window;                     /* convolution, reduce-window, select-and-scatter */
     ConvDims *conv;                     /* convolution */
     const char *dim_labels;             /* convolution, verbatim */
@@ -135,43 +145,41 @@ typedef struct HloAttrs {
     int64_t param_number;               /* parameter */
     int64_t iota_dimension;             /* iota */
     int64_t channel_id;                 /* 0 = absent */
-    bool use_global_device_ids;
-    ReplicaGroups replica_groups;
-    int32_t n_pairs;                    /* collective-permute source_target_pairs */
+    int64_t k;                          /* topk: the number of elements kept (-1 = absent) */
+    int64_t index_vector_dim;           /* gather/scatter */
     int64_t *pairs;                     /* 2*n_pairs: src0,dst0,src1,dst1,... */
-    CompareDir direction;               /* compare */
     const char *compare_type;           /* compare type=..., or NULL */
+    Literal *literal;                   /* constant */
+    const char *custom_call_target;     /* custom-call */
+    const char *rng_distribution;       /* rng */
+    RawAttr *raw;                       /* verbatim attributes, input order */
+    int32_t n_pairs;                    /* collective-permute source_target_pairs */
+    CompareDir direction;               /* compare */
     int32_t to_apply;                   /* computation index or -1: reduce, all-reduce, map, sort,
                                            reduce-scatter, scatter, call, reduce-window,
                                            select-and-scatter's scatter= */
     int32_t select;                     /* select-and-scatter select=, or -1 */
     int32_t condition, body;            /* while, or -1 */
-    IntList branches;                   /* conditional: computation indices */
+    int32_t n_raw;
+    bool use_global_device_ids;
     bool branches_by_pred;              /* printed as true_computation/false_computation */
-    IntList called;                     /* custom-call called_computations */
-    Literal *literal;                   /* constant */
-    const char *custom_call_target;     /* custom-call */
     bool is_stable;                     /* sort */
-    int64_t k;                          /* topk: the number of elements kept (-1 = absent) */
     bool largest;                       /* topk: the k largest (true, the default) or smallest */
     bool indices_are_sorted, unique_indices;
-    int64_t index_vector_dim;           /* gather/scatter */
-    const char *rng_distribution;       /* rng */
-    int32_t n_raw;
-    RawAttr *raw;                       /* verbatim attributes, input order */
+    uint8_t padding_[6];                /* always 0 */
 } HloAttrs;
 
+/* Fields are ordered so that what the passes read for every instruction
+ * (opcode, operands, attributes, sharding) shares the first cache line. */
 typedef struct HloInst {
     HloOpcode op;
-    const char *name;          /* without '%', unique in its computation */
-    Shape shape;               /* global (logical) shape */
     int32_t n_operands;
     int32_t *operands;         /* indices into the computation's insts */
     HloAttrs *attrs;           /* NULL: all defaults (use hlo_attrs()) */
-    const ShardingSyntax *sharding_src; /* as written, or NULL */
-    Sharding *sharding;        /* bound/propagated sharding, or NULL */
+    Sharding *sharding;        /* bound/propagated sharding, or NULL (may be shared by
+                                  several instructions: replace it, never write into it) */
     bool sharding_from_user;   /* the input annotated it (never overwritten) */
-    SrcSpan span;              /* the whole instruction in the input */
+    bool attrs_shared;         /* attrs is a shared copy (hlo_set_attrs): hlo_attrs_mut copies it */
     /* Provenance, set by propagate_shardings (added after the original
      * contract): the user-annotated instruction of the same computation
      * (index) this sharding came from: itself if annotated; for an inferred
@@ -180,10 +188,16 @@ typedef struct HloInst {
      * hlo_add_inst sets -1; code that copies instructions between
      * computations must reset it. */
     int32_t sharding_origin;
+    const char *name;          /* without '%', unique in its computation */
+    /* As written, or NULL.  bind_shardings releases the syntax of the
+     * shardings it bound (NULL afterwards); an unbound one ({unknown}) stays. */
+    const ShardingSyntax *sharding_src;
     /* NULL: every split dim came from sharding_origin.  Else (arrays only,
      * module arena) [shape.rank]: per dim, the annotated instruction whose
      * annotation first split it (-1 = unsplit or unknown). */
     const int32_t *sharding_dim_origin;
+    Shape shape;               /* global (logical) shape */
+    SrcSpan span;              /* the whole instruction in the input */
 } HloInst;
 
 typedef struct HloComputation {
@@ -196,8 +210,14 @@ typedef struct HloComputation {
     SrcSpan span;
 } HloComputation;
 
+typedef struct HloAttrsTable HloAttrsTable;
+
 typedef struct HloModule {
     Arena *arena;              /* owns everything below */
+    /* The parsed sharding syntax (sharding_src), which bind_shardings
+     * releases once it has bound it (NULL afterwards). */
+    Arena *syntax_arena;
+    HloAttrsTable *attrs_table; /* the shared attribute sets (hlo_set_attrs), or NULL */
     const char *name;
     int32_t n_comps, cap_comps;
     HloComputation *comps;     /* definition order: callees first */
@@ -224,8 +244,15 @@ int32_t hlo_add_computation(HloModule *m, const char *name, bool is_entry);
 int32_t hlo_add_inst(HloModule *m, int32_t c, HloOpcode op, const char *name, const Shape *shape,
                      const int32_t *operands, int32_t n_operands);
 /* The instruction's attributes for writing (allocated on first use, with
- * to_apply/select/condition/body = -1). */
+ * to_apply/select/condition/body = -1; a shared set is copied first). */
 HloAttrs *hlo_attrs_mut(HloModule *m, HloInst *inst);
+/* Sets the instruction's attributes to *a, stored once per module for
+ * equal sets (the lists, strings, replica groups, pairs and verbatim
+ * attributes compared by content; window, conv and literal by address):
+ * every instruction with equal attributes shares one read-only copy
+ * (inst->attrs_shared).  a's arrays must live in m's arena.  Amortized
+ * constant time. */
+void hlo_set_attrs(HloModule *m, HloInst *inst, const HloAttrs *a);
 /* The instruction's attributes for reading (a shared default if none). */
 const HloAttrs *hlo_attrs(const HloInst *inst);
 /* An arena copy of v[0..n). */

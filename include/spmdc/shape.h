@@ -69,8 +69,8 @@ typedef struct Shape {
     int64_t dims[SPMDC_MAX_RANK];          /* elements per dim */
     int8_t minor_to_major[SPMDC_MAX_RANK]; /* valid iff has_layout */
     bool has_layout;
-    const char *layout_tail; /* raw text after ':' inside the layout braces, or NULL */
     int32_t n_elems;         /* tuples: element count */
+    const char *layout_tail; /* raw text after ':' inside the layout braces, or NULL */
     struct Shape *elems;     /* tuples: elements (owned by the module arena) */
 } Shape;
 
