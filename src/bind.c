@@ -314,8 +314,9 @@ static int bind_sdy(HloModule *m, HloInst *inst, bool user_mesh, DiagEngine *dia
 {
     ShardingSyntax syn;
     char why[200];
+    Arena *sa = m->syntax_arena ? m->syntax_arena : m->arena;
     SdyResult r = sdy_sharding_syntax(frontend_attrs_of(hlo_attrs(inst)->raw, hlo_attrs(inst)->n_raw),
-                                      frontend_attrs_of(m->raw, m->n_raw), &m->mesh, m->arena, &syn, why, sizeof why);
+                                      frontend_attrs_of(m->raw, m->n_raw), &m->mesh, sa, &syn, why, sizeof why);
     if (r == SDY_NONE) return 0;
     bool error = r == SDY_UNKNOWN_NAME;
     if (r == SDY_OK) {
@@ -325,7 +326,7 @@ static int bind_sdy(HloModule *m, HloInst *inst, bool user_mesh, DiagEngine *dia
         Sharding *s = ARENA_NEW(m->arena, Sharding);
         bool ok = sharding_bind(&syn, &m->mesh, &inst->shape, s, m->arena, quiet);
         if (ok) {
-            ShardingSyntax *keep = ARENA_NEW(m->arena, ShardingSyntax);
+            ShardingSyntax *keep = ARENA_NEW(sa, ShardingSyntax);
             *keep = syn;
             inst->sharding_src = keep;
             inst->sharding = s;
@@ -372,11 +373,6 @@ static bool same_mesh_layout(const Mesh *a, const Mesh *b)
     return true;
 }
 
-/* Binds every instruction's written sharding; reports every failure.
- * sdy: bind Shardy strings by name first (bind_sdy); sdy_moved: --mesh
- * reorders or resizes the export's mesh, so a positional tiling without a
- * Shardy string no longer means what it meant, and is dropped (warning);
- * user: the options when the mesh is the user's (--mesh), else NULL. */
 /* XLA's `backend_config="unspecified_dims=[1,3]"` on a Sharding custom-call
  * (jax's with_sharding_constraint with P.UNCONSTRAINED dims) or on a
  * shard_map border, SPMDFullToShardShape / SPMDShardToFullShape (jax writes
@@ -413,61 +409,152 @@ static void open_unspecified_dims(const HloInst *inst, Sharding *s)
     }
 }
 
+/* Bound shardings, stored once per distinct value (a stack of layers
+ * carries a few shardings many times): an open-addressing set of the
+ * array shardings bound so far. */
+typedef struct ShardingSet {
+    Sharding **slot;
+    uint64_t *hash;
+    uint32_t cap, n;
+} ShardingSet;
+
+/* Every field of a non-tuple sharding, field by field (its padding is not
+ * part of its value). */
+static uint64_t sharding_hash(const Sharding *s)
+{
+    uint64_t v[10];
+    memset(v, 0, sizeof v);
+    memcpy(v, &s->tile, sizeof s->tile); /* 48 bytes, no padding */
+    v[6] = (uint64_t)s->kind | (uint64_t)s->named_form << 8 | (uint64_t)s->manual_atoms << 32;
+    v[7] = (uint64_t)s->device;
+    v[8] = (uint64_t)s->open_dims | (uint64_t)s->replicated_atoms << 32;
+    memcpy(&v[9], s->priority, sizeof s->priority);
+    uint64_t h = 0x2545f4914f6cdd1dull;
+    for (int k = 0; k < 10; k++) h = (h ^ v[k]) * 0x100000001b3ull + (h >> 29);
+    return h;
+}
+
+static bool sharding_same(const Sharding *a, const Sharding *b)
+{
+    return a->kind == b->kind && memcmp(&a->tile, &b->tile, sizeof a->tile) == 0 && a->device == b->device &&
+           a->manual_atoms == b->manual_atoms && a->named_form == b->named_form && a->open_dims == b->open_dims &&
+           a->replicated_atoms == b->replicated_atoms && memcmp(a->priority, b->priority, sizeof a->priority) == 0;
+}
+
+/* The module's copy of bound sharding s: shared with every equal array
+ * sharding bound before (tuples get their own). */
+static Sharding *keep_sharding(HloModule *m, ShardingSet *set, const Sharding *s)
+{
+    if (s->kind == SHARDING_TUPLE)
+        return arena_memdup(m->arena, s, sizeof *s);
+    if ((set->n + 1) * 2 > set->cap) {
+        uint32_t cap = set->cap ? set->cap * 2 : 64;
+        Sharding **slot = xcalloc(cap, sizeof *slot);
+        uint64_t *hash = xmalloc(sizeof(uint64_t) * cap);
+        for (uint32_t k = 0; k < set->cap; k++) {
+            if (!set->slot[k])
+                continue;
+            uint32_t j = (uint32_t)set->hash[k] & (cap - 1);
+            while (slot[j])
+                j = (j + 1) & (cap - 1);
+            slot[j] = set->slot[k];
+            hash[j] = set->hash[k];
+        }
+        free(set->slot);
+        free(set->hash);
+        set->slot = slot;
+        set->hash = hash;
+        set->cap = cap;
+    }
+    uint64_t h = sharding_hash(s);
+    uint32_t j = (uint32_t)h & (set->cap - 1);
+    for (; set->slot[j]; j = (j + 1) & (set->cap - 1))
+        if (set->hash[j] == h && sharding_same(set->slot[j], s))
+            return set->slot[j];
+    set->slot[j] = arena_memdup(m->arena, s, sizeof *s);
+    set->hash[j] = h;
+    set->n++;
+    return set->slot[j];
+}
+
+/* Binds one instruction's written sharding (see bind_all); false after an
+ * error. */
+static bool bind_inst(HloModule *m, const HloComputation *comp, HloInst *inst, bool sdy, bool sdy_moved,
+                      const SpmdcOptions *user, ShardingSet *set, DiagEngine *diag)
+{
+    bool user_mesh = user != NULL;
+    int bound = sdy ? bind_sdy(m, inst, user_mesh, diag) : 0;
+    if (bound != 0)
+        return bound > 0;
+    if (sdy_moved && inst->sharding_src && has_positional_tiling(inst->sharding_src)) {
+        StrBuf b = {0};
+        put_user_mesh(&b, user, &m->mesh);
+        diag_warning(diag, inst->sharding_src->span,
+                     "%s: ignoring its positional sharding, written for the export's own mesh, which %s "
+                     "reorders or resizes; propagation decides it", inst->name, sb_cstr(&b));
+        sb_free(&b);
+        inst->sharding_src = NULL;
+        return true;
+    }
+    if (!sdy && !inst->sharding_src && has_sdy_string(inst)) {
+        /* Never dropped silently: a warning when --mesh chose other
+         * axes on purpose, an error otherwise. */
+        StrBuf b = {0};
+        if (user_mesh) put_user_mesh(&b, user, &m->mesh);
+        else mesh_print(&b, &m->mesh);
+        bool ok = user_mesh;
+        if (user_mesh) {
+            diag_warning(diag, inst->span, "%s: ignoring its xla.sdy.sharding: %s does not have the "
+                         "axes of the header's xla.sdy.meshes; propagation decides it", inst->name,
+                         sb_cstr(&b));
+        } else {
+            diag_error(diag, inst->span, "%s: its xla.sdy.sharding cannot be bound: the module's mesh %s does "
+                       "not have the axes of the header's xla.sdy.meshes (give --mesh with the export's axis "
+                       "names)", inst->name, sb_cstr(&b));
+        }
+        sb_free(&b);
+        return ok;
+    }
+    if (!inst->sharding_src || has_unknown(inst->sharding_src))
+        return true;
+    if (inst->op == HLO_OUTFEED && inst->n_operands > 0)
+        return bind_outfeed(m, comp, inst, ARENA_NEW(m->arena, Sharding), diag);
+    Sharding s;
+    if (!sharding_bind(inst->sharding_src, &m->mesh, &inst->shape, &s, m->arena, diag))
+        return false;
+    open_unspecified_dims(inst, &s);
+    inst->sharding = keep_sharding(m, set, &s);
+    inst->sharding_from_user = true;
+    return true;
+}
+
+/* Binds every instruction's written sharding; reports every failure.  The
+ * syntax of a bound sharding is dropped, an unbound one ({unknown}, or
+ * after an error) copied out of the syntax arena, which is then released.
+ * sdy: bind Shardy strings by name first (bind_sdy); sdy_moved: --mesh
+ * reorders or resizes the export's mesh, so a positional tiling without a
+ * Shardy string no longer means what it meant, and is dropped (warning);
+ * user: the options when the mesh is the user's (--mesh), else NULL. */
 static bool bind_all(HloModule *m, bool sdy, bool sdy_moved, const SpmdcOptions *user, DiagEngine *diag)
 {
-    bool ok = true, user_mesh = user != NULL;
+    bool ok = true;
+    ShardingSet set = {NULL, NULL, 0, 0};
     for (int32_t c = 0; c < m->n_comps; c++) {
         HloComputation *comp = &m->comps[c];
         for (int32_t i = 0; i < comp->n_insts; i++) {
             HloInst *inst = &comp->insts[i];
-            int bound = sdy ? bind_sdy(m, inst, user_mesh, diag) : 0;
-            if (bound < 0) ok = false;
-            if (bound != 0) continue;
-            if (sdy_moved && inst->sharding_src && has_positional_tiling(inst->sharding_src)) {
-                StrBuf b = {0};
-                put_user_mesh(&b, user, &m->mesh);
-                diag_warning(diag, inst->sharding_src->span,
-                             "%s: ignoring its positional sharding, written for the export's own mesh, which %s "
-                             "reorders or resizes; propagation decides it", inst->name, sb_cstr(&b));
-                sb_free(&b);
-                inst->sharding_src = NULL;
-                continue;
-            }
-            if (!sdy && !inst->sharding_src && has_sdy_string(inst)) {
-                /* Never dropped silently: a warning when --mesh chose other
-                 * axes on purpose, an error otherwise. */
-                StrBuf b = {0};
-                if (user_mesh) put_user_mesh(&b, user, &m->mesh);
-                else mesh_print(&b, &m->mesh);
-                if (user_mesh) {
-                    diag_warning(diag, inst->span, "%s: ignoring its xla.sdy.sharding: %s does not have the "
-                                 "axes of the header's xla.sdy.meshes; propagation decides it", inst->name,
-                                 sb_cstr(&b));
-                } else {
-                    diag_error(diag, inst->span, "%s: its xla.sdy.sharding cannot be bound: the module's mesh %s does "
-                               "not have the axes of the header's xla.sdy.meshes (give --mesh with the export's axis "
-                               "names)", inst->name, sb_cstr(&b));
-                    ok = false;
-                }
-                sb_free(&b);
-                continue;
-            }
-            if (!inst->sharding_src || has_unknown(inst->sharding_src))
-                continue;
-            Sharding *s = ARENA_NEW(m->arena, Sharding);
-            if (inst->op == HLO_OUTFEED && inst->n_operands > 0) {
-                if (!bind_outfeed(m, comp, inst, s, diag)) ok = false;
-                continue;
-            }
-            if (!sharding_bind(inst->sharding_src, &m->mesh, &inst->shape, s, m->arena, diag)) {
+            if (!bind_inst(m, comp, inst, sdy, sdy_moved, user, &set, diag))
                 ok = false;
-                continue;
-            }
-            open_unspecified_dims(inst, s);
-            inst->sharding = s;
-            inst->sharding_from_user = true;
+            if (inst->sharding)
+                inst->sharding_src = NULL;
+            else if (inst->sharding_src && m->syntax_arena)
+                inst->sharding_src = sharding_syntax_copy(inst->sharding_src, m->arena);
         }
     }
+    free(set.slot);
+    free(set.hash);
+    arena_destroy(m->syntax_arena);
+    m->syntax_arena = NULL;
     return ok;
 }
 

@@ -9,7 +9,8 @@
  *  - named (Shardy export): {mesh[x=2,y=4], [{x}, {y, ?}], replicated={..}}
  *    with sub-axes x:(pre)size, and {maximal_mesh[device_id=N]}.
  * A tuple sharding is a flat brace list of single shardings.  Every problem
- * is one diag error at the offending item; results live in the module arena.
+ * is one diag error at the offending item; results live in the module's
+ * syntax arena (m->syntax_arena, released by bind_shardings).
  */
 #include <string.h>
 
@@ -103,7 +104,7 @@ static bool sh_devices(Lower *lw, const ShItems *its, int32_t *i, ShardingSyntax
                          (long long)n);
     if (n <= 1) return parse_err(lw, &tv->loc, "a tiled sharding needs at least 2 devices; use {maximal device=N}");
     s->n_devices = n;
-    s->devices = ARENA_ARRAY(lw->m->arena, int64_t, n);
+    s->devices = ARENA_ARRAY(lw->m->syntax_arena, int64_t, n);
     for (int64_t k = 0, at = *i + 1; k < n; k++, at += 2) {
         if (!parse_int_of(lw, its->it[at].v, "device id", &s->devices[k])) return false;
         if (s->devices[k] < 0) return parse_err(lw, &its->it[at].v->loc, "device ids must be non-negative");
@@ -258,7 +259,7 @@ static bool sh_axis_list(Lower *lw, const AstVal *v, ShardingSyntax *s, AxisUse 
     const AstVal *g = v->child;
     if (!is_group(g, AV_BRACE)) return parse_err(lw, &v->loc, "%.*s= expects a list of axes like {x, y}", TOKF(v->t));
     *n = ast_count(g->child);
-    *out = ARENA_ARRAY(lw->m->arena, AxisRefSyntax, *n ? *n : 1);
+    *out = ARENA_ARRAY(lw->m->syntax_arena, AxisRefSyntax, *n ? *n : 1);
     int32_t k = 0;
     for (const AstVal *e = g->child; e; e = e->next)
         if (!sh_axis_ref(lw, e, s, use, &(*out)[k++])) return false;
@@ -286,8 +287,8 @@ static bool sh_dims(Lower *lw, const AstVal *v, ShardingSyntax *s, AxisUse *use)
     int32_t nd = ast_count(v->child);
     if (nd > SPMDC_MAX_RANK) return parse_err(lw, &v->loc, "sharding lists more than %d dimensions", SPMDC_MAX_RANK);
     s->n_dims = nd;
-    s->dim_n_axes = ARENA_ARRAY(lw->m->arena, int32_t, nd ? nd : 1);
-    s->dim_axes = ARENA_ARRAY(lw->m->arena, AxisRefSyntax *, nd ? nd : 1);
+    s->dim_n_axes = ARENA_ARRAY(lw->m->syntax_arena, int32_t, nd ? nd : 1);
+    s->dim_axes = ARENA_ARRAY(lw->m->syntax_arena, AxisRefSyntax *, nd ? nd : 1);
     int32_t d = 0;
     for (const AstVal *e = v->child; e; e = e->next, d++) {
         const AstVal *g = elem_single(e);
@@ -303,7 +304,7 @@ static bool sh_dims(Lower *lw, const AstVal *v, ShardingSyntax *s, AxisUse *use)
         if (!is_group(g, AV_BRACE))
             return parse_err(lw, &e->loc, "expected a dimension sharding like {x} or {}, found %s", describe(lw, e));
         int32_t n = ast_count(g->child);
-        s->dim_axes[d] = ARENA_ARRAY(lw->m->arena, AxisRefSyntax, n ? n : 1);
+        s->dim_axes[d] = ARENA_ARRAY(lw->m->syntax_arena, AxisRefSyntax, n ? n : 1);
         for (const AstVal *a = g->child; a; a = a->next) {
             const AstVal *q = elem_single(a);
             if (q && q->kind == AV_PUNCT && q->punct == AP_QUESTION) {
@@ -351,7 +352,7 @@ static bool sh_mesh(Lower *lw, const AstVal *word, const AstVal *axes, ShardingS
         if (size < 1 || prod < 0)
             return parse_err(lw, &sz->loc, "mesh axis sizes must be at least 1 and the mesh at most %d devices",
                              SPMDC_MAX_DEVICES);
-        s->mesh_axis_names[s->n_mesh_axes] = ast_tok_str(lw->m->arena, a->t);
+        s->mesh_axis_names[s->n_mesh_axes] = ast_tok_str(lw->m->syntax_arena, a->t);
         s->mesh_axis_sizes[s->n_mesh_axes++] = size;
     }
     s->kind = SSYN_NAMED;
@@ -423,13 +424,13 @@ const ShardingSyntax *parse_lower_sharding(Lower *lw, const AstVal *attr, const 
         parse_want(lw, attr, v, "a sharding like {replicated} or {devices=[2,1]0,1}");
         return NULL;
     }
-    ShardingSyntax *s = ARENA_NEW(lw->m->arena, ShardingSyntax);
+    ShardingSyntax *s = ARENA_NEW(lw->m->syntax_arena, ShardingSyntax);
     const AstVal *first = v->child ? v->child->child : NULL;
     if (first && !is_group(first, AV_BRACE)) return sh_single(lw, v, s) ? s : NULL;
     s->kind = SSYN_TUPLE;
     s->span = v->loc.span;
     s->n_elems = ast_count(v->child);
-    s->elems = ARENA_ARRAY(lw->m->arena, ShardingSyntax, s->n_elems ? s->n_elems : 1);
+    s->elems = ARENA_ARRAY(lw->m->syntax_arena, ShardingSyntax, s->n_elems ? s->n_elems : 1);
     int32_t k = 0;
     for (const AstVal *e = v->child; e; e = e->next, k++) {
         const AstVal *x = elem_single(e);

@@ -677,6 +677,50 @@ void sharding_syntax_print(StrBuf *b, const ShardingSyntax *s)
     }
 }
 
+/* Copies of r[0..n) (names copied) into a. */
+static AxisRefSyntax *copy_refs(const AxisRefSyntax *r, int32_t n, Arena *a)
+{
+    if (!r)
+        return NULL;
+    AxisRefSyntax *c = ARENA_ARRAY(a, AxisRefSyntax, n ? n : 1);
+    for (int32_t i = 0; i < n; i++) {
+        c[i] = r[i];
+        c[i].name = r[i].name ? arena_strdup(a, r[i].name) : NULL;
+    }
+    return c;
+}
+
+static void syntax_copy_into(ShardingSyntax *c, const ShardingSyntax *s, Arena *a)
+{
+    *c = *s;
+    if (s->devices)
+        c->devices = arena_memdup(a, s->devices, sizeof(int64_t) * (size_t)s->n_devices);
+    for (int32_t i = 0; i < s->n_mesh_axes; i++)
+        c->mesh_axis_names[i] = s->mesh_axis_names[i] ? arena_strdup(a, s->mesh_axis_names[i]) : NULL;
+    if (s->dim_n_axes)
+        c->dim_n_axes = arena_memdup(a, s->dim_n_axes, sizeof(int32_t) * (size_t)(s->n_dims ? s->n_dims : 1));
+    if (s->dim_axes) {
+        c->dim_axes = ARENA_ARRAY(a, AxisRefSyntax *, s->n_dims ? s->n_dims : 1);
+        for (int32_t d = 0; d < s->n_dims; d++)
+            c->dim_axes[d] = copy_refs(s->dim_axes[d], s->dim_n_axes ? s->dim_n_axes[d] : 0, a);
+    }
+    c->replicated_axes = copy_refs(s->replicated_axes, s->n_replicated_axes, a);
+    c->unreduced_axes = copy_refs(s->unreduced_axes, s->n_unreduced_axes, a);
+    c->manual_axes = copy_refs(s->manual_axes, s->n_manual_axes, a);
+    if (s->elems) {
+        c->elems = ARENA_ARRAY(a, ShardingSyntax, s->n_elems ? s->n_elems : 1);
+        for (int32_t i = 0; i < s->n_elems; i++)
+            syntax_copy_into(&c->elems[i], &s->elems[i], a);
+    }
+}
+
+ShardingSyntax *sharding_syntax_copy(const ShardingSyntax *s, Arena *a)
+{
+    ShardingSyntax *c = ARENA_NEW(a, ShardingSyntax);
+    syntax_copy_into(c, s, a);
+    return c;
+}
+
 /* ================================================================ binding */
 
 /* The syntax's text in tmp (for messages). */

@@ -206,5 +206,7 @@ void sharding_iota_expand(int32_t n_dims, const int64_t *dims, const int32_t *pe
 /* Appends the syntax as written, e.g. "{devices=[2,4]<=[4,2]T(1,0)}" (used in
  * diagnostics). */
 void sharding_syntax_print(StrBuf *b, const ShardingSyntax *s);
+/* A deep copy of s (its arrays and names) in a. */
+ShardingSyntax *sharding_syntax_copy(const ShardingSyntax *s, Arena *a);
 
 #endif

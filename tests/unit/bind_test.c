@@ -267,7 +267,16 @@ static void test_positional_vs_named_mesh(void **state)
     sharding_describe(&s, b->sharding, &f->m->mesh);
     assert_string_equal(sb_cstr(&s), "[{x, y}, {}]");
     sb_free(&s);
+    /* binding released the syntax of what it bound */
+    assert_null(a->sharding_src);
+    assert_null(f->m->syntax_arena);
+    /* the same shardings on a mesh of 4 devices, in a fresh module */
+    teardown(state);
+    setup(state);
+    f = *state;
     set_mesh(f, "x=2,y=2");
+    param(f, f->comp, "a", iota(f, 1, 2, 4, 8));
+    param(f, f->comp, "b", iota(f, 2, 8, 1, 8));
     bind_fails(f, "in.hlo:1:5: error: sharding {devices=[2,4]<=[8]} uses 8 devices but the mesh has 4\n"
                   "in.hlo:2:5: error: sharding {devices=[8,1]<=[8]} uses 8 devices but the mesh has 4\n");
 }
@@ -344,6 +353,13 @@ static void test_unknown_and_nested(void **state)
     assert_null(u->sharding);
     assert_false(u->sharding_from_user);
     assert_null(tu->sharding);
+    /* the unbound syntax stays (a copy: the printer shows it), the bound one goes */
+    assert_non_null(u->sharding_src);
+    assert_int_equal(u->sharding_src->kind, SSYN_UNKNOWN);
+    assert_non_null(tu->sharding_src);
+    assert_int_equal(tu->sharding_src->n_elems, 2);
+    assert_int_equal(tu->sharding_src->elems[1].kind, SSYN_UNKNOWN);
+    assert_null(inner->sharding_src);
 }
 
 static void test_errors_are_all_reported(void **state)
