@@ -1,12 +1,14 @@
 /* names.c - NameSet (names.h): an open-addressing set of C strings whose
- * slots and name array live in the set's arena.
+ * slots live in the set's arena.
  *
  * Nothing is freed: slot arrays outgrown by a rehash stay in the arena until
- * it is reset or destroyed (at most about the final table again).
- * names_unique tries "name", then "name.1", "name.2", ... in that order, so
- * the names it returns depend only on what was added before; the ".N" search
- * resumes after the N it last returned for the same name (every smaller N
- * is still taken: the set only grows).
+ * it is reset or destroyed (at most about the final table again;
+ * names_reserve avoids them).  A rehash moves the slots by their stored
+ * hashes, without reading the strings.  names_unique tries "name", then
+ * "name.1", "name.2", ... in that order, so the names it returns depend only
+ * on what was added before; the ".N" search resumes after the N it last
+ * returned for the same name (every smaller N is still taken: the set only
+ * grows).
  */
 #include "spmdc/names.h"
 
@@ -29,98 +31,109 @@ void names_init(NameSet *s, Arena *arena)
     s->arena = arena;
 }
 
-/* The index of name in s->names, or -1. */
-static int64_t find_index(const NameSet *s, const char *name, uint32_t h, size_t len)
+/* The slot holding name, or the free slot where it would go. */
+static NameSlot *probe(const NameSet *s, const char *name, uint32_t h)
 {
-    if (!s->cap) return -1;
     uint32_t mask = s->cap - 1;
     for (uint32_t i = h & mask;; i = (i + 1) & mask) {
-        uint64_t v = s->slot[i];
-        if (!v) return -1;
-        if ((uint32_t)(v >> 32) == h) {
-            const char *o = s->names[(uint32_t)v - 1];
-            if (strncmp(o, name, len) == 0 && o[len] == 0) return (int64_t)(uint32_t)v - 1;
-        }
+        NameSlot *e = &s->slot[i];
+        if (!e->name || (e->hash == h && strcmp(e->name, name) == 0)) return e;
     }
 }
 
-static bool find(const NameSet *s, const char *name, uint32_t h, size_t len)
+/* A table of cap slots (a power of two) holding the current entries. */
+static void rehash(NameSet *s, uint32_t cap)
 {
-    return find_index(s, name, h, len) >= 0;
+    NameSlot *old = s->slot;
+    uint32_t old_cap = s->cap;
+    s->slot = ARENA_ARRAY(s->arena, NameSlot, cap);
+    s->cap = cap;
+    uint32_t mask = cap - 1;
+    for (uint32_t k = 0; k < old_cap; k++) {
+        if (!old[k].name) continue;
+        uint32_t i = old[k].hash & mask;
+        while (s->slot[i].name) i = (i + 1) & mask;
+        s->slot[i] = old[k];
+    }
 }
 
-static void put_slot(NameSet *s, uint32_t h, uint32_t k)
+/* Room for n names with the table at most 3/4 full. */
+static bool fits(uint32_t cap, uint64_t n) { return 4 * n <= 3 * (uint64_t)cap; }
+
+void names_reserve(NameSet *s, uint32_t n)
 {
-    uint32_t mask = s->cap - 1, i = h & mask;
-    while (s->slot[i]) i = (i + 1) & mask;
-    s->slot[i] = (uint64_t)h << 32 | (k + 1);
+    uint32_t cap = s->cap ? s->cap : 128;
+    while (!fits(cap, n)) cap *= 2;
+    if (cap != s->cap) rehash(s, cap);
 }
 
 bool names_contains(const NameSet *s, const char *name)
 {
+    if (!s->cap) return false;
     size_t len;
-    uint32_t h = hash_len(name, &len);
-    return find(s, name, h, len);
+    return probe(s, name, hash_len(name, &len))->name != NULL;
+}
+
+/* Adds name (hash h) unless present; its slot. */
+static NameSlot *add_hashed(NameSet *s, const char *name, uint32_t h)
+{
+    if (!s->cap) rehash(s, 128);
+    NameSlot *e = probe(s, name, h);
+    if (e->name) return e;
+    if (!fits(s->cap, (uint64_t)s->n + 1)) {
+        rehash(s, s->cap * 2);
+        e = probe(s, name, h);
+    }
+    e->name = name;
+    e->hash = h;
+    e->index = s->n++;
+    return e;
 }
 
 void names_add(NameSet *s, const char *name)
 {
     size_t len;
-    uint32_t h = hash_len(name, &len);
-    if (find(s, name, h, len)) return;
-    if (s->n == s->cap_names) {
-        uint32_t cap = s->cap_names ? s->cap_names * 2 : 64;
-        s->names = arena_realloc(s->arena, s->names, sizeof(char *) * s->cap_names, sizeof(char *) * cap,
-                                 _Alignof(const char *));
-        s->cap_names = cap;
-    }
-    if (2 * (s->n + 1) > s->cap) { /* rehash into twice the slots */
-        uint32_t cap = s->cap ? s->cap * 2 : 128;
-        s->slot = ARENA_ARRAY(s->arena, uint64_t, cap);
-        s->cap = cap;
-        for (uint32_t k = 0; k < s->n; k++) {
-            size_t l;
-            put_slot(s, hash_len(s->names[k], &l), k);
-        }
-    }
-    s->names[s->n] = name;
-    put_slot(s, h, s->n);
-    s->n++;
+    add_hashed(s, name, hash_len(name, &len));
 }
 
 const char *names_unique(NameSet *s, const char *name, Arena *out)
 {
-    char *r;
-    if (!names_contains(s, name)) {
-        r = arena_strdup(out, name);
-    } else {
-        size_t len;
-        uint32_t h = hash_len(name, &len);
-        if (!s->bases) {
-            s->bases = ARENA_NEW(s->arena, NameSet);
-            names_init(s->bases, s->arena);
-        }
-        int64_t b = find_index(s->bases, name, h, len);
-        if (b < 0) {
-            names_add(s->bases, arena_strndup(s->arena, name, len));
-            b = (int64_t)s->bases->n - 1;
-            if (s->bases->n > s->cap_suffix) {
-                uint32_t cap = s->cap_suffix ? s->cap_suffix * 2 : 16;
-                s->next_suffix = arena_realloc(s->arena, s->next_suffix, sizeof(long long) * s->cap_suffix,
-                                               sizeof(long long) * cap, _Alignof(long long));
-                s->cap_suffix = cap;
-            }
-            s->next_suffix[b] = 1;
-        }
-        size_t n = len + 24; /* '.', 20 digits, NUL */
-        r = arena_alloc(out, n, 1);
-        long long k = s->next_suffix[b];
-        for (;; k++) {
-            snprintf(r, n, "%s.%lld", name, k);
-            if (!names_contains(s, r)) break;
-        }
-        s->next_suffix[b] = k + 1;
+    size_t len;
+    uint32_t h = hash_len(name, &len);
+    if (!s->cap || !probe(s, name, h)->name) {
+        char *r = arena_strndup(out, name, len);
+        add_hashed(s, r, h);
+        return r;
     }
-    names_add(s, r);
+    if (!s->bases) {
+        s->bases = ARENA_NEW(s->arena, NameSet);
+        names_init(s->bases, s->arena);
+    }
+    NameSlot *be = s->bases->cap ? probe(s->bases, name, h) : NULL;
+    uint32_t b;
+    if (be && be->name) {
+        b = be->index;
+    } else {
+        b = add_hashed(s->bases, arena_strndup(s->arena, name, len), h)->index;
+        if (s->bases->n > s->cap_suffix) {
+            uint32_t cap = s->cap_suffix ? s->cap_suffix * 2 : 16;
+            s->next_suffix = arena_realloc(s->arena, s->next_suffix, sizeof(long long) * s->cap_suffix,
+                                           sizeof(long long) * cap, _Alignof(long long));
+            s->cap_suffix = cap;
+        }
+        s->next_suffix[b] = 1;
+    }
+    size_t n = len + 24; /* '.', 20 digits, NUL */
+    char *r = arena_alloc(out, n, 1);
+    long long k = s->next_suffix[b];
+    uint32_t rh;
+    for (;; k++) {
+        snprintf(r, n, "%s.%lld", name, k);
+        size_t rl;
+        rh = hash_len(r, &rl);
+        if (!probe(s, r, rh)->name) break;
+    }
+    s->next_suffix[b] = k + 1;
+    add_hashed(s, r, rh);
     return r;
 }

@@ -118,7 +118,13 @@ static const char *unique_name(Part *p, const char *cand) { return names_unique(
 
 const char *part_name(Part *p, const char *base, const char *role)
 {
-    return unique_name(p, part_fmt(p, "%s.%s", base, role));
+    /* the candidate is a temporary (names_unique keeps its own copy) */
+    size_t nb = strlen(base), nr = strlen(role);
+    char *cand = arena_alloc(p->tmp, nb + nr + 2, 1);
+    memcpy(cand, base, nb);
+    cand[nb] = '.';
+    memcpy(cand + nb + 1, role, nr + 1);
+    return unique_name(p, cand);
 }
 
 /* ================================================================ emission */
@@ -723,8 +729,11 @@ int64_t part_cost(Part *p, int32_t v, const Tiling *want)
 {
     const Shape *s = &part_in(p, v)->shape;
     int64_t best = PART_INF_COST;
+    for (VState *st = p->vals[v].states; st; st = st->next)
+        if (tiling_equal(&st->leaves[0], want))
+            return 0;
     for (VState *st = p->vals[v].states; st; st = st->next) {
-        int64_t c = reshard_cost(p->mesh, s, &st->leaves[0], want);
+        int64_t c = part_reshard_cost(p, s, &st->leaves[0], want);
         if (c < best)
             best = c;
     }
@@ -1424,6 +1433,8 @@ static bool run_computation(Part *p, const Tiling *root_want)
         return false;
     p->oc = new_computation(p->mod, p->ic, !p->parent);
     const HloComputation *ic = &p->in->comps[p->ic];
+    /* the input names and about as many derived ones: no rehash on the way */
+    names_reserve(&p->names, (uint32_t)ic->n_insts + (uint32_t)ic->n_insts / 4 + 64);
     for (int32_t i = 0; i < ic->n_insts; i++)
         names_add(&p->names, ic->insts[i].name);
     return partition_body(p, root_want);
@@ -1480,6 +1491,7 @@ bool partition_module(const HloModule *in, HloModule **out, CommReport *rep, Pas
     pm.scratch = arena_create();
     pm.tmp = arena_create();
     pm.next_channel = 1;
+    pm.memo = reshard_memo_new(pm.scratch);
     memset(pm.reducers, 0xff, sizeof pm.reducers);
     pm.out = hlo_module_new(in->name);
     pm.out->mesh = in->mesh;

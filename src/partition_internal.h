@@ -78,6 +78,7 @@ typedef struct PartModule {
     bool *name_used;            /* per input computation: its own name went to an output computation */
     int32_t reducers[REDUCE_OR + 1][ET_COUNT]; /* output computation, or -1 */
     int64_t next_channel;
+    ReshardMemo *memo;          /* reshard_cost of the candidates, for the whole run (in scratch) */
 } PartModule;
 
 /* One computation being partitioned (the entry, or a loop body, condition,
@@ -209,6 +210,11 @@ const Tiling *part_decl_leaves(const Part *p, int32_t i);
 Tiling *part_inst_decl(Part *p, const HloInst *in);
 /* The state the handler of i produced (first VState). */
 const VState *part_primary(const Part *p, int32_t i);
+/* reshard_cost through the run's memo. */
+static inline int64_t part_reshard_cost(Part *p, const Shape *global, const Tiling *from, const Tiling *to)
+{
+    return reshard_cost_memo(p->mod->memo, p->mesh, global, from, to);
+}
 /* Per-device bytes to bring array value v into state want (cheapest of its
  * states), PART_INF_COST if impossible. */
 int64_t part_cost(Part *p, int32_t v, const Tiling *want);

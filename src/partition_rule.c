@@ -410,7 +410,7 @@ static int64_t cost_of(Part *p, const RuleCtx *rc, const RuleChoice *ch, int64_t
         Shape s = shape_array(in->shape.type, r->t[r->n_in + l].rank, r->t[r->n_in + l].shape);
         const Shape *ls = shape_is_tuple(&in->shape) ? &in->shape.elems[r->t[r->n_in + l].leaf] : &in->shape;
         s.type = ls->type;
-        bytes += reshard_cost(p->mesh, &s, &ch->res[l], &rc->cur[r->n_in + l]);
+        bytes += part_reshard_cost(p, &s, &ch->res[l], &rc->cur[r->n_in + l]);
     }
     return bytes < PART_INF_COST && bytes <= bound ? bytes : PART_INF_COST;
 }

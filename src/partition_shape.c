@@ -448,7 +448,7 @@ static bool masked_slice_plan(Part *p, int32_t i, MaskedSlice *ms)
     ms->res.perm = 0;
     if (cur.perm || !tiling_valid(&ms->res))
         return false;
-    ms->bytes = reshard_cost(p->mesh, &in->shape, &ms->res, &part_decl_leaves(p, i)[0]);
+    ms->bytes = part_reshard_cost(p, &in->shape, &ms->res, &part_decl_leaves(p, i)[0]);
     return ms->bytes < PART_INF_COST;
 }
 

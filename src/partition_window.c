@@ -998,7 +998,7 @@ static bool rhs_candidate(Part *p, const RuleCtx *rc, const RuleChoice *base, in
         return false;
     int64_t bytes = part_cost(p, in->operands[0], &out->ch.want[0]);
     bytes += part_cost(p, in->operands[1], &out->ch.want[1]);
-    bytes += reshard_cost(p->mesh, &in->shape, &out->ch.res[0], &rc->cur[r->n_in]);
+    bytes += part_reshard_cost(p, &in->shape, &out->ch.res[0], &rc->cur[r->n_in]);
     HaloReq rq;
     rhs_request(p, rc->inst, s, atoms, n_atoms, &rq, 1);
     HaloPlan hp;

@@ -733,6 +733,54 @@ int64_t reshard_cost(const Mesh *m, const Shape *global, const Tiling *from, con
     return plan.bytes;
 }
 
+typedef struct MemoKey {
+    int32_t type, rank;
+    int64_t dims[SPMDC_MAX_RANK];   /* 0 past rank */
+    Tiling from, to;
+} MemoKey;
+
+typedef struct MemoEnt {
+    MemoKey key;
+    int64_t cost;
+    bool full;
+} MemoEnt;
+
+struct ReshardMemo {
+    MemoEnt e[RESHARD_MEMO_SLOTS];
+};
+
+_Static_assert(sizeof(MemoKey) % 8 == 0, "MemoKey is hashed as 64-bit words");
+
+ReshardMemo *reshard_memo_new(Arena *arena) { return ARENA_NEW(arena, ReshardMemo); }
+
+int64_t reshard_cost_memo(ReshardMemo *memo, const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to)
+{
+    if (tiling_equal(from, to))
+        return 0;
+    MemoKey k;
+    memset(&k, 0, sizeof k);
+    k.type = global->type;
+    k.rank = global->rank;
+    for (int32_t d = 0; d < global->rank && d < SPMDC_MAX_RANK; d++)
+        k.dims[d] = global->dims[d];
+    k.from = *from;
+    k.to = *to;
+    uint64_t w[sizeof k / 8], h = 0x9e3779b97f4a7c15ull;
+    memcpy(w, &k, sizeof k);
+    for (size_t i = 0; i < sizeof k / 8; i++) {
+        h ^= w[i];
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    MemoEnt *e = &memo->e[h & (RESHARD_MEMO_SLOTS - 1)];
+    if (e->full && memcmp(&e->key, &k, sizeof k) == 0)
+        return e->cost;
+    e->key = k;
+    e->cost = reshard_cost(m, global, from, to);
+    e->full = true;
+    return e->cost;
+}
+
 /* ================================================================ lowering */
 
 static const char *step_role(StepKind k)

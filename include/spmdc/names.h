@@ -1,12 +1,13 @@
 /* names.h - a set of names, for passes that must keep instruction names
  * unique in a computation they rewrite (canonicalize, partition).
  *
- * Everything (entries and the hash table) is allocated from the arena given
- * to names_init and released with it: there is nothing to free, and a set
- * must not be used after its arena is reset.  Names are kept by pointer, so
- * a name added with names_add must outlive the set.  Lookups are O(1), the
- * ".N" search of names_unique is deterministic and resumes where the last
- * search for the same name ended (amortized O(1) per name).
+ * Everything (the hash table) is allocated from the arena given to
+ * names_init and released with it: there is nothing to free, and a set must
+ * not be used after its arena is reset.  Names are kept by pointer, so a
+ * name added with names_add must outlive the set.  Lookups and inserts are
+ * one probe sequence each, O(1) expected; the ".N" search of names_unique
+ * is deterministic and resumes where the last search for the same name
+ * ended (amortized O(1) per name).
  */
 #ifndef SPMDC_NAMES_H
 #define SPMDC_NAMES_H
@@ -16,25 +17,35 @@
 
 #include "spmdc/arena.h"
 
-/* Open addressing over a flat slot array at most half full; a slot holds a
- * name's 32-bit hash and its index in `names` (so a probe compares hashes
- * without touching the strings). */
+/* One slot of the open-addressing table: the name (NULL = free), its 32-bit
+ * hash (a probe compares hashes before touching the strings) and the order
+ * it was added in (0, 1, ...). */
+typedef struct NameSlot {
+    const char *name;
+    uint32_t hash;
+    uint32_t index;
+} NameSlot;
+
+/* Linear probing over a flat slot array at most 3/4 full (16 bytes a
+ * slot). */
 typedef struct NameSet {
-    Arena *arena;         /* slots and the name array */
-    uint64_t *slot;       /* [cap]: hash << 32 | (index + 1); 0 = free */
+    Arena *arena;         /* the slots */
+    NameSlot *slot;       /* [cap] */
     uint32_t cap;         /* a power of two, or 0 */
-    uint32_t n;
-    const char **names;   /* [cap_names]: the names, in the order added */
-    uint32_t cap_names;
-    /* names_unique's ".N" search: per base name that needed a suffix, the
-     * N to try first (the set only grows, so every smaller N stays taken). */
+    uint32_t n;           /* names in the set */
+    /* names_unique's ".N" search: per base name that needed a suffix (its
+     * index in bases), the N to try first (the set only grows, so every
+     * smaller N stays taken). */
     struct NameSet *bases;  /* or NULL */
-    long long *next_suffix; /* [cap_suffix], indexed like bases->names */
+    long long *next_suffix; /* [cap_suffix] */
     uint32_t cap_suffix;
 } NameSet;
 
 /* An empty set whose storage comes from arena. */
 void names_init(NameSet *s, Arena *arena);
+/* Makes room for n names in all without growing the table again (a caller
+ * that knows how many names it adds saves the rehashes). */
+void names_reserve(NameSet *s, uint32_t n);
 /* Adds name (NUL-terminated, kept by pointer); a no-op if it is present. */
 void names_add(NameSet *s, const char *name);
 bool names_contains(const NameSet *s, const char *name);

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "spmdc/arena.h"
 #include "spmdc/mesh.h"
 #include "spmdc/report.h"
 #include "spmdc/shape.h"
@@ -71,5 +72,19 @@ typedef struct ReshardPlan {
 bool reshard_plan(const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to, ReshardPlan *plan);
 /* plan->bytes of the plan from -> to, RESHARD_INF_COST if impossible. */
 int64_t reshard_cost(const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to);
+
+/* A memo of reshard_cost for one mesh: a direct-mapped table keyed by the
+ * whole input (element type, dims, both tilings byte for byte), so a hit
+ * returns exactly what reshard_cost would.  A pass that costs the same
+ * transitions again and again (every layer of a model repeats them) keeps
+ * one for its run.  Storage (RESHARD_MEMO_SLOTS entries, about 1.4 MiB)
+ * comes from the arena given to reshard_memo_new and lives as long as it. */
+#define RESHARD_MEMO_SLOTS 8192
+typedef struct ReshardMemo ReshardMemo;
+ReshardMemo *reshard_memo_new(Arena *arena);
+/* reshard_cost(m, global, from, to) through memo (m: the one mesh the memo
+ * is used with; global: an array). */
+int64_t reshard_cost_memo(ReshardMemo *memo, const Mesh *m, const Shape *global, const Tiling *from,
+                          const Tiling *to);
 
 #endif
