@@ -849,7 +849,12 @@ bool part_rule_emit(Part *p, const RuleCtx *rc, const RuleChoice *ch)
     Shape l = part_local_shape(p, &in->shape, leaves);
     int32_t r = part_clone(p, rc->inst, part_result_name(p, rc->inst, leaves, partial ? "partial" : "local"), &l, ops,
                            in->n_operands);
-    oprule_localize_attrs(&rc->rule, p->in, p->ic, rc->inst, &ch->fs, p->mesh, hlo_attrs_mut(p->out, part_out(p, r)));
+    /* on a copy: an op whose attributes stay the defaults keeps none */
+    HloInst *ri = part_out(p, r);
+    HloAttrs a = *hlo_attrs(ri);
+    oprule_localize_attrs(&rc->rule, p->in, p->ic, rc->inst, &ch->fs, p->mesh, &a);
+    if (memcmp(&a, hlo_attrs(ri), sizeof a) != 0)
+        *hlo_attrs_mut(p->out, ri) = a;
     part_rule_result(p, rc, ch, r);
     return true;
 }
