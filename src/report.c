@@ -216,8 +216,11 @@ static void put_axes_cell(StrBuf *b, const CommReport *r, const CommRecord *c)
     } else if (c->n_atoms > 0) {
         sb_puts(b, "? ");
     }
-    sb_printf(b, "\xC3\x97%lld, %lld group%s", (long long)c->group_size, (long long)c->num_groups,
-              c->num_groups == 1 ? "" : "s");
+    sb_puts(b, "\xC3\x97");
+    sb_int(b, c->group_size);
+    sb_puts(b, ", ");
+    sb_int(b, c->num_groups);
+    sb_puts(b, c->num_groups == 1 ? " group" : " groups");
 }
 
 /* "234,881,024 B (224.0 MiB)", the exact part right-aligned to width w. */
@@ -239,42 +242,63 @@ static void put_cause(StrBuf *b, const char *inst, uint32_t line, const char *re
     if ((!inst || !*inst) && !line && (!words || !*words)) sb_putc(b, '-');
 }
 
-static void record_row(TextTable *t, const CommReport *r, int32_t i, size_t bw)
+#define RECORD_COLS 8
+
+/* Column col of record i's row, into cell (cleared first). */
+static void record_cell(StrBuf *cell, const CommReport *r, int32_t i, int col, size_t bw)
 {
     const CommRecord *c = &r->records[i];
-    StrBuf cell = {0};
-    sb_printf(&cell, "%d", i + 1);
-    text_table_put(t, &cell);
-    text_table_puts(t, collective_kind_name(c->kind));
-    text_table_puts(t, c->instruction ? c->instruction : "-");
-    text_table_puts(t, elem_type_name(c->dtype));
-    put_dims(&cell, c->operand_dims, c->operand_rank);
-    sb_puts(&cell, " -> ");
-    put_dims(&cell, c->result_dims, c->result_rank);
-    text_table_put(t, &cell);
-    put_axes_cell(&cell, r, c);
-    text_table_put(t, &cell);
-    put_bytes_cell(&cell, c->bytes_per_device, bw);
-    if (c->multiplier > 1) sb_printf(&cell, " in %lld loop trips", (long long)c->multiplier);
-    if (c->per_trip) sb_printf(&cell, "%s per trip of a loop whose trip count is unknown", c->multiplier > 1 ? "," : "");
-    text_table_put(t, &cell);
-    put_cause(&cell, c->cause_instruction, c->cause_line, c->reason);
-    text_table_put(t, &cell);
-    sb_free(&cell);
+    sb_clear(cell);
+    switch (col) {
+    case 0: sb_int(cell, i + 1); break;
+    case 1: sb_puts(cell, collective_kind_name(c->kind)); break;
+    case 2: sb_puts(cell, c->instruction ? c->instruction : "-"); break;
+    case 3: sb_puts(cell, elem_type_name(c->dtype)); break;
+    case 4:
+        put_dims(cell, c->operand_dims, c->operand_rank);
+        sb_puts(cell, " -> ");
+        put_dims(cell, c->result_dims, c->result_rank);
+        break;
+    case 5: put_axes_cell(cell, r, c); break;
+    case 6:
+        put_bytes_cell(cell, c->bytes_per_device, bw);
+        if (c->multiplier > 1) sb_printf(cell, " in %lld loop trips", (long long)c->multiplier);
+        if (c->per_trip)
+            sb_printf(cell, "%s per trip of a loop whose trip count is unknown", c->multiplier > 1 ? "," : "");
+        break;
+    default: put_cause(cell, c->cause_instruction, c->cause_line, c->reason); break;
+    }
 }
 
+/* The table of collectives, laid out as text_table_print lays out a table
+ * (texttable.h) but row by row: the column widths are measured in a first
+ * pass over the cells, the second prints them, with a flush point after
+ * every row, so no cell is kept. */
 static void print_records(StrBuf *b, const CommReport *r)
 {
-    static const char *const head[] = {"#", "kind", "instruction", "dtype", "per-device operand -> result", "axes",
-                                       "bytes sent per device", "cause"};
-    TextTable t = {8, 0, 0, "rllllll" "l", NULL};
-    size_t bw = 0;
+    static const char *const head[RECORD_COLS] = {"#", "kind", "instruction", "dtype", "per-device operand -> result",
+                                                  "axes", "bytes sent per device", "cause"};
+    static const char align[RECORD_COLS] = {'r', 'l', 'l', 'l', 'l', 'l', 'l', 'l'};
+    size_t bw = 0, width[RECORD_COLS];
     for (int32_t i = 0; i < r->n_records; i++)
         if (text_bytes_width(r->records[i].bytes_per_device) > bw) bw = text_bytes_width(r->records[i].bytes_per_device);
-    for (int k = 0; k < 8; k++) text_table_puts(&t, head[k]);
-    for (int32_t i = 0; i < r->n_records; i++) record_row(&t, r, i, bw);
-    text_table_print(b, &t);
-    text_table_free(&t);
+    for (int k = 0; k < RECORD_COLS; k++) width[k] = text_width(head[k]);
+    StrBuf cell = {0};
+    for (int32_t i = 0; i < r->n_records; i++)
+        for (int k = 0; k < RECORD_COLS - 1; k++) { /* the last column is left-aligned: never padded */
+            record_cell(&cell, r, i, k, bw);
+            size_t w = text_width(sb_cstr(&cell));
+            if (w > width[k]) width[k] = w;
+        }
+    for (int k = 0; k < RECORD_COLS; k++) text_cell(b, head[k], width[k], align[k], k == RECORD_COLS - 1);
+    for (int32_t i = 0; i < r->n_records; i++) {
+        for (int k = 0; k < RECORD_COLS; k++) {
+            record_cell(&cell, r, i, k, bw);
+            text_cell(b, sb_cstr(&cell), width[k], align[k], k == RECORD_COLS - 1);
+        }
+        sb_flush_point(b);
+    }
+    sb_free(&cell);
 }
 
 static void print_totals(StrBuf *b, const CommReport *r)

@@ -30,7 +30,7 @@ void text_table_puts(TextTable *t, const char *s)
     sb_free(&b);
 }
 
-static size_t text_width(const char *s)
+size_t text_width(const char *s)
 {
     size_t w = 0;
     for (; *s; s++)
@@ -40,7 +40,22 @@ static size_t text_width(const char *s)
 
 static void pad(StrBuf *b, size_t n)
 {
-    for (size_t i = 0; i < n; i++) sb_putc(b, ' ');
+    static const char spaces[] = "                                ";
+    while (n > 0) {
+        size_t k = n < sizeof spaces - 1 ? n : sizeof spaces - 1;
+        sb_putn(b, spaces, k);
+        n -= k;
+    }
+}
+
+void text_cell(StrBuf *b, const char *s, size_t width, char align, bool last)
+{
+    size_t w = text_width(s), fill = width > w ? width - w : 0;
+    sb_putn(b, "  ", 2);
+    if (align == 'r') pad(b, fill);
+    sb_puts(b, s);
+    if (align != 'r' && !last) pad(b, fill);
+    if (last) sb_putc(b, '\n');
 }
 
 void text_table_print(StrBuf *b, const TextTable *t)
@@ -53,13 +68,7 @@ void text_table_print(StrBuf *b, const TextTable *t)
     }
     for (int32_t i = 0; i < t->n_cells; i++) {
         int32_t col = i % nc;
-        bool last = col == nc - 1 || i == t->n_cells - 1;
-        size_t fill = width[col] - text_width(t->cells[i]);
-        sb_puts(b, "  ");
-        if (t->align[col] == 'r') pad(b, fill);
-        sb_puts(b, t->cells[i]);
-        if (t->align[col] != 'r' && !last) pad(b, fill);
-        if (last) sb_putc(b, '\n');
+        text_cell(b, t->cells[i], width[col], t->align[col], col == nc - 1 || i == t->n_cells - 1);
     }
 }
 
@@ -73,15 +82,18 @@ void text_table_free(TextTable *t)
 
 void text_put_grouped(StrBuf *b, int64_t v)
 {
-    char digits[32];
-    int n = snprintf(digits, sizeof digits, "%lld", (long long)v);
-    int start = digits[0] == '-' ? 1 : 0;
-    if (start) sb_putc(b, '-');
-    for (int i = start; i < n; i++) {
-        sb_putc(b, digits[i]);
-        int left = n - 1 - i;
-        if (left > 0 && left % 3 == 0) sb_putc(b, ',');
-    }
+    char tmp[32];
+    size_t n = sizeof tmp;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    int k = 0;
+    do {
+        if (k > 0 && k % 3 == 0) tmp[--n] = ',';
+        tmp[--n] = (char)('0' + u % 10);
+        u /= 10;
+        k++;
+    } while (u);
+    if (v < 0) tmp[--n] = '-';
+    sb_putn(b, tmp + n, sizeof tmp - n);
 }
 
 /* "(224.0 MiB)"; nothing below 1 KiB. */
@@ -96,23 +108,23 @@ static void put_human(StrBuf *b, int64_t v)
     sb_printf(b, "(%.1f %s)", x, units[u]);
 }
 
+/* Length of text_put_grouped(v)'s text. */
+static size_t grouped_len(int64_t v)
+{
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    size_t digits = 1;
+    while (u >= 10) u /= 10, digits++;
+    return (v < 0) + digits + (digits - 1) / 3;
+}
+
 void text_put_bytes(StrBuf *b, int64_t v, size_t w)
 {
-    StrBuf e = {0};
-    text_put_grouped(&e, v);
-    sb_puts(&e, " B");
-    pad(b, w > e.len ? w - e.len : 0);
-    sb_puts(b, sb_cstr(&e));
-    sb_free(&e);
+    size_t n = grouped_len(v) + 2;
+    pad(b, w > n ? w - n : 0);
+    text_put_grouped(b, v);
+    sb_putn(b, " B", 2);
     if (v >= 1024) sb_putc(b, ' ');
     put_human(b, v);
 }
 
-size_t text_bytes_width(int64_t v)
-{
-    StrBuf e = {0};
-    text_put_grouped(&e, v);
-    size_t n = e.len + 2;
-    sb_free(&e);
-    return n;
-}
+size_t text_bytes_width(int64_t v) { return grouped_len(v) + 2; }

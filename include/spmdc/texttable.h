@@ -9,6 +9,7 @@
 #ifndef SPMDC_TEXTTABLE_H
 #define SPMDC_TEXTTABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,13 @@ void text_table_put(TextTable *t, StrBuf *cell);
 void text_table_puts(TextTable *t, const char *s);
 /* Appends the table, one line per row. */
 void text_table_print(StrBuf *b, const TextTable *t);
+/* One cell as text_table_print lays it out, for a table printed row by row
+ * without holding its cells (its column widths measured first): two
+ * spaces, s padded with spaces to width code points (align 'r': before it,
+ * 'l': after it); the last cell of a row is not padded and ends the line. */
+void text_cell(StrBuf *b, const char *s, size_t width, char align, bool last);
+/* Width of s in code points (UTF-8). */
+size_t text_width(const char *s);
 /* Frees the cells; t is empty afterwards (same columns). */
 void text_table_free(TextTable *t);
 
