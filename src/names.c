@@ -96,6 +96,19 @@ void names_add(NameSet *s, const char *name)
     add_hashed(s, name, hash_len(name, &len));
 }
 
+uint32_t names_hash(const char *name)
+{
+    size_t len;
+    return hash_len(name, &len);
+}
+
+void names_prefetch(const NameSet *s, uint32_t h)
+{
+    if (s->cap) __builtin_prefetch(&s->slot[h & (s->cap - 1)]);
+}
+
+void names_add_hashed(NameSet *s, const char *name, uint32_t h) { add_hashed(s, name, h); }
+
 const char *names_unique(NameSet *s, const char *name, Arena *out)
 {
     size_t len;

@@ -451,6 +451,14 @@ static void each_ref(HloOpcode op, const HloAttrs *a, HloAttrs *w, RefFn fn, voi
     }
 }
 
+/* Whether attributes a refer to some computation (each_ref would call its
+ * function with a reference >= 0). */
+static bool has_ref(const HloAttrs *a)
+{
+    return a && (a->to_apply >= 0 || a->select >= 0 || a->condition >= 0 || a->body >= 0 || a->branches.n > 0 ||
+                 a->called.n > 0);
+}
+
 typedef struct MarkCtx {
     bool *applied;
     int32_t *work;
@@ -513,6 +521,53 @@ static void copy_applied(PartModule *pm)
     }
 }
 
+/* Whether the copy of input instruction si's attributes may be one set
+ * shared by every output instruction with equal attributes
+ * (hlo_set_attrs): no computation references (order_callee_first rewrites
+ * those in place), no literal (its copy depends on the shape), and no list
+ * that oprule_localize_attrs writes into (slice, dynamic-slice, gather). */
+static bool attrs_shareable(const HloInst *si)
+{
+    const HloAttrs *a = si->attrs;
+    return si->attrs_shared && !has_ref(a) && !a->literal && si->op != HLO_SLICE && si->op != HLO_DYNAMIC_SLICE &&
+           si->op != HLO_GATHER;
+}
+
+/* Sets di's attributes to the shared copy of si's (attrs_shareable): one
+ * copy per shared input set, found by its address. */
+static void share_attrs(PartModule *pm, const HloInst *si, HloInst *di)
+{
+    if (2 * (pm->attrs_n + 1) > pm->attrs_cap) {
+        uint32_t cap = pm->attrs_cap ? 2 * pm->attrs_cap : 256, mask = cap - 1;
+        const HloAttrs **key = ARENA_ARRAY(pm->scratch, const HloAttrs *, cap);
+        HloAttrs **val = ARENA_ARRAY(pm->scratch, HloAttrs *, cap);
+        for (uint32_t k = 0; k < pm->attrs_cap; k++) {
+            if (!pm->attrs_key[k])
+                continue;
+            uint32_t j = (uint32_t)(((uintptr_t)pm->attrs_key[k] >> 3) * 2654435761u) & mask;
+            while (key[j])
+                j = (j + 1) & mask;
+            key[j] = pm->attrs_key[k];
+            val[j] = pm->attrs_val[k];
+        }
+        pm->attrs_key = key;
+        pm->attrs_val = val;
+        pm->attrs_cap = cap;
+    }
+    uint32_t mask = pm->attrs_cap - 1, j = (uint32_t)(((uintptr_t)si->attrs >> 3) * 2654435761u) & mask;
+    while (pm->attrs_key[j] && pm->attrs_key[j] != si->attrs)
+        j = (j + 1) & mask;
+    if (pm->attrs_key[j]) {
+        di->attrs = pm->attrs_val[j];
+        di->attrs_shared = true;
+        return;
+    }
+    hlo_set_attrs(pm->out, di, copy_attrs(pm->out, si->attrs, &si->shape, pm->comp_map));
+    pm->attrs_key[j] = si->attrs;
+    pm->attrs_val[j] = di->attrs;
+    pm->attrs_n++;
+}
+
 int32_t part_clone_into(Part *p, int32_t oc, int32_t i, const char *name, const Shape *shape, const int32_t *ops,
                         int32_t n)
 {
@@ -520,7 +575,9 @@ int32_t part_clone_into(Part *p, int32_t oc, int32_t i, const char *name, const 
     int32_t k = hlo_add_inst(p->out, oc, si->op, name, shape, ops, n);
     HloInst *di = hlo_inst(p->out, oc, k);
     di->span = si->span;
-    if (si->attrs)
+    if (si->attrs && attrs_shareable(si))
+        share_attrs(p->mod, si, di);
+    else if (si->attrs)
         di->attrs = copy_attrs(p->out, si->attrs, &si->shape, p->mod->comp_map);
     return k;
 }
@@ -573,6 +630,8 @@ static void dfs(DfsCtx *d, int32_t c, int32_t *placed)
     while (d->n > 0) {
         int32_t top = d->n - 1, cc = d->stack[2 * top], i = d->stack[2 * top + 1];
         const HloComputation *comp = &d->m->comps[cc];
+        while (i < comp->n_insts && !has_ref(comp->insts[i].attrs))
+            i++;
         if (i < comp->n_insts) {
             d->stack[2 * top + 1] = i + 1;
             const HloInst *in = &comp->insts[i];
@@ -1435,8 +1494,16 @@ static bool run_computation(Part *p, const Tiling *root_want)
     const HloComputation *ic = &p->in->comps[p->ic];
     /* the input names and about as many derived ones: no rehash on the way */
     names_reserve(&p->names, (uint32_t)ic->n_insts + (uint32_t)ic->n_insts / 4 + 64);
-    for (int32_t i = 0; i < ic->n_insts; i++)
-        names_add(&p->names, ic->insts[i].name);
+    enum { AHEAD = 8 }; /* slots prefetched this many names ahead */
+    uint32_t h[AHEAD];
+    for (int32_t i = 0; i < ic->n_insts + AHEAD; i++) {
+        if (i >= AHEAD)
+            names_add_hashed(&p->names, ic->insts[i - AHEAD].name, h[i % AHEAD]);
+        if (i < ic->n_insts) {
+            h[i % AHEAD] = names_hash(ic->insts[i].name);
+            names_prefetch(&p->names, h[i % AHEAD]);
+        }
+    }
     return partition_body(p, root_want);
 }
 

@@ -79,6 +79,11 @@ typedef struct PartModule {
     int32_t reducers[REDUCE_OR + 1][ET_COUNT]; /* output computation, or -1 */
     int64_t next_channel;
     ReshardMemo *memo;          /* reshard_cost of the candidates, for the whole run (in scratch) */
+    /* shared input attribute sets -> their shared output copies (part_clone;
+     * open addressing by address, in scratch) */
+    const HloAttrs **attrs_key;
+    HloAttrs **attrs_val;
+    uint32_t attrs_cap, attrs_n;
 } PartModule;
 
 /* One computation being partitioned (the entry, or a loop body, condition,

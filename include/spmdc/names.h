@@ -49,6 +49,13 @@ void names_reserve(NameSet *s, uint32_t n);
 /* Adds name (NUL-terminated, kept by pointer); a no-op if it is present. */
 void names_add(NameSet *s, const char *name);
 bool names_contains(const NameSet *s, const char *name);
+/* The same in two halves, for a caller that adds many names and hides the
+ * table's cache misses: names_hash (the name's hash) and names_prefetch a
+ * few names ahead, names_add_hashed (h = names_hash(name)) when it gets
+ * there. */
+uint32_t names_hash(const char *name);
+void names_prefetch(const NameSet *s, uint32_t h);
+void names_add_hashed(NameSet *s, const char *name, uint32_t h);
 /* name if it is not in the set, else "name.N" with the smallest N >= 1 that
  * is not; the result is a new string in out (an arena that lives at least
  * as long as the set) and is added to the set. */
