@@ -162,6 +162,7 @@ typedef struct Classes {
     int32_t n;
     uint32_t mask[MAX_CLASSES];          /* tensors of the class */
     int32_t of[OPRULE_MAX_FACTORS];      /* class of a factor, -1 not splittable */
+    uint32_t tensors[OPRULE_MAX_FACTORS]; /* oprule_factor_tensors of every factor */
     int32_t n_opt[MAX_CLASSES];
     FactorSharding opt[MAX_CLASSES][MAX_OPTIONS];
 } Classes;
@@ -220,11 +221,17 @@ static void build_classes(Part *p, const RuleCtx *rc, Classes *cl)
 {
     const OpRule *r = &rc->rule;
     cl->n = 0; /* the rest is written as classes and options are made (no 40 KB clear per op) */
+    for (int32_t f = 0; f < r->n_factors; f++)
+        cl->tensors[f] = 0;
+    for (int32_t k = 0; k < r->n_in + r->n_out && k < 32; k++)
+        for (int32_t d = 0; d < r->t[k].rank; d++)
+            for (int32_t j = 0; j < oprule_dim_n(r, k, d); j++)
+                cl->tensors[oprule_dim_factor(r, k, d, j)] |= 1u << k;
     for (int32_t f = 0; f < r->n_factors; f++) {
         cl->of[f] = -1;
         if (!splittable(rc, f) || r->factors[f].size <= 1)
             continue;
-        uint32_t m = oprule_factor_tensors(r, f);
+        uint32_t m = cl->tensors[f];
         int32_t c = 0;
         while (c < cl->n && cl->mask[c] != m)
             c++;
@@ -305,15 +312,6 @@ static bool merge_option(FactorSharding *fs, const FactorSharding *o)
 
 /* ================================================================ evaluation */
 
-/* Local extent product of all factors (the local iteration space). */
-static double local_work(const Part *p, const OpRule *r, const FactorSharding *fs)
-{
-    double w = 1;
-    for (int32_t f = 0; f < r->n_factors; f++)
-        w *= (double)tiling_shard_size(r->factors[f].size, fsh_tiles(fs, p->mesh, f));
-    return w;
-}
-
 static uint32_t mask_of(const int8_t *a, int32_t n)
 {
     uint32_t m = 0;
@@ -322,14 +320,15 @@ static uint32_t mask_of(const int8_t *a, int32_t n)
     return m;
 }
 
-/* Atoms of the split reduction factors tensor k does not index. */
-static uint32_t unindexed_reduction(const OpRule *r, int32_t k, const FactorSharding *fs)
+/* Atoms of the split reduction factors tensor k does not index (tensors:
+ * oprule_factor_tensors of every factor). */
+static uint32_t unindexed_reduction(const OpRule *r, const uint32_t *tensors, int32_t k, const FactorSharding *fs)
 {
     uint32_t m = 0;
     for (int32_t f = 0; f < r->n_factors; f++) {
         if (r->factors[f].kind != FACTOR_REDUCTION || fs->n[f] == 0)
             continue;
-        if (!((oprule_factor_tensors(r, f) >> k) & 1u))
+        if (!((tensors[f] >> k) & 1u))
             m |= mask_of(fsh_factor(fs, f), fs->n[f]);
     }
     return m;
@@ -338,7 +337,8 @@ static uint32_t unindexed_reduction(const OpRule *r, int32_t k, const FactorShar
 /* Fills ch's tilings for factor sharding fs with the operands in `pass`
  * (tensor mask) keeping their pending reduction; false if some tensor has
  * no tiling for it or the states do not combine. */
-static bool evaluate(Part *p, const RuleCtx *rc, const FactorSharding *fs, uint32_t pass, RuleChoice *ch)
+static bool evaluate(Part *p, const RuleCtx *rc, const uint32_t *tensors, const FactorSharding *fs, uint32_t pass,
+                     RuleChoice *ch)
 {
     const OpRule *r = &rc->rule;
     const HloInst *in = part_in(p, rc->inst);
@@ -372,7 +372,7 @@ static bool evaluate(Part *p, const RuleCtx *rc, const FactorSharding *fs, uint3
                 t.partial = rc->cur[k].partial ? rc->cur[k].partial : passed;
                 t.kind = rc->cur[k].partial ? rc->cur[k].kind : (uint8_t)pk;
             } else {
-                uint32_t mask = unindexed_reduction(r, k, fs);
+                uint32_t mask = unindexed_reduction(r, tensors, k, fs);
                 int32_t v = in->operands[r->t[k].slot];
                 if (mask && !((rc->unmasked >> k) & 1u) && !is_reduce_identity(p->in, p->ic, v, rk)) {
                     t.partial = mask;
@@ -525,14 +525,32 @@ bool part_rule_choose(Part *p, RuleCtx *rc, RuleExtraFn extra, void *user, RuleC
     int64_t total = 1;
     for (int32_t c = 0; c < cl->n; c++)
         total = total * cl->n_opt[c] > MAX_COMBOS ? MAX_COMBOS : total * cl->n_opt[c];
+    /* per option: its atoms (a candidate's options must not share one) and
+     * every factor's local extent under it (the work of a candidate, its
+     * local iteration space, is their product in factor order) */
+    int32_t nf = r->n_factors;
+    uint32_t used[MAX_CLASSES][MAX_OPTIONS];
+    int64_t *ext = ARENA_ARRAY(p->tmp, int64_t, (size_t)(cl->n ? cl->n : 1) * MAX_OPTIONS * (size_t)(nf ? nf : 1));
+    for (int32_t c = 0; c < cl->n; c++)
+        for (int32_t o = 0; o < cl->n_opt[c]; o++) {
+            used[c][o] = fsh_used(&cl->opt[c][o]);
+            for (int32_t f = 0; f < nf; f++)
+                ext[((size_t)c * MAX_OPTIONS + (size_t)o) * (size_t)nf + (size_t)f] =
+                    tiling_shard_size(r->factors[f].size, fsh_tiles(&cl->opt[c][o], p->mesh, f));
+        }
+    int32_t choice[MAX_CLASSES] = {0}; /* the odometer of x: class n-1 the least significant digit */
     for (int64_t x = 0; x < total; x++) {
-        FactorSharding fs;
-        fsh_init(&fs, r->n_factors);
-        int64_t y = x;
+        if (x > 0)
+            for (int32_t c = cl->n - 1; c >= 0; c--) {
+                if (++choice[c] < cl->n_opt[c])
+                    break;
+                choice[c] = 0;
+            }
+        uint32_t all = 0;
         bool ok = true;
         for (int32_t c = cl->n - 1; c >= 0 && ok; c--) {
-            ok = merge_option(&fs, &cl->opt[c][y % cl->n_opt[c]]);
-            y /= cl->n_opt[c];
+            ok = !(all & used[c][choice[c]]);
+            all |= used[c][choice[c]];
         }
         if (!ok)
             continue;
@@ -541,16 +559,24 @@ bool part_rule_choose(Part *p, RuleCtx *rc, RuleExtraFn extra, void *user, RuleC
          * candidate with no less work is skipped unweighed, and any other
          * stops being costed once its bytes pass what could still win.  The
          * explain sink weighs every candidate. */
-        double work = local_work(p, r, &fs);
+        double work = 1;
+        for (int32_t f = 0; f < nf; f++)
+            work *= (double)(cl->of[f] < 0 ? r->factors[f].size
+                                           : ext[((size_t)cl->of[f] * MAX_OPTIONS + (size_t)choice[cl->of[f]]) *
+                                                     (size_t)nf + (size_t)f]);
         int64_t bound = PART_INF_COST;
         if (found && !ex) {
             bound = work < best->work ? best->bytes : best->bytes - 1;
             if (bound < 0)
                 continue;
         }
+        FactorSharding fs;
+        fsh_init(&fs, nf);
+        for (int32_t c = cl->n - 1; c >= 0; c--)
+            merge_option(&fs, &cl->opt[c][choice[c]]);
         for (int32_t v = 0; v <= n_sets; v++) {
             uint32_t pass = v == 0 ? 0 : sets[v - 1];
-            if (!evaluate(p, rc, &fs, pass, &cands[0]))
+            if (!evaluate(p, rc, cl->tensors, &fs, pass, &cands[0]))
                 continue;
             for (int32_t o = 0; o < n_orders; o++) {
                 if (o == 1 && !in_order(rc, &cands[0], rc->order, &cands[1]))
