@@ -760,7 +760,11 @@ static void add_state(Part *p, int32_t v, int32_t local, const Tiling *leaves, i
     PVal *pv = &p->vals[v];
     VState *s = ARENA_NEW(p->scratch, VState);
     s->local = local;
-    s->leaves = arena_memdup(p->scratch, leaves, sizeof(Tiling) * (size_t)(pv->n_leaves ? pv->n_leaves : 1));
+    /* the declared state (the common case) is not stored twice */
+    if (pv->decl && pv->n_leaves > 0 && leaves_equal(leaves, pv->decl, pv->n_leaves))
+        s->leaves = pv->decl;
+    else
+        s->leaves = arena_memdup(p->scratch, leaves, sizeof(Tiling) * (size_t)(pv->n_leaves ? pv->n_leaves : 1));
     s->origin = origin;
     s->origin_reason = why;
     if (!pv->states) {

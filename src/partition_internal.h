@@ -300,6 +300,9 @@ bool part_handle(Part *p, int32_t i);
 bool part_default(Part *p, int32_t i);
 /* Replicated tilings, one per array leaf of s (flat order), in scratch. */
 Tiling *part_replicated_leaves(Part *p, const Shape *s, int32_t *n_out);
+/* The same in arena a (p->tmp for leaves used only while the instruction
+ * is partitioned). */
+Tiling *part_replicated_leaves_in(Arena *a, const Shape *s, int32_t *n_out);
 /* "handler" if the opcode has a handler, else its rule's name (oprule.h),
  * NULL if neither (a unit test walks hlo_opcodes.def with it). */
 const char *part_handler_name(HloOpcode op);
@@ -352,7 +355,8 @@ bool part_rule_choose(Part *p, RuleCtx *rc, RuleExtraFn extra, void *user, RuleC
  * instruction); -1 after an error. */
 int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int32_t *ops);
 /* The result leaves of a choice (tuple results: every leaf; non-rule
- * leaves replicated), in scratch. */
+ * leaves replicated), in Part.tmp (valid while the instruction is
+ * partitioned; part_set_result keeps a copy). */
 Tiling *part_result_leaves(Part *p, const RuleCtx *rc, const RuleChoice *ch);
 /* Records `local` as the op's result in the choice's state, with the
  * partial's origin and words for the report. */

@@ -20,8 +20,13 @@
 
 Tiling *part_replicated_leaves(Part *p, const Shape *s, int32_t *n_out)
 {
+    return part_replicated_leaves_in(p->scratch, s, n_out);
+}
+
+Tiling *part_replicated_leaves_in(Arena *a, const Shape *s, int32_t *n_out)
+{
     int32_t n = shape_leaf_count(s);
-    Tiling *r = ARENA_ARRAY(p->scratch, Tiling, n ? n : 1);
+    Tiling *r = ARENA_ARRAY(a, Tiling, n ? n : 1);
     int32_t k = 0;
     const Shape *stack[64];
     int32_t sp = 0;

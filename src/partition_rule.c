@@ -804,7 +804,7 @@ int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int
         const Tiling *want = k >= 0 ? &ch->want[k] : NULL;
         if (!want) {
             int32_t n;
-            Tiling *rep = part_replicated_leaves(p, &part_in(p, in->operands[s])->shape, &n);
+            Tiling *rep = part_replicated_leaves_in(p->tmp, &part_in(p, in->operands[s])->shape, &n);
             p->limit_dims = PART_LIMIT_ALL;
             ops[s] = part_operand(p, rc->inst, s, rep);
         } else {
@@ -855,7 +855,7 @@ Tiling *part_result_leaves(Part *p, const RuleCtx *rc, const RuleChoice *ch)
 {
     const OpRule *r = &rc->rule;
     int32_t n;
-    Tiling *leaves = part_replicated_leaves(p, &part_in(p, rc->inst)->shape, &n);
+    Tiling *leaves = part_replicated_leaves_in(p->tmp, &part_in(p, rc->inst)->shape, &n);
     for (int32_t l = 0; l < r->n_out; l++)
         if (r->t[r->n_in + l].leaf < n)
             leaves[r->t[r->n_in + l].leaf] = ch->res[l];
