@@ -63,10 +63,18 @@ static int64_t callee_peak(const HloModule *m, const HloInst *in, const int64_t 
     return best;
 }
 
+/* Whether instruction in runs another computation (callee_peak). */
+static bool has_callee(const HloInst *in)
+{
+    return in->op == HLO_WHILE || in->op == HLO_CALL || in->op == HLO_CONDITIONAL;
+}
+
 /* Peak of the buffers computation c allocates (its parameters excluded:
  * its caller owns them), with where it is reached (*at: instruction, -1 if
  * the computation allocates nothing).  peak[] holds the peaks of the
- * computations before c. */
+ * computations before c.  The instructions are read once (pass 1 keeps
+ * each one's own bytes, -1 for one that runs a callee); passes 2 and 3
+ * read the flat arrays. */
 static int64_t comp_peak(const HloModule *m, int32_t c, const int64_t *peak, int32_t *at)
 {
     const HloComputation *comp = &m->comps[c];
@@ -75,12 +83,22 @@ static int64_t comp_peak(const HloModule *m, int32_t c, const int64_t *peak, int
     if (n == 0) return 0;
     int32_t *end = xmalloc(sizeof(int32_t) * (size_t)n);
     int32_t *head = xmalloc(sizeof(int32_t) * (size_t)n), *next = xmalloc(sizeof(int32_t) * (size_t)n);
-    /* 1. last uses (n: lives to the end) */
+    int64_t *own = xmalloc(sizeof(int64_t) * (size_t)n);
+    /* 1. last uses (n: lives to the end), and the bytes each allocates */
     for (int32_t i = 0; i < n; i++) end[i] = i;
     if (comp->root >= 0 && comp->root < n) end[comp->root] = n;
     for (int32_t u = n - 1; u >= 0; u--) {
         const HloInst *in = &comp->insts[u];
-        int32_t until = is_alias(in) ? end[u] : u;
+        if (u >= 16) { /* the walk misses the cache on every instruction and operand list otherwise */
+            __builtin_prefetch(&comp->insts[u - 16]);
+            __builtin_prefetch(&comp->insts[u - 16].shape);
+        }
+        if (u >= 8)
+            __builtin_prefetch(comp->insts[u - 8].operands);
+        bool alias = is_alias(in);
+        own[u] = alias || in->op == HLO_PARAMETER ? 0 : shape_byte_size(&in->shape);
+        if (has_callee(in)) own[u] = -1 - own[u]; /* ~bytes: flags the callee */
+        int32_t until = alias ? end[u] : u;
         for (int32_t k = 0; k < in->n_operands; k++) {
             int32_t o = in->operands[k];
             if (o >= 0 && o < u && end[o] < until) end[o] = until;
@@ -96,22 +114,19 @@ static int64_t comp_peak(const HloModule *m, int32_t c, const int64_t *peak, int
     }
     int64_t live = 0, best = 0;
     for (int32_t i = 0; i < n; i++) {
-        const HloInst *in = &comp->insts[i];
-        bool own = !is_alias(in) && in->op != HLO_PARAMETER;
-        if (own) live = sat_add(live, shape_byte_size(&in->shape));
-        int64_t now = sat_add(live, callee_peak(m, in, peak));
+        int64_t bytes = own[i] < 0 ? -1 - own[i] : own[i];
+        live = sat_add(live, bytes);
+        int64_t now = own[i] < 0 ? sat_add(live, callee_peak(m, &comp->insts[i], peak)) : live;
         if (now > best || *at < 0) {
             best = now;
             *at = i;
         }
-        for (int32_t j = head[i]; j >= 0; j = next[j]) {
-            const HloInst *d = &comp->insts[j];
-            if (!is_alias(d) && d->op != HLO_PARAMETER) live -= shape_byte_size(&d->shape);
-        }
+        for (int32_t j = head[i]; j >= 0; j = next[j]) live -= own[j] < 0 ? -1 - own[j] : own[j];
     }
     free(end);
     free(head);
     free(next);
+    free(own);
     return best;
 }
 
@@ -136,20 +151,50 @@ MemoryEstimate memory_estimate(const HloModule *m)
     return e;
 }
 
+/* A memo of leaf_padding's bytes by sharding (address) and shape: equal
+ * bound shardings are stored once, so the leaves of a layered model hit it
+ * nearly every time. */
+#define PAD_MEMO_SLOTS 1024
+typedef struct PadMemo {
+    const Sharding *sh;         /* NULL: empty */
+    int32_t type, rank;
+    int64_t dims[SPMDC_MAX_RANK];
+    bool tiled;                 /* sharding_to_tiling succeeded */
+    int64_t value, pad;         /* local bytes, padding elements of the worst device */
+} PadMemo;
+
 /* Padding and local bytes of one array leaf under its tiling. */
 static void leaf_padding(const HloModule *in, const Shape *s, const Sharding *sh, PaddingEstimate *p, int32_t c,
-                         int32_t i, int32_t leaf)
+                         int32_t i, int32_t leaf, PadMemo *memo)
 {
+    if (!shape_is_array(s) || !sh) return;
+    uint64_t h = (uint64_t)(uintptr_t)sh * 0x9e3779b97f4a7c15ull;
+    for (int32_t d = 0; d < s->rank; d++) h = (h ^ (uint64_t)s->dims[d]) * 0xff51afd7ed558ccdull;
+    PadMemo *e = &memo[(h >> 40) % PAD_MEMO_SLOTS];
+    bool hit = e->sh == sh && e->type == (int32_t)s->type && e->rank == s->rank &&
+               memcmp(e->dims, s->dims, sizeof(int64_t) * (size_t)s->rank) == 0;
     Tiling t;
-    if (!shape_is_array(s) || !sh || !sharding_to_tiling(sh, s->rank, &t)) return;
-    Shape local = tiling_local_shape(&t, &in->mesh, s);
-    p->value_bytes = sat_add(p->value_bytes, shape_byte_size(&local));
-    int64_t pad = tiling_max_device_padding(&t, &in->mesh, s);
+    if (!hit) {
+        e->sh = sh;
+        e->type = (int32_t)s->type;
+        e->rank = s->rank;
+        memcpy(e->dims, s->dims, sizeof(int64_t) * (size_t)s->rank);
+        e->tiled = sharding_to_tiling(sh, s->rank, &t);
+        if (e->tiled) {
+            Shape local = tiling_local_shape(&t, &in->mesh, s);
+            e->value = shape_byte_size(&local);
+            e->pad = tiling_max_device_padding(&t, &in->mesh, s);
+        }
+    }
+    if (!e->tiled) return;
+    p->value_bytes = sat_add(p->value_bytes, e->value);
+    int64_t pad = e->pad;
     if (pad <= 0) return;
     Shape padded = shape_array(s->type, 1, &pad);
     p->padding_bytes = sat_add(p->padding_bytes, shape_byte_size(&padded));
     if (p->first_inst < 0) {
         int32_t bad = -1;
+        if (hit) sharding_to_tiling(sh, s->rank, &t);
         tiling_is_even(&t, &in->mesh, s, &bad);
         p->first_comp = c;
         p->first_inst = i;
@@ -160,32 +205,35 @@ static void leaf_padding(const HloModule *in, const Shape *s, const Sharding *sh
 
 /* Every array leaf of shape s, flat order from leaf *k. */
 static void tree_padding(const HloModule *in, const Shape *s, const Sharding *sh, int32_t *k, PaddingEstimate *p,
-                         int32_t c, int32_t i)
+                         int32_t c, int32_t i, PadMemo *memo)
 {
     if (shape_is_tuple(s)) {
-        for (int32_t e = 0; e < s->n_elems; e++) tree_padding(in, &s->elems[e], sh, k, p, c, i);
+        for (int32_t e = 0; e < s->n_elems; e++) tree_padding(in, &s->elems[e], sh, k, p, c, i, memo);
         return;
     }
     int32_t leaf = (*k)++;
-    if (sh->kind != SHARDING_TUPLE || leaf < sh->n_elems) leaf_padding(in, s, sharding_leaf(sh, leaf), p, c, i, leaf);
+    if (sh->kind != SHARDING_TUPLE || leaf < sh->n_elems)
+        leaf_padding(in, s, sharding_leaf(sh, leaf), p, c, i, leaf, memo);
 }
 
-static void inst_padding(const HloModule *in, int32_t c, int32_t i, PaddingEstimate *p)
+static void inst_padding(const HloModule *in, int32_t c, int32_t i, PaddingEstimate *p, PadMemo *memo)
 {
     const HloInst *x = &in->comps[c].insts[i];
     int32_t k = 0;
-    if (x->sharding) tree_padding(in, &x->shape, x->sharding, &k, p, c, i);
+    if (x->sharding) tree_padding(in, &x->shape, x->sharding, &k, p, c, i, memo);
 }
 
 PaddingEstimate memory_padding(const HloModule *in)
 {
     PaddingEstimate p = {0, 0, -1, -1, -1, -1};
     if (!in->has_mesh || in->entry < 0) return p;
+    PadMemo *memo = xcalloc(PAD_MEMO_SLOTS, sizeof(PadMemo));
     /* the entry first, so the first uneven value named is the user's */
-    for (int32_t i = 0; i < in->comps[in->entry].n_insts; i++) inst_padding(in, in->entry, i, &p);
+    for (int32_t i = 0; i < in->comps[in->entry].n_insts; i++) inst_padding(in, in->entry, i, &p, memo);
     for (int32_t c = 0; c < in->n_comps; c++)
         if (c != in->entry)
-            for (int32_t i = 0; i < in->comps[c].n_insts; i++) inst_padding(in, c, i, &p);
+            for (int32_t i = 0; i < in->comps[c].n_insts; i++) inst_padding(in, c, i, &p, memo);
+    free(memo);
     return p;
 }
 
