@@ -173,18 +173,17 @@ static const HloAttrs ATTRS_DEFAULT = {.to_apply = -1, .select = -1, .condition 
                                       .largest = true};
 
 
-static uint32_t name_hash(const char *s, uint32_t n) { return ast_name_hash(s, n); }
-
-static const InstName *inst_name_find(const InstNames *t, const char *s, uint32_t n)
+static const InstName *inst_name_find(const Lower *lw, const char *s, uint32_t n)
 {
+    const InstNames *t = &lw->inst_names;
     if (!t->cap) return NULL;
-    uint32_t h = name_hash(s, n), mask = t->cap - 1;
+    uint32_t h = ast_name_hash(s, n), mask = t->cap - 1;
     for (uint32_t i = h & mask;; i = (i + 1) & mask) {
         uint64_t v = t->slot[i];
         if (!v) return NULL;
         if ((uint32_t)(v >> 32) != h) continue;
         const InstName *e = &t->ents[(uint32_t)v - 1];
-        if (e->len == n && memcmp(e->key, s, n) == 0) return e;
+        if (e->len == n && memcmp(lw->cx->text + e->off + e->width - e->len, s, n) == 0) return e;
     }
 }
 
@@ -195,25 +194,42 @@ static void inst_name_slot(InstNames *t, uint32_t h, uint32_t ent)
     t->slot[i] = (uint64_t)h << 32 | (ent + 1);
 }
 
-/* Adds a name that is not present. */
-static void inst_name_add(ParseCtx *cx, Arena *a, InstNames *t, const char *s, uint32_t n, int32_t idx, const AstLoc *loc)
+/* Adds a name that is not present: name is the token's text, loc the
+ * token's location. */
+static void inst_name_add(Lower *lw, AstTok name, int32_t idx, const AstLoc *loc)
 {
+    InstNames *t = &lw->inst_names;
+    Arena *a = lw->comp_arena;
     if (t->n == t->cap_ents) {
         uint32_t cap = t->cap_ents ? t->cap_ents * 2 : 64;
         t->ents = arena_realloc(a, t->ents, sizeof(InstName) * t->cap_ents, sizeof(InstName) * cap, _Alignof(InstName));
         t->cap_ents = cap;
     }
-    if (2 * (t->n + 1) > t->cap) { /* rehash into twice the slots */
+    if (2 * (t->n + 1) > t->cap) { /* rehash into twice the slots (grown in place) */
         uint32_t cap = t->cap ? t->cap * 2 : 128;
-        t->slot = ARENA_ARRAY(a, uint64_t, cap);
+        t->slot = arena_realloc(a, t->slot, sizeof(uint64_t) * t->cap, sizeof(uint64_t) * cap, _Alignof(uint64_t));
+        memset(t->slot, 0, sizeof(uint64_t) * cap);
         t->cap = cap;
-        cx->name_slot = t->slot;
-        cx->name_mask = cap - 1;
-        for (uint32_t k = 0; k < t->n; k++) inst_name_slot(t, name_hash(t->ents[k].key, t->ents[k].len), k);
+        lw->cx->name_slot = t->slot;
+        lw->cx->name_mask = cap - 1;
+        for (uint32_t k = 0; k < t->n; k++) inst_name_slot(t, t->ents[k].hash, k);
     }
-    t->ents[t->n] = (InstName){s, n, idx, *loc};
-    inst_name_slot(t, name_hash(s, n), t->n);
+    uint32_t h = ast_name_hash(name.s, name.n);
+    t->ents[t->n] = (InstName){loc->off, loc->end - loc->off, name.n, h, idx, loc->span.begin.line,
+                               loc->span.begin.col};
+    inst_name_slot(t, h, t->n);
     t->n++;
+}
+
+/* The location of a name's definition. */
+static AstLoc inst_name_loc(const Lower *lw, const InstName *e)
+{
+    AstLoc l;
+    l.span.begin = (SrcLoc){lw->cx->file_id, e->line, e->col};
+    l.span.end = (SrcLoc){lw->cx->file_id, e->line, e->col + e->width - 1};
+    l.off = e->off;
+    l.end = e->off + e->width;
+    return l;
 }
 
 /* Resolves a `name` / `shape name` operand to an earlier instruction.  An
@@ -232,7 +248,7 @@ static bool lower_operand(Lower *lw, int32_t ci, const AstVal *e, int32_t *out)
         return parse_err(lw, &e->loc, "expected an operand (an instruction name, optionally after its shape), found %s",
                          describe(lw, e));
     }
-    const InstName *d = inst_name_find(&lw->inst_names, nm->t.s, nm->t.n);
+    const InstName *d = inst_name_find(lw, nm->t.s, nm->t.n);
     if (!d) {
         Pending *pd = ARENA_NEW(lw->comp_arena, Pending);
         *pd = (Pending){nm->t, nm->loc, lw->pending_ops};
@@ -247,7 +263,8 @@ static bool lower_operand(Lower *lw, int32_t ci, const AstVal *e, int32_t *out)
     if (!shape_equal(&decl, def)) {
         parse_err(lw, &ty->loc, "operand '%.*s' is written with shape %s but is defined as %s", TOKF(nm->t),
                   parse_shape_str(lw, &decl), parse_shape_str(lw, def));
-        parse_note(lw, &d->loc, "'%.*s' is defined here", TOKF(nm->t));
+        AstLoc dl = inst_name_loc(lw, d);
+        parse_note(lw, &dl, "'%.*s' is defined here", TOKF(nm->t));
         return false;
     }
     return true;
@@ -315,13 +332,14 @@ static bool infer_shape(Lower *lw, int32_t ci, const AstInst *ai, HloOpcode op, 
 /* Name bookkeeping for instruction idx: duplicates and ROOT. */
 static void name_inst(Lower *lw, const AstInst *ai, int32_t idx)
 {
-    const InstName *e = inst_name_find(&lw->inst_names, ai->name.s, ai->name.n);
+    const InstName *e = inst_name_find(lw, ai->name.s, ai->name.n);
     if (e) {
         parse_err(lw, &ai->name_loc, "duplicate instruction name '%.*s' in computation '%.*s'", TOKF(ai->name),
                   TOKF(lw->cur_comp_name));
-        parse_note(lw, &e->loc, "'%.*s' is first defined here", TOKF(ai->name));
+        AstLoc el = inst_name_loc(lw, e);
+        parse_note(lw, &el, "'%.*s' is first defined here", TOKF(ai->name));
     } else {
-        inst_name_add(lw->cx, lw->comp_arena, &lw->inst_names, ai->name.s, ai->name.n, idx, &ai->name_loc);
+        inst_name_add(lw, ai->name, idx, &ai->name_loc);
     }
     if (ai->is_root && lw->root >= 0) {
         parse_err(lw, &ai->root_loc, "computation '%.*s' has more than one ROOT", TOKF(lw->cur_comp_name));
@@ -370,23 +388,78 @@ static void lower_inst(Lower *lw, const AstInst *ai)
 
 /* ================================================================ computations */
 
+/* A hash of a Shape's bytes, a word at a time. */
+static uint32_t shape_bytes_hash(const Shape *s)
+{
+    uint64_t w[sizeof(Shape) / 8], h = 1469598103934665603ull;
+    memcpy(w, s, sizeof w);
+    for (size_t i = 0; i < sizeof w / 8; i++) h = (h ^ w[i]) * 1099511628211ull;
+    return (uint32_t)(h ^ h >> 32);
+}
+
+/* The index in lw->sig_shapes of a lowered signature shape: an array shape
+ * without a layout tail that is already there is shared (lower_array_shape
+ * clears the whole Shape first, so equal shapes are equal bytes). */
+static int32_t sig_shape_id(Lower *lw, const Shape *s)
+{
+    bool share = s->type != ET_TUPLE && !s->layout_tail;
+    uint32_t h = share ? shape_bytes_hash(s) : 0;
+    if (share && lw->cap_sig_slot) {
+        for (uint32_t i = h & (lw->cap_sig_slot - 1);; i = (i + 1) & (lw->cap_sig_slot - 1)) {
+            int32_t e = lw->sig_slot[i] - 1;
+            if (e < 0) break;
+            if (memcmp(&lw->sig_shapes[e], s, sizeof *s) == 0) return e;
+        }
+    }
+    if (lw->n_sig_shapes == lw->cap_sig_shapes) {
+        int32_t cap = lw->cap_sig_shapes ? lw->cap_sig_shapes * 2 : 16;
+        lw->sig_shapes = arena_realloc(lw->comp_arena, lw->sig_shapes, sizeof(Shape) * (size_t)lw->cap_sig_shapes,
+                                       sizeof(Shape) * (size_t)cap, _Alignof(Shape));
+        lw->cap_sig_shapes = cap;
+    }
+    int32_t id = lw->n_sig_shapes++;
+    memcpy(&lw->sig_shapes[id], s, sizeof *s); /* with its (cleared) padding */
+    if (!share) return id;
+    if (2 * (uint32_t)lw->n_sig_shapes > lw->cap_sig_slot) { /* rehash the shared ones into twice the slots */
+        uint32_t cap = lw->cap_sig_slot ? lw->cap_sig_slot * 2 : 64;
+        lw->sig_slot = ARENA_ARRAY(lw->comp_arena, int32_t, cap);
+        lw->cap_sig_slot = cap;
+        for (int32_t k = 0; k <= id; k++) {
+            const Shape *x = &lw->sig_shapes[k];
+            if (x->type == ET_TUPLE || x->layout_tail) continue;
+            uint32_t i = shape_bytes_hash(x) & (cap - 1);
+            while (lw->sig_slot[i]) i = (i + 1) & (cap - 1);
+            lw->sig_slot[i] = k + 1;
+        }
+        return id;
+    }
+    uint32_t i = h & (lw->cap_sig_slot - 1);
+    while (lw->sig_slot[i]) i = (i + 1) & (lw->cap_sig_slot - 1);
+    lw->sig_slot[i] = id + 1;
+    return id;
+}
+
 /* Lowers the signature now (its AST is freed after the hand-over). */
 static void keep_signature(Lower *lw, const AstCompHead *h)
 {
     lw->has_sig = h->has_sig;
     lw->n_params = 0;
+    lw->sig_shapes = NULL;
+    lw->n_sig_shapes = lw->cap_sig_shapes = 0;
+    lw->sig_slot = NULL;
+    lw->cap_sig_slot = 0;
     if (!h->has_sig) return;
     for (const AstParam *p = h->params; p; p = p->next) lw->n_params++;
     int32_t n = lw->n_params ? lw->n_params : 1;
-    lw->param_shapes = ARENA_ARRAY(lw->comp_arena, Shape, n);
-    lw->param_locs = ARENA_ARRAY(lw->comp_arena, AstLoc, n);
-    lw->param_ok = ARENA_ARRAY(lw->comp_arena, bool, n);
+    lw->param_shape = ARENA_ARRAY(lw->comp_arena, int32_t, n);
+    lw->param_locs = ARENA_ARRAY(lw->comp_arena, ParamLoc, n);
     Arena *saved = lw->tmp;
     lw->tmp = lw->comp_arena; /* tuple elements must outlive this call */
     int32_t k = 0;
     for (const AstParam *p = h->params; p; p = p->next, k++) {
-        lw->param_ok[k] = lower_shape(lw, p->shape, &lw->param_shapes[k]);
-        lw->param_locs[k] = p->loc;
+        Shape s;
+        lw->param_shape[k] = lower_shape(lw, p->shape, &s) ? sig_shape_id(lw, &s) : -1;
+        lw->param_locs[k] = (ParamLoc){p->loc.span.begin.line, p->loc.span.begin.col, p->loc.end - p->loc.off};
     }
     lw->result_ok = lower_shape(lw, h->result, &lw->result);
     lw->result_loc = h->result->loc;
@@ -403,15 +476,17 @@ static void check_signature(Lower *lw)
     const HloComputation *c = hlo_comp(lw->m, lw->cur_comp);
     for (int32_t i = 0; i < c->n_insts; i++) {
         const HloInst *in = &c->insts[i];
+        if (in->op != HLO_PARAMETER) continue;
         int64_t k = hlo_attrs(in)->param_number;
-        if (in->op != HLO_PARAMETER || k >= lw->n_params || !lw->param_ok[k] ||
-            shape_equal(&lw->param_shapes[k], &in->shape))
-            continue;
-        diag_warning(lw->diag, lw->param_locs[k].span,
+        if (k >= lw->n_params || lw->param_shape[k] < 0) continue;
+        const Shape *decl = &lw->sig_shapes[lw->param_shape[k]];
+        if (shape_equal(decl, &in->shape)) continue;
+        const ParamLoc *pl = &lw->param_locs[k];
+        SrcSpan span = {{lw->cx->file_id, pl->line, pl->col}, {lw->cx->file_id, pl->line, pl->col + pl->width - 1}};
+        diag_warning(lw->diag, span,
                      "the signature declares parameter %lld as %s but '%s' is %s; '%s' keeps its own shape (XLA's "
                      "parser ignores the parameter list too)",
-                     (long long)k, parse_shape_str(lw, &lw->param_shapes[k]), in->name,
-                     parse_shape_str(lw, &in->shape), in->name);
+                     (long long)k, parse_shape_str(lw, decl), in->name, parse_shape_str(lw, &in->shape), in->name);
     }
     const HloInst *root = &c->insts[c->root];
     if (lw->result_ok && !shape_equal(&lw->result, &root->shape))
@@ -452,10 +527,11 @@ static Pending *in_text_order(Pending **list)
 static void report_pending_ops(Lower *lw)
 {
     for (Pending *p = in_text_order(&lw->pending_ops); p; p = p->next) {
-        const InstName *d = inst_name_find(&lw->inst_names, p->name.s, p->name.n);
+        const InstName *d = inst_name_find(lw, p->name.s, p->name.n);
         if (d) {
             parse_err(lw, &p->loc, "operand '%.*s' is used before its definition", TOKF(p->name));
-            parse_note(lw, &d->loc, "'%.*s' is defined here", TOKF(p->name));
+            AstLoc dl = inst_name_loc(lw, d);
+            parse_note(lw, &dl, "'%.*s' is defined here", TOKF(p->name));
         } else {
             parse_err(lw, &p->loc, "undefined operand '%.*s': no instruction of that name in computation '%.*s'",
                       TOKF(p->name), TOKF(lw->cur_comp_name));

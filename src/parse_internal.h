@@ -30,12 +30,16 @@ typedef struct NameEnt {
  * open addressing over a flat array of (32-bit hash, entry) slots at most
  * half full, entries in a flat array in definition order (both in
  * comp_arena), so a lookup touches one or two slots and one entry rather
- * than a chain of scattered hash nodes. */
+ * than a chain of scattered hash nodes.  An entry is 28 bytes: the name is
+ * found in the source text by offset, and its location is kept as line,
+ * column and width (a name is one token on one line). */
 typedef struct InstName {
-    const char *key;        /* into the source text */
+    uint32_t off;           /* the name token in the source text (with any '%') */
+    uint32_t width;         /* its bytes; the name itself is the last len of them */
     uint32_t len;
+    uint32_t hash;          /* ast_name_hash of the name */
     int32_t idx;            /* instruction index */
-    AstLoc loc;             /* of the definition */
+    uint32_t line, col;     /* of the token's first character */
 } InstName;
 
 typedef struct InstNames {
@@ -45,6 +49,11 @@ typedef struct InstNames {
     InstName *ents;         /* [cap_ents] */
     uint32_t cap_ents;
 } InstNames;
+
+/* Where a parameter of a signature is written (`p:`, one token on one line). */
+typedef struct ParamLoc {
+    uint32_t line, col, width;
+} ParamLoc;
 
 /* A name that was not (yet) defined where it was used; resolved at the end
  * of the computation (operands) or of the module (computations), so the
@@ -85,9 +94,13 @@ typedef struct Lower {
     Pending *pending_ops;
     bool has_sig;
     int32_t n_params;
-    Shape *param_shapes;    /* signature, lowered (NULL entry shapes on error) */
-    AstLoc *param_locs;
-    bool *param_ok;
+    int32_t *param_shape;   /* signature: per parameter an index into sig_shapes, -1 after an error */
+    ParamLoc *param_locs;
+    Shape *sig_shapes;      /* the distinct shapes of the signature (arrays without a layout tail
+                               are shared: a 1M-instruction module's 400k parameters have 3) */
+    int32_t n_sig_shapes, cap_sig_shapes;
+    int32_t *sig_slot;      /* [cap_sig_slot]: open addressing over sig_shapes, entry + 1; 0 = free */
+    uint32_t cap_sig_slot;
     Shape result;
     bool result_ok;
     AstLoc result_loc;
