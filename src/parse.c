@@ -355,8 +355,9 @@ static void name_inst(Lower *lw, const AstInst *ai, int32_t idx)
 static void lower_inst(Lower *lw, const AstInst *ai)
 {
     int32_t ci = lw->cur_comp, idx = lw->n_insts++;
-    NameEnt *oe = name_find(lw->opcodes, ai->opcode.s, ai->opcode.n);
-    HloOpcode op = oe ? (HloOpcode)oe->idx : HLO_OPCODE_COUNT;
+    int32_t opi = kw_find(&lw->opcodes, ai->opcode.s, ai->opcode.n);
+    bool oe = opi >= 0;
+    HloOpcode op = oe ? (HloOpcode)opi : HLO_OPCODE_COUNT;
     bool ok = true, have_shape = ai->shape != NULL;
     if (!oe) ok = parse_err(lw, &ai->opcode_loc, "unknown opcode '%.*s'", TOKF(ai->opcode));
     Shape shape;
@@ -671,11 +672,12 @@ static void finish_module(Lower *lw)
 
 static void build_tables(Lower *lw)
 {
+    kw_init(lw->keep, &lw->opcodes, HLO_OPCODE_COUNT + 1);
     for (int32_t op = 0; op < HLO_OPCODE_COUNT; op++) {
         const char *s = hlo_opcode_name((HloOpcode)op);
-        name_add(lw->keep, &lw->opcodes, s, (uint32_t)strlen(s), op, NULL);
+        kw_add(&lw->opcodes, s, (uint32_t)strlen(s), op);
     }
-    name_add(lw->keep, &lw->opcodes, "optimization-barrier", 20, HLO_OPTIMIZATION_BARRIER, NULL);
+    kw_add(&lw->opcodes, "optimization-barrier", 20, HLO_OPTIMIZATION_BARRIER);
     parse_attrs_init(lw);
 }
 

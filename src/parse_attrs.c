@@ -863,9 +863,9 @@ static const struct {
 /* Whether the attribute named `name` (an ATTR_SPECS entry) is in seen. */
 static bool attr_seen(Lower *lw, uint64_t seen, const char *name)
 {
-    NameEnt *e = name_find(lw->attr_specs, name, (uint32_t)strlen(name));
-    SPMDC_ASSERT(e);
-    return (seen >> e->idx) & 1;
+    int32_t k = kw_find(&lw->attr_specs, name, (uint32_t)strlen(name));
+    SPMDC_ASSERT(k >= 0);
+    return (seen >> k) & 1;
 }
 
 /* Reports every attribute op requires that the instruction lacks. */
@@ -951,11 +951,11 @@ bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
     const AstVal **raw = n_all ? ARENA_ARRAY(lw->tmp, const AstVal *, n_all) : NULL;
     bool ok = true;
     for (const AstVal *at = ai->attrs; at; at = at->next) {
-        NameEnt *e = name_find(lw->attr_specs, at->t.s, at->t.n);
-        if (e && ATTR_SPECS[e->idx].fn == at_compare_type && op != HLO_COMPARE) e = NULL;
-        if (e && op != HLO_TOPK &&
-            (strcmp(ATTR_SPECS[e->idx].name, "k") == 0 || strcmp(ATTR_SPECS[e->idx].name, "largest") == 0))
-            e = NULL; /* topk only; elsewhere kept verbatim */
+        int32_t ek = kw_find(&lw->attr_specs, at->t.s, at->t.n);
+        if (ek >= 0 && ATTR_SPECS[ek].fn == at_compare_type && op != HLO_COMPARE) ek = -1;
+        if (ek >= 0 && op != HLO_TOPK &&
+            (strcmp(ATTR_SPECS[ek].name, "k") == 0 || strcmp(ATTR_SPECS[ek].name, "largest") == 0))
+            ek = -1; /* topk only; elsewhere kept verbatim */
         if (ast_tok_eq(at->t, "sharding")) {
             if (sharding) {
                 ok = parse_err(lw, &at->loc, "attribute 'sharding' is given twice");
@@ -966,15 +966,15 @@ bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
             const AstVal *v = parse_attr_value(lw, at);
             out->sharding = v ? parse_lower_sharding(lw, at, v) : NULL;
             ok = out->sharding && ok;
-        } else if (e) {
-            if (seen >> e->idx & 1) {
+        } else if (ek >= 0) {
+            if (seen >> ek & 1) {
                 ok = parse_err(lw, &at->loc, "attribute '%.*s' is given twice", TOKF(at->t));
-                parse_note(lw, &first[e->idx]->loc, "first given here");
+                parse_note(lw, &first[ek]->loc, "first given here");
                 continue;
             }
-            seen |= (uint64_t)1 << e->idx;
-            first[e->idx] = at;
-            const AttrSpec *spec = &ATTR_SPECS[e->idx];
+            seen |= (uint64_t)1 << ek;
+            first[ek] = at;
+            const AttrSpec *spec = &ATTR_SPECS[ek];
             const AstVal *v = spec->whole_value ? at->child : parse_attr_value(lw, at);
             HloAttrs dropped; /* a list group of another opcode (op_lists are shared) */
             HloAttrs *dst = &out->attrs;
@@ -1001,6 +1001,7 @@ bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
 
 void parse_attrs_init(Lower *lw)
 {
+    kw_init(lw->keep, &lw->attr_specs, (uint32_t)N_ATTR_SPECS);
     for (int32_t k = 0; k < N_ATTR_SPECS; k++)
-        name_add(lw->keep, &lw->attr_specs, ATTR_SPECS[k].name, (uint32_t)strlen(ATTR_SPECS[k].name), k, NULL);
+        kw_add(&lw->attr_specs, ATTR_SPECS[k].name, (uint32_t)strlen(ATTR_SPECS[k].name), k);
 }

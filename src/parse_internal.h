@@ -8,6 +8,8 @@
 
 #include "spmdc/parse.h"
 
+#include <string.h>
+
 #include "ast.h"
 
 /* uthash tables live in the parse arena: nothing is freed one by one. */
@@ -55,6 +57,45 @@ typedef struct ParamLoc {
     uint32_t line, col, width;
 } ParamLoc;
 
+/* A fixed set of spellings (opcodes, attribute names) -> index: open
+ * addressing over a flat array at most a quarter full, hashed with
+ * ast_name_hash, so a lookup per instruction or attribute is one or two
+ * probes in a table that stays in the cache. */
+typedef struct KwEnt {
+    const char *key;        /* static */
+    uint32_t len;
+    int32_t idx;
+} KwEnt;
+
+typedef struct KwTable {
+    KwEnt *ents;            /* [mask + 1], key NULL = free */
+    uint32_t mask;
+} KwTable;
+
+static inline void kw_init(Arena *a, KwTable *t, uint32_t n)
+{
+    uint32_t cap = 16;
+    while (cap < 4 * n) cap *= 2;
+    t->ents = ARENA_ARRAY(a, KwEnt, cap);
+    t->mask = cap - 1;
+}
+
+/* Adds s -> idx (a spelling given twice keeps the later index). */
+static inline void kw_add(KwTable *t, const char *s, uint32_t n, int32_t idx)
+{
+    uint32_t i = ast_name_hash(s, n) & t->mask;
+    while (t->ents[i].key && (t->ents[i].len != n || memcmp(t->ents[i].key, s, n) != 0)) i = (i + 1) & t->mask;
+    t->ents[i] = (KwEnt){s, n, idx};
+}
+
+/* The index of s[0..n), or -1. */
+static inline int32_t kw_find(const KwTable *t, const char *s, uint32_t n)
+{
+    for (uint32_t i = ast_name_hash(s, n) & t->mask; t->ents[i].key; i = (i + 1) & t->mask)
+        if (t->ents[i].len == n && memcmp(t->ents[i].key, s, n) == 0) return t->ents[i].idx;
+    return -1;
+}
+
 /* A name that was not (yet) defined where it was used; resolved at the end
  * of the computation (operands) or of the module (computations), so the
  * message can say "used before its definition" when it is defined later. */
@@ -74,9 +115,10 @@ typedef struct Lower {
     Arena *keep;            /* whole parse: computation names, tables, pending computations */
     Arena *comp_arena;      /* one computation: instruction names, signature, pending operands */
     NameEnt *comp_names;    /* computation name -> index */
+    NameEnt *axis_names;    /* mesh axis names of named shardings, each copied to the syntax arena once */
     InstNames inst_names;   /* current computation: name -> index (comp_arena) */
-    NameEnt *opcodes;       /* opcode spelling -> HloOpcode */
-    NameEnt *attr_specs;    /* attribute name -> ATTR_SPECS index (parse_attrs.c) */
+    KwTable opcodes;        /* opcode spelling -> HloOpcode */
+    KwTable attr_specs;     /* attribute name -> ATTR_SPECS index (parse_attrs.c) */
     bool has_header;
     AstTok module_name;
     AstLoc module_name_loc;

@@ -352,7 +352,12 @@ static bool sh_mesh(Lower *lw, const AstVal *word, const AstVal *axes, ShardingS
         if (size < 1 || prod < 0)
             return parse_err(lw, &sz->loc, "mesh axis sizes must be at least 1 and the mesh at most %d devices",
                              SPMDC_MAX_DEVICES);
-        s->mesh_axis_names[s->n_mesh_axes] = ast_tok_str(lw->m->syntax_arena, a->t);
+        NameEnt *in = name_find(lw->axis_names, a->t.s, a->t.n);
+        if (!in) {
+            char *copy = ast_tok_str(lw->m->syntax_arena, a->t);
+            in = name_add(lw->keep, &lw->axis_names, copy, a->t.n, 0, NULL);
+        }
+        s->mesh_axis_names[s->n_mesh_axes] = in->key;
         s->mesh_axis_sizes[s->n_mesh_axes++] = size;
     }
     s->kind = SSYN_NAMED;
