@@ -12,7 +12,11 @@
  *
  * Pure parser: no globals; the scanner and the ParseCtx are parameters.
  * Syntax errors read `m.hlo:3:14: error: unexpected ')', expected identifier
- * or '('` (parse.error custom + LAC: the expected list is exact).  After an
+ * or '('` (parse.error custom + LAC: the expected list is exact).  LAC
+ * checks the lookahead before every reduction; the build also makes a copy
+ * of this parser without it (prefix hlo_fast_yy, CMakeLists.txt), which
+ * parse.c runs first: on input without a diagnostic both take the same
+ * steps, and on any diagnostic parse.c starts over with this one.  After an
  * error inside a computation body the parser skips to the next instruction
  * (`insts: insts error`); bison stays quiet until three tokens were shifted,
  * so one mistake gives one message.
@@ -39,7 +43,14 @@
 }
 
 %code {
-int hlo_yylex(HLO_YYSTYPE *lval, AstLoc *lloc, void *scanner);
+/* The build makes a second parser from this grammar with another prefix and
+ * without LAC (parse.c); both read the one scanner and report through the
+ * one yyerror. */
+#undef yylex
+#define yylex hlo_yylex
+#undef yyerror
+#define yyerror hlo_yyerror
+int hlo_yylex(AstSemVal *lval, AstLoc *lloc, void *scanner);
 #define YYLLOC_DEFAULT(Cur, Rhs, N)                                          \
     do {                                                                     \
         if (N == 1) (Cur) = YYRHSLOC(Rhs, 1);                                \
@@ -48,17 +59,7 @@ int hlo_yylex(HLO_YYSTYPE *lval, AstLoc *lloc, void *scanner);
     } while (0)
 }
 
-%union {
-    AstTok tok;
-    AstVal *val;
-    AstList list;
-    AstShape *shape;
-    AstShapeList shapes;
-    AstLayout *layout;
-    AstInst *inst;
-    AstParamList params;
-    bool flag;
-}
+%define api.value.type {AstSemVal}
 
 %token <tok> NAME_PCT "%name"
 %token <tok> LABEL "label (name:)"

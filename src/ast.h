@@ -164,6 +164,20 @@ typedef struct AstSink {
     void (*comp_end)(void *data, const AstLoc *close, const AstVal *attrs);
 } AstSink;
 
+/* The grammar's semantic value (bison's api.value.type): one member per
+ * kind of grammar symbol. */
+typedef union AstSemVal {
+    AstTok tok;
+    AstVal *val;
+    AstList list;
+    AstShape *shape;
+    AstShapeList shapes;
+    AstLayout *layout;
+    AstInst *inst;
+    AstParamList params;
+    bool flag;
+} AstSemVal;
+
 /* Shared by the scanner, the parser and the lowering. */
 struct ScanState;
 typedef struct ParseCtx {

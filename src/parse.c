@@ -700,8 +700,13 @@ static bool reject_nul(const char *text, size_t len, uint32_t file_id, DiagEngin
     return false;
 }
 
-/* Runs scanner + parser; the sink lowers as the parser goes. */
-static void run_parser(ParseCtx *cx, Lower *lw)
+/* The parser of grammar/hlo.y made without LAC (CMakeLists.txt); its
+ * header cannot be included beside hlo.tab.h (the same token names). */
+int hlo_fast_yyparse(void *scanner, ParseCtx *cx);
+
+/* Runs scanner + parser; the sink lowers as the parser goes.  fast: the
+ * parser without LAC. */
+static void run_parser(ParseCtx *cx, Lower *lw, bool fast)
 {
     ScanState st;
     memset(&st, 0, sizeof st);
@@ -710,21 +715,17 @@ static void run_parser(ParseCtx *cx, Lower *lw)
     cx->scan = &st;
     yyscan_t scanner;
     if (hlo_yylex_init_extra(&st, &scanner) != 0) spmdc_oom();
-    int rc = hlo_yyparse(scanner, cx);
+    int rc = fast ? hlo_fast_yyparse(scanner, cx) : hlo_yyparse(scanner, cx);
     hlo_yylex_destroy(scanner);
     cx->scan = NULL;
     if (rc != 0 && diag_error_count(cx->diag) == lw->base_errors)
         diag_error(cx->diag, src_span_at(cx->file_id, st.line, st.col), "could not parse the input");
 }
 
-HloModule *parse_hlo(const char *text, size_t len, uint32_t file_id, DiagEngine *diag)
+/* One parse and lowering of the whole input; NULL if it reported an error. */
+static HloModule *parse_once(const char *text, size_t len, uint32_t file_id, DiagEngine *diag, bool fast)
 {
     int base = diag_error_count(diag);
-    if (len > (size_t)INT_MAX - 2) {
-        diag_error(diag, src_span_at(file_id, 0, 0), "input is too large (%zu bytes; the limit is 2 GiB)", len);
-        return NULL;
-    }
-    if (!reject_nul(text, len, file_id, diag)) return NULL;
     ParseCtx cx = {arena_create(), arena_create(), diag, file_id, text, (uint32_t)len, NULL, NULL, {{NULL, 0}}, 0, NULL, 0};
     Lower lw;
     memset(&lw, 0, sizeof lw);
@@ -739,7 +740,7 @@ HloModule *parse_hlo(const char *text, size_t len, uint32_t file_id, DiagEngine 
     sink.data = &lw;
     cx.sink = &sink;
     build_tables(&lw);
-    run_parser(&cx, &lw);
+    run_parser(&cx, &lw, fast);
     if (lowering(&lw)) finish_module(&lw);
     arena_destroy(lw.comp_arena);
     arena_destroy(cx.keep);
@@ -751,3 +752,25 @@ HloModule *parse_hlo(const char *text, size_t len, uint32_t file_id, DiagEngine 
     return lw.m;
 }
 
+/* The parser without LAC runs first, its diagnostics into a probe engine.
+ * On input it takes without a word (no error, warning or note) it took the
+ * same steps as the LAC parser would have, so its module is the result.
+ * Otherwise its module and messages are dropped and the LAC parser runs
+ * with the caller's engine: every message (the exact expected-token lists
+ * of syntax errors among them) is as that parser alone gives it. */
+HloModule *parse_hlo(const char *text, size_t len, uint32_t file_id, DiagEngine *diag)
+{
+    if (len > (size_t)INT_MAX - 2) {
+        diag_error(diag, src_span_at(file_id, 0, 0), "input is too large (%zu bytes; the limit is 2 GiB)", len);
+        return NULL;
+    }
+    if (!reject_nul(text, len, file_id, diag)) return NULL;
+    DiagEngine *probe = diag_create(NULL);
+    diag_set_show_source(probe, false);
+    HloModule *m = parse_once(text, len, file_id, probe, true);
+    bool clean = m && diag_error_count(probe) == 0 && diag_warning_count(probe) == 0 && diag_text(probe)[0] == 0;
+    diag_destroy(probe);
+    if (clean) return m;
+    hlo_module_free(m);
+    return parse_once(text, len, file_id, diag, false);
+}
