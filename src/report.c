@@ -463,12 +463,18 @@ static void jo_close(JsonOut *j, char c)
     sb_putc(j->b, c);
 }
 
-static void jo_key(JsonOut *j, const char *key)
+/* `"key": `; inlined so a literal key's length is known. */
+static inline __attribute__((always_inline)) void jo_key(JsonOut *j, const char *key)
 {
     jo_value(j);
-    sb_putc(j->b, '"');
-    sb_puts(j->b, key);
-    sb_putn(j->b, "\": ", 3);
+    size_t n = strlen(key);
+    StrBuf *b = j->b;
+    if (b->len + n + 5 > b->cap) sb_grow(b, n + 4);
+    char *d = b->data + b->len;
+    d[0] = '"';
+    memcpy(d + 1, key, n);
+    memcpy(d + 1 + n, "\": ", 4); /* with the NUL */
+    b->len += n + 4;
     j->after_key = true;
 }
 
@@ -567,13 +573,13 @@ static void jo_str(JsonOut *j, const char *s)
     sb_putc(b, '"');
 }
 
-static void jo_key_int(JsonOut *j, const char *key, int64_t v)
+static inline __attribute__((always_inline)) void jo_key_int(JsonOut *j, const char *key, int64_t v)
 {
     jo_key(j, key);
     jo_int(j, v);
 }
 
-static void jo_key_str(JsonOut *j, const char *key, const char *s)
+static inline __attribute__((always_inline)) void jo_key_str(JsonOut *j, const char *key, const char *s)
 {
     jo_key(j, key);
     jo_str(j, s);
