@@ -376,9 +376,18 @@ static IntList copy_list(HloModule *out, IntList l) { return hlo_intlist(out, l.
 static int32_t map_comp(const int32_t *map, int32_t c) { return c >= 0 ? map[c] : c; }
 
 /* Deep copy of an instruction's attributes into out, computations remapped. */
+static void copy_attrs_into(HloModule *out, const HloAttrs *a, const Shape *s, const int32_t *map, HloAttrs *r);
+
 static HloAttrs *copy_attrs(HloModule *out, const HloAttrs *a, const Shape *s, const int32_t *map)
 {
     HloAttrs *r = ARENA_NEW(out->arena, HloAttrs);
+    copy_attrs_into(out, a, s, map, r);
+    return r;
+}
+
+/* The same into *r (its arrays in out's arena). */
+static void copy_attrs_into(HloModule *out, const HloAttrs *a, const Shape *s, const int32_t *map, HloAttrs *r)
+{
     *r = *a;
     IntList *lists[] = {&r->dimensions, &r->branches, &r->called};
     for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++)
@@ -415,7 +424,6 @@ static HloAttrs *copy_attrs(HloModule *out, const HloAttrs *a, const Shape *s, c
             r->raw[k].text = arena_strdup(out->arena, a->raw[k].text);
         }
     }
-    return r;
 }
 
 /* Calls fn(ref, applied, user) for every computation attributes a refer
@@ -525,12 +533,13 @@ static void copy_applied(PartModule *pm)
  * shared by every output instruction with equal attributes
  * (hlo_set_attrs): no computation references (order_callee_first rewrites
  * those in place), no literal (its copy depends on the shape), and no list
- * that oprule_localize_attrs writes into (slice, dynamic-slice, gather). */
+ * that oprule_localize_attrs writes into (slice, dynamic-slice, gather).
+ * Not a parameter's either: its number is its own. */
 static bool attrs_shareable(const HloInst *si)
 {
     const HloAttrs *a = si->attrs;
     return si->attrs_shared && !has_ref(a) && !a->literal && si->op != HLO_SLICE && si->op != HLO_DYNAMIC_SLICE &&
-           si->op != HLO_GATHER;
+           si->op != HLO_GATHER && si->op != HLO_PARAMETER;
 }
 
 /* Sets di's attributes to the shared copy of si's (attrs_shareable): one
@@ -562,7 +571,9 @@ static void share_attrs(PartModule *pm, const HloInst *si, HloInst *di)
         di->attrs_shared = true;
         return;
     }
-    hlo_set_attrs(pm->out, di, copy_attrs(pm->out, si->attrs, &si->shape, pm->comp_map));
+    HloAttrs a;
+    copy_attrs_into(pm->out, si->attrs, &si->shape, pm->comp_map, &a);
+    hlo_set_attrs(pm->out, di, &a);
     pm->attrs_key[j] = si->attrs;
     pm->attrs_val[j] = di->attrs;
     pm->attrs_n++;
