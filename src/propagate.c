@@ -72,7 +72,8 @@ enum { LF_FIXED = 1, LF_EXTENDED = 2 };
  * op whose rule is the identity map (oprule_identity_map) */
 enum { IF_FACTOR = 1, IF_FIXED = 2, IF_ARRAY = 4, IF_SETTLED = 8, IF_IDENTITY_EDGE = 16, IF_IDMAP = 32, IF_TIER_SHIFT = 6 };
 enum { N_PHASES = 3 };
-/* Rules are built into their own arena, emptied once it holds this much. */
+/* Per-op temporaries of ops with many tensors go to their own arena,
+ * emptied once it holds this much. */
 #define RULE_ARENA_LIMIT (1u << 20)
 
 /* A user annotation on one array leaf. */
@@ -125,6 +126,16 @@ typedef struct Engine {
     int32_t *leaf0;      /* [n_insts + 1] */
     int32_t *ustart, *users; /* factor-op users of each instruction (CSR, global indices) */
     int32_t *special, n_special; /* identity and data-flow instructions, in order */
+    int32_t *opl_start, *opl; /* factor ops: the first leaf of each operand (CSR over instructions) */
+    int32_t *sid;        /* [n_insts]: shape id, equal for equal array shapes (type and dims) */
+    int32_t *rid;        /* [n_insts]: factor ops' index into rules, -1 */
+    /* The op rules, one per distinct (opcode, attributes, operand and result
+     * shapes): built on first use (rstate 0 unbuilt, 1 built, 2 no rule). */
+    OpRule *rules;
+    uint8_t *rstate;
+    int32_t *rfirst;     /* an instruction of each rule, which builds it */
+    int32_t n_rules, cap_rules;
+    Arena *rules_arena;
     int32_t *sharded, n_sharded; /* instructions that carry a sharding, in order */
     int32_t *op_stamp;
     /* leaves */
@@ -163,6 +174,13 @@ typedef struct Engine {
     int32_t n_conf, cap_conf;
     Cand *cands;
     int32_t n_cands, cap_cands;
+    /* evaluations of factor ops remembered by what they read (eval_op) */
+    struct MemoEntry *memo;
+    int32_t n_memo, cap_memo;
+    int32_t *memo_slot;     /* open addressing over memo, -1 = free */
+    uint32_t memo_cap;
+    struct MemoProp *mprops;
+    int32_t n_mprops, cap_mprops;
     /* the schedule */
     int32_t phase, prio, round, step;
     /* statistics */
@@ -202,6 +220,8 @@ static int32_t leaf_rank(const Engine *e, int32_t lf) { return e->lrank[lf]; }
 static bool has_tiling(const Engine *e, int32_t lf) { return e->st[lf] >= ST_FIRST; }
 
 static const Tiling *state(const Engine *e, int32_t lf) { return &e->pool[e->st[lf]]; }
+
+static uint64_t hash_mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001b3ull + (h >> 31); }
 
 static uint32_t tiling_hash(const Tiling *t)
 {
@@ -497,12 +517,26 @@ static void propose_border(Engine *e, int32_t src, int32_t dst, int32_t via)
 /* ================================================================ factor ops */
 
 /* Tensor k's leaf of the op at global index gi. */
-static int32_t tensor_leaf(const Engine *e, const HloInst *in, int32_t gi, const OpRule *r, int32_t k)
+static int32_t tensor_leaf(const Engine *e, int32_t gi, const OpRule *r, int32_t k)
 {
     const RuleTensor *t = &r->t[k];
     if (t->slot >= 0)
-        return e->leaf0[e->comp_first[e->icomp[gi]] + in->operands[t->slot]];
+        return e->opl[e->opl_start[gi] + t->slot];
     return e->leaf0[gi] + t->leaf;
+}
+
+/* The rule of factor op gi (shared by every op with the same opcode,
+ * attributes and shapes), or NULL when it has none. */
+static const OpRule *rule_of(Engine *e, int32_t gi)
+{
+    int32_t x = e->rid[gi];
+    if (x < 0)
+        return NULL;
+    if (e->rstate[x] == 0) {
+        int32_t g = e->rfirst[x], c = e->icomp[g];
+        e->rstate[x] = oprule_build(e->m, c, g - e->comp_first[c], e->rules_arena, &e->rules[x]) ? 1 : 2;
+    }
+    return e->rstate[x] == 1 ? &e->rules[x] : NULL;
 }
 
 typedef struct OpEval {
@@ -748,56 +782,280 @@ static const int32_t *op_origins(Engine *e, const OpEval *o, const FactorShardin
     return t;
 }
 
+/* Offers tensor k the grown state out, whose new atoms come from the
+ * factors of gained (given by the tensors giver[f]); false when no other
+ * tensor gave them (nothing new). */
+static bool propose_grown(Engine *e, const OpEval *o, int32_t k, const Tiling *out, const FactorSharding *gained,
+                          const int32_t *giver)
+{
+    int32_t src;
+    const int32_t *org = op_origins(e, o, gained, giver, &src);
+    if (src < 0)
+        return false;
+    Proposal *p = new_proposal(e, o->lf[k]);
+    p->t = *out;
+    p->src = src;
+    p->via = o->gi;
+    p->lorg = e->lorg[src];
+    p->aorg = org;
+    p->consumer = k < o->r->n_in;
+    return true;
+}
+
+/* ---------------------------------------------------------------- memo
+ * An op's evaluation depends on its rule, the phase, and per tensor on its
+ * state, whether it is fixed, and the dims and atoms closed to it in this
+ * round; the provenance of what it proposes comes from its tensors' own.
+ * A stack of layers evaluates the same few situations again and again:
+ * each is computed once, and replayed (its proposals re-made with the
+ * instance's leaves and origins).  Evaluations that record a conflict (for
+ * --explain) are not remembered. */
+enum { MEMO_TENSORS = 8, MEMO_MAX = 1 << 16 };
+
+typedef struct MemoKey {
+    int32_t rid, phase, nt;
+    int32_t st[MEMO_TENSORS];
+    uint32_t closed[MEMO_TENSORS], forbid[MEMO_TENSORS];
+    uint8_t fixed[MEMO_TENSORS];
+} MemoKey;
+
+typedef struct MemoProp {
+    int32_t k;
+    Tiling out;
+    FactorSharding gained;
+} MemoProp;
+
+typedef struct MemoEntry {
+    MemoKey key;
+    uint64_t hash;
+    int32_t first, n; /* its proposals in mprops */
+    bool settled;
+    int8_t giver[OPRULE_MAX_FACTORS];
+} MemoEntry;
+
+static uint64_t memo_hash(const MemoKey *k)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    const unsigned char *b = (const unsigned char *)k;
+    for (size_t i = 0; i + 8 <= sizeof *k; i += 8) {
+        uint64_t v;
+        memcpy(&v, b + i, 8);
+        h = hash_mix(h, v);
+    }
+    return h;
+}
+
+/* The key of op o in the current phase (tensor leaves set); false when the
+ * op has too many tensors to be remembered. */
+static bool memo_key(const Engine *e, const OpEval *o, MemoKey *key)
+{
+    if (o->nt > MEMO_TENSORS)
+        return false;
+    memset(key, 0, sizeof *key);
+    key->rid = e->rid[o->gi];
+    key->phase = e->phase;
+    key->nt = o->nt;
+    for (int32_t k = 0; k < o->nt; k++) {
+        int32_t lf = o->lf[k];
+        key->st[k] = e->st[lf];
+        key->fixed[k] = (uint8_t)(e->lfl[lf] & LF_FIXED);
+        key->closed[k] = leaf_closed(e, lf);
+        key->forbid[k] = leaf_forbid(e, lf);
+    }
+    return true;
+}
+
+static const MemoEntry *memo_find(const Engine *e, const MemoKey *key, uint64_t h)
+{
+    if (!e->memo_cap)
+        return NULL;
+    for (uint32_t j = (uint32_t)h & (e->memo_cap - 1); e->memo_slot[j] >= 0; j = (j + 1) & (e->memo_cap - 1)) {
+        const MemoEntry *me = &e->memo[e->memo_slot[j]];
+        if (me->hash == h && memcmp(&me->key, key, sizeof *key) == 0)
+            return me;
+    }
+    return NULL;
+}
+
+static void memo_add(Engine *e, const MemoKey *key, uint64_t h, const MemoProp *props, int32_t n, bool settled,
+                     const int32_t *giver, int32_t nf)
+{
+    if (e->n_memo >= MEMO_MAX)
+        return;
+    if ((uint32_t)(e->n_memo + 1) * 2 > e->memo_cap) {
+        uint32_t cap = e->memo_cap ? e->memo_cap * 2 : 256;
+        free(e->memo_slot);
+        e->memo_slot = xmalloc(sizeof(int32_t) * cap);
+        memset(e->memo_slot, 0xff, sizeof(int32_t) * cap);
+        e->memo_cap = cap;
+        for (int32_t x = 0; x < e->n_memo; x++) {
+            uint32_t j = (uint32_t)e->memo[x].hash & (cap - 1);
+            while (e->memo_slot[j] >= 0)
+                j = (j + 1) & (cap - 1);
+            e->memo_slot[j] = x;
+        }
+    }
+    GROW(e->memo, e->n_memo, e->cap_memo);
+    MemoEntry *me = &e->memo[e->n_memo];
+    me->key = *key;
+    me->hash = h;
+    me->first = e->n_mprops;
+    me->n = n;
+    me->settled = settled;
+    for (int32_t f = 0; f < OPRULE_MAX_FACTORS; f++)
+        me->giver[f] = (int8_t)(f < nf ? giver[f] : -1);
+    for (int32_t q = 0; q < n; q++) {
+        GROW(e->mprops, e->n_mprops, e->cap_mprops);
+        e->mprops[e->n_mprops++] = props[q];
+    }
+    uint32_t j = (uint32_t)h & (e->memo_cap - 1);
+    while (e->memo_slot[j] >= 0)
+        j = (j + 1) & (e->memo_cap - 1);
+    e->memo_slot[j] = e->n_memo++;
+}
+
+/* Replays a remembered evaluation on op o. */
+static void memo_replay(Engine *e, const OpEval *o, const MemoEntry *me)
+{
+    int32_t giver[OPRULE_MAX_FACTORS];
+    for (int32_t f = 0; f < OPRULE_MAX_FACTORS; f++)
+        giver[f] = me->giver[f];
+    for (int32_t q = 0; q < me->n; q++) {
+        const MemoProp *mp = &e->mprops[me->first + q];
+        propose_grown(e, o, mp->k, &mp->out, &mp->gained, giver);
+    }
+    if (me->settled)
+        e->iflag[o->gi] |= IF_SETTLED;
+    else
+        e->iflag[o->gi] &= (uint8_t)~IF_SETTLED;
+}
+
+/* What an identity-map op does with its tensors' states (eval_idmap):
+ * the merged tiling M, the tensor whose state is M (src_k; -1 when M
+ * takes atoms from several, first_k the first of them), and the tensors
+ * that grow to M with their new states. */
+typedef struct IdmapPlan {
+    bool conflict, any;
+    Tiling M;
+    int32_t src_k, first_k, n;
+    int32_t *k;   /* [n] */
+    Tiling *out;  /* [n] */
+} IdmapPlan;
+
 /* An op whose rule is the identity map: the non-scalar tensors' tilings
  * merge dim by dim (what the factor merge does when factor d is dim d of
- * every tensor).  False on a conflict, which the general path resolves. */
+ * every tensor).  False on a conflict, which the general path resolves.
+ * The plan is remembered like eval_op's evaluations (phase -1: the phase
+ * does not matter here). */
 static bool eval_idmap(Engine *e, int32_t gi)
 {
-    const HloInst *in = ginst(e, gi);
-    int32_t base = e->comp_first[e->icomp[gi]], rank = in->shape.rank, res = e->leaf0[gi];
+    const int32_t *ol = e->opl + e->opl_start[gi];
+    int32_t n_ops = e->opl_start[gi + 1] - e->opl_start[gi], res = e->leaf0[gi], rank = leaf_rank(e, res);
+    int32_t nt = n_ops + 1;
     if (rank == 0)
         return true;
     e->n_evals++;
-    Tiling M;
-    tiling_replicated(&M, rank);
-    int32_t src = -1, first = -1;
-    bool any = false;
-    for (int32_t k = 0; k <= in->n_operands; k++) {
-        int32_t lf = k < in->n_operands ? e->leaf0[base + in->operands[k]] : res;
-        if (leaf_rank(e, lf) != rank)
-            continue;
-        if (e->st[lf] == ST_MANUAL) {
-            for (int32_t j = 0; j <= in->n_operands; j++) {
-                int32_t l2 = j < in->n_operands ? e->leaf0[base + in->operands[j]] : res;
-                if (leaf_rank(e, l2) == rank)
-                    propose_manual(e, l2, lf, gi);
-            }
-            return true;
+#define IDMAP_LEAF(k) ((k) < n_ops ? ol[k] : res)
+    MemoKey key;
+    bool memo = nt <= MEMO_TENSORS;
+    if (memo) {
+        memset(&key, 0, sizeof key);
+        key.rid = e->rid[gi];
+        key.phase = -1;
+        key.nt = nt;
+        for (int32_t k = 0; k < nt && memo; k++) {
+            int32_t lf = IDMAP_LEAF(k);
+            key.st[k] = e->st[lf];
+            key.fixed[k] = (uint8_t)(e->lfl[lf] & LF_FIXED);
+            key.closed[k] = leaf_closed(e, lf);
+            key.forbid[k] = leaf_forbid(e, lf);
+            memo = e->st[lf] != ST_MANUAL;
         }
-        if (!has_tiling(e, lf) || tiling_n_atoms(state(e, lf)) == 0)
-            continue;
-        if (!compatible(&M, state(e, lf), &M))
-            return false;
-        any = true;
-        if (first < 0)
-            first = lf;
     }
-    if (!any)
+    uint64_t h = memo ? memo_hash(&key) : 0;
+    const MemoEntry *me = memo ? memo_find(e, &key, h) : NULL;
+    IdmapPlan pl;
+    int32_t k_small[MEMO_TENSORS];
+    Tiling out_small[MEMO_TENSORS];
+    pl.k = nt <= MEMO_TENSORS ? k_small : ARENA_ARRAY(e->ra, int32_t, nt);
+    pl.out = nt <= MEMO_TENSORS ? out_small : ARENA_ARRAY(e->ra, Tiling, nt);
+    if (me) {
+        pl.conflict = !me->settled;
+        pl.src_k = me->giver[0];
+        pl.first_k = me->giver[1];
+        pl.any = me->giver[2];
+        pl.M = e->mprops[me->first].out;
+        pl.n = me->n - 1;
+        for (int32_t q = 0; q < pl.n; q++) {
+            pl.k[q] = e->mprops[me->first + 1 + q].k;
+            pl.out[q] = e->mprops[me->first + 1 + q].out;
+        }
+    } else {
+        tiling_replicated(&pl.M, rank);
+        pl.conflict = pl.any = false;
+        pl.src_k = pl.first_k = -1;
+        pl.n = 0;
+        for (int32_t k = 0; k < nt; k++) {
+            int32_t lf = IDMAP_LEAF(k);
+            if (leaf_rank(e, lf) != rank)
+                continue;
+            if (e->st[lf] == ST_MANUAL) { /* never when remembered */
+                for (int32_t j = 0; j < nt; j++) {
+                    int32_t l2 = IDMAP_LEAF(j);
+                    if (leaf_rank(e, l2) == rank)
+                        propose_manual(e, l2, lf, gi);
+                }
+                return true;
+            }
+            if (!has_tiling(e, lf) || tiling_n_atoms(state(e, lf)) == 0)
+                continue;
+            if (!compatible(&pl.M, state(e, lf), &pl.M)) {
+                pl.conflict = true;
+                break;
+            }
+            pl.any = true;
+            if (pl.first_k < 0)
+                pl.first_k = k;
+        }
+        for (int32_t k = 0; k < nt && pl.any && !pl.conflict && pl.src_k < 0; k++) {
+            int32_t lf = IDMAP_LEAF(k);
+            if (leaf_rank(e, lf) == rank && has_tiling(e, lf) && tiling_equal(state(e, lf), &pl.M))
+                pl.src_k = k;
+        }
+        for (int32_t k = 0; k < nt && pl.any && !pl.conflict; k++) {
+            int32_t lf = IDMAP_LEAF(k);
+            if (leaf_rank(e, lf) != rank || (e->lfl[lf] & LF_FIXED))
+                continue;
+            Tiling cur = cur_tiling(e, lf);
+            if (extend_leaf(e, lf, &cur, &pl.M, &pl.out[pl.n]))
+                pl.k[pl.n++] = k;
+        }
+        if (memo) {
+            MemoProp mp[MEMO_TENSORS + 1];
+            memset(mp, 0, sizeof mp);
+            mp[0].k = -1;
+            mp[0].out = pl.M;
+            for (int32_t q = 0; q < pl.n; q++) {
+                mp[q + 1].k = pl.k[q];
+                mp[q + 1].out = pl.out[q];
+            }
+            int32_t g[3] = {pl.src_k, pl.first_k, pl.any};
+            memo_add(e, &key, h, mp, pl.n + 1, !pl.conflict, g, 3);
+        }
+    }
+    if (pl.conflict)
+        return false;
+    if (!pl.any)
         return true;
-    for (int32_t k = 0; k <= in->n_operands && src < 0; k++) {
-        int32_t lf = k < in->n_operands ? e->leaf0[base + in->operands[k]] : res;
-        if (leaf_rank(e, lf) == rank && has_tiling(e, lf) && tiling_equal(state(e, lf), &M))
-            src = lf;
-    }
+    int32_t src = IDMAP_LEAF(pl.src_k >= 0 ? pl.src_k : pl.first_k);
     const int32_t *org = NULL;
-    if (src >= 0) {
+    if (pl.src_k >= 0) {
         org = e->aorg[src];
     } else { /* the merged tiling takes atoms from several tensors */
-        src = first;
         int32_t *t = ARENA_ARRAY(e->a, int32_t, e->n_atoms > 0 ? e->n_atoms : 1);
-        uint32_t done = 0, want = tiling_used(&M);
-        for (int32_t k = 0; k <= in->n_operands; k++) {
-            int32_t lf = k < in->n_operands ? e->leaf0[base + in->operands[k]] : res;
+        uint32_t done = 0, want = tiling_used(&pl.M);
+        for (int32_t k = 0; k < nt; k++) {
+            int32_t lf = IDMAP_LEAF(k);
             if (leaf_rank(e, lf) != rank || !has_tiling(e, lf))
                 continue;
             uint32_t u = tiling_used(state(e, lf)) & want & ~done;
@@ -808,21 +1066,19 @@ static bool eval_idmap(Engine *e, int32_t gi)
         }
         org = t;
     }
-    for (int32_t k = 0; k <= in->n_operands; k++) {
-        int32_t lf = k < in->n_operands ? e->leaf0[base + in->operands[k]] : res;
-        if (leaf_rank(e, lf) != rank || (e->lfl[lf] & LF_FIXED) || lf == src)
-            continue;
-        Tiling cur = cur_tiling(e, lf), out;
-        if (!extend_leaf(e, lf, &cur, &M, &out))
+    for (int32_t q = 0; q < pl.n; q++) {
+        int32_t lf = IDMAP_LEAF(pl.k[q]);
+        if (lf == src)
             continue;
         Proposal *p = new_proposal(e, lf);
-        p->t = out;
+        p->t = pl.out[q];
         p->src = src;
         p->via = gi;
         p->lorg = e->lorg[src];
         p->aorg = org;
         p->consumer = lf != res;
     }
+#undef IDMAP_LEAF
     return true;
 }
 
@@ -949,15 +1205,13 @@ static void eval_op(Engine *e, int32_t gi)
 {
     if ((e->iflag[gi] & IF_IDMAP) && eval_idmap(e, gi))
         return;
-    const HloInst *in = ginst(e, gi);
-    int32_t c = e->icomp[gi];
     if (arena_bytes_used(e->ra) > RULE_ARENA_LIMIT)
         arena_reset(e->ra);
-    OpRule r;
-    if (!oprule_build(e->m, c, gi - e->comp_first[c], e->ra, &r))
+    const OpRule *rp = rule_of(e, gi);
+    if (!rp)
         return;
     e->n_evals++;
-    OpEval o = {&r, gi, r.n_in + r.n_out, itier(e, gi), NULL, NULL, NULL, NULL, NULL, 0};
+    OpEval o = {rp, gi, rp->n_in + rp->n_out, itier(e, gi), NULL, NULL, NULL, NULL, NULL, 0};
     enum { SMALL = 8 };
     int32_t lf_small[SMALL];
     bool has_small[SMALL], grows_small[SMALL];
@@ -984,19 +1238,10 @@ static void eval_op(Engine *e, int32_t gi)
     bool any = false, manual = false;
     int32_t manual_src = -1;
     for (int32_t k = 0; k < o.nt; k++) {
-        o.lf[k] = tensor_leaf(e, in, gi, &r, k);
+        o.lf[k] = tensor_leaf(e, gi, rp, k);
         if (e->st[o.lf[k]] == ST_MANUAL) {
             manual = true;
             manual_src = o.lf[k];
-        }
-        o.has[k] = has_tiling(e, o.lf[k]);
-        if (o.has[k]) {
-            oprule_tiling_to_factors(&r, k, state(e, o.lf[k]), e->mesh, &o.fs[k], NULL);
-            if (fsh_used(&o.fs[k])) {
-                uint16_t pk = state(e, o.lf[k])->perm;
-                o.perm = !any || o.perm == pk ? pk : 0;
-                any = true;
-            }
         }
     }
     if (manual) {
@@ -1004,12 +1249,37 @@ static void eval_op(Engine *e, int32_t gi)
             propose_manual(e, o.lf[k], manual_src, gi);
         return;
     }
+    MemoKey key;
+    bool memo = memo_key(e, &o, &key);
+    uint64_t h = memo ? memo_hash(&key) : 0;
+    const MemoEntry *me = memo ? memo_find(e, &key, h) : NULL;
+    if (me) {
+        memo_replay(e, &o, me);
+        return;
+    }
+    for (int32_t k = 0; k < o.nt; k++) {
+        o.has[k] = has_tiling(e, o.lf[k]);
+        if (o.has[k]) {
+            oprule_tiling_to_factors(rp, k, state(e, o.lf[k]), e->mesh, &o.fs[k], NULL);
+            if (fsh_used(&o.fs[k])) {
+                uint16_t pk = state(e, o.lf[k])->perm;
+                o.perm = !any || o.perm == pk ? pk : 0;
+                any = true;
+            }
+        }
+    }
     e->iflag[gi] |= IF_SETTLED;
-    if (!any)
-        return; /* no tensor gives anything, in any phase */
-    int32_t nf = r.n_factors;
+    int32_t no_giver[1] = {-1};
+    if (!any) { /* no tensor gives anything, in any phase */
+        if (memo)
+            memo_add(e, &key, h, NULL, 0, true, no_giver, 0);
+        return;
+    }
+    int32_t nf = rp->n_factors;
     set_flows(&o, e->phase);
     Decision d;
+    MemoProp mprops[MEMO_TENSORS];
+    int32_t n_mp = 0;
     int32_t conf_before = e->n_conf, cands_before = e->n_cands;
     decide(e, &o, true, &d);
     if (e->phase < N_PHASES - 1)
@@ -1033,34 +1303,31 @@ static void eval_op(Engine *e, int32_t gi)
                 gn += d.F.n[f];
             }
         }
-        int32_t src;
-        const int32_t *org = op_origins(e, &o, &gained, d.giver, &src);
-        if (src < 0) {
+        if (!propose_grown(e, &o, k, &out[k], &gained, d.giver)) {
             grows[k] = false; /* only its own runs: nothing new */
             continue;
         }
-        Proposal *p = new_proposal(e, o.lf[k]);
-        p->t = out[k];
-        p->src = src;
-        p->via = gi;
-        p->lorg = e->lorg[src];
-        p->aorg = org;
-        p->consumer = k < r.n_in;
+        if (memo)
+            mprops[n_mp++] = (MemoProp){k, out[k], gained};
         proposed = true;
     }
     if (!proposed) { /* a conflict that decided nothing: every tensor keeps what it has */
         e->n_conf = conf_before;
         e->n_cands = cands_before;
     }
-    if (e->phase == N_PHASES - 1)
+    memo &= e->n_conf == conf_before;
+    if (e->phase == N_PHASES - 1) {
+        if (memo)
+            memo_add(e, &key, h, mprops, n_mp, true, d.giver, nf);
         return;
+    }
     /* Settled when, once its proposals are taken, the last phase's flows
      * would give its tensors nothing more: the phase starts then need not
      * look again (the proposals' leaves do not wake the op that made them). */
     Tiling *eff = out;
     for (int32_t k = 0; k < o.nt; k++) {
         if (grows[k]) {
-            oprule_tiling_to_factors(&r, k, &out[k], e->mesh, &o.fs[k], NULL);
+            oprule_tiling_to_factors(rp, k, &out[k], e->mesh, &o.fs[k], NULL);
             o.has[k] = true;
         } else {
             eff[k] = cur_tiling(e, o.lf[k]);
@@ -1068,18 +1335,19 @@ static void eval_op(Engine *e, int32_t gi)
     }
     /* a factor a tensor holds that gives only in the last phase */
     uint64_t g_last[2], t_last[2];
-    oprule_flow_masks(&r, o.tier, N_PHASES - 1, g_last, t_last);
+    oprule_flow_masks(rp, o.tier, N_PHASES - 1, g_last, t_last);
     bool later = false;
     for (int32_t k = 0; k < o.nt && !later; k++) {
-        uint64_t fresh = g_last[k >= r.n_in] & ~o.gives[k];
+        uint64_t fresh = g_last[k >= rp->n_in] & ~o.gives[k];
         for (int32_t f = 0; f < nf && !later && o.has[k] && fresh; f++)
             later = ((fresh >> f) & 1u) && o.fs[k].n[f];
     }
+    bool more = false;
     if (later) {
         set_flows(&o, N_PHASES - 1);
         Decision d2;
         decide(e, &o, false, &d2);
-        bool more = d2.conflict;
+        more = d2.conflict;
         for (int32_t k = 0; k < o.nt && !more; k++) {
             Tiling o2;
             more = fsh_used(&d2.F) && tensor_grows_from(e, &o, k, &d2.F, &eff[k], &o2);
@@ -1087,6 +1355,8 @@ static void eval_op(Engine *e, int32_t gi)
         if (more)
             e->iflag[gi] &= (uint8_t)~IF_SETTLED;
     }
+    if (memo)
+        memo_add(e, &key, h, mprops, n_mp, !more, d.giver, nf);
 }
 
 /* ================================================================ applying a step */
@@ -1418,6 +1688,60 @@ static bool is_special(HloOpcode op)
     }
 }
 
+/* Shape ids: equal for arrays of one element type and dims (the layout
+ * aside), a distinct negative one for every other shape.  Open addressing
+ * over the array ids. */
+typedef struct ShapeIds {
+    int32_t *slot;       /* cap entries: an array id, -1 = free */
+    const Shape **rep;   /* [n_rep]: each array id's first shape */
+    uint32_t cap;
+    int32_t n_rep, cap_rep, n_other;
+} ShapeIds;
+
+static uint64_t array_hash(const Shape *s)
+{
+    uint64_t h = hash_mix(hash_mix(0x9e3779b97f4a7c15ull, (uint64_t)s->type), (uint64_t)s->rank);
+    for (int32_t d = 0; d < s->rank; d++)
+        h = hash_mix(h, (uint64_t)s->dims[d]);
+    return h;
+}
+
+static bool array_same(const Shape *a, const Shape *b)
+{
+    return a->type == b->type && a->rank == b->rank &&
+           memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank) == 0;
+}
+
+static int32_t shape_id(ShapeIds *t, const Shape *s)
+{
+    if (!shape_is_array(s) || s->rank < 0 || s->rank > SPMDC_MAX_RANK)
+        return -2 - t->n_other++;
+    if ((uint32_t)(t->n_rep + 1) * 2 > t->cap) {
+        uint32_t cap = t->cap ? t->cap * 2 : 64;
+        int32_t *slot = xmalloc(sizeof(int32_t) * cap);
+        memset(slot, 0xff, sizeof(int32_t) * cap);
+        for (uint32_t k = 0; k < t->cap; k++) {
+            if (t->slot[k] < 0)
+                continue;
+            uint32_t j = (uint32_t)array_hash(t->rep[t->slot[k]]) & (cap - 1);
+            while (slot[j] >= 0)
+                j = (j + 1) & (cap - 1);
+            slot[j] = t->slot[k];
+        }
+        free(t->slot);
+        t->slot = slot;
+        t->cap = cap;
+    }
+    uint32_t j = (uint32_t)array_hash(s) & (t->cap - 1);
+    for (; t->slot[j] >= 0; j = (j + 1) & (t->cap - 1))
+        if (array_same(t->rep[t->slot[j]], s))
+            return t->slot[j];
+    GROW(t->rep, t->n_rep, t->cap_rep);
+    t->rep[t->n_rep] = s;
+    t->slot[j] = t->n_rep;
+    return t->n_rep++;
+}
+
 /* Instructions and leaves, module-wide, and the lists of special and
  * annotated instructions (one pass over the instructions). */
 static void setup_index(Engine *e)
@@ -1450,6 +1774,8 @@ static void setup_index(Engine *e)
         }
     e->special = ARENA_ARRAY(e->a, int32_t, n_special + 1);
     e->sharded = ARENA_ARRAY(e->a, int32_t, n_sharded + 1);
+    e->sid = ARENA_ARRAY(e->a, int32_t, n + 1);
+    ShapeIds ids = {NULL, NULL, 0, 0, 0, 0};
     e->leaf0[n] = L;
     e->n_leaves = L;
     e->lshape = ARENA_ARRAY(e->a, const Shape *, L + 1);
@@ -1471,6 +1797,7 @@ static void setup_index(Engine *e)
                 e->special[e->n_special++] = gi;
             if (in->sharding)
                 e->sharded[e->n_sharded++] = gi;
+            e->sid[gi] = shape_id(&ids, sh);
             if (!shape_is_tuple(sh)) {
                 e->lrank[k] = (int8_t)sh->rank;
                 e->lshape[k] = sh;
@@ -1484,6 +1811,8 @@ static void setup_index(Engine *e)
                 e->lrank[l] = (int8_t)(shape_is_array(e->lshape[l]) ? e->lshape[l]->rank : 0);
             }
         }
+    free(ids.slot);
+    free(ids.rep);
 }
 
 /* Computations whose values are tied to their callers by data flow: the
@@ -1526,16 +1855,101 @@ static bool *dataflow_comps(const Engine *e)
     return df;
 }
 
-/* Instruction classes, fixed results, and the factor-op users of every
- * instruction (one pass over the operands into a flat list, then a counting
- * sort).  False if an operand index is out of range (the IR verifier
- * rejects such modules; nothing propagates). */
+/* The rules' keys while they are assigned: per rule its opcode,
+ * attributes, and shape ids of its result and operands. */
+typedef struct RuleKeys {
+    int32_t *slot;        /* cap entries: a rule index, -1 = free */
+    uint64_t *hash;       /* [cap_rules] per rule */
+    const HloAttrs **attrs;
+    int32_t *start, *ids; /* per rule: ids[start[x] .. start[x+1]) = op, n, result sid, operand sids */
+    int32_t n_ids, cap_ids, cap_start;
+    uint32_t cap;
+} RuleKeys;
+
+/* The rule index of factor op gi (its operands in range): one per
+ * distinct key, new ones unbuilt. */
+static int32_t rule_index(Engine *e, RuleKeys *k, const HloInst *in, int32_t gi)
+{
+    int32_t base = e->comp_first[e->icomp[gi]], nk = 3 + in->n_operands;
+    uint64_t h = hash_mix(hash_mix(hash_mix(0x51ed27u, (uint64_t)in->op), (uint64_t)(uintptr_t)in->attrs),
+                          (uint64_t)in->n_operands);
+    h = hash_mix(h, (uint64_t)(uint32_t)e->sid[gi]);
+    for (int32_t j = 0; j < in->n_operands; j++)
+        h = hash_mix(h, (uint64_t)(uint32_t)e->sid[base + in->operands[j]]);
+    if ((uint32_t)(e->n_rules + 1) * 2 > k->cap) {
+        uint32_t cap = k->cap ? k->cap * 2 : 64;
+        int32_t *slot = xmalloc(sizeof(int32_t) * cap);
+        memset(slot, 0xff, sizeof(int32_t) * cap);
+        for (int32_t x = 0; x < e->n_rules; x++) {
+            uint32_t j = (uint32_t)k->hash[x] & (cap - 1);
+            while (slot[j] >= 0)
+                j = (j + 1) & (cap - 1);
+            slot[j] = x;
+        }
+        free(k->slot);
+        k->slot = slot;
+        k->cap = cap;
+    }
+    uint32_t j = (uint32_t)h & (k->cap - 1);
+    for (; k->slot[j] >= 0; j = (j + 1) & (k->cap - 1)) {
+        int32_t x = k->slot[j];
+        const int32_t *id = k->ids + k->start[x];
+        if (k->hash[x] != h || k->attrs[x] != in->attrs || k->start[x + 1] - k->start[x] != nk ||
+            id[0] != (int32_t)in->op || id[1] != in->n_operands || id[2] != e->sid[gi])
+            continue;
+        bool same = true;
+        for (int32_t q = 0; q < in->n_operands && same; q++)
+            same = id[3 + q] == e->sid[base + in->operands[q]];
+        if (same)
+            return x;
+    }
+    int32_t x = e->n_rules++;
+    if (x + 1 >= e->cap_rules) {
+        e->cap_rules = e->cap_rules ? e->cap_rules * 2 : 64;
+        e->rules = xrealloc(e->rules, sizeof(OpRule) * (size_t)e->cap_rules);
+        e->rstate = xrealloc(e->rstate, (size_t)e->cap_rules);
+        e->rfirst = xrealloc(e->rfirst, sizeof(int32_t) * (size_t)e->cap_rules);
+        k->hash = xrealloc(k->hash, sizeof(uint64_t) * (size_t)e->cap_rules);
+        k->attrs = xrealloc((void *)k->attrs, sizeof(HloAttrs *) * (size_t)e->cap_rules);
+        k->start = xrealloc(k->start, sizeof(int32_t) * (size_t)(e->cap_rules + 1));
+    }
+    e->rstate[x] = 0;
+    e->rfirst[x] = gi;
+    k->hash[x] = h;
+    k->attrs[x] = in->attrs;
+    if (x == 0)
+        k->start[0] = 0;
+    while (k->n_ids + nk > k->cap_ids) {
+        k->cap_ids = k->cap_ids ? k->cap_ids * 2 : 256;
+        k->ids = xrealloc(k->ids, sizeof(int32_t) * (size_t)k->cap_ids);
+    }
+    int32_t *id = k->ids + k->n_ids;
+    id[0] = (int32_t)in->op;
+    id[1] = in->n_operands;
+    id[2] = e->sid[gi];
+    for (int32_t q = 0; q < in->n_operands; q++)
+        id[3 + q] = e->sid[base + in->operands[q]];
+    k->n_ids += nk;
+    k->start[x + 1] = k->n_ids;
+    k->slot[j] = x;
+    return x;
+}
+
+/* Instruction classes, fixed results, the factor ops' rules and operand
+ * leaves, and the factor-op users of every instruction (one pass over the
+ * operands into a flat list, then a counting sort).  False if an operand
+ * index is out of range (the IR verifier rejects such modules; nothing
+ * propagates). */
 static bool setup_classes(Engine *e, const bool *df)
 {
     HloModule *m = e->m;
-    int32_t n = e->n_insts, n_pairs = 0, cap_pairs = 0;
+    int32_t n = e->n_insts, n_pairs = 0, cap_pairs = 0, n_opl = 0, cap_opl = 0;
     int32_t *pairs = NULL; /* (operand, user) */
     e->ustart = ARENA_ARRAY(e->a, int32_t, n + 1);
+    e->opl_start = ARENA_ARRAY(e->a, int32_t, n + 1);
+    e->rid = ARENA_ARRAY(e->a, int32_t, n + 1);
+    RuleKeys keys;
+    memset(&keys, 0, sizeof keys);
     bool ok = true;
     for (int32_t c = 0, gi = 0; c < m->n_comps; c++) {
         const HloComputation *comp = &m->comps[c];
@@ -1552,13 +1966,25 @@ static bool setup_classes(Engine *e, const bool *df)
             if (shape_is_array(&in->shape))
                 f |= IF_ARRAY;
             e->iflag[gi] = f;
+            e->opl_start[gi] = n_opl;
+            e->rid[gi] = -1;
             if (f & IF_FIXED)
                 for (int32_t l = e->leaf0[gi]; l < e->leaf0[gi + 1]; l++)
                     e->lfl[l] |= LF_FIXED;
             if (!(f & IF_FACTOR))
                 continue;
-            for (int32_t k = 0; k < in->n_operands && ok; k++) {
+            for (int32_t k = 0; k < in->n_operands && ok; k++)
                 ok = in->operands[k] >= 0 && in->operands[k] < comp->n_insts;
+            if (!ok)
+                break;
+            e->rid[gi] = rule_index(e, &keys, in, gi);
+            while (n_opl + in->n_operands > cap_opl) {
+                cap_opl = cap_opl ? cap_opl * 2 : 1024;
+                e->opl = xrealloc(e->opl, sizeof(int32_t) * (size_t)cap_opl);
+            }
+            for (int32_t k = 0; k < in->n_operands; k++)
+                e->opl[n_opl++] = e->leaf0[e->comp_first[c] + in->operands[k]];
+            for (int32_t k = 0; k < in->n_operands && ok; k++) {
                 int32_t o = e->comp_first[c] + in->operands[k];
                 if (!ok || (k > 0 && in->operands[k - 1] == in->operands[k]))
                     continue; /* the same operand twice in a row: one user entry */
@@ -1574,6 +2000,12 @@ static bool setup_classes(Engine *e, const bool *df)
         if (!ok)
             break;
     }
+    e->opl_start[n] = n_opl;
+    free(keys.slot);
+    free(keys.hash);
+    free((void *)keys.attrs);
+    free(keys.start);
+    free(keys.ids);
     if (ok) {
         for (int32_t gi = 0; gi < n; gi++)
             e->ustart[gi + 1] += e->ustart[gi];
@@ -2202,7 +2634,15 @@ static void engine_free(Engine *e)
     free(e->ops_scratch);
     free(e->conf);
     free(e->cands);
+    free(e->opl);
+    free(e->memo);
+    free(e->memo_slot);
+    free(e->mprops);
+    free(e->rules);
+    free(e->rstate);
+    free(e->rfirst);
     arena_destroy(e->ra);
+    arena_destroy(e->rules_arena);
 }
 
 /* Runs the engine on m; false (e untouched) when the module has no mesh or
@@ -2221,6 +2661,7 @@ static bool engine_run(Engine *e, HloModule *m, Arena *scratch)
     if (!setup_classes(e, df))
         return false;
     e->ra = arena_create();
+    e->rules_arena = arena_create();
     pool_add(e, &(Tiling){0}); /* ST_NONE */
     pool_add(e, &(Tiling){0}); /* ST_MANUAL */
     setup_identities(e, df);
@@ -2272,7 +2713,7 @@ static void put_state(StrBuf *b, const Engine *e, int32_t lf)
 }
 
 /* Candidate c of op conflict k: the tiling it gives every tensor. */
-static void put_op_candidate(StrBuf *b, Engine *e, const OpRule *r, const HloInst *in, int32_t gi, const Cand *c)
+static void put_op_candidate(StrBuf *b, Engine *e, const OpRule *r, int32_t gi, const Cand *c)
 {
     for (int32_t k = 0; k < r->n_in + r->n_out; k++) {
         Tiling t;
@@ -2281,7 +2722,7 @@ static void put_op_candidate(StrBuf *b, Engine *e, const OpRule *r, const HloIns
             sb_puts(b, " -> ");
         else if (k > 0)
             sb_puts(b, ", ");
-        int32_t lf = tensor_leaf(e, in, gi, r, k);
+        int32_t lf = tensor_leaf(e, gi, r, k);
         put_leaf(b, e, lf);
         sb_putc(b, ' ');
         tiling_describe(b, &t, e->mesh);
@@ -2290,7 +2731,7 @@ static void put_op_candidate(StrBuf *b, Engine *e, const OpRule *r, const HloIns
 
 /* The candidates of a conflict, cheapest first as chosen, each with the
  * bytes per device it costs, aligned. */
-static void put_candidates(StrBuf *b, Engine *e, const Conflict *cf, const OpRule *r, const HloInst *in)
+static void put_candidates(StrBuf *b, Engine *e, const Conflict *cf, const OpRule *r)
 {
     int64_t widest = 0;
     for (int32_t j = 0; j < cf->n; j++)
@@ -2314,7 +2755,7 @@ static void put_candidates(StrBuf *b, Engine *e, const Conflict *cf, const OpRul
         text_put_bytes(b, cd->cost, w);
         sb_puts(b, "  ");
         if (r)
-            put_op_candidate(b, e, r, in, cf->inst, cd);
+            put_op_candidate(b, e, r, cf->inst, cd);
         else
             tiling_describe(b, &cd->t, e->mesh);
         sb_putc(b, '\n');
@@ -2329,7 +2770,7 @@ static void explain_conflict(StrBuf *b, Engine *e, const Conflict *cf)
         sb_printf(b, "  conflict: %d shardings reached ", (int)cf->n);
         put_leaf(b, e, cf->leaf);
         sb_puts(b, " at once; bytes per device its producer and users would reshard under each:\n");
-        put_candidates(b, e, cf, NULL, in);
+        put_candidates(b, e, cf, NULL);
         return;
     }
     sb_printf(b, "  conflict: the tensors of %s %s disagree; %d candidates, bytes per device to reshard its "
@@ -2339,7 +2780,7 @@ static void explain_conflict(StrBuf *b, Engine *e, const Conflict *cf)
     Arena *a = arena_create();
     int32_t c = e->icomp[cf->inst];
     if (oprule_build(e->m, c, cf->inst - e->comp_first[c], a, &r))
-        put_candidates(b, e, cf, &r, in);
+        put_candidates(b, e, cf, &r);
     arena_destroy(a);
 }
 
