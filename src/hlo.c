@@ -138,6 +138,17 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *b = p;
     size_t i = 0;
+    if (n >= 64) { /* four independent lanes */
+        uint64_t l[4] = {h, h ^ 0x9e3779b97f4a7c15ull, h ^ 0xc2b2ae3d27d4eb4full, h ^ 0x165667b19e3779f9ull};
+        for (; i + 32 <= n; i += 32)
+            for (int k = 0; k < 4; k++) {
+                uint64_t v;
+                memcpy(&v, b + i + 8 * k, 8);
+                l[k] = (l[k] ^ v) * 0xff51afd7ed558ccdull;
+                l[k] ^= l[k] >> 29;
+            }
+        h = mix(mix(mix(mix(h, l[0]), l[1]), l[2]), l[3]);
+    }
     for (; i + 8 <= n; i += 8) {
         uint64_t v;
         memcpy(&v, b + i, 8);

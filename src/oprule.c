@@ -1137,6 +1137,8 @@ OpRuleClass oprule_class(const HloModule *m, int32_t c, int32_t i)
     return REG[in->op].cls;
 }
 
+bool oprule_is_elementwise(HloOpcode op) { return (unsigned)op < HLO_OPCODE_COUNT && REG[op].build == b_elementwise; }
+
 bool oprule_identity_map(const HloModule *m, int32_t c, int32_t i)
 {
     const HloComputation *comp = hlo_comp(m, c);

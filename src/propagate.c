@@ -217,6 +217,13 @@ static bool prefix_of(const int8_t *a, int32_t na, const int8_t *b, int32_t nb)
 
 static int32_t leaf_rank(const Engine *e, int32_t lf) { return e->lrank[lf]; }
 
+/* Whether leaf lf is an array (the shape is read only for tuple leaves). */
+static bool leaf_is_array(const Engine *e, int32_t lf)
+{
+    int32_t gi = e->linst[lf];
+    return e->sid[gi] >= 0 || shape_is_array(e->lshape[lf]);
+}
+
 static bool has_tiling(const Engine *e, int32_t lf) { return e->st[lf] >= ST_FIRST; }
 
 static const Tiling *state(const Engine *e, int32_t lf) { return &e->pool[e->st[lf]]; }
@@ -1390,6 +1397,29 @@ static int proposal_order(const void *a, const void *b)
     return x->src < y->src ? -1 : x->src > y->src;
 }
 
+/* Sorts one leaf's proposals into proposal_order.  When they all offer the
+ * same state (a value shared by many ops, such as a broadcast constant),
+ * only the first in that order is read apart from the state (apply_leaf):
+ * it is found in one scan and put first. */
+static void order_proposals(Proposal **ps, int32_t n)
+{
+    bool same = true;
+    for (int32_t j = 1; j < n && same; j++)
+        same = ps[j]->manual == ps[0]->manual && tiling_equal(&ps[j]->t, &ps[0]->t) &&
+               ps[j]->t.perm == ps[0]->t.perm && ps[j]->t.rank == ps[0]->t.rank;
+    if (!same) {
+        qsort(ps, (size_t)n, sizeof *ps, proposal_order);
+        return;
+    }
+    int32_t best = 0;
+    for (int32_t j = 1; j < n; j++)
+        if (proposal_order(&ps[j], &ps[best]) < 0)
+            best = j;
+    Proposal *t = ps[0];
+    ps[0] = ps[best];
+    ps[best] = t;
+}
+
 /* Bytes the leaf moves for the proposal q if it takes t instead. */
 static int64_t proposal_cost(const Engine *e, int32_t lf, const Tiling *t, const Proposal *q)
 {
@@ -1514,7 +1544,7 @@ static void apply_step(Engine *e)
         for (int32_t p = e->pend[lf]; p >= 0; p = e->props[p].next)
             e->pbuf[n++] = &e->props[p];
         if (n > 1)
-            qsort(e->pbuf, (size_t)n, sizeof *e->pbuf, proposal_order);
+            order_proposals(e->pbuf, n);
         apply_leaf(e, lf, e->pbuf, n);
         e->pend[lf] = -1;
     }
@@ -1608,29 +1638,15 @@ static void run_step(Engine *e, const int32_t *leaves, const int32_t *cause, int
     e->n_ops = 0;
     for (int32_t k = 0; k < n; k++)
         activate_leaf(e, leaves[k], start, cause ? cause[k] : -1);
-    /* in instruction order: the IR is read front to back */
+    /* in instruction order: the engine's per-instruction arrays are read
+     * front to back */
     if (e->n_ops > e->cap_ops_scratch) {
         e->cap_ops_scratch = e->cap_ops;
         e->ops_scratch = xrealloc(e->ops_scratch, sizeof(int32_t) * (size_t)e->cap_ops_scratch);
     }
     sort_ops(e->ops, e->ops_scratch, e->n_ops);
-    for (int32_t k = 0; k < e->n_ops; k++) {
-        /* the IR of the ops a few places ahead, so its cache misses overlap */
-        if (k + 8 < e->n_ops)
-            __builtin_prefetch(ginst(e, e->ops[k + 8]));
-        if (k + 4 < e->n_ops) {
-            const HloInst *ahead = ginst(e, e->ops[k + 4]);
-            __builtin_prefetch(ahead->operands);
-            __builtin_prefetch(ahead->attrs);
-        }
-        if (k + 2 < e->n_ops) { /* its operands' shapes */
-            int32_t g2 = e->ops[k + 2];
-            const HloInst *ahead = ginst(e, g2), *base = ginst(e, e->comp_first[e->icomp[g2]]);
-            for (int32_t j = 0; j < ahead->n_operands && j < 3; j++)
-                __builtin_prefetch(&base[ahead->operands[j]].shape);
-        }
+    for (int32_t k = 0; k < e->n_ops; k++)
         eval_op(e, e->ops[k]);
-    }
     apply_step(e);
 }
 
@@ -1761,38 +1777,22 @@ static void setup_index(Engine *e)
     e->leaf0 = ARENA_ARRAY(e->a, int32_t, n + 1);
     e->op_stamp = ARENA_ARRAY(e->a, int32_t, n + 1);
     memset(e->op_stamp, 0xff, sizeof(int32_t) * (size_t)n);
-    int32_t L = 0;
-    int32_t n_special = 0, n_sharded = 0;
+    /* one pass: the lists have room for every instruction (pages never
+     * written cost nothing), the leaf arrays grow when tuples add leaves */
+    e->special = ARENA_ARRAY(e->a, int32_t, n + 1);
+    e->sharded = ARENA_ARRAY(e->a, int32_t, n + 1);
+    e->sid = ARENA_ARRAY(e->a, int32_t, n + 1);
+    ShapeIds ids = {NULL, NULL, 0, 0, 0, 0};
+    int32_t cap = n + 1, k = 0;
+    e->lshape = ARENA_ARRAY(e->a, const Shape *, cap);
+    e->lrank = ARENA_ARRAY(e->a, int8_t, cap);
+    e->linst = ARENA_ARRAY(e->a, int32_t, cap);
     for (int32_t c = 0, gi = 0; c < m->n_comps; c++)
         for (int32_t i = 0; i < m->comps[c].n_insts; i++, gi++) {
             const HloInst *in = &m->comps[c].insts[i];
-            e->icomp[gi] = c;
-            e->leaf0[gi] = L;
-            L += shape_is_tuple(&in->shape) ? shape_leaf_count(&in->shape) : 1;
-            n_special += is_special(in->op);
-            n_sharded += in->sharding != NULL;
-        }
-    e->special = ARENA_ARRAY(e->a, int32_t, n_special + 1);
-    e->sharded = ARENA_ARRAY(e->a, int32_t, n_sharded + 1);
-    e->sid = ARENA_ARRAY(e->a, int32_t, n + 1);
-    ShapeIds ids = {NULL, NULL, 0, 0, 0, 0};
-    e->leaf0[n] = L;
-    e->n_leaves = L;
-    e->lshape = ARENA_ARRAY(e->a, const Shape *, L + 1);
-    e->lrank = ARENA_ARRAY(e->a, int8_t, L + 1);
-    e->linst = ARENA_ARRAY(e->a, int32_t, L + 1);
-    e->st = ARENA_ARRAY(e->a, int32_t, L + 1);
-    e->lfl = ARENA_ARRAY(e->a, uint8_t, L + 1);
-    e->aorg = ARENA_ARRAY(e->a, const int32_t *, L + 1);
-    int32_t **minus1[] = {&e->annx, &e->lorg, &e->from, &e->via, &e->stamp, &e->pend};
-    for (size_t k = 0; k < sizeof minus1 / sizeof minus1[0]; k++) {
-        *minus1[k] = arena_alloc(e->a, sizeof(int32_t) * (size_t)(L + 1), _Alignof(int32_t));
-        memset(*minus1[k], 0xff, sizeof(int32_t) * (size_t)(L + 1));
-    }
-    for (int32_t c = 0, gi = 0, k = 0; c < m->n_comps; c++)
-        for (int32_t i = 0; i < m->comps[c].n_insts; i++, gi++) {
-            const HloInst *in = &m->comps[c].insts[i];
             const Shape *sh = &in->shape;
+            e->icomp[gi] = c;
+            e->leaf0[gi] = k;
             if (is_special(in->op))
                 e->special[e->n_special++] = gi;
             if (in->sharding)
@@ -1804,6 +1804,16 @@ static void setup_index(Engine *e)
                 e->linst[k++] = gi;
                 continue;
             }
+            int32_t nl = shape_leaf_count(sh);
+            if (k + nl + (n - gi) > cap) { /* room for this tuple and one leaf per later instruction */
+                int32_t nc = (k + nl + (n - gi)) * 2;
+                e->lshape = arena_realloc(e->a, e->lshape, sizeof(Shape *) * (size_t)cap, sizeof(Shape *) * (size_t)nc,
+                                          _Alignof(const Shape *));
+                e->lrank = arena_realloc(e->a, e->lrank, (size_t)cap, (size_t)nc, 1);
+                e->linst = arena_realloc(e->a, e->linst, sizeof(int32_t) * (size_t)cap, sizeof(int32_t) * (size_t)nc,
+                                         _Alignof(int32_t));
+                cap = nc;
+            }
             int32_t k0 = k;
             collect_leaf_shapes(sh, e->lshape, &k);
             for (int32_t l = k0; l < k; l++) {
@@ -1813,6 +1823,17 @@ static void setup_index(Engine *e)
         }
     free(ids.slot);
     free(ids.rep);
+    int32_t L = k;
+    e->leaf0[n] = L;
+    e->n_leaves = L;
+    e->st = ARENA_ARRAY(e->a, int32_t, L + 1);
+    e->lfl = ARENA_ARRAY(e->a, uint8_t, L + 1);
+    e->aorg = ARENA_ARRAY(e->a, const int32_t *, L + 1);
+    int32_t **minus1[] = {&e->annx, &e->lorg, &e->from, &e->via, &e->stamp, &e->pend};
+    for (size_t j = 0; j < sizeof minus1 / sizeof minus1[0]; j++) {
+        *minus1[j] = arena_alloc(e->a, sizeof(int32_t) * (size_t)(L + 1), _Alignof(int32_t));
+        memset(*minus1[j], 0xff, sizeof(int32_t) * (size_t)(L + 1));
+    }
 }
 
 /* Computations whose values are tied to their callers by data flow: the
@@ -1853,6 +1874,27 @@ static bool *dataflow_comps(const Engine *e)
         }
     }
     return df;
+}
+
+/* oprule_identity_map of factor op gi from the shape ids (the operands'
+ * shapes are read only when their ids differ from the result's). */
+static bool identity_map(const Engine *e, const HloComputation *comp, const HloInst *in, int32_t gi)
+{
+    if (!oprule_is_elementwise(in->op) || e->sid[gi] < 0)
+        return false;
+    int arity = hlo_opcode_arity(in->op);
+    if (arity >= 0 && in->n_operands != arity)
+        return false;
+    int32_t base = e->comp_first[e->icomp[gi]];
+    for (int32_t k = 0; k < in->n_operands; k++) {
+        int32_t o = in->operands[k];
+        if (o < 0 || o >= comp->n_insts || e->sid[base + o] < 0)
+            return false;
+        if (e->sid[base + o] != e->sid[gi] && leaf_rank(e, e->leaf0[base + o]) != 0 &&
+            !shape_same_dims(&comp->insts[o].shape, &in->shape))
+            return false;
+    }
+    return true;
 }
 
 /* The rules' keys while they are assigned: per rule its opcode,
@@ -1960,10 +2002,10 @@ static bool setup_classes(Engine *e, const bool *df)
             if (!df[c] || cls == RULE_OPAQUE)
                 f |= IF_FIXED;
             else if (cls == RULE_FACTORS)
-                f |= IF_FACTOR | (oprule_identity_map(m, c, i) ? IF_IDMAP : 0);
+                f |= IF_FACTOR | (identity_map(e, comp, in, gi) ? IF_IDMAP : 0);
             else if (cls == RULE_IDENTITY || cls == RULE_DATAFLOW)
                 f |= IF_IDENTITY_EDGE;
-            if (shape_is_array(&in->shape))
+            if (e->sid[gi] >= 0)
                 f |= IF_ARRAY;
             e->iflag[gi] = f;
             e->opl_start[gi] = n_opl;
@@ -2234,9 +2276,20 @@ static const int32_t *seeded_origins(Engine *e, int32_t gi, const Tiling *t, int
     return tab;
 }
 
+/* An annotation's Ann and visible state, by its bound sharding. */
+typedef struct AnnCache {
+    const Sharding *s;
+    Ann ann;
+    int32_t vis;
+} AnnCache;
+
+enum { ANN_CACHE = 16 };
+
 static void setup_states(Engine *e)
 {
     HloModule *m = e->m;
+    AnnCache cache[ANN_CACHE];
+    memset(cache, 0, sizeof cache);
     for (int32_t x = 0; x < e->n_sharded; x++) {
         int32_t gi = e->sharded[x], c = e->icomp[gi];
         const HloInst *in = ginst(e, gi);
@@ -2249,8 +2302,7 @@ static void setup_states(Engine *e)
                                        : -1;
         for (int32_t l = e->leaf0[gi]; l < e->leaf0[gi + 1]; l++) {
             const Sharding *s = sharding_at(in->sharding, l - e->leaf0[gi]);
-            const Shape *sh = e->lshape[l];
-            if (!s || !shape_is_array(sh))
+            if (!s || !leaf_is_array(e, l))
                 continue;
             if (s->kind == SHARDING_MANUAL) {
                 e->st[l] = ST_MANUAL;
@@ -2260,7 +2312,7 @@ static void setup_states(Engine *e)
                 continue;
             }
             Tiling t;
-            if (!sharding_to_tiling(s, sh->rank, &t)) {
+            if (!sharding_to_tiling(s, leaf_rank(e, l), &t)) {
                 if (user)
                     e->lfl[l] |= LF_FIXED;
                 continue;
@@ -2283,6 +2335,16 @@ static void setup_states(Engine *e)
             }
             GROW(e->anns, e->n_anns, e->cap_anns);
             Ann *an = &e->anns[e->n_anns];
+            e->annx[l] = e->n_anns++;
+            e->lorg[l] = gi;
+            /* shared shardings (bind_shardings) hit the cache */
+            AnnCache *ac = &cache[((uintptr_t)s >> 4 ^ (uintptr_t)t.rank) & (ANN_CACHE - 1)];
+            if (ac->s == s && ac->ann.t.rank == t.rank) {
+                *an = ac->ann;
+                an->inst = gi;
+                e->st[l] = ac->vis;
+                continue;
+            }
             memset(an, 0, sizeof *an);
             an->t = t;
             an->open = s->open_dims & dims_mask(t.rank);
@@ -2290,14 +2352,15 @@ static void setup_states(Engine *e)
             for (int32_t d = 0; d < t.rank; d++)
                 an->prio[d] = s->priority[d] ? (uint8_t)(s->priority[d] - 1) : 0;
             an->inst = gi;
-            e->annx[l] = e->n_anns++;
-            e->lorg[l] = gi;
             /* round 0 sees only the dims of priority 0 */
             Tiling vis = t;
             for (int32_t d = 0; d < t.rank; d++)
                 if (an->prio[d] > 0)
                     tiling_set_dim(&vis, d, NULL, 0);
             e->st[l] = pool_add(e, &vis);
+            ac->s = s;
+            ac->ann = *an;
+            ac->vis = e->st[l];
         }
     }
 }
@@ -2371,7 +2434,7 @@ static void final_leaf(Sharding *out, const Engine *e, int32_t lf, bool named)
         *out = sharding_replicated();
     }
     if (e && out->kind == SHARDING_REPLICATED)
-        out->tile.rank = (int8_t)(shape_is_array(e->lshape[lf]) ? leaf_rank(e, lf) : 0);
+        out->tile.rank = (int8_t)(leaf_is_array(e, lf) ? leaf_rank(e, lf) : 0);
     if (e && e->lman && out->kind != SHARDING_MANUAL)
         out->manual_atoms = e->lman[lf]; /* manual along these, the tiling on the others */
     out->named_form = named;
@@ -2459,7 +2522,7 @@ static void record_origin(HloModule *m, const Engine *e, int32_t c, int32_t i)
     for (int32_t lf = e->leaf0[gi]; lf < e->leaf0[gi + 1] && in->sharding_origin < 0; lf++)
         if (e->st[lf] != ST_NONE && !(e->lfl[lf] & LF_FIXED))
             in->sharding_origin = local_in(e, e->lorg[lf], c);
-    if (shape_is_array(&in->shape) && nleaves(e, gi) == 1)
+    if (e->sid[gi] >= 0 && nleaves(e, gi) == 1)
         in->sharding_dim_origin = dim_origins(m, e, e->leaf0[gi], c);
 }
 
@@ -2476,7 +2539,7 @@ static Sharding *shared_leaf(HloModule *m, const Engine *e, int32_t lf, bool nam
     }
     if (st >= ST_FIRST && by_pool[st])
         return by_pool[st];
-    int32_t rank = e ? (shape_is_array(e->lshape[lf]) ? leaf_rank(e, lf) : 0) : 0;
+    int32_t rank = e ? (leaf_is_array(e, lf) ? leaf_rank(e, lf) : 0) : 0;
     if (st == ST_NONE && by_rank[rank])
         return by_rank[rank];
     if (st == ST_MANUAL && by_rank[SPMDC_MAX_RANK + 1])
@@ -2511,7 +2574,7 @@ static void materialize(HloModule *m, const Engine *e, bool named)
                 record_origin(m, e, c, i);
                 continue;
             }
-            if (!shape_is_tuple(&in->shape)) {
+            if (e ? e->sid[gi] >= 0 || !shape_is_tuple(&in->shape) : !shape_is_tuple(&in->shape)) {
                 if (e) {
                     in->sharding = shared_leaf(m, e, e->leaf0[gi], named, by_pool, by_rank);
                 } else {

@@ -158,6 +158,9 @@ bool oprule_build(const HloModule *m, int32_t c, int32_t i, Arena *arena, OpRule
  * then merges the tensors' tilings dim by dim without building the rule.
  * Constant time. */
 bool oprule_identity_map(const HloModule *m, int32_t c, int32_t i);
+/* Whether the opcode's rule is the elementwise one (the first condition of
+ * oprule_identity_map; callers that know the shapes check the rest). */
+bool oprule_is_elementwise(HloOpcode op);
 
 /* Tensor k of the rule for operand slot `slot` (-1 if that operand is no
  * array), or for result leaf `leaf`. */
