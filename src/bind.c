@@ -381,9 +381,11 @@ static bool same_mesh_layout(const Mesh *a, const Mesh *b)
  * such a list is left alone. */
 static void open_unspecified_dims(const HloInst *inst, Sharding *s)
 {
+    if (inst->op != HLO_CUSTOM_CALL)
+        return; /* before the attributes are read: most annotated values are parameters */
     const HloAttrs *a = hlo_attrs(inst);
     const char *t = a->custom_call_target;
-    if (inst->op != HLO_CUSTOM_CALL || !t ||
+    if (!t ||
         (strcmp(t, "Sharding") != 0 && strcmp(t, "SPMDFullToShardShape") != 0 &&
          strcmp(t, "SPMDShardToFullShape") != 0) ||
         s->kind == SHARDING_TUPLE || !shape_is_array(&inst->shape))

@@ -76,13 +76,13 @@ enum { N_PHASES = 3 };
  * emptied once it holds this much. */
 #define RULE_ARENA_LIMIT (1u << 20)
 
-/* A user annotation on one array leaf. */
+/* A user annotation on array leaves (one per distinct bound sharding and
+ * rank: leaves share it). */
 typedef struct Ann {
     Tiling t;                     /* as written, without partial atoms */
     uint32_t open;                /* dims propagation may extend */
     uint32_t forbid;              /* atoms never used on this value: replicated= and partial ones */
     uint8_t prio[SPMDC_MAX_RANK]; /* per dim N of p<N> (0 when none) */
-    int32_t inst;                 /* global instruction */
 } Ann;
 
 /* A state offered to a leaf during a step. */
@@ -149,6 +149,7 @@ typedef struct Engine {
     int32_t *nstart, *nbr, *nvia; /* identity neighbours (CSR) and the instruction of each edge */
     int32_t *bstart, *bnbr, *bvia; /* the same for the manual-region borders; NULL when there are none */
     uint32_t *lman;      /* atoms along which each leaf is partially manual; NULL when no value is */
+    bool any_manual_atoms; /* some annotation has manual_atoms (setup_states) */
     int32_t *lorg, *from, *via;
     const int32_t **aorg;
     int32_t *stamp;      /* round in which the leaf was last put on the changed list */
@@ -2276,11 +2277,11 @@ static const int32_t *seeded_origins(Engine *e, int32_t gi, const Tiling *t, int
     return tab;
 }
 
-/* An annotation's Ann and visible state, by its bound sharding. */
+/* A user annotation's Ann and visible state, by its bound sharding and
+ * the leaf's rank. */
 typedef struct AnnCache {
     const Sharding *s;
-    Ann ann;
-    int32_t vis;
+    int32_t rank, annx, vis;
 } AnnCache;
 
 enum { ANN_CACHE = 16 };
@@ -2302,8 +2303,18 @@ static void setup_states(Engine *e)
                                        : -1;
         for (int32_t l = e->leaf0[gi]; l < e->leaf0[gi + 1]; l++) {
             const Sharding *s = sharding_at(in->sharding, l - e->leaf0[gi]);
+            if (user && s && s->kind != SHARDING_MANUAL && s->manual_atoms)
+                e->any_manual_atoms = true;
             if (!s || !leaf_is_array(e, l))
                 continue;
+            /* shared shardings (bind_shardings) share their annotation */
+            AnnCache *ac = &cache[((uintptr_t)s >> 4 ^ (uintptr_t)leaf_rank(e, l)) & (ANN_CACHE - 1)];
+            if (user && ac->s == s && ac->rank == leaf_rank(e, l)) {
+                e->annx[l] = ac->annx;
+                e->lorg[l] = gi;
+                e->st[l] = ac->vis;
+                continue;
+            }
             if (s->kind == SHARDING_MANUAL) {
                 e->st[l] = ST_MANUAL;
                 e->lorg[l] = org;
@@ -2337,21 +2348,12 @@ static void setup_states(Engine *e)
             Ann *an = &e->anns[e->n_anns];
             e->annx[l] = e->n_anns++;
             e->lorg[l] = gi;
-            /* shared shardings (bind_shardings) hit the cache */
-            AnnCache *ac = &cache[((uintptr_t)s >> 4 ^ (uintptr_t)t.rank) & (ANN_CACHE - 1)];
-            if (ac->s == s && ac->ann.t.rank == t.rank) {
-                *an = ac->ann;
-                an->inst = gi;
-                e->st[l] = ac->vis;
-                continue;
-            }
             memset(an, 0, sizeof *an);
             an->t = t;
             an->open = s->open_dims & dims_mask(t.rank);
             an->forbid = s->replicated_atoms | partial | s->manual_atoms;
             for (int32_t d = 0; d < t.rank; d++)
                 an->prio[d] = s->priority[d] ? (uint8_t)(s->priority[d] - 1) : 0;
-            an->inst = gi;
             /* round 0 sees only the dims of priority 0 */
             Tiling vis = t;
             for (int32_t d = 0; d < t.rank; d++)
@@ -2359,7 +2361,8 @@ static void setup_states(Engine *e)
                     tiling_set_dim(&vis, d, NULL, 0);
             e->st[l] = pool_add(e, &vis);
             ac->s = s;
-            ac->ann = *an;
+            ac->rank = leaf_rank(e, l);
+            ac->annx = e->annx[l];
             ac->vis = e->st[l];
         }
     }
@@ -2379,6 +2382,8 @@ static void setup_manual(Engine *e)
 {
     uint32_t all = e->n_atoms >= 32 ? 0xffffffffu : (1u << e->n_atoms) - 1;
     int32_t *queue = NULL, nq = 0, cap = 0;
+    if (!e->any_manual_atoms)
+        return; /* no annotation is partially manual */
     for (int32_t x = 0; x < e->n_sharded; x++) {
         int32_t gi = e->sharded[x];
         const HloInst *in = ginst(e, gi);
