@@ -312,9 +312,21 @@ int32_t part_reducer(Part *p, ReduceKind kind, ElemType t)
 
 ReplicaGroups part_groups(Part *p, const int8_t *atoms, int32_t n)
 {
+    /* the few atom runs a program's collectives use share their groups
+     * (nothing writes into them) */
+    PartModule *pm = p->mod;
+    for (int32_t k = 0; k < pm->n_groups; k++)
+        if (pm->groups[k].n == n && memcmp(pm->groups[k].atoms, atoms, (size_t)n) == 0)
+            return pm->groups[k].g;
     ReplicaGroups g;
     g.ids = ARENA_ARRAY(p->out->arena, int64_t, p->mesh->n_devices);
     mesh_groups(p->mesh, atoms, n, g.ids, &g.n_groups, &g.group_size);
+    if (pm->n_groups < PART_GROUP_CACHE && n <= SPMDC_MAX_ATOMS) {
+        GroupsEnt *e = &pm->groups[pm->n_groups++];
+        e->n = n;
+        memcpy(e->atoms, atoms, (size_t)n);
+        e->g = g;
+    }
     return g;
 }
 

@@ -58,6 +58,14 @@ typedef struct PVal {
 } PVal;
 
 typedef struct OffsetEnt OffsetEnt;
+
+/* Replica groups made for one atom run (part_groups). */
+#define PART_GROUP_CACHE 16
+typedef struct GroupsEnt {
+    int32_t n;
+    int8_t atoms[SPMDC_MAX_ATOMS];
+    ReplicaGroups g;            /* ids in the output module's arena */
+} GroupsEnt;
 typedef struct TableEnt TableEnt;
 
 /* What every computation's partitioning shares: the input and output
@@ -84,6 +92,8 @@ typedef struct PartModule {
     const HloAttrs **attrs_key;
     HloAttrs **attrs_val;
     uint32_t attrs_cap, attrs_n;
+    GroupsEnt groups[PART_GROUP_CACHE]; /* part_groups' runs so far */
+    int32_t n_groups;
 } PartModule;
 
 /* One computation being partitioned (the entry, or a loop body, condition,
