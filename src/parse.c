@@ -350,11 +350,37 @@ static void name_inst(Lower *lw, const AstInst *ai, int32_t idx)
     }
 }
 
+/* The attributes of a parameter that has no attribute but its number are
+ * shared per number, as hlo_set_attrs would share them, without hashing the
+ * whole set for each of a module's many parameters.  Numbers beyond twice
+ * the instructions seen so far (never valid) are left to hlo_set_attrs. */
+static bool share_param_attrs(Lower *lw, HloInst *in, const HloAttrs *a)
+{
+    int64_t k = a->param_number;
+    if (in->op != HLO_PARAMETER || k < 0 || k > 2 * lw->n_all_insts + 64) return false;
+    HloAttrs plain = *a;
+    plain.param_number = ATTRS_DEFAULT.param_number;
+    if (memcmp(&plain, &ATTRS_DEFAULT, sizeof plain) != 0) return false;
+    if (k >= lw->n_param_attrs) {
+        int64_t cap = lw->n_param_attrs ? lw->n_param_attrs : 64;
+        while (cap <= k) cap *= 2;
+        lw->param_attrs = arena_realloc(lw->keep, lw->param_attrs, sizeof(HloAttrs *) * (size_t)lw->n_param_attrs,
+                                        sizeof(HloAttrs *) * (size_t)cap, _Alignof(HloAttrs *));
+        memset(lw->param_attrs + lw->n_param_attrs, 0, sizeof(HloAttrs *) * (size_t)(cap - lw->n_param_attrs));
+        lw->n_param_attrs = cap;
+    }
+    if (!lw->param_attrs[k]) lw->param_attrs[k] = arena_memdup(lw->m->arena, a, sizeof *a);
+    in->attrs = lw->param_attrs[k];
+    in->attrs_shared = true;
+    return true;
+}
+
 /* One instruction.  It is always appended (with a placeholder opcode or
  * shape after an error) so instruction indices match the text. */
 static void lower_inst(Lower *lw, const AstInst *ai)
 {
     int32_t ci = lw->cur_comp, idx = lw->n_insts++;
+    lw->n_all_insts++;
     int32_t opi = kw_find(&lw->opcodes, ai->opcode.s, ai->opcode.n);
     bool oe = opi >= 0;
     HloOpcode op = oe ? (HloOpcode)opi : HLO_OPCODE_COUNT;
@@ -384,7 +410,7 @@ static void lower_inst(Lower *lw, const AstInst *ai)
     HloInst *in = hlo_inst(lw->m, ci, got);
     in->span = ai->loc.span;
     in->sharding_src = out.sharding;
-    if (out.any_attr) hlo_set_attrs(lw->m, in, &out.attrs);
+    if (out.any_attr && !share_param_attrs(lw, in, &out.attrs)) hlo_set_attrs(lw->m, in, &out.attrs);
 }
 
 /* ================================================================ computations */
