@@ -411,6 +411,15 @@ static void lower_inst(Lower *lw, const AstInst *ai)
     in->span = ai->loc.span;
     in->sharding_src = out.sharding;
     if (out.any_attr && !share_param_attrs(lw, in, &out.attrs)) hlo_set_attrs(lw->m, in, &out.attrs);
+    if (lw->has_sig && in->op == HLO_PARAMETER) {
+        if (lw->n_sig_params == lw->cap_sig_params) {
+            int32_t cap = lw->cap_sig_params ? lw->cap_sig_params * 2 : 16;
+            lw->sig_params = arena_realloc(lw->comp_arena, lw->sig_params, sizeof(int32_t) * (size_t)lw->cap_sig_params,
+                                           sizeof(int32_t) * (size_t)cap, _Alignof(int32_t));
+            lw->cap_sig_params = cap;
+        }
+        lw->sig_params[lw->n_sig_params++] = idx;
+    }
 }
 
 /* ================================================================ computations */
@@ -475,6 +484,8 @@ static void keep_signature(Lower *lw, const AstCompHead *h)
     lw->n_sig_shapes = lw->cap_sig_shapes = 0;
     lw->sig_slot = NULL;
     lw->cap_sig_slot = 0;
+    lw->sig_params = NULL;
+    lw->n_sig_params = lw->cap_sig_params = 0;
     if (!h->has_sig) return;
     for (const AstParam *p = h->params; p; p = p->next) lw->n_params++;
     int32_t n = lw->n_params ? lw->n_params : 1;
@@ -501,9 +512,8 @@ static void keep_signature(Lower *lw, const AstCompHead *h)
 static void check_signature(Lower *lw)
 {
     const HloComputation *c = hlo_comp(lw->m, lw->cur_comp);
-    for (int32_t i = 0; i < c->n_insts; i++) {
-        const HloInst *in = &c->insts[i];
-        if (in->op != HLO_PARAMETER) continue;
+    for (int32_t j = 0; j < lw->n_sig_params; j++) {
+        const HloInst *in = &c->insts[lw->sig_params[j]];
         int64_t k = hlo_attrs(in)->param_number;
         if (k >= lw->n_params || lw->param_shape[k] < 0) continue;
         const Shape *decl = &lw->sig_shapes[lw->param_shape[k]];
