@@ -374,6 +374,13 @@ bool driver_write_outputs(const DriverOutput *outs, int n)
     return ok;
 }
 
+bool driver_stream(int fd, void (*emit)(StrBuf *b, const void *ctx), const void *ctx, const char *stage)
+{
+    DriverOutput o = {NULL, NULL, 0, emit, ctx, stage};
+    fflush(NULL);
+    return write_text(fd, &o);
+}
+
 bool driver_write_file(const char *path, const char *data, size_t len)
 {
     DriverOutput o = {path, data, len, NULL, NULL, NULL};

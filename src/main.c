@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "spmdc/check.h"
 #include "spmdc/diag.h"
@@ -157,7 +158,7 @@ static int cmd_compile(int argc, char **argv)
     Arena *scratch = arena_create();
     PassCtx cx = {scratch, diag, &opt};
     int rc = 1;
-    StrBuf prog = {0}, rtext = {0}, graph = {0};
+    StrBuf prog = {0}, graph = {0};
     PipelineState st;
     memset(&st, 0, sizeof st);
     st.text = text;
@@ -182,21 +183,19 @@ static int cmd_compile(int argc, char **argv)
     DriverOutput files[3] = {{out_path, NULL, 0, emit_program, &ct, "print"},
                              {report_out, NULL, 0, emit_report, &ct, "report"}, {dot_path, NULL, 0, NULL, NULL, NULL}};
     int n_files = report_file ? 2 : 1;
-    if (!report_out && strcmp(report_fmt, "none") != 0) emit_report(&rtext, &ct); /* to stderr, after the write */
     if (dot_path) {
         dot_print(&graph, st.m, &st.report, &ex);
         files[n_files++] = (DriverOutput){dot_path, sb_cstr(&graph), graph.len, NULL, NULL, NULL};
     }
     if (!driver_write_outputs(files, n_files)) goto done;
-    if (!report_out && strcmp(report_fmt, "none") != 0) fputs(sb_cstr(&rtext), stderr);
     passtime_stage("write");
+    if (!report_out && strcmp(report_fmt, "none") != 0) driver_stream(STDERR_FILENO, emit_report, &ct, "report");
     rc = 0;
 done:
     if (rc != 0 && diag_error_count(diag) > 0)
         fprintf(stderr, "spmdc: %d error%s; no output written\n", diag_error_count(diag),
                 diag_error_count(diag) == 1 ? "" : "s");
     sb_free(&prog);
-    sb_free(&rtext);
     sb_free(&graph);
     pipeline_state_free(&st);
     explain_free(&ex);

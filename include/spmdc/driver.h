@@ -53,6 +53,10 @@ typedef struct DriverOutput {
  * outputs.  False after printing
  * `spmdc: error: cannot write PATH: reason`. */
 bool driver_write_outputs(const DriverOutput *outs, int n);
+/* emit's text (DriverOutput) streamed to the open descriptor fd (standard
+ * error: a report shown rather than saved), stdio's buffers flushed first;
+ * stage as in DriverOutput.  False with errno set if a write failed. */
+bool driver_stream(int fd, void (*emit)(StrBuf *b, const void *ctx), const void *ctx, const char *stage);
 /* driver_write_outputs for one output. */
 bool driver_write_file(const char *path, const char *data, size_t len);
 /* Usage check before a run: paths[0..n) (at most 8; "-" = standard
