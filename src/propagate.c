@@ -825,6 +825,7 @@ typedef struct MemoKey {
     int32_t st[MEMO_TENSORS];
     uint32_t closed[MEMO_TENSORS], forbid[MEMO_TENSORS];
     uint8_t fixed[MEMO_TENSORS];
+    int32_t padding_[3]; /* 0: the key is hashed and compared bytewise */
 } MemoKey;
 
 typedef struct MemoProp {
@@ -843,14 +844,17 @@ typedef struct MemoEntry {
 
 static uint64_t memo_hash(const MemoKey *k)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
+    _Static_assert(sizeof(MemoKey) % 16 == 0, "memo_hash reads MemoKey 16 bytes at a time");
+    uint64_t h0 = 0xcbf29ce484222325ull, h1 = 0x9e3779b97f4a7c15ull; /* two independent chains */
     const unsigned char *b = (const unsigned char *)k;
-    for (size_t i = 0; i + 8 <= sizeof *k; i += 8) {
-        uint64_t v;
-        memcpy(&v, b + i, 8);
-        h = hash_mix(h, v);
+    for (size_t i = 0; i + 16 <= sizeof *k; i += 16) {
+        uint64_t v0, v1;
+        memcpy(&v0, b + i, 8);
+        memcpy(&v1, b + i + 8, 8);
+        h0 = hash_mix(h0, v0);
+        h1 = hash_mix(h1, v1);
     }
-    return h;
+    return hash_mix(h0, h1);
 }
 
 /* The key of op o in the current phase (tensor leaves set); false when the
