@@ -385,12 +385,6 @@ bool budget_read(Budget *b, const char *text, size_t len, uint32_t file_id, cons
 
 /* ---------------------------------------------------------------- judging */
 
-static int64_t sat_add(int64_t a, int64_t b)
-{
-    int64_t s;
-    return __builtin_add_overflow(a, b, &s) ? INT64_MAX : s;
-}
-
 static bool is_remat(const CommWarning *w) { return w->kind && strcmp(w->kind, "full-rematerialization") == 0; }
 
 /* "all-gather x.1 sending 1,048,576 B (1.0 MiB), for h (line 36)" */
@@ -466,7 +460,7 @@ void budget_judge(const Budget *b, const CommReport *r, Verdict *v)
         int k = (int)r->records[i].kind;
         if (k < 0 || k >= N_KINDS) continue;
         kcount[k]++;
-        kbytes[k] = sat_add(kbytes[k], r->records[i].bytes_per_device);
+        kbytes[k] = bytes_add_sat(kbytes[k], r->records[i].bytes_per_device);
     }
     for (int32_t i = 0; i < r->n_warnings; i++) remat += is_remat(&r->warnings[i]);
     for (int s = 0; s < BUDGET_N_SLOTS; s++) {

@@ -168,10 +168,14 @@ static char *dangling_target(const char *path)
  * An output with an emit function is produced while it is written (its
  * text streams into the file and is never held whole), so the printers
  * run inside steps 2 and 3.  A failure in 1-3 removes every temporary and
- * renames nothing.  SIGINT, SIGTERM, SIGHUP, SIGPIPE and SIGABRT while
- * temporaries exist remove them before the signal takes its default action
- * (signals the caller ignores, as nohup does, stay ignored); so does an exit
- * meanwhile (running out of memory in a printer: spmdc_oom). */
+ * renames nothing.  A signal whose default action ends the process (SIGINT,
+ * SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGABRT, SIGALRM, SIGUSR1, SIGUSR2, and
+ * the resource limits' SIGXCPU and SIGXFSZ) while temporaries exist removes
+ * them before the signal takes its default action (signals the caller
+ * ignores, as nohup does, stay ignored); so does an exit meanwhile (running
+ * out of memory in a printer: spmdc_oom).  An in-place output (a file in a
+ * directory spmdc cannot write, a device) is written where it is: it cannot
+ * be replaced all at once. */
 
 #define MAX_TEMPS 8
 static char *volatile g_temps[MAX_TEMPS]; /* live temporaries, for the handler */
@@ -193,7 +197,8 @@ static void remove_temps_at_exit(void)
     g_n_temps = 0;
 }
 
-static const int CLEANUP_SIGNALS[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGABRT};
+static const int CLEANUP_SIGNALS[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT, SIGPIPE, SIGABRT,
+                                      SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ};
 #define N_CLEANUP_SIGNALS ((int)(sizeof CLEANUP_SIGNALS / sizeof CLEANUP_SIGNALS[0]))
 
 static void cleanup_signal_set(sigset_t *set)

@@ -19,12 +19,6 @@
 
 #include "spmdc/tiling.h"
 
-static int64_t sat_add(int64_t a, int64_t b)
-{
-    int64_t s;
-    return __builtin_add_overflow(a, b, &s) ? INT64_MAX : s;
-}
-
 /* Whether the result of in names its operands' buffers instead of its own. */
 static bool is_alias(const HloInst *in)
 {
@@ -115,8 +109,8 @@ static int64_t comp_peak(const HloModule *m, int32_t c, const int64_t *peak, int
     int64_t live = 0, best = 0;
     for (int32_t i = 0; i < n; i++) {
         int64_t bytes = own[i] < 0 ? -1 - own[i] : own[i];
-        live = sat_add(live, bytes);
-        int64_t now = own[i] < 0 ? sat_add(live, callee_peak(m, &comp->insts[i], peak)) : live;
+        live = bytes_add_sat(live, bytes);
+        int64_t now = own[i] < 0 ? bytes_add_sat(live, callee_peak(m, &comp->insts[i], peak)) : live;
         if (now > best || *at < 0) {
             best = now;
             *at = i;
@@ -142,8 +136,8 @@ MemoryEstimate memory_estimate(const HloModule *m)
     const HloComputation *entry = &m->comps[m->entry];
     for (int32_t i = 0; i < entry->n_insts; i++)
         if (entry->insts[i].op == HLO_PARAMETER)
-            e.parameter_bytes = sat_add(e.parameter_bytes, shape_byte_size(&entry->insts[i].shape));
-    e.peak_bytes = sat_add(e.parameter_bytes, peak[m->entry]);
+            e.parameter_bytes = bytes_add_sat(e.parameter_bytes, shape_byte_size(&entry->insts[i].shape));
+    e.peak_bytes = bytes_add_sat(e.parameter_bytes, peak[m->entry]);
     e.peak_comp = m->entry;
     e.peak_inst = at[m->entry];
     free(peak);
@@ -187,11 +181,11 @@ static void leaf_padding(const HloModule *in, const Shape *s, const Sharding *sh
         }
     }
     if (!e->tiled) return;
-    p->value_bytes = sat_add(p->value_bytes, e->value);
+    p->value_bytes = bytes_add_sat(p->value_bytes, e->value);
     int64_t pad = e->pad;
     if (pad <= 0) return;
     Shape padded = shape_array(s->type, 1, &pad);
-    p->padding_bytes = sat_add(p->padding_bytes, shape_byte_size(&padded));
+    p->padding_bytes = bytes_add_sat(p->padding_bytes, shape_byte_size(&padded));
     if (p->first_inst < 0) {
         int32_t bad = -1;
         if (hit) sharding_to_tiling(sh, s->rank, &t);

@@ -1459,9 +1459,10 @@ static void parameter_memory(Part *p)
     for (int32_t i = 0; i < e->n_insts; i++) {
         if (e->insts[i].op != HLO_PARAMETER)
             continue;
-        p->rep->parameter_bytes_unpartitioned += shape_byte_size(&e->insts[i].shape);
+        p->rep->parameter_bytes_unpartitioned =
+            bytes_add_sat(p->rep->parameter_bytes_unpartitioned, shape_byte_size(&e->insts[i].shape));
         Shape l = part_local_shape(p, &e->insts[i].shape, part_decl_leaves(p, i));
-        p->rep->parameter_bytes_per_device += shape_byte_size(&l);
+        p->rep->parameter_bytes_per_device = bytes_add_sat(p->rep->parameter_bytes_per_device, shape_byte_size(&l));
     }
 }
 

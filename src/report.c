@@ -139,16 +139,10 @@ void report_warn(CommReport *r, const char *kind, const char *instruction, uint3
     w->message = dup_or_null(message);
 }
 
-static int64_t sat_add(int64_t a, int64_t b)
-{
-    int64_t s;
-    return __builtin_add_overflow(a, b, &s) ? INT64_MAX : s;
-}
-
 int64_t report_total_bytes(const CommReport *r)
 {
     int64_t t = 0;
-    for (int32_t i = 0; i < r->n_records; i++) t = sat_add(t, r->records[i].bytes_per_device);
+    for (int32_t i = 0; i < r->n_records; i++) t = bytes_add_sat(t, r->records[i].bytes_per_device);
     return t;
 }
 
@@ -166,7 +160,7 @@ static KindTotals kind_totals(const CommReport *r)
         int k = (int)r->records[i].kind;
         if (k < 0 || k >= N_KINDS) continue;
         t.count[k]++;
-        t.bytes[k] = sat_add(t.bytes[k], r->records[i].bytes_per_device);
+        t.bytes[k] = bytes_add_sat(t.bytes[k], r->records[i].bytes_per_device);
     }
     return t;
 }

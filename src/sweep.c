@@ -170,7 +170,7 @@ static void run_row(SweepRow *row, const char *text, size_t len, const char *pat
             int k = (int)r->records[i].kind;
             if (k < 0 || k >= SWEEP_N_KINDS) continue;
             row->count[k]++;
-            row->bytes[k] += r->records[i].bytes_per_device;
+            row->bytes[k] = bytes_add_sat(row->bytes[k], r->records[i].bytes_per_device);
         }
         row->total_count = r->n_records;
         row->total_bytes = report_total_bytes(r);

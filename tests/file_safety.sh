@@ -170,8 +170,11 @@ run 0 compile in.hlo -o out.hlo --report none && [ "$(stat -c %a out.hlo)" = 640
 
 # The report goes to a FIFO nobody reads, so spmdc blocks in the middle of
 # writing its outputs (the program's temporary already written); the signal
-# must remove that temporary and leave out.hlo as it was.
-for sig in TERM INT HUP; do
+# must remove that temporary and leave out.hlo as it was.  XCPU and XFSZ are
+# what the CPU-time and file-size limits send (their default action dumps
+# core: no core files here).
+ulimit -c 0 2>/dev/null || true
+for sig in TERM INT HUP QUIT USR1 ALRM XCPU XFSZ; do
   fresh "interrupted_$sig"
   echo old >out.hlo
   mkfifo report.fifo

@@ -94,6 +94,14 @@ Shape shape_array(ElemType t, int32_t rank, const int64_t *dims);
 Shape shape_scalar(ElemType t);
 static inline bool shape_is_array(const Shape *s) { return s->type != ET_TUPLE && s->type != ET_INVALID; }
 static inline bool shape_is_tuple(const Shape *s) { return s->type == ET_TUPLE; }
+/* a + b for byte or element counts (both >= 0): INT64_MAX where the sum does
+ * not fit, so totals over huge shapes (2^62 bytes each) saturate instead of
+ * wrapping to a negative or small figure. */
+static inline int64_t bytes_add_sat(int64_t a, int64_t b)
+{
+    int64_t s;
+    return __builtin_add_overflow(a, b, &s) ? INT64_MAX : s;
+}
 /* Product of dims (1 for scalars); tuples: 0. */
 int64_t shape_elem_count(const Shape *s);
 /* Bytes of the array (elements * bytes, sub-byte types packed: ceil(n*bits/8));

@@ -1,0 +1,1 @@
+compile memory_totals_saturate.hlo --report json -o /dev/null
