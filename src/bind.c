@@ -29,6 +29,7 @@
  * chosen mesh (its axes are not the mesh's) is an error: a sharding is never
  * dropped silently.
  */
+#include "spmdc/intern.h"
 #include "spmdc/parse.h"
 #include "spmdc/sdy.h"
 
@@ -414,11 +415,7 @@ static void open_unspecified_dims(const HloInst *inst, Sharding *s)
 /* Bound shardings, stored once per distinct value (a stack of layers
  * carries a few shardings many times): an open-addressing set of the
  * array shardings bound so far. */
-typedef struct ShardingSet {
-    Sharding **slot;
-    uint64_t *hash;
-    uint32_t cap, n;
-} ShardingSet;
+typedef InternSet ShardingSet;
 
 /* Every field of a non-tuple sharding, field by field (its padding is not
  * part of its value). */
@@ -443,40 +440,22 @@ static bool sharding_same(const Sharding *a, const Sharding *b)
            a->replicated_atoms == b->replicated_atoms && memcmp(a->priority, b->priority, sizeof a->priority) == 0;
 }
 
+static bool sharding_same_v(const void *stored, const void *item) { return sharding_same(stored, item); }
+
 /* The module's copy of bound sharding s: shared with every equal array
  * sharding bound before (tuples get their own). */
 static Sharding *keep_sharding(HloModule *m, ShardingSet *set, const Sharding *s)
 {
     if (s->kind == SHARDING_TUPLE)
         return arena_memdup(m->arena, s, sizeof *s);
-    if ((set->n + 1) * 2 > set->cap) {
-        uint32_t cap = set->cap ? set->cap * 2 : 64;
-        Sharding **slot = xcalloc(cap, sizeof *slot);
-        uint64_t *hash = xmalloc(sizeof(uint64_t) * cap);
-        for (uint32_t k = 0; k < set->cap; k++) {
-            if (!set->slot[k])
-                continue;
-            uint32_t j = (uint32_t)set->hash[k] & (cap - 1);
-            while (slot[j])
-                j = (j + 1) & (cap - 1);
-            slot[j] = set->slot[k];
-            hash[j] = set->hash[k];
-        }
-        free(set->slot);
-        free(set->hash);
-        set->slot = slot;
-        set->hash = hash;
-        set->cap = cap;
-    }
     uint64_t h = sharding_hash(s);
-    uint32_t j = (uint32_t)h & (set->cap - 1);
-    for (; set->slot[j]; j = (j + 1) & (set->cap - 1))
-        if (set->hash[j] == h && sharding_same(set->slot[j], s))
-            return set->slot[j];
-    set->slot[j] = arena_memdup(m->arena, s, sizeof *s);
-    set->hash[j] = h;
-    set->n++;
-    return set->slot[j];
+    uint32_t at;
+    Sharding *kept = intern_find(set, h, s, sharding_same_v, &at);
+    if (!kept) {
+        kept = arena_memdup(m->arena, s, sizeof *s);
+        intern_add(set, at, h, kept);
+    }
+    return kept;
 }
 
 /* Binds one instruction's written sharding (see bind_all); false after an
@@ -540,7 +519,7 @@ static bool bind_inst(HloModule *m, const HloComputation *comp, HloInst *inst, b
 static bool bind_all(HloModule *m, bool sdy, bool sdy_moved, const SpmdcOptions *user, DiagEngine *diag)
 {
     bool ok = true;
-    ShardingSet set = {NULL, NULL, 0, 0};
+    ShardingSet set = {0};
     for (int32_t c = 0; c < m->n_comps; c++) {
         HloComputation *comp = &m->comps[c];
         for (int32_t i = 0; i < comp->n_insts; i++) {
@@ -553,8 +532,7 @@ static bool bind_all(HloModule *m, bool sdy, bool sdy_moved, const SpmdcOptions 
                 inst->sharding_src = sharding_syntax_copy(inst->sharding_src, m->arena);
         }
     }
-    free(set.slot);
-    free(set.hash);
+    intern_free(&set);
     arena_destroy(m->syntax_arena);
     m->syntax_arena = NULL;
     return ok;

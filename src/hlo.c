@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spmdc/intern.h"
+
 static const struct {
     const char *name;
     int arity;
@@ -47,19 +49,16 @@ HloModule *hlo_module_new(const char *name)
     return m;
 }
 
-/* The shared attribute sets of a module: open addressing over their hashes. */
+/* The shared attribute sets of a module, each stored once. */
 struct HloAttrsTable {
-    HloAttrs **slot; /* cap entries, NULL = free */
-    uint64_t *hash;  /* the hash of each slot's set */
-    uint32_t cap, n;
+    InternSet set;
 };
 
 void hlo_module_free(HloModule *m)
 {
     if (!m) return;
     if (m->attrs_table) {
-        free(m->attrs_table->slot);
-        free(m->attrs_table->hash);
+        intern_free(&m->attrs_table->set);
         free(m->attrs_table);
     }
     arena_destroy(m->syntax_arena);
@@ -228,42 +227,20 @@ static bool attrs_same(const HloAttrs *a, const HloAttrs *b)
     return true;
 }
 
-static void table_grow(HloAttrsTable *t)
-{
-    uint32_t cap = t->cap ? t->cap * 2 : 256;
-    HloAttrs **slot = xcalloc(cap, sizeof *slot);
-    uint64_t *hash = xmalloc(sizeof(uint64_t) * cap);
-    for (uint32_t k = 0; k < t->cap; k++) {
-        if (!t->slot[k]) continue;
-        uint32_t j = (uint32_t)t->hash[k] & (cap - 1);
-        while (slot[j]) j = (j + 1) & (cap - 1);
-        slot[j] = t->slot[k];
-        hash[j] = t->hash[k];
-    }
-    free(t->slot);
-    free(t->hash);
-    t->slot = slot;
-    t->hash = hash;
-    t->cap = cap;
-}
+static bool attrs_same_v(const void *stored, const void *item) { return attrs_same(stored, item); }
 
 void hlo_set_attrs(HloModule *m, HloInst *inst, const HloAttrs *a)
 {
     if (!m->attrs_table) m->attrs_table = xcalloc(1, sizeof(HloAttrsTable));
-    HloAttrsTable *t = m->attrs_table;
-    if ((t->n + 1) * 2 > t->cap) table_grow(t);
     uint64_t h = attrs_hash(a);
-    uint32_t j = (uint32_t)h & (t->cap - 1);
-    for (; t->slot[j]; j = (j + 1) & (t->cap - 1))
-        if (t->hash[j] == h && attrs_same(t->slot[j], a)) break;
-    if (!t->slot[j]) {
-        HloAttrs *own = ARENA_NEW(m->arena, HloAttrs);
+    uint32_t at;
+    HloAttrs *own = intern_find(&m->attrs_table->set, h, a, attrs_same_v, &at);
+    if (!own) {
+        own = ARENA_NEW(m->arena, HloAttrs);
         *own = *a;
-        t->slot[j] = own;
-        t->hash[j] = h;
-        t->n++;
+        intern_add(&m->attrs_table->set, at, h, own);
     }
-    inst->attrs = t->slot[j];
+    inst->attrs = own;
     inst->attrs_shared = true;
 }
 
