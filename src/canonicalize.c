@@ -50,7 +50,7 @@ static int32_t inline_body(Rewriter *rw, const HloComputation *callee, const int
     for (int32_t j = 0; j < callee->n_insts; j++) {
         const HloInst *in = &callee->insts[j];
         if (in->op == HLO_PARAMETER) {
-            map[j] = args[hlo_attrs(in)->param_number];
+            map[j] = args[in->param_number];
             continue;
         }
         HloInst copy = *in;

@@ -166,6 +166,7 @@ static uint64_t hash_str(uint64_t h, const char *s) { return s ? hash_bytes(h, s
                        &(a)->op_lists[3], &(a)->op_lists[4], &(a)->op_lists[5], &(a)->branches, &(a)->called}
 enum { N_ATTR_LISTS = 9 };
 _Static_assert(HLO_ATTR_OP_LISTS == 6, "ATTR_LISTS names every op list");
+_Static_assert(sizeof(HloInst) == 192, "an instruction is three 64-byte cache lines");
 
 /* A copy of a with every field compared by content zeroed: the rest
  * (scalars, and pointers compared by address) compares bytewise. */
@@ -340,7 +341,7 @@ static bool param_element(const HloComputation *comp, int32_t i, int64_t *k)
     if (in->op != HLO_GET_TUPLE_ELEMENT || in->n_operands != 1)
         return false;
     const HloInst *t = &comp->insts[in->operands[0]];
-    if (t->op != HLO_PARAMETER || hlo_attrs(t)->param_number != 0)
+    if (t->op != HLO_PARAMETER || t->param_number != 0)
         return false;
     *k = hlo_attrs(in)->index;
     return true;

@@ -561,7 +561,7 @@ static void put_operands(StrBuf *b, const HloModule *m, int32_t c, const HloInst
     const HloComputation *comp = &m->comps[c];
     sb_putc(b, '(');
     if (inst->op == HLO_PARAMETER) {
-        sb_int(b, a->param_number);
+        sb_int(b, inst->param_number);
     } else if (inst->op == HLO_CONSTANT) {
         put_literal(b, &inst->shape, a->literal);
     } else {

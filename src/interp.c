@@ -262,7 +262,7 @@ static HloOpcode detect_binop(const HloComputation *comp)
     if (hlo_opcode_category(r->op) != 'B' || r->op == HLO_COMPLEX || r->n_operands != 2) return HLO_OPCODE_COUNT;
     const HloInst *a = &comp->insts[r->operands[0]], *b = &comp->insts[r->operands[1]];
     if (a->op != HLO_PARAMETER || b->op != HLO_PARAMETER) return HLO_OPCODE_COUNT;
-    int64_t pa = hlo_attrs(a)->param_number, pb = hlo_attrs(b)->param_number;
+    int64_t pa = a->param_number, pb = b->param_number;
     bool commutes = r->op == HLO_ADD || r->op == HLO_MULTIPLY || r->op == HLO_MAXIMUM || r->op == HLO_MINIMUM ||
                     r->op == HLO_AND || r->op == HLO_OR || r->op == HLO_XOR;
     if (!(pa == 0 && pb == 1) && !(commutes && pa == 1 && pb == 0)) return HLO_OPCODE_COUNT;
@@ -845,15 +845,16 @@ static bool eval_op(Interp *ip, int32_t c, const HloInst *inst, const SimValue *
     char cat = hlo_opcode_category(inst->op);
     switch (inst->op) {
     case HLO_PARAMETER:
-        if (a->param_number < 0 || a->param_number >= n_params) return interp_error(ip, inst, "no argument for parameter %lld", (long long)a->param_number);
-        if (!interp_shape_matches(&params[a->param_number], &inst->shape)) {
+        if (inst->param_number < 0 || inst->param_number >= n_params)
+            return interp_error(ip, inst, "no argument for parameter %lld", (long long)inst->param_number);
+        if (!interp_shape_matches(&params[inst->param_number], &inst->shape)) {
             StrBuf b = {0};
             shape_print(&b, &inst->shape, false);
             interp_error(ip, inst, "argument does not have the parameter's shape %s", sb_cstr(&b));
             sb_free(&b);
             return false;
         }
-        *out = sim_value_share(&params[a->param_number]);
+        *out = sim_value_share(&params[inst->param_number]);
         return true;
     case HLO_CONSTANT:
         if (!a->literal) return interp_error(ip, inst, "constant without a literal");

@@ -1551,7 +1551,7 @@ ReduceKind reducer_kind(const HloModule *m, int32_t comp)
     if (r->n_operands != 2 || !shape_is_array(&r->shape) || r->shape.rank != 0)
         return REDUCE_NONE;
     const HloInst *a = &c->insts[r->operands[0]], *b = &c->insts[r->operands[1]];
-    if (a->op != HLO_PARAMETER || b->op != HLO_PARAMETER || hlo_attrs(a)->param_number == hlo_attrs(b)->param_number)
+    if (a->op != HLO_PARAMETER || b->op != HLO_PARAMETER || a->param_number == b->param_number)
         return REDUCE_NONE;
     bool pred = r->shape.type == ET_PRED;
     switch (r->op) {
@@ -1567,7 +1567,7 @@ ReduceKind reducer_kind(const HloModule *m, int32_t comp)
 
 static bool is_param_number(const HloComputation *c, int32_t e, int64_t num)
 {
-    return e >= 0 && e < c->n_insts && c->insts[e].op == HLO_PARAMETER && hlo_attrs(&c->insts[e])->param_number == num;
+    return e >= 0 && e < c->n_insts && c->insts[e].op == HLO_PARAMETER && c->insts[e].param_number == num;
 }
 
 /* Whether instruction e of c is parameter a or b, or selects (nested at
@@ -1641,9 +1641,9 @@ static bool probe_eval(const HloComputation *c, const Probe *args, Probe *out)
         Probe r = {0, 0, fl};
         switch (in->op) {
         case HLO_PARAMETER:
-            if (a->param_number < 0 || a->param_number > 3)
+            if (in->param_number < 0 || in->param_number > 3)
                 return false;
-            r = args[a->param_number];
+            r = args[in->param_number];
             break;
         case HLO_CONSTANT:
             if (!a->literal || a->literal->n != 1 || in->shape.rank != 0)
@@ -1704,7 +1704,7 @@ ReduceKind reducer_arg_kind(const HloModule *m, int32_t comp)
     const HloComputation *c = &m->comps[comp];
     const HloInst *p0 = NULL;
     for (int32_t i = 0; i < c->n_insts; i++)
-        if (c->insts[i].op == HLO_PARAMETER && hlo_attrs(&c->insts[i])->param_number == 0)
+        if (c->insts[i].op == HLO_PARAMETER && c->insts[i].param_number == 0)
             p0 = &c->insts[i];
     if (!p0 || !shape_is_array(&p0->shape) || p0->shape.rank != 0)
         return REDUCE_NONE;

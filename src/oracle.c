@@ -712,7 +712,7 @@ static int32_t *entry_params(const HloModule *m, int32_t *n, DiagEngine *diag)
     int32_t *p = xmalloc(sizeof(int32_t) * (size_t)(np ? np : 1));
     for (int32_t k = 0; k < np; k++) p[k] = -1;
     for (int32_t i = 0; i < c->n_insts; i++) {
-        int64_t num = hlo_attrs(&c->insts[i])->param_number;
+        int64_t num = c->insts[i].param_number;
         if (c->insts[i].op == HLO_PARAMETER && num >= 0 && num < np) p[num] = i;
     }
     for (int32_t k = 0; k < np; k++)

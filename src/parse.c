@@ -279,8 +279,7 @@ static bool lower_leaf_operand(Lower *lw, const AstInst *ai, HloOpcode op, const
     if (op == HLO_PARAMETER) {
         if (!v || v->kind != AV_INT || v->t.is_u64 || v->t.i < 0 || v->t.i > INT32_MAX)
             return parse_err(lw, &grp->loc, "parameter expects its number, like parameter(0)");
-        out->attrs.param_number = v->t.i;
-        out->any_attr = true;
+        out->param_number = (int32_t)v->t.i;
         return true;
     }
     if (!have_shape)
@@ -350,37 +349,11 @@ static void name_inst(Lower *lw, const AstInst *ai, int32_t idx)
     }
 }
 
-/* The attributes of a parameter that has no attribute but its number are
- * shared per number, as hlo_set_attrs would share them, without hashing the
- * whole set for each of a module's many parameters.  Numbers beyond twice
- * the instructions seen so far (never valid) are left to hlo_set_attrs. */
-static bool share_param_attrs(Lower *lw, HloInst *in, const HloAttrs *a)
-{
-    int64_t k = a->param_number;
-    if (in->op != HLO_PARAMETER || k < 0 || k > 2 * lw->n_all_insts + 64) return false;
-    HloAttrs plain = *a;
-    plain.param_number = ATTRS_DEFAULT.param_number;
-    if (memcmp(&plain, &ATTRS_DEFAULT, sizeof plain) != 0) return false;
-    if (k >= lw->n_param_attrs) {
-        int64_t cap = lw->n_param_attrs ? lw->n_param_attrs : 64;
-        while (cap <= k) cap *= 2;
-        lw->param_attrs = arena_realloc(lw->keep, lw->param_attrs, sizeof(HloAttrs *) * (size_t)lw->n_param_attrs,
-                                        sizeof(HloAttrs *) * (size_t)cap, _Alignof(HloAttrs *));
-        memset(lw->param_attrs + lw->n_param_attrs, 0, sizeof(HloAttrs *) * (size_t)(cap - lw->n_param_attrs));
-        lw->n_param_attrs = cap;
-    }
-    if (!lw->param_attrs[k]) lw->param_attrs[k] = arena_memdup(lw->m->arena, a, sizeof *a);
-    in->attrs = lw->param_attrs[k];
-    in->attrs_shared = true;
-    return true;
-}
-
 /* One instruction.  It is always appended (with a placeholder opcode or
  * shape after an error) so instruction indices match the text. */
 static void lower_inst(Lower *lw, const AstInst *ai)
 {
     int32_t ci = lw->cur_comp, idx = lw->n_insts++;
-    lw->n_all_insts++;
     int32_t opi = kw_find(&lw->opcodes, ai->opcode.s, ai->opcode.n);
     bool oe = opi >= 0;
     HloOpcode op = oe ? (HloOpcode)opi : HLO_OPCODE_COUNT;
@@ -390,7 +363,7 @@ static void lower_inst(Lower *lw, const AstInst *ai)
     memset(&shape, 0, sizeof shape);
     shape.type = ET_F32;
     if (have_shape && !lower_shape(lw, ai->shape, &shape)) ok = have_shape = false;
-    InstOut out = {ATTRS_DEFAULT, false, NULL};
+    InstOut out = {ATTRS_DEFAULT, false, NULL, 0};
     int32_t n = 0, *ops = NULL;
     if (oe && (op == HLO_PARAMETER || op == HLO_CONSTANT)) {
         if (!ai->shape || have_shape) ok = lower_leaf_operand(lw, ai, op, &shape, have_shape, &out) && ok;
@@ -410,7 +383,8 @@ static void lower_inst(Lower *lw, const AstInst *ai)
     HloInst *in = hlo_inst(lw->m, ci, got);
     in->span = ai->loc.span;
     in->sharding_src = out.sharding;
-    if (out.any_attr && !share_param_attrs(lw, in, &out.attrs)) hlo_set_attrs(lw->m, in, &out.attrs);
+    in->param_number = out.param_number;
+    if (out.any_attr) hlo_set_attrs(lw->m, in, &out.attrs);
     if (lw->has_sig && in->op == HLO_PARAMETER) {
         if (lw->n_sig_params == lw->cap_sig_params) {
             int32_t cap = lw->cap_sig_params ? lw->cap_sig_params * 2 : 16;
@@ -514,7 +488,7 @@ static void check_signature(Lower *lw)
     const HloComputation *c = hlo_comp(lw->m, lw->cur_comp);
     for (int32_t j = 0; j < lw->n_sig_params; j++) {
         const HloInst *in = &c->insts[lw->sig_params[j]];
-        int64_t k = hlo_attrs(in)->param_number;
+        int64_t k = in->param_number;
         if (k >= lw->n_params || lw->param_shape[k] < 0) continue;
         const Shape *decl = &lw->sig_shapes[lw->param_shape[k]];
         if (shape_equal(decl, &in->shape)) continue;

@@ -115,10 +115,6 @@ typedef struct Lower {
     Arena *keep;            /* whole parse: computation names, tables, pending computations */
     Arena *comp_arena;      /* one computation: instruction names, signature, pending operands */
     NameEnt *comp_names;    /* computation name -> index */
-    HloAttrs **param_attrs; /* [n_param_attrs]: the shared attributes of `parameter(k)` with no other
-                               attribute, per k (hlo_set_attrs would hash each of them) */
-    int64_t n_param_attrs;
-    int64_t n_all_insts;    /* instructions lowered in the module so far */
     NameEnt *axis_names;    /* mesh axis names of named shardings, each copied to the syntax arena once */
     InstNames inst_names;   /* current computation: name -> index (comp_arena) */
     KwTable opcodes;        /* opcode spelling -> HloOpcode */
@@ -159,6 +155,7 @@ typedef struct InstOut {
     HloAttrs attrs;
     bool any_attr;
     const ShardingSyntax *sharding;
+    int32_t param_number; /* parameter(N) */
 } InstOut;
 
 /* ---------------------------------------------------------------- small helpers */

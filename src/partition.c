@@ -301,9 +301,9 @@ int32_t part_reducer(Part *p, ReduceKind kind, ElemType t)
     int32_t c = hlo_add_computation(p->out, name, false);
     Shape s = shape_scalar(t);
     int32_t x = hlo_add_inst(p->out, c, HLO_PARAMETER, "x", &s, NULL, 0);
-    hlo_attrs_mut(p->out, hlo_inst(p->out, c, x))->param_number = 0;
+    hlo_inst(p->out, c, x)->param_number = 0;
     int32_t y = hlo_add_inst(p->out, c, HLO_PARAMETER, "y", &s, NULL, 0);
-    hlo_attrs_mut(p->out, hlo_inst(p->out, c, y))->param_number = 1;
+    hlo_inst(p->out, c, y)->param_number = 1;
     int32_t xy[2] = {x, y};
     hlo_comp(p->out, c)->root = hlo_add_inst(p->out, c, op, opn, &s, xy, 2);
     p->mod->reducers[kind][t] = c;
@@ -531,6 +531,7 @@ static void copy_applied(PartModule *pm)
             int32_t k = hlo_add_inst(pm->out, oc, si->op, si->name, &si->shape, si->operands, si->n_operands);
             HloInst *di = hlo_inst(pm->out, oc, k);
             di->span = si->span;
+            di->param_number = si->param_number;
             if (si->attrs)
                 di->attrs = copy_attrs(pm->out, si->attrs, &si->shape, pm->comp_map);
         }
@@ -545,13 +546,12 @@ static void copy_applied(PartModule *pm)
  * shared by every output instruction with equal attributes
  * (hlo_set_attrs): no computation references (order_callee_first rewrites
  * those in place), no literal (its copy depends on the shape), and no list
- * that oprule_localize_attrs writes into (slice, dynamic-slice, gather).
- * Not a parameter's either: its number is its own. */
+ * that oprule_localize_attrs writes into (slice, dynamic-slice, gather). */
 static bool attrs_shareable(const HloInst *si)
 {
     const HloAttrs *a = si->attrs;
     return si->attrs_shared && !has_ref(a) && !a->literal && si->op != HLO_SLICE && si->op != HLO_DYNAMIC_SLICE &&
-           si->op != HLO_GATHER && si->op != HLO_PARAMETER;
+           si->op != HLO_GATHER;
 }
 
 /* Sets di's attributes to the shared copy of si's (attrs_shareable): one
@@ -598,6 +598,7 @@ int32_t part_clone_into(Part *p, int32_t oc, int32_t i, const char *name, const 
     int32_t k = hlo_add_inst(p->out, oc, si->op, name, shape, ops, n);
     HloInst *di = hlo_inst(p->out, oc, k);
     di->span = si->span;
+    di->param_number = si->param_number;
     if (si->attrs && attrs_shareable(si))
         share_attrs(p->mod, si, di);
     else if (si->attrs)

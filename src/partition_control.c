@@ -31,7 +31,7 @@ static const HloInst *param_of(const HloModule *m, int32_t c, int64_t k)
         return NULL;
     const HloComputation *comp = &m->comps[c];
     for (int32_t i = 0; i < comp->n_insts; i++)
-        if (comp->insts[i].op == HLO_PARAMETER && hlo_attrs(&comp->insts[i])->param_number == k)
+        if (comp->insts[i].op == HLO_PARAMETER && comp->insts[i].param_number == k)
             return &comp->insts[i];
     return NULL;
 }
@@ -192,7 +192,7 @@ static int32_t transfer_branch(Part *p, int32_t i, const Shape *ts, bool run)
                                     p->scratch);
     int32_t oc = hlo_add_computation(p->out, name, false);
     int32_t prm = hlo_add_inst(p->out, oc, HLO_PARAMETER, "operands", ts, NULL, 0);
-    hlo_attrs_mut(p->out, hlo_inst(p->out, oc, prm))->param_number = 0;
+    hlo_inst(p->out, oc, prm)->param_number = 0;
     if (!run) {
         hlo_comp(p->out, oc)->root = zeros_like(p, oc, &in->shape, in->name);
         return oc;

@@ -116,7 +116,7 @@ static bool h_maximal_parameter(Part *p, int32_t i, int64_t dev)
 static bool h_parameter(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
-    int64_t k = hlo_attrs(in)->param_number;
+    int64_t k = in->param_number;
     if (!p->parent && in->sharding && in->sharding->kind == SHARDING_MAXIMAL && shape_is_array(&in->shape))
         return h_maximal_parameter(p, i, in->sharding->device);
     const Tiling *leaves = k >= 0 && k < p->n_params && p->param_leaves[k] ? p->param_leaves[k]

@@ -1137,8 +1137,8 @@ static ReduceKind select_fill(const HloModule *m, int32_t comp)
     const HloInst *a = &c->insts[r->operands[0]], *b = &c->insts[r->operands[1]];
     if (a->op != HLO_PARAMETER || b->op != HLO_PARAMETER)
         return REDUCE_NONE;
-    bool swapped = hlo_attrs(a)->param_number == 1 && hlo_attrs(b)->param_number == 0;
-    if (!swapped && !(hlo_attrs(a)->param_number == 0 && hlo_attrs(b)->param_number == 1))
+    bool swapped = a->param_number == 1 && b->param_number == 0;
+    if (!swapped && !(a->param_number == 0 && b->param_number == 1))
         return REDUCE_NONE;
     CompareDir d = hlo_attrs(r)->direction;
     bool keeps_larger = d == CMP_GE || d == CMP_GT, keeps_smaller = d == CMP_LE || d == CMP_LT;

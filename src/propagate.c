@@ -2142,15 +2142,15 @@ static int32_t comp_param(const Engine *e, int32_t c, int64_t k, int32_t **cache
     if (!cache[c]) {
         int32_t np = 0;
         for (int32_t i = 0; i < comp->n_insts; i++)
-            if (comp->insts[i].op == HLO_PARAMETER && hlo_attrs(&comp->insts[i])->param_number >= np)
-                np = (int32_t)hlo_attrs(&comp->insts[i])->param_number + 1;
+            if (comp->insts[i].op == HLO_PARAMETER && comp->insts[i].param_number >= np)
+                np = (int32_t)comp->insts[i].param_number + 1;
         cache[c] = ARENA_ARRAY(e->a, int32_t, np + 2);
         cache[c][0] = np;
         for (int32_t j = 0; j < np; j++)
             cache[c][j + 1] = -1;
         for (int32_t i = 0; i < comp->n_insts; i++)
             if (comp->insts[i].op == HLO_PARAMETER)
-                cache[c][hlo_attrs(&comp->insts[i])->param_number + 1] = e->comp_first[c] + i;
+                cache[c][comp->insts[i].param_number + 1] = e->comp_first[c] + i;
     }
     return k >= 0 && k < cache[c][0] ? cache[c][k + 1] : -1;
 }

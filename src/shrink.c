@@ -268,7 +268,7 @@ static int32_t param_of(const HloModule *m, int32_t cc, int64_t p)
 {
     const HloComputation *k = &m->comps[cc];
     for (int32_t j = 0; j < k->n_insts; j++)
-        if (k->insts[j].op == HLO_PARAMETER && hlo_attrs(&k->insts[j])->param_number == p) return j;
+        if (k->insts[j].op == HLO_PARAMETER && k->insts[j].param_number == p) return j;
     return -1;
 }
 

@@ -96,10 +96,7 @@ static int32_t param_insts(const HloComputation *cc, Arena *a, int32_t **idx, in
     }
     *num = ARENA_ARRAY(a, int64_t, cnt > 0 ? cnt : 1);
     for (int32_t k = 0; k < cnt; k++) {
-        /* the attributes are scattered through the module arena */
-        if (k + 8 < cnt) __builtin_prefetch(&cc->insts[(*idx)[k + 8]].attrs);
-        if (k + 4 < cnt) __builtin_prefetch(cc->insts[(*idx)[k + 4]].attrs);
-        (*num)[k] = hlo_attrs(&cc->insts[(*idx)[k]])->param_number;
+        (*num)[k] = cc->insts[(*idx)[k]].param_number;
     }
     return cnt;
 }

@@ -28,7 +28,8 @@
 #include "spmdc/sharding.h"
 #include "spmdc/strbuf.h"
 
-typedef enum HloOpcode {
+/* One byte (packed): HloInst keeps its opcode beside its flags. */
+typedef enum __attribute__((packed)) HloOpcode {
 #define X(e, s, a, c) HLO_##e,
 #include "spmdc/hlo_opcodes.def"
 #undef X
@@ -142,7 +143,6 @@ typedef struct HloAttrs {
     const char *dim_labels;             /* convolution, verbatim */
     int64_t feature_group_count, batch_group_count; /* 0 = absent (means 1) */
     int64_t index;                      /* get-tuple-element */
-    int64_t param_number;               /* parameter */
     int64_t iota_dimension;             /* iota */
     int64_t channel_id;                 /* 0 = absent */
     int64_t k;                          /* topk: the number of elements kept (-1 = absent) */
@@ -173,13 +173,13 @@ typedef struct HloAttrs {
  * (opcode, operands, attributes, sharding) shares the first cache line. */
 typedef struct HloInst {
     HloOpcode op;
+    bool sharding_from_user;   /* the input annotated it (never overwritten) */
+    bool attrs_shared;         /* attrs is a shared copy (hlo_set_attrs): hlo_attrs_mut copies it */
     int32_t n_operands;
     int32_t *operands;         /* indices into the computation's insts */
     HloAttrs *attrs;           /* NULL: all defaults (use hlo_attrs()) */
     Sharding *sharding;        /* bound/propagated sharding, or NULL (may be shared by
                                   several instructions: replace it, never write into it) */
-    bool sharding_from_user;   /* the input annotated it (never overwritten) */
-    bool attrs_shared;         /* attrs is a shared copy (hlo_set_attrs): hlo_attrs_mut copies it */
     /* Provenance, set by propagate_shardings (added after the original
      * contract): the user-annotated instruction of the same computation
      * (index) this sharding came from: itself if annotated; for an inferred
@@ -188,6 +188,11 @@ typedef struct HloInst {
      * hlo_add_inst sets -1; code that copies instructions between
      * computations must reset it. */
     int32_t sharding_origin;
+    /* parameter: its number, parameter(N) (0..INT32_MAX); 0 for other
+     * opcodes.  Kept here rather than in HloAttrs so that a module's many
+     * parameters share one attribute set.  Code that copies an instruction
+     * into another module copies it with the attributes. */
+    int32_t param_number;
     const char *name;          /* without '%', unique in its computation */
     /* As written, or NULL.  bind_shardings releases the syntax of the
      * shardings it bound (NULL afterwards); an unbound one ({unknown}) stays. */

@@ -128,12 +128,12 @@ static void test_spec_example(void **state)
     assert_int_equal(r->span.end.line, 12);
     HloInst *pi = find(m, "entry", "p");
     assert_int_equal(pi->op, HLO_PARAMETER);
-    assert_int_equal(hlo_attrs(pi)->param_number, 0);
+    assert_int_equal(pi->param_number, 0);
     assert_shape(&pi->shape, "f32[3,3]{1,0}");
     assert_non_null(pi->sharding_src);
     assert_null(pi->sharding);
     assert_int_equal(pi->sharding_src->kind, SSYN_TILED);
-    assert_int_equal(hlo_attrs(find(m, "sum", "b"))->param_number, 1);
+    assert_int_equal(find(m, "sum", "b")->param_number, 1);
     parsed_free(&p);
 }
 

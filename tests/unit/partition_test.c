@@ -254,7 +254,7 @@ static int32_t check_numerics(const Compiled *cc)
     int32_t *param_inst = calloc((size_t)n_params + 1, sizeof(int32_t));
     for (int32_t i = 0; i < ie->n_insts; i++)
         if (ie->insts[i].op == HLO_PARAMETER)
-            param_inst[hlo_attrs(&ie->insts[i])->param_number] = i;
+            param_inst[ie->insts[i].param_number] = i;
     uint64_t seed = 12345;
     SimValue *gargs = calloc((size_t)n_params + 1, sizeof(SimValue));
     for (int32_t k = 0; k < n_params; k++)

@@ -52,7 +52,7 @@ static int setup(void **state)
     f->sum = hlo_add_computation(f->m, "sum", false);
     HloInst *a = add(f, f->sum, HLO_PARAMETER, "a", F32, NULL);
     HloInst *b = add(f, f->sum, HLO_PARAMETER, "b", F32, NULL);
-    hlo_attrs_mut(f->m, b)->param_number = 1;
+    b->param_number = 1;
     (void)a;
     add(f, f->sum, HLO_ADD, "add", F32, "a,b");
     f->main = hlo_add_computation(f->m, "main", true);
@@ -282,9 +282,9 @@ static void test_compute_ops(void **state)
     expect_inst(f, rw, &NONE, "%rw = f32[4,16] reduce-window(%p, %zero), window={size=2x1}, to_apply=%sum");
 
     HloInst *k = add(f, f->main, HLO_PARAMETER, "k", sh(ET_F32, 4, 3, 3, 4, 8), NULL);
-    hlo_attrs_mut(f->m, k)->param_number = 1;
+    k->param_number = 1;
     HloInst *img = add(f, f->main, HLO_PARAMETER, "img", sh(ET_F32, 4, 1, 8, 8, 4), NULL);
-    hlo_attrs_mut(f->m, img)->param_number = 2;
+    img->param_number = 2;
     HloInst *cv = add(f, f->main, HLO_CONVOLUTION, "cv", sh(ET_F32, 4, 1, 8, 8, 8), "img,k");
     a = hlo_attrs_mut(f->m, cv);
     a->window = ARENA_NEW(f->m->arena, Window);
@@ -309,7 +309,7 @@ static void test_compute_ops(void **state)
                 "feature_group_count=2");
 
     HloInst *ix = add(f, f->main, HLO_PARAMETER, "ix", sh(ET_S32, 2, 5, 1, 0, 0), NULL);
-    hlo_attrs_mut(f->m, ix)->param_number = 3;
+    ix->param_number = 3;
     HloInst *ga = add(f, f->main, HLO_GATHER, "ga", sh(ET_F32, 2, 5, 16, 0, 0), "p,ix");
     a = hlo_attrs_mut(f->m, ga);
     a->offset_dims = L(f, 1, (int64_t[]){1});
@@ -322,7 +322,7 @@ static void test_compute_ops(void **state)
                 "%ga = f32[5,16] gather(%p, %ix), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, "
                 "index_vector_dim=1, slice_sizes={1,16}, indices_are_sorted=true");
     HloInst *up = add(f, f->main, HLO_PARAMETER, "up", sh(ET_F32, 2, 5, 16, 0, 0), NULL);
-    hlo_attrs_mut(f->m, up)->param_number = 4;
+    up->param_number = 4;
     HloInst *sc = add(f, f->main, HLO_SCATTER, "sc", sh(ET_F32, 2, 8, 16, 0, 0), "p,ix,up");
     a = hlo_attrs_mut(f->m, sc);
     a->update_window_dims = L(f, 1, (int64_t[]){1});

@@ -451,7 +451,7 @@ static int32_t add_reducer(HloModule *m)
     int32_t rc = hlo_add_computation(m, "sum", false);
     int32_t x = add(m, rc, HLO_PARAMETER, "x", arr(0), 0);
     int32_t y = add(m, rc, HLO_PARAMETER, "y", arr(0), 0);
-    hlo_attrs_mut(m, hlo_inst(m, rc, y))->param_number = 1;
+    hlo_inst(m, rc, y)->param_number = 1;
     add(m, rc, HLO_ADD, "s", arr(0), 2, x, y);
     return rc;
 }
@@ -1720,7 +1720,7 @@ static void test_wide_tuple(void **state)
     for (int32_t k = 0; k < N; k++) {
         snprintf(nm, sizeof nm, "p%d", (int)k);
         ps[k] = add(m, c, HLO_PARAMETER, nm, arr(1, 8), 0);
-        hlo_attrs_mut(m, hlo_inst(m, c, ps[k]))->param_number = k;
+        hlo_inst(m, c, ps[k])->param_number = k;
         el[k] = arr(1, 8);
     }
     Shape ts = shape_scalar(ET_TUPLE);

@@ -505,7 +505,7 @@ static Arr eval_local(Eval *e, const HloInst *in, int32_t i, int64_t dev, const 
     Arr r;
     (void)i;
     switch (in->op) {
-    case HLO_PARAMETER: return arr_copy(&args[a->param_number]);
+    case HLO_PARAMETER: return arr_copy(&args[in->param_number]);
     case HLO_PARTITION_ID:
         r = arr_new(0, NULL);
         r.v[0] = dev;
@@ -704,9 +704,9 @@ static int32_t add_computation(HloModule *m, ElemType t)
     int32_t c = hlo_add_computation(m, "add", false);
     Shape s = shape_scalar(t);
     int32_t x = hlo_add_inst(m, c, HLO_PARAMETER, "x", &s, NULL, 0);
-    hlo_attrs_mut(m, hlo_inst(m, c, x))->param_number = 0;
+    hlo_inst(m, c, x)->param_number = 0;
     int32_t y = hlo_add_inst(m, c, HLO_PARAMETER, "y", &s, NULL, 0);
-    hlo_attrs_mut(m, hlo_inst(m, c, y))->param_number = 1;
+    hlo_inst(m, c, y)->param_number = 1;
     int32_t xy[2] = {x, y};
     hlo_add_inst(m, c, HLO_ADD, "sum", &s, xy, 2);
     return c;

@@ -523,7 +523,7 @@ static char *annotate(const char *text, const HloModule *m, const OpRule *r, con
             int pn = atoi(at + 11);
             for (int32_t i = 0; i < e->n_insts; i++) {
                 const HloInst *in = &e->insts[i];
-                if (in->op != HLO_PARAMETER || hlo_attrs(in)->param_number != pn)
+                if (in->op != HLO_PARAMETER || in->param_number != pn)
                     continue;
                 int32_t slot = -1;
                 for (int32_t s = 0; s < e->insts[e->root].n_operands; s++)

@@ -46,7 +46,7 @@ static inline int32_t tb_leaf(TB *b, HloOpcode op, Shape s) { return tb_add(b, o
 static inline int32_t tb_param(TB *b, int64_t num, Shape s)
 {
     int32_t i = tb_leaf(b, HLO_PARAMETER, s);
-    tb_attrs(b, i)->param_number = num;
+    tb_inst(b, i)->param_number = (int32_t)num;
     return i;
 }
 

@@ -77,7 +77,7 @@ static int32_t inst_s(B *b, HloOpcode op, const char *name, Shape s, int n, ...)
 static int32_t param_s(B *b, const char *name, Shape s, int64_t number)
 {
     int32_t i = hlo_add_inst(b->m, b->c, HLO_PARAMETER, name, &s, NULL, 0);
-    hlo_attrs_mut(b->m, hlo_inst(b->m, b->c, i))->param_number = number;
+    hlo_inst(b->m, b->c, i)->param_number = number;
     return i;
 }
 
