@@ -7,11 +7,15 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct SrcFile {
     const char *path;
-    const char *text;
+    const char *text;     /* NULL after diag_release_text, until re-read */
     size_t len;
+    char *owned;          /* the text as re-read (freed by diag_destroy) */
+    int fd;               /* to re-read the released text from; -1: none */
     uint32_t *line_start; /* offsets of line starts, computed lazily */
     uint32_t n_lines;
 } SrcFile;
@@ -50,6 +54,8 @@ void diag_destroy(DiagEngine *d)
     for (uint32_t i = 0; i < d->n_files; i++) {
         free(d->files[i].line_start);
         free((char *)d->files[i].path);
+        free(d->files[i].owned);
+        if (d->files[i].fd >= 0) close(d->files[i].fd);
     }
     free(d->files);
     sb_free(&d->mem);
@@ -67,7 +73,45 @@ uint32_t diag_add_file(DiagEngine *d, const char *path, const char *text, size_t
     f->path = p;
     f->text = text;
     f->len = len;
+    f->fd = -1;
     return d->n_files;
+}
+
+void diag_release_text(DiagEngine *d, uint32_t file_id, int fd)
+{
+    SPMDC_ASSERT(file_id >= 1 && file_id <= d->n_files);
+    SrcFile *f = &d->files[file_id - 1];
+    f->text = NULL;
+    if (f->fd >= 0) close(f->fd);
+    f->fd = fd;
+}
+
+/* Re-reads a released text from its descriptor: false (and no more tries)
+ * when the file's size is no longer the text's or a read fails. */
+static bool reload_text(SrcFile *f)
+{
+    if (f->fd < 0) return false;
+    struct stat st;
+    char *buf = NULL;
+    size_t got = 0;
+    if (fstat(f->fd, &st) == 0 && (uint64_t)st.st_size == (uint64_t)f->len) {
+        buf = xmalloc(f->len + 1);
+        while (got < f->len) {
+            ssize_t r = pread(f->fd, buf + got, f->len - got, (off_t)got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            got += (size_t)r;
+        }
+    }
+    close(f->fd);
+    f->fd = -1;
+    if (!buf || got != f->len) {
+        free(buf);
+        return false;
+    }
+    buf[got] = 0;
+    f->text = f->owned = buf;
+    return true;
 }
 
 const char *diag_file_path(const DiagEngine *d, uint32_t file_id)
@@ -109,7 +153,7 @@ static void print_excerpt(DiagEngine *d, StrBuf *out, SrcSpan span)
 {
     if (!d->show_source || span.begin.file_id == 0 || span.begin.file_id > d->n_files) return;
     SrcFile *f = &d->files[span.begin.file_id - 1];
-    if (!f->text) return;
+    if (!f->text && !reload_text(f)) return;
     index_lines(f);
     uint32_t line = span.begin.line;
     if (line == 0 || line > f->n_lines) return;

@@ -31,8 +31,11 @@ uint64_t driver_max_input_bytes(void)
     return (uint64_t)v * unit;
 }
 
-char *driver_read_file(const char *path, size_t *len)
+char *driver_read_file(const char *path, size_t *len) { return driver_read_file_fd(path, len, NULL); }
+
+char *driver_read_file_fd(const char *path, size_t *len, int *fd)
 {
+    if (fd) *fd = -1;
     uint64_t max = driver_max_input_bytes();
     if (max == 0) {
         fprintf(stderr, "spmdc: error: SPMDC_MAX_INPUT_BYTES='%s' is not a size between 1 and %llu bytes "
@@ -45,7 +48,8 @@ char *driver_read_file(const char *path, size_t *len)
         return NULL;
     }
     struct stat st;
-    bool too_big = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > max;
+    bool regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+    bool too_big = regular && (uint64_t)st.st_size > max;
     size_t cap = 1 << 16, n = 0;
     char *buf = too_big ? NULL : xmalloc(cap);
     while (!too_big) {
@@ -59,6 +63,7 @@ char *driver_read_file(const char *path, size_t *len)
         if (got == 0) break;
     }
     int bad = !too_big && ferror(f), saved = errno;
+    if (fd && regular && !too_big && !bad && f != stdin) *fd = dup(fileno(f));
     if (f != stdin) fclose(f);
     if (too_big) {
         fprintf(stderr, "spmdc: error: %s is larger than the input limit of %llu bytes (set SPMDC_MAX_INPUT_BYTES, "

@@ -149,7 +149,8 @@ static int cmd_compile(int argc, char **argv)
     int usage_rc = driver_check_outputs(in_path, outs, flags, 1 + report_file + (dot_path != NULL));
     if (usage_rc) return usage_rc;
     size_t len;
-    char *text = driver_read_file(in_path, &len);
+    int text_fd;
+    char *text = driver_read_file_fd(in_path, &len, &text_fd);
     if (!text) return 1;
     passtime_stage("read");
 
@@ -161,9 +162,10 @@ static int cmd_compile(int argc, char **argv)
     StrBuf prog = {0}, graph = {0};
     PipelineState st;
     memset(&st, 0, sizeof st);
-    st.text = text;
+    st.text = st.owned_text = text;
     st.len = len;
     st.file_id = fid;
+    st.text_fd = text_fd;
     Explain ex;
     explain_init(&ex);
     if (explain || dot_path) st.explain = &ex;
@@ -201,7 +203,6 @@ done:
     explain_free(&ex);
     arena_destroy(scratch);
     diag_destroy(diag);
-    free(text);
     passtime_stage("free");
     passtime_total();
     return rc;

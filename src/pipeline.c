@@ -1,7 +1,9 @@
 /* pipeline.c - the pass table and the loop that runs it (see pipeline.h). */
 #include "spmdc/pipeline.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "spmdc/canonicalize.h"
 #include "spmdc/parse.h"
@@ -13,6 +15,13 @@
 static bool run_parse(PipelineState *st, PassCtx *cx)
 {
     st->m = parse_hlo(st->text, st->len, st->file_id, cx->diag);
+    if (st->owned_text && st->text_fd >= 0) {
+        diag_release_text(cx->diag, st->file_id, st->text_fd);
+        free(st->owned_text);
+        st->owned_text = NULL;
+        st->text = NULL;
+        st->text_fd = -1;
+    }
     return st->m != NULL;
 }
 
@@ -98,6 +107,12 @@ void pipeline_state_free(PipelineState *st)
     hlo_module_free(st->out);
     hlo_module_free(st->m);
     if (st->has_report) report_free(&st->report);
+    if (st->owned_text) {
+        free(st->owned_text);
+        if (st->text_fd >= 0) close(st->text_fd);
+        st->owned_text = NULL;
+        st->text = NULL;
+    }
     st->out = st->m = NULL;
     st->has_report = false;
 }

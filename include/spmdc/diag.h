@@ -45,6 +45,14 @@ void diag_destroy(DiagEngine *d);
  * display path.  Returns its file_id (>= 1). */
 uint32_t diag_add_file(DiagEngine *d, const char *path, const char *text, size_t len);
 const char *diag_file_path(const DiagEngine *d, uint32_t file_id);
+/* The owner of file_id's text is about to free it (a large input, once
+ * parsed, is not kept for the few diagnostics that may follow).  The engine
+ * takes fd, an open descriptor of the regular file the text was read from
+ * (closed by the engine), and re-reads the file's len bytes from it the
+ * first time an excerpt needs them, keeping them until diag_destroy.  A file
+ * that no longer holds len bytes then (or cannot be read) gets no excerpts:
+ * the messages are printed without their source line. */
+void diag_release_text(DiagEngine *d, uint32_t file_id, int fd);
 /* Whether the source line + caret is printed after each message (default on). */
 void diag_set_show_source(DiagEngine *d, bool on);
 void diag_set_error_limit(DiagEngine *d, int limit);

@@ -27,6 +27,11 @@ uint64_t driver_max_input_bytes(void);
  * passes the limit.  NULL after printing `spmdc: error: cannot read PATH:
  * reason` or `spmdc: error: PATH is larger than the input limit ...`. */
 char *driver_read_file(const char *path, size_t *len);
+/* driver_read_file, and in *fd a descriptor of the file, left open, when it
+ * is a regular file (-1 for stdin, a pipe or a device): the caller may free
+ * the text once it is parsed and let the diagnostics re-read it from fd
+ * (PipelineState.owned_text, diag_release_text).  *fd is -1 on failure. */
+char *driver_read_file_fd(const char *path, size_t *len, int *fd);
 /* One output of a run for path ("-" = standard output): data[0..len), or,
  * when emit is set, the text emit(b, ctx) appends to b.  The driver gives
  * emit a buffer that streams into the file (a StrBuf with a sink,

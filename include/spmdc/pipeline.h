@@ -48,6 +48,14 @@ typedef struct PipelineState {
     CommReport report;  /* after partition: its communication report */
     bool has_report;
     struct Explain *explain; /* set by the caller: the partition pass's explain sink (explain.h), or NULL */
+    /* Optional, set by the caller: text (a heap buffer) handed over to the
+     * state, and text_fd, an open descriptor of the regular file it was read
+     * from (driver_read_file_fd), or -1.  With a descriptor the text is freed
+     * as soon as it is parsed (the parse keeps no pointer into it) and the
+     * diagnostics re-read the file if an excerpt needs it
+     * (diag_release_text); else pipeline_state_free frees it. */
+    char *owned_text;
+    int text_fd;
 } PipelineState;
 
 /* One pass: true on success; false after reporting >= 1 error through cx->diag. */

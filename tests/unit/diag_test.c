@@ -4,7 +4,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "spmdc/diag.h"
 
@@ -79,6 +81,49 @@ static void test_hidden_warnings(void **state)
     diag_destroy(d);
 }
 
+/* A text released by its owner (freed at once) is re-read from the file
+ * for the first excerpt that needs it, so the excerpt is the one the text
+ * gave; a file whose size has changed since gets none. */
+static void test_released_text_is_reread(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/spmdc_diag_test_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *src = "HloModule m\n  x = f32[] foo()\n";
+    size_t n = strlen(src);
+    assert_int_equal(write(fd, src, n), (ssize_t)n);
+    SrcSpan sp = {{1, 2, 13}, {1, 2, 15}}; /* 'foo' */
+
+    char *text = malloc(n + 1);
+    memcpy(text, src, n + 1);
+    DiagEngine *d = diag_create(NULL);
+    uint32_t f = diag_add_file(d, "m.hlo", text, n);
+    assert_int_equal(f, 1);
+    diag_release_text(d, f, dup(fd));
+    memset(text, '?', n);
+    free(text);
+    diag_error(d, sp, "unknown opcode '%s'", "foo");
+    diag_warning(d, src_span_at(f, 1, 1), "second");
+    assert_string_equal(diag_text(d), "m.hlo:2:13: error: unknown opcode 'foo'\n"
+                                      "    x = f32[] foo()\n"
+                                      "              ^~~\n"
+                                      "m.hlo:1:1: warning: second\n"
+                                      "  HloModule m\n"
+                                      "  ^\n");
+    diag_destroy(d);
+
+    d = diag_create(NULL);
+    f = diag_add_file(d, "m.hlo", src, n);
+    diag_release_text(d, f, dup(fd));
+    assert_int_equal(ftruncate(fd, 4), 0);
+    diag_error(d, sp, "unknown opcode '%s'", "foo");
+    assert_string_equal(diag_text(d), "m.hlo:2:13: error: unknown opcode 'foo'\n");
+    diag_destroy(d);
+    close(fd);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -87,6 +132,7 @@ int main(void)
         cmocka_unit_test(test_error_limit),
         cmocka_unit_test(test_line_out_of_range_and_last_line),
         cmocka_unit_test(test_hidden_warnings),
+        cmocka_unit_test(test_released_text_is_reread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
