@@ -87,6 +87,8 @@ typedef struct PartModule {
     int32_t reducers[REDUCE_OR + 1][ET_COUNT]; /* output computation, or -1 */
     int64_t next_channel;
     ReshardMemo *memo;          /* reshard_cost of the candidates, for the whole run (in scratch) */
+    struct RuleMemo *rule_memo; /* part_by_rule's decisions by what they read (partition_rule.c; in
+                                   scratch, made on first use) */
     /* shared input attribute sets -> their shared output copies (part_clone;
      * open addressing by address, in scratch) */
     const HloAttrs **attrs_key;

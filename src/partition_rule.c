@@ -893,15 +893,216 @@ bool part_rule_emit(Part *p, const RuleCtx *rc, const RuleChoice *ch)
     return true;
 }
 
+/* ================================================================ decision memo */
+
+/* part_by_rule's decision (the rule, the candidate chosen, or none) is a
+ * function of what part_rule_init and part_rule_choose read: the opcode,
+ * the attributes (a shared set by address; any other set is one
+ * instruction's own), the result's shape and declared tiling, and per
+ * operand its shape, whether it is a constant equal to the identity of a sum
+ * or a product (is_reduce_identity; the other kinds accept any value), and
+ * the tilings of every state it is held in (part_cost weighs them all; the
+ * first is the primary).  Those are written as a key; an equal key gives
+ * the same decision, so a program made of repeated layers decides each kind
+ * of op once and then only emits it.  Not used with the explain sink (it
+ * records every candidate weighed). */
+#define DECISION_KEY_MAX 1024
+#define DECISION_MAX 4096 /* entries kept (each ~1.5 KB); later decisions are made afresh */
+
+typedef struct DecisionKey {
+    uint32_t n;
+    bool over;                     /* did not fit: no memo */
+    uint8_t b[DECISION_KEY_MAX];
+} DecisionKey;
+
+typedef struct Decision {
+    uint64_t hash;
+    uint32_t key_n;
+    const uint8_t *key;
+    bool chosen;                   /* false: the default action (no rule, or no candidate) */
+    RuleCtx rc;                    /* rule arrays and cur in scratch */
+    RuleChoice ch;                 /* want and res in scratch */
+} Decision;
+
+struct RuleMemo {
+    Decision **slot;               /* open addressing, NULL = free, at most half full */
+    uint32_t cap, n;
+};
+
+static void key_put(DecisionKey *k, const void *v, size_t n)
+{
+    if (k->n + n > sizeof k->b) {
+        k->over = true;
+        return;
+    }
+    memcpy(k->b + k->n, v, n);
+    k->n += (uint32_t)n;
+}
+
+/* The fields of t that tiling_equal compares (and perm as it is). */
+static void key_tiling(DecisionKey *k, const Tiling *t)
+{
+    int32_t used = 0;
+    for (int32_t d = 0; d < t->rank; d++)
+        used += t->n[d];
+    uint8_t hdr[8] = {(uint8_t)t->rank, t->kind, (uint8_t)(t->perm & 0xff), (uint8_t)(t->perm >> 8),
+                      (uint8_t)(t->partial & 0xff), (uint8_t)((t->partial >> 8) & 0xff),
+                      (uint8_t)((t->partial >> 16) & 0xff), (uint8_t)(t->partial >> 24)};
+    key_put(k, hdr, sizeof hdr);
+    key_put(k, t->n, (size_t)(t->rank > 0 ? t->rank : 0));
+    key_put(k, t->atoms, (size_t)used);
+}
+
+static void key_shape(DecisionKey *k, const Shape *s)
+{
+    int32_t hdr[2] = {(int32_t)s->type, s->rank};
+    key_put(k, hdr, sizeof hdr);
+    key_put(k, s->dims, sizeof(int64_t) * (size_t)s->rank);
+}
+
+/* The key of instruction i's decision; false when it has none (a tuple, an
+ * operand not yet partitioned, too long). */
+static bool decision_key(Part *p, int32_t i, DecisionKey *k)
+{
+    const HloInst *in = part_in(p, i);
+    k->n = 0;
+    k->over = false;
+    if (!shape_is_array(&in->shape) || p->vals[i].n_leaves != 1)
+        return false;
+    const HloAttrs *a = hlo_attrs(in);
+    int32_t hdr[2] = {(int32_t)in->op, in->n_operands};
+    key_put(k, hdr, sizeof hdr);
+    key_put(k, &a, sizeof a);
+    key_shape(k, &in->shape);
+    key_tiling(k, &part_decl_leaves(p, i)[0]);
+    for (int32_t s = 0; s < in->n_operands; s++) {
+        int32_t v = in->operands[s];
+        const HloInst *vi = part_in(p, v);
+        if (!shape_is_array(&vi->shape) || p->vals[v].n_leaves != 1 || !p->vals[v].states)
+            return false;
+        key_shape(k, &vi->shape);
+        uint8_t id = 0;
+        if (vi->op == HLO_CONSTANT)
+            id = (uint8_t)(1u | (is_reduce_identity(p->in, p->ic, v, REDUCE_SUM) ? 2u : 0u) |
+                           (is_reduce_identity(p->in, p->ic, v, REDUCE_PROD) ? 4u : 0u));
+        key_put(k, &id, 1);
+        for (const VState *st = p->vals[v].states; st; st = st->next)
+            key_tiling(k, &st->leaves[0]);
+        uint8_t end = 0xff; /* no tiling starts with rank 255 */
+        key_put(k, &end, 1);
+    }
+    return !k->over;
+}
+
+static uint64_t key_hash(const DecisionKey *k)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ k->n;
+    uint32_t j = 0;
+    for (; j + 8 <= k->n; j += 8) {
+        uint64_t w;
+        memcpy(&w, k->b + j, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    uint64_t w = 0;
+    memcpy(&w, k->b + j, k->n - j);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 29);
+}
+
+static Decision *decision_find(const struct RuleMemo *m, const DecisionKey *k, uint64_t h, uint32_t *at)
+{
+    uint32_t mask = m->cap - 1, j = (uint32_t)h & mask;
+    for (; m->slot[j]; j = (j + 1) & mask) {
+        const Decision *d = m->slot[j];
+        if (d->hash == h && d->key_n == k->n && memcmp(d->key, k->b, k->n) == 0)
+            return m->slot[j];
+    }
+    *at = j;
+    return NULL;
+}
+
+/* Keeps rc's decision (chosen: ch) under key k (hash h, free slot at). */
+static void decision_add(Part *p, struct RuleMemo *m, const DecisionKey *k, uint64_t h, uint32_t at,
+                         const RuleCtx *rc, const RuleChoice *ch)
+{
+    if (m->n >= DECISION_MAX)
+        return;
+    Decision *d = ARENA_NEW(p->scratch, Decision);
+    d->hash = h;
+    d->key_n = k->n;
+    d->key = arena_memdup(p->scratch, k->b, k->n);
+    d->chosen = ch != NULL;
+    if (ch) {
+        const OpRule *r = &rc->rule;
+        int32_t nt = r->n_in + r->n_out, dims = 0;
+        d->rc = *rc;
+        d->rc.rule.t = arena_memdup(p->scratch, r->t, sizeof(RuleTensor) * (size_t)(nt + 1));
+        for (int32_t t = 0; t < nt; t++)
+            dims += r->t[t].rank;
+        d->rc.rule.dim_start = arena_memdup(p->scratch, r->dim_start, sizeof(int32_t) * (size_t)(dims + 1));
+        d->rc.rule.factor_of = arena_memdup(p->scratch, r->factor_of, (size_t)r->dim_start[dims] + 1);
+        d->rc.cur = arena_memdup(p->scratch, rc->cur, sizeof(Tiling) * (size_t)(nt + 1));
+        d->ch = *ch;
+        d->ch.want = arena_memdup(p->scratch, ch->want, sizeof(Tiling) * (size_t)(r->n_in + 1));
+        d->ch.res = arena_memdup(p->scratch, ch->res, sizeof(Tiling) * (size_t)(r->n_out + 1));
+    }
+    m->slot[at] = d;
+    m->n++;
+    if (2 * m->n <= m->cap)
+        return;
+    uint32_t cap = 2 * m->cap, mask = cap - 1;
+    Decision **slot = ARENA_ARRAY(p->scratch, Decision *, cap);
+    for (uint32_t j = 0; j < m->cap; j++) {
+        if (!m->slot[j])
+            continue;
+        uint32_t x = (uint32_t)m->slot[j]->hash & mask;
+        while (slot[x])
+            x = (x + 1) & mask;
+        slot[x] = m->slot[j];
+    }
+    m->slot = slot;
+    m->cap = cap;
+}
+
 bool part_by_rule(Part *p, int32_t i)
 {
     RuleCtx rc;
     RuleChoice ch;
-    if (!part_rule_init(p, i, &rc))
+    DecisionKey key;
+    struct RuleMemo *m = NULL;
+    uint64_t h = 0;
+    uint32_t at = 0;
+    if (!(p->rep && p->rep->explain) && decision_key(p, i, &key)) {
+        m = p->mod->rule_memo;
+        if (!m) {
+            m = p->mod->rule_memo = ARENA_NEW(p->scratch, struct RuleMemo);
+            m->cap = 256;
+            m->slot = ARENA_ARRAY(p->scratch, Decision *, m->cap);
+        }
+        h = key_hash(&key);
+        const Decision *d = decision_find(m, &key, h, &at);
+        if (d) {
+            if (!d->chosen)
+                return part_default(p, i);
+            rc = d->rc;
+            rc.inst = i;
+            return part_rule_emit(p, &rc, &d->ch);
+        }
+    }
+    if (!part_rule_init(p, i, &rc)) {
+        if (m)
+            decision_add(p, m, &key, h, at, &rc, NULL);
         return part_default(p, i);
+    }
     rc.keep_order = true; /* the cloned op runs the same on any device */
     rc.move_whole = true;
-    if (!part_rule_choose(p, &rc, NULL, NULL, &ch))
+    if (!part_rule_choose(p, &rc, NULL, NULL, &ch)) {
+        if (m)
+            decision_add(p, m, &key, h, at, &rc, NULL);
         return part_default(p, i);
+    }
+    if (m)
+        decision_add(p, m, &key, h, at, &rc, &ch);
     return part_rule_emit(p, &rc, &ch);
 }
