@@ -711,6 +711,88 @@ static const Sharding *leaf_sharding(const Sharding *sh, int32_t leaf)
     return sh;
 }
 
+/* One (sharding, rank) of PartModule.decl_tab: what sharding_to_tiling
+ * makes of it (ok: it fits) and the declared tiling (it, or replicated).
+ * Shardings that convert alike share an entry: no sharding, replicated and
+ * maximal ones; tiled ones by their tile; any other kind by its kind. */
+typedef struct DeclEnt {
+    const Sharding *sh;         /* the first one seen */
+    uint64_t hash;
+    int32_t rank;               /* -1: a free slot */
+    bool ok;
+    Tiling decl;
+} DeclEnt;
+
+static int32_t decl_class(const Sharding *sh)
+{
+    if (!sh || sh->kind == SHARDING_REPLICATED || sh->kind == SHARDING_MAXIMAL)
+        return -1;
+    return (int32_t)sh->kind;
+}
+
+static uint64_t decl_hash(const Sharding *sh, int32_t rank)
+{
+    int32_t cls = decl_class(sh);
+    uint64_t h = ((uint64_t)(uint32_t)cls << 32 | (uint32_t)rank) * 0x9e3779b97f4a7c15ull;
+    if (cls == SHARDING_TILED) {
+        uint64_t w[sizeof(Tiling) / 8];
+        memcpy(w, &sh->tile, sizeof w);
+        for (size_t k = 0; k < sizeof w / sizeof w[0]; k++) {
+            h = (h ^ w[k]) * 0xff51afd7ed558ccdull;
+            h ^= h >> 32;
+        }
+    }
+    return h;
+}
+
+static bool decl_same(const DeclEnt *e, const Sharding *sh, int32_t rank)
+{
+    if (e->rank != rank)
+        return false;
+    if (e->sh == sh)
+        return true;
+    int32_t cls = decl_class(sh);
+    if (decl_class(e->sh) != cls)
+        return false;
+    return cls != SHARDING_TILED || memcmp(&e->sh->tile, &sh->tile, sizeof(Tiling)) == 0;
+}
+
+/* The entry of (sh, rank), made on first use. */
+static const DeclEnt *sharding_tiling(PartModule *pm, const Sharding *sh, int32_t rank)
+{
+    if (2 * (pm->decl_n + 1) > pm->decl_cap) {
+        uint32_t cap = pm->decl_cap ? 2 * pm->decl_cap : 64;
+        DeclEnt *tab = ARENA_ARRAY(pm->scratch, DeclEnt, cap);
+        for (uint32_t k = 0; k < cap; k++)
+            tab[k].rank = -1;
+        for (uint32_t k = 0; k < pm->decl_cap; k++) {
+            if (pm->decl_tab[k].rank < 0)
+                continue;
+            uint32_t j = (uint32_t)pm->decl_tab[k].hash & (cap - 1);
+            while (tab[j].rank >= 0)
+                j = (j + 1) & (cap - 1);
+            tab[j] = pm->decl_tab[k];
+        }
+        pm->decl_tab = tab;
+        pm->decl_cap = cap;
+    }
+    uint32_t mask = pm->decl_cap - 1;
+    uint64_t h = decl_hash(sh, rank);
+    uint32_t j = (uint32_t)h & mask;
+    for (; pm->decl_tab[j].rank >= 0; j = (j + 1) & mask)
+        if (pm->decl_tab[j].hash == h && decl_same(&pm->decl_tab[j], sh, rank))
+            return &pm->decl_tab[j];
+    DeclEnt *e = &pm->decl_tab[j];
+    e->sh = sh;
+    e->hash = h;
+    e->rank = rank;
+    e->ok = sharding_to_tiling(sh, rank, &e->decl);
+    if (!e->ok)
+        tiling_replicated(&e->decl, rank);
+    pm->decl_n++;
+    return e;
+}
+
 /* Writes the declared tiling of every array leaf of shape s (flat order),
  * starting at leaf *k. */
 static void decl_walk(const Shape *s, const Sharding *sh, int32_t *k, int32_t n, Tiling *out)
@@ -732,6 +814,12 @@ const Tiling *part_decl_leaves(const Part *p, int32_t i)
 {
     PVal *pv = &p->vals[i];
     if (!pv->decl) {
+        const HloInst *in = part_in(p, i);
+        if (pv->n_leaves == 1 && !shape_is_tuple(&in->shape) && !pv->manual) {
+            /* one shared copy per (sharding, rank) */
+            pv->decl = &sharding_tiling(p->mod, leaf_sharding(in->sharding, 0), in->shape.rank)->decl;
+            return pv->decl;
+        }
         int32_t n = pv->n_leaves, k = 0;
         Tiling *s = ARENA_ARRAY(p->scratch, Tiling, n ? n : 1);
         decl_walk(&part_in(p, i)->shape, part_in(p, i)->sharding, &k, n, s);
@@ -1289,13 +1377,13 @@ static bool check_leaf(Part *p, const HloInst *in, const Sharding *sh, const Sha
                    "supported yet", in->name, (long long)sh->device);
         return false;
     }
-    Tiling s;
-    if (!ls || !sharding_to_tiling(sh, ls->rank, &s)) {
+    const DeclEnt *e = ls ? sharding_tiling(p->mod, sh, ls->rank) : NULL;
+    if (!e || !e->ok) {
         diag_error(d, in->span, "%s: its sharding does not fit its shape", in->name);
         return false;
     }
     for (int32_t dd = 0; dd < ls->rank; dd++) {
-        if (ls->dims[dd] > INT32_MAX && tiling_dim_n(&s, dd) > 0) {
+        if (ls->dims[dd] > INT32_MAX && tiling_dim_n(&e->decl, dd) > 0) {
             diag_error(d, in->span, "%s: dimension %d is too large to split (more than 2^31-1 elements)", in->name,
                        (int)dd);
             return false;

@@ -41,12 +41,12 @@
 
 typedef struct VState {
     struct VState *next;
-    int32_t local;              /* instruction of the output computation */
     const Tiling *leaves;         /* one per array leaf (scratch) */
-    int32_t origin;             /* input instruction that made it partial, or -1 */
     const char *origin_reason;  /* why it is partial, traced to the annotations ("y: contracting dim 1
                                    of lhs h sharded on 'model' (from the annotation on a, line 34) and
                                    ..."; scratch), or NULL (also when there is no report) */
+    int32_t local;              /* instruction of the output computation */
+    int32_t origin;             /* input instruction that made it partial, or -1 */
 } VState;
 
 typedef struct PVal {
@@ -94,6 +94,11 @@ typedef struct PartModule {
     const HloAttrs **attrs_key;
     HloAttrs **attrs_val;
     uint32_t attrs_cap, attrs_n;
+    /* the tilings of the (leaf) shardings values are declared with, by
+     * (sharding, rank): bind shares equal shardings, so a program has few
+     * (part_sharding_tiling; open addressing, in scratch) */
+    struct DeclEnt *decl_tab;
+    uint32_t decl_cap, decl_n;
     GroupsEnt groups[PART_GROUP_CACHE]; /* part_groups' runs so far */
     int32_t n_groups;
 } PartModule;
