@@ -13,6 +13,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hlo.tab.h"
@@ -26,46 +27,6 @@ size_t ast_scan_read(ScanState *st, char *buf, size_t max)
     memcpy(buf, st->cx->text + st->fed, n);
     st->fed += (uint32_t)n;
     return n;
-}
-
-void ast_scan_advance(ScanState *st, AstLoc *loc, const char *text, size_t len)
-{
-    uint32_t line = st->line, col = st->col;
-    loc->off = st->off;
-    loc->span.begin.file_id = loc->span.end.file_id = st->cx->file_id;
-    loc->span.begin.line = line;
-    loc->span.begin.col = col;
-    st->off += (uint32_t)len;
-    loc->end = st->off;
-    if (len == 0) {
-        loc->span.end = loc->span.begin;
-        return;
-    }
-    /* Every character but the last moves to the next column or line; the
-     * last one is where the span ends.  Characters above '\r' never end a
-     * line (the common case: one compare per character). */
-    const char *src = st->cx->text;
-    size_t src_len = st->cx->len, base = loc->off;
-    for (size_t i = 0; i + 1 < len; i++) {
-        unsigned char c = (unsigned char)text[i];
-        if (c > '\r' || (c != '\n' && (c != '\r' || !diag_is_line_end(src, src_len, base + i)))) {
-            col++;
-        } else {
-            line++;
-            col = 1;
-        }
-    }
-    loc->span.end.line = line;
-    loc->span.end.col = col;
-    unsigned char c = (unsigned char)text[len - 1];
-    if (c > '\r' || (c != '\n' && (c != '\r' || !diag_is_line_end(src, src_len, base + len - 1)))) {
-        col++;
-    } else {
-        line++;
-        col = 1;
-    }
-    st->line = line;
-    st->col = col;
 }
 
 #define KW(w, t) {w, sizeof w - 1, t}
@@ -132,7 +93,7 @@ void ast_scan_error(ScanState *st, const AstLoc *loc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    diag_report(st->cx->diag, DIAG_ERROR, loc->span, fmt, ap);
+    diag_report(st->cx->diag, DIAG_ERROR, ast_span(st->cx, loc), fmt, ap);
     va_end(ap);
 }
 
@@ -257,6 +218,77 @@ bool ast_scan_layout_follows(const ScanState *st)
 }
 
 /* ---------------------------------------------------------------- locations */
+
+void ast_lines_init(ParseCtx *cx)
+{
+    const char *t = cx->text;
+    uint32_t len = cx->len, cap = 1024, n = 1;
+    uint32_t *ls = xmalloc(cap * sizeof *ls);
+    ls[0] = 0;
+    /* Without a '\r' every line ends at a '\n': memchr finds them. */
+    bool has_cr = memchr(t, '\r', len) != NULL;
+    for (uint32_t i = 0; i < len; i++) {
+        if (!has_cr) {
+            const char *nl = memchr(t + i, '\n', len - i);
+            if (!nl) break;
+            i = (uint32_t)(nl - t);
+        } else if (!diag_is_line_end(t, len, i)) {
+            continue;
+        }
+        if (n == cap) {
+            cap *= 2;
+            ls = xrealloc(ls, cap * sizeof *ls);
+        }
+        ls[n++] = i + 1;
+    }
+    cx->line_start = ls;
+    cx->n_lines = n;
+    cx->cur_line = 0;
+}
+
+void ast_lines_free(ParseCtx *cx)
+{
+    free(cx->line_start);
+    cx->line_start = NULL;
+    cx->n_lines = 0;
+}
+
+SrcLoc ast_pos(ParseCtx *cx, uint32_t off)
+{
+    const uint32_t *ls = cx->line_start;
+    uint32_t n = cx->n_lines, k = cx->cur_line;
+    if (ls[k] <= off && (k + 1 == n || ls[k + 1] > off)) {
+        /* the line of the last query */
+    } else if (ls[k] <= off && (k + 2 == n || ls[k + 2] > off)) {
+        k++; /* the next line: text order */
+    } else {
+        uint32_t lo = 0, hi = n; /* the last line start <= off: ls[lo] <= off < ls[hi] */
+        while (hi - lo > 1) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (ls[mid] <= off)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        k = lo;
+    }
+    cx->cur_line = k;
+    return (SrcLoc){cx->file_id, k + 1, off - ls[k] + 1};
+}
+
+SrcSpan ast_span(ParseCtx *cx, const AstLoc *loc)
+{
+    SrcSpan s;
+    if (loc->end > loc->off) {
+        s.begin = ast_pos(cx, loc->off);
+        s.end = ast_pos(cx, loc->end - 1);
+    } else if (loc->off > 0) {
+        s.begin = s.end = ast_pos(cx, loc->off - 1);
+    } else {
+        memset(&s, 0, sizeof s);
+    }
+    return s;
+}
 
 /* ---------------------------------------------------------------- constructors */
 
@@ -537,7 +569,7 @@ static void note_open_bracket(ParseCtx *cx, bool at_eof, const char *unexpected_
         if (open->end <= open->off || want == unexpected_name[1]) open = NULL;
     }
     if (open && open->end > open->off)
-        diag_note(cx->diag, open->span, "'%.*s' opened here is %s", (int)(open->end - open->off),
+        diag_note(cx->diag, ast_span(cx, open), "'%.*s' opened here is %s", (int)(open->end - open->off),
                   cx->text + open->off, at_eof ? "never closed" : "still open");
 }
 
@@ -558,11 +590,11 @@ void ast_syntax_error(ParseCtx *cx, const AstLoc *loc, bool at_eof, const char *
         sb_puts(&b, unexpected_name ? unexpected_name : "token");
     }
     put_expected(&b, expected, n_expected);
-    diag_error(cx->diag, loc->span, "%s", sb_cstr(&b));
+    diag_error(cx->diag, ast_span(cx, loc), "%s", sb_cstr(&b));
     note_open_bracket(cx, at_eof, unexpected_name);
     if (!at_eof && unexpected_name && strcmp(unexpected_name, "attribute name") == 0 &&
         (has_name(expected, n_expected, "identifier") || has_name(expected, n_expected, "'='")))
-        diag_note(cx->diag, loc->span, "'name=' reads as an attribute name; an instruction needs a space "
+        diag_note(cx->diag, ast_span(cx, loc), "'name=' reads as an attribute name; an instruction needs a space "
                                        "before '=' ('name = ...')");
     sb_free(&b);
 }
@@ -575,7 +607,7 @@ void ast_bad_inst_name(ParseCtx *cx, const AstLoc *loc)
         cx->bad_name[cx->n_bad_names].s = s;
         cx->bad_name[cx->n_bad_names++].n = (uint32_t)n;
     }
-    diag_error(cx->diag, loc->span, "'%.*s' is an element type and cannot name an instruction; rename it, e.g. "
+    diag_error(cx->diag, ast_span(cx, loc), "'%.*s' is an element type and cannot name an instruction; rename it, e.g. "
                "'%.*s_'", n, s, n, s);
 }
 
@@ -583,9 +615,9 @@ void hlo_yyerror(AstLoc *loc, void *scanner, ParseCtx *cx, const char *msg)
 {
     (void)scanner;
     if (strcmp(msg, "memory exhausted") == 0)
-        diag_error(cx->diag, loc->span, "input nested too deeply (parser stack exhausted)");
+        diag_error(cx->diag, ast_span(cx, loc), "input nested too deeply (parser stack exhausted)");
     else
-        diag_error(cx->diag, loc->span, "%s", msg);
+        diag_error(cx->diag, ast_span(cx, loc), "%s", msg);
 }
 
 /* ---------------------------------------------------------------- tree access */

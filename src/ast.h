@@ -8,9 +8,11 @@
  * is the group {elem[ATTR(devices)=[2,2], 0], elem[1], elem[2],
  * elem[3, last_tile_dim_replicate]} and parse.c interprets it.
  *
- * Every node carries an AstLoc: the SrcSpan for diagnostics plus the byte
- * offsets [off, end) into the source text, so verbatim attribute text and
- * layout tails can be sliced out of the input exactly as written.
+ * Every node carries an AstLoc: the byte offsets [off, end) into the source
+ * text, so verbatim attribute text and layout tails can be sliced out of the
+ * input exactly as written.  Line and column are worked out from the offsets
+ * only where a span is needed (ast_span: a diagnostic, an instruction's
+ * span in the IR), so the parser stack carries 8 bytes per symbol.
  *
  * Nodes live in the parse arena (ParseCtx.arena), which is reset after each
  * hand-over to the sink (header, computation head, instruction, computation
@@ -28,9 +30,10 @@
 #include "spmdc/diag.h"
 #include "spmdc/shape.h"
 
-/* Location of a token or node: span for messages, [off, end) bytes. */
+/* Location of a token or node: the bytes [off, end) of the source text.
+ * An empty location (off == end, an empty grammar rule) stands for the
+ * last byte before it (ast_span). */
 typedef struct AstLoc {
-    SrcSpan span;
     uint32_t off, end;
 } AstLoc;
 
@@ -200,6 +203,12 @@ typedef struct ParseCtx {
      * in the cache. */
     const uint64_t *name_slot;
     uint32_t name_mask;
+    /* Line starts of text (ast_lines_init): line_start[k] is the offset of
+     * line k + 1's first byte; cur_line is where the last ast_pos query
+     * ended, so queries in text order cost O(1). */
+    uint32_t *line_start;
+    uint32_t n_lines;
+    uint32_t cur_line;
 } ParseCtx;
 
 #define AST_MAX_NESTING 200
@@ -207,7 +216,6 @@ typedef struct ParseCtx {
 /* Scanner state (flex extra): position, context for the `{` rules. */
 typedef struct ScanState {
     ParseCtx *cx;
-    uint32_t line, col;    /* of the next character */
     uint32_t off;          /* byte offset of the next character */
     uint32_t fed;          /* bytes of cx->text handed to flex so far (ast_scan_read) */
     int last_tok;          /* kind of the last token returned */
@@ -241,8 +249,13 @@ static inline void ast_scan_name(const ScanState *st, AstTok t)
 /* Flex's YY_INPUT: copies the next at most max bytes of cx->text into buf;
  * returns the count, 0 at the end. */
 size_t ast_scan_read(ScanState *st, char *buf, size_t max);
-/* Fills *loc for the matched text and advances line/col/off past it. */
-void ast_scan_advance(ScanState *st, AstLoc *loc, const char *text, size_t len);
+/* Fills *loc for the matched text (len bytes) and advances off past it. */
+static inline void ast_scan_advance(ScanState *st, AstLoc *loc, size_t len)
+{
+    loc->off = st->off;
+    st->off += (uint32_t)len;
+    loc->end = st->off;
+}
 /* Token kind of a bare word (keyword, element type or IDENT); at bracket
  * depth 0 the stack frame section names are SECTION.  For PRIMTYPE, tok->i
  * is set to the ElemType. */
@@ -271,8 +284,6 @@ AstTok ast_tok_at(const ScanState *st, const AstLoc *loc, uint32_t skip_front, u
 static inline AstLoc ast_loc_join(const AstLoc *a, const AstLoc *b)
 {
     AstLoc l;
-    l.span.begin = a->span.begin;
-    l.span.end = b->span.end;
     l.off = a->off;
     l.end = b->end > a->off ? b->end : a->end;
     return l;
@@ -282,7 +293,6 @@ static inline AstLoc ast_loc_join(const AstLoc *a, const AstLoc *b)
 static inline AstLoc ast_loc_empty(const AstLoc *prev)
 {
     AstLoc l;
-    l.span.begin = l.span.end = prev->span.end;
     l.off = l.end = prev->end;
     return l;
 }
@@ -291,12 +301,24 @@ static inline AstLoc ast_loc_empty(const AstLoc *prev)
 static inline AstLoc ast_loc_between(const AstLoc *a, const AstLoc *b)
 {
     AstLoc l;
-    l.span.begin = a->span.end;
-    l.span.end = b->span.begin;
     l.off = a->end;
     l.end = b->off >= a->end ? b->off : a->end;
     return l;
 }
+
+/* ------------------------------------------------------------ line and column */
+
+/* Indexes the line starts of cx->text (lines end as diag_is_line_end
+ * says); cx->line_start is malloc'd, freed by ast_lines_free. */
+void ast_lines_init(ParseCtx *cx);
+void ast_lines_free(ParseCtx *cx);
+/* Line and byte column (1-based) of byte off (off == len: just past the
+ * end).  O(1) when queries come in text order, O(log lines) otherwise. */
+SrcLoc ast_pos(ParseCtx *cx, uint32_t off);
+/* The span of loc for a diagnostic or the IR: its first to its last byte;
+ * an empty location is the byte before it (the end of what precedes an
+ * empty grammar rule); the empty location at offset 0 has no position. */
+SrcSpan ast_span(ParseCtx *cx, const AstLoc *loc);
 AstVal *ast_tok_val(ParseCtx *cx, AstValKind kind, AstTok t, const AstLoc *loc);
 AstVal *ast_punct(ParseCtx *cx, AstPunct p, const AstLoc *loc);
 AstVal *ast_attr(ParseCtx *cx, AstTok name, AstVal *value, const AstLoc *loc);

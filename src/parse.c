@@ -36,7 +36,7 @@ bool parse_err(Lower *lw, const AstLoc *loc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    diag_report(lw->diag, DIAG_ERROR, loc->span, fmt, ap);
+    diag_report(lw->diag, DIAG_ERROR, ast_span(lw->cx, loc), fmt, ap);
     va_end(ap);
     lw->n_errors++;
     return false;
@@ -46,7 +46,7 @@ void parse_note(Lower *lw, const AstLoc *loc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    diag_report(lw->diag, DIAG_NOTE, loc->span, fmt, ap);
+    diag_report(lw->diag, DIAG_NOTE, ast_span(lw->cx, loc), fmt, ap);
     va_end(ap);
 }
 
@@ -215,18 +215,15 @@ static void inst_name_add(Lower *lw, AstTok name, int32_t idx, const AstLoc *loc
         for (uint32_t k = 0; k < t->n; k++) inst_name_slot(t, t->ents[k].hash, k);
     }
     uint32_t h = ast_name_hash(name.s, name.n);
-    t->ents[t->n] = (InstName){loc->off, loc->end - loc->off, name.n, h, idx, loc->span.begin.line,
-                               loc->span.begin.col};
+    t->ents[t->n] = (InstName){loc->off, loc->end - loc->off, name.n, h, idx};
     inst_name_slot(t, h, t->n);
     t->n++;
 }
 
 /* The location of a name's definition. */
-static AstLoc inst_name_loc(const Lower *lw, const InstName *e)
+static AstLoc inst_name_loc(const InstName *e)
 {
     AstLoc l;
-    l.span.begin = (SrcLoc){lw->cx->file_id, e->line, e->col};
-    l.span.end = (SrcLoc){lw->cx->file_id, e->line, e->col + e->width - 1};
     l.off = e->off;
     l.end = e->off + e->width;
     return l;
@@ -263,7 +260,7 @@ static bool lower_operand(Lower *lw, int32_t ci, const AstVal *e, int32_t *out)
     if (!shape_equal(&decl, def)) {
         parse_err(lw, &ty->loc, "operand '%.*s' is written with shape %s but is defined as %s", TOKF(nm->t),
                   parse_shape_str(lw, &decl), parse_shape_str(lw, def));
-        AstLoc dl = inst_name_loc(lw, d);
+        AstLoc dl = inst_name_loc(d);
         parse_note(lw, &dl, "'%.*s' is defined here", TOKF(nm->t));
         return false;
     }
@@ -335,7 +332,7 @@ static void name_inst(Lower *lw, const AstInst *ai, int32_t idx)
     if (e) {
         parse_err(lw, &ai->name_loc, "duplicate instruction name '%.*s' in computation '%.*s'", TOKF(ai->name),
                   TOKF(lw->cur_comp_name));
-        AstLoc el = inst_name_loc(lw, e);
+        AstLoc el = inst_name_loc(e);
         parse_note(lw, &el, "'%.*s' is first defined here", TOKF(ai->name));
     } else {
         inst_name_add(lw, ai->name, idx, &ai->name_loc);
@@ -381,7 +378,7 @@ static void lower_inst(Lower *lw, const AstInst *ai)
     int32_t got = hlo_add_inst(lw->m, ci, oe ? op : HLO_PARAMETER, ast_tok_str(lw->tmp, ai->name), &shape, ops, n);
     SPMDC_ASSERT(got == idx);
     HloInst *in = hlo_inst(lw->m, ci, got);
-    in->span = ai->loc.span;
+    in->span = ast_span(lw->cx, &ai->loc);
     in->sharding_src = out.sharding;
     in->param_number = out.param_number;
     if (out.any_attr) hlo_set_attrs(lw->m, in, &out.attrs);
@@ -464,14 +461,14 @@ static void keep_signature(Lower *lw, const AstCompHead *h)
     for (const AstParam *p = h->params; p; p = p->next) lw->n_params++;
     int32_t n = lw->n_params ? lw->n_params : 1;
     lw->param_shape = ARENA_ARRAY(lw->comp_arena, int32_t, n);
-    lw->param_locs = ARENA_ARRAY(lw->comp_arena, ParamLoc, n);
+    lw->param_locs = ARENA_ARRAY(lw->comp_arena, AstLoc, n);
     Arena *saved = lw->tmp;
     lw->tmp = lw->comp_arena; /* tuple elements must outlive this call */
     int32_t k = 0;
     for (const AstParam *p = h->params; p; p = p->next, k++) {
         Shape s;
         lw->param_shape[k] = lower_shape(lw, p->shape, &s) ? sig_shape_id(lw, &s) : -1;
-        lw->param_locs[k] = (ParamLoc){p->loc.span.begin.line, p->loc.span.begin.col, p->loc.end - p->loc.off};
+        lw->param_locs[k] = p->loc;
     }
     lw->result_ok = lower_shape(lw, h->result, &lw->result);
     lw->result_loc = h->result->loc;
@@ -492,9 +489,7 @@ static void check_signature(Lower *lw)
         if (k >= lw->n_params || lw->param_shape[k] < 0) continue;
         const Shape *decl = &lw->sig_shapes[lw->param_shape[k]];
         if (shape_equal(decl, &in->shape)) continue;
-        const ParamLoc *pl = &lw->param_locs[k];
-        SrcSpan span = {{lw->cx->file_id, pl->line, pl->col}, {lw->cx->file_id, pl->line, pl->col + pl->width - 1}};
-        diag_warning(lw->diag, span,
+        diag_warning(lw->diag, ast_span(lw->cx, &lw->param_locs[k]),
                      "the signature declares parameter %lld as %s but '%s' is %s; '%s' keeps its own shape (XLA's "
                      "parser ignores the parameter list too)",
                      (long long)k, parse_shape_str(lw, decl), in->name, parse_shape_str(lw, &in->shape), in->name);
@@ -541,7 +536,7 @@ static void report_pending_ops(Lower *lw)
         const InstName *d = inst_name_find(lw, p->name.s, p->name.n);
         if (d) {
             parse_err(lw, &p->loc, "operand '%.*s' is used before its definition", TOKF(p->name));
-            AstLoc dl = inst_name_loc(lw, d);
+            AstLoc dl = inst_name_loc(d);
             parse_note(lw, &dl, "'%.*s' is defined here", TOKF(p->name));
         } else {
             parse_err(lw, &p->loc, "undefined operand '%.*s': no instruction of that name in computation '%.*s'",
@@ -571,7 +566,7 @@ static void on_header(void *data, AstTok name, const AstLoc *name_loc, const Ast
     lw->module_name = name;
     lw->module_name_loc = *name_loc;
     ensure_module(lw, ast_tok_str(lw->tmp, name));
-    lw->m->span = name_loc->span;
+    lw->m->span = ast_span(lw->cx, name_loc);
     int32_t n_all = ast_count(attrs), n_raw = 0, k = 0;
     const AstVal **raw = n_all ? ARENA_ARRAY(lw->tmp, const AstVal *, n_all) : NULL;
     const AstVal **all = n_all ? ARENA_ARRAY(lw->tmp, const AstVal *, n_all) : NULL;
@@ -641,7 +636,8 @@ static void on_comp_end(void *data, const AstLoc *close, const AstVal *attrs)
     if (!lowering(lw)) return;
     HloComputation *c = hlo_comp(lw->m, lw->cur_comp);
     c->root = lw->root >= 0 ? lw->root : c->n_insts - 1;
-    c->span = ast_loc_join(&lw->comp_start, close).span;
+    AstLoc whole = ast_loc_join(&lw->comp_start, close);
+    c->span = ast_span(lw->cx, &whole);
     report_pending_ops(lw);
     if (c->n_insts == 0)
         parse_err(lw, &lw->comp_start, "computation '%.*s' has no instructions", TOKF(lw->cur_comp_name));
@@ -721,7 +717,6 @@ static void run_parser(ParseCtx *cx, Lower *lw, bool fast)
     ScanState st;
     memset(&st, 0, sizeof st);
     st.cx = cx;
-    st.line = st.col = 1;
     cx->scan = &st;
     yyscan_t scanner;
     if (hlo_yylex_init_extra(&st, &scanner) != 0) spmdc_oom();
@@ -729,14 +724,18 @@ static void run_parser(ParseCtx *cx, Lower *lw, bool fast)
     hlo_yylex_destroy(scanner);
     cx->scan = NULL;
     if (rc != 0 && diag_error_count(cx->diag) == lw->base_errors)
-        diag_error(cx->diag, src_span_at(cx->file_id, st.line, st.col), "could not parse the input");
+    {
+        SrcLoc at = ast_pos(cx, st.off);
+        diag_error(cx->diag, src_span_at(cx->file_id, at.line, at.col), "could not parse the input");
+    }
 }
 
 /* One parse and lowering of the whole input; NULL if it reported an error. */
 static HloModule *parse_once(const char *text, size_t len, uint32_t file_id, DiagEngine *diag, bool fast)
 {
     int base = diag_error_count(diag);
-    ParseCtx cx = {arena_create(), arena_create(), diag, file_id, text, (uint32_t)len, NULL, NULL, {{NULL, 0}}, 0, NULL, 0};
+    ParseCtx cx = {arena_create(), arena_create(), diag, file_id, text, (uint32_t)len, NULL, NULL, {{NULL, 0}}, 0, NULL, 0,
+                   NULL, 0, 0};
     Lower lw;
     memset(&lw, 0, sizeof lw);
     lw.cx = &cx;
@@ -750,8 +749,10 @@ static HloModule *parse_once(const char *text, size_t len, uint32_t file_id, Dia
     sink.data = &lw;
     cx.sink = &sink;
     build_tables(&lw);
+    ast_lines_init(&cx);
     run_parser(&cx, &lw, fast);
     if (lowering(&lw)) finish_module(&lw);
+    ast_lines_free(&cx);
     arena_destroy(lw.comp_arena);
     arena_destroy(cx.keep);
     arena_destroy(cx.arena);

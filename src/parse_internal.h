@@ -32,16 +32,14 @@ typedef struct NameEnt {
  * open addressing over a flat array of (32-bit hash, entry) slots at most
  * half full, entries in a flat array in definition order (both in
  * comp_arena), so a lookup touches one or two slots and one entry rather
- * than a chain of scattered hash nodes.  An entry is 28 bytes: the name is
- * found in the source text by offset, and its location is kept as line,
- * column and width (a name is one token on one line). */
+ * than a chain of scattered hash nodes.  An entry is 20 bytes: the name is
+ * found in the source text by offset, which is also its location. */
 typedef struct InstName {
     uint32_t off;           /* the name token in the source text (with any '%') */
     uint32_t width;         /* its bytes; the name itself is the last len of them */
     uint32_t len;
     uint32_t hash;          /* ast_name_hash of the name */
     int32_t idx;            /* instruction index */
-    uint32_t line, col;     /* of the token's first character */
 } InstName;
 
 typedef struct InstNames {
@@ -51,11 +49,6 @@ typedef struct InstNames {
     InstName *ents;         /* [cap_ents] */
     uint32_t cap_ents;
 } InstNames;
-
-/* Where a parameter of a signature is written (`p:`, one token on one line). */
-typedef struct ParamLoc {
-    uint32_t line, col, width;
-} ParamLoc;
 
 /* A fixed set of spellings (opcodes, attribute names) -> index: open
  * addressing over a flat array at most a quarter full, hashed with
@@ -137,7 +130,7 @@ typedef struct Lower {
     bool has_sig;
     int32_t n_params;
     int32_t *param_shape;   /* signature: per parameter an index into sig_shapes, -1 after an error */
-    ParamLoc *param_locs;
+    AstLoc *param_locs;     /* signature: where each parameter (`p:`) is written */
     Shape *sig_shapes;      /* the distinct shapes of the signature (arrays without a layout tail
                                are shared: a 1M-instruction module's 400k parameters have 3) */
     int32_t n_sig_shapes, cap_sig_shapes;

@@ -233,7 +233,7 @@ static bool sh_axis_ref(Lower *lw, const AstVal *e, ShardingSyntax *s, AxisUse *
     if (a < 0) return parse_err(lw, &p->loc, "axis '%.*s' is not in the sharding's mesh", TOKF(p->t));
     memset(out, 0, sizeof *out);
     out->name = s->mesh_axis_names[a];
-    out->span = e->loc.span;
+    out->span = ast_span(lw->cx, &e->loc);
     if (sub) {
         if (!parse_int_of(lw, elem_single(pre->child), "sub-axis", &out->pre_size) ||
             !parse_int_of(lw, size, "sub-axis", &out->size))
@@ -414,7 +414,7 @@ static bool sh_named(Lower *lw, const ShItems *its, ShardingSyntax *s)
 static bool sh_single(Lower *lw, const AstVal *v, ShardingSyntax *s)
 {
     memset(s, 0, sizeof *s);
-    s->span = v->loc.span;
+    s->span = ast_span(lw->cx, &v->loc);
     ShItems its = sh_flatten(lw, v);
     if (its.n == 0) return parse_err(lw, &v->loc, "empty sharding '{}' inside a tuple sharding");
     const AstVal *first = its.it[0].v;
@@ -433,7 +433,7 @@ const ShardingSyntax *parse_lower_sharding(Lower *lw, const AstVal *attr, const 
     const AstVal *first = v->child ? v->child->child : NULL;
     if (first && !is_group(first, AV_BRACE)) return sh_single(lw, v, s) ? s : NULL;
     s->kind = SSYN_TUPLE;
-    s->span = v->loc.span;
+    s->span = ast_span(lw->cx, &v->loc);
     s->n_elems = ast_count(v->child);
     s->elems = ARENA_ARRAY(lw->m->syntax_arena, ShardingSyntax, s->n_elems ? s->n_elems : 1);
     int32_t k = 0;

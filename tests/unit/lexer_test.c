@@ -56,6 +56,7 @@ typedef struct Lexed {
     Arena *arena, *keep;
     AstTok last;      /* value of the last token */
     AstLoc locs[64];  /* locations of the first 64 tokens */
+    SrcSpan spans[64]; /* and their line:col spans (ast_span) */
     int n;
 } Lexed;
 
@@ -68,11 +69,12 @@ static void lex(Lexed *lx, const char *text)
     uint32_t fid = diag_add_file(lx->diag, "t.hlo", text, len);
     lx->arena = arena_create();
     lx->keep = arena_create();
-    ParseCtx cx = {lx->arena, lx->keep, lx->diag, fid, text, (uint32_t)len, NULL, NULL, {{NULL, 0}}, 0, NULL, 0};
+    ParseCtx cx = {lx->arena, lx->keep, lx->diag, fid, text, (uint32_t)len, NULL, NULL, {{NULL, 0}}, 0, NULL, 0,
+                   NULL, 0, 0};
+    ast_lines_init(&cx);
     ScanState st;
     memset(&st, 0, sizeof st);
     st.cx = &cx;
-    st.line = st.col = 1;
     yyscan_t sc;
     assert_int_equal(hlo_yylex_init_extra(&st, &sc), 0);
     hlo_yy_scan_bytes(text, (int)len, sc);
@@ -83,7 +85,10 @@ static void lex(Lexed *lx, const char *text)
         memset(&loc, 0, sizeof loc);
         int tok = hlo_yylex(&v, &loc, sc);
         if (tok == TOK_YYEOF) break;
-        if (lx->n < 64) lx->locs[lx->n] = loc;
+        if (lx->n < 64) {
+            lx->locs[lx->n] = loc;
+            lx->spans[lx->n] = ast_span(&cx, &loc);
+        }
         lx->n++;
         if (lx->out.len) sb_putc(&lx->out, ' ');
         const char *name = NULL;
@@ -99,6 +104,7 @@ static void lex(Lexed *lx, const char *text)
         }
     }
     hlo_yylex_destroy(sc);
+    ast_lines_free(&cx);
 }
 
 static void lexed_free(Lexed *lx)
@@ -281,17 +287,17 @@ static void test_locations(void **state)
     lex(&lx, "HloModule m\n  %x = f32[]\t{\n\"a\nb\" z");
     assert_string_equal(sb_cstr(&lx.out),
                         "HloModule IDENT(m) NAME_PCT(x) '=' PRIMTYPE(f32) '[' ']' '{' STRING(a\nb) IDENT(z)");
-    assert_int_equal(lx.locs[2].span.begin.line, 2); /* %x */
-    assert_int_equal(lx.locs[2].span.begin.col, 3);
-    assert_int_equal(lx.locs[2].span.end.col, 4);
+    assert_int_equal(lx.spans[2].begin.line, 2); /* %x */
+    assert_int_equal(lx.spans[2].begin.col, 3);
+    assert_int_equal(lx.spans[2].end.col, 4);
     assert_int_equal(lx.locs[2].off, 14);
     assert_int_equal(lx.locs[2].end, 16);
-    assert_int_equal(lx.locs[7].span.begin.col, 14); /* '{' after a tab: byte columns */
-    assert_int_equal(lx.locs[8].span.begin.line, 3); /* the string spans two lines */
-    assert_int_equal(lx.locs[8].span.end.line, 4);
-    assert_int_equal(lx.locs[8].span.end.col, 2);
-    assert_int_equal(lx.locs[9].span.begin.line, 4);
-    assert_int_equal(lx.locs[9].span.begin.col, 4);
+    assert_int_equal(lx.spans[7].begin.col, 14); /* '{' after a tab: byte columns */
+    assert_int_equal(lx.spans[8].begin.line, 3); /* the string spans two lines */
+    assert_int_equal(lx.spans[8].end.line, 4);
+    assert_int_equal(lx.spans[8].end.col, 2);
+    assert_int_equal(lx.spans[9].begin.line, 4);
+    assert_int_equal(lx.spans[9].begin.col, 4);
     lexed_free(&lx);
 }
 
