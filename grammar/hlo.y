@@ -97,11 +97,11 @@ int hlo_yylex(AstSemVal *lval, AstLoc *lloc, void *scanner);
 %token LAYOUT_LBRACE "layout '{'"
 %token SECTION "stack frame section"
 
-%type <tok> name word
+%type <tok> name
 %type <flag> opt_entry opt_root
-%type <val> prim cont group attr dim operands
-%type <list> value elem elems elems1 header_attrs inst_attrs comp_attrs dims dims1 ints ints1
-%type <shape> shape array_shape opt_shape
+%type <val> prim cont group attr operands
+%type <list> elems1 header_attrs inst_attrs comp_attrs dims1 ints1
+%type <shape> shape array_shape tuple_shape
 %type <shapes> shapes shapes1
 %type <layout> opt_layout
 %type <inst> inst
@@ -185,9 +185,16 @@ insts
 
 /* An element type where the name goes (`s1 = f32[17] ...`, rejected by
  * XLA's parser too) is one error; the rest of the instruction still parses,
- * so no second error cascades from it. */
+ * so no second error cascades from it.  The hot rules below spell out
+ * their alternatives (no shape / array / tuple shape; empty or not) rather
+ * than going through unit and empty rules: every reduction saved is saved
+ * for each of a module's instructions. */
 inst
-    : opt_root name '=' opt_shape IDENT operands inst_attrs
+    : opt_root name '=' IDENT operands inst_attrs
+        { $$ = ast_inst(cx, $1, &@1, $2, &@2, NULL, $4, &@4, $5, $6, $1 ? &@1 : &@2, &@$); }
+    | opt_root name '=' array_shape IDENT operands inst_attrs
+        { $$ = ast_inst(cx, $1, &@1, $2, &@2, $4, $5, &@5, $6, $7, $1 ? &@1 : &@2, &@$); }
+    | opt_root name '=' tuple_shape IDENT operands inst_attrs
         { $$ = ast_inst(cx, $1, &@1, $2, &@2, $4, $5, &@5, $6, $7, $1 ? &@1 : &@2, &@$); }
     | opt_root TYPE_AS_NAME '=' opt_shape IDENT operands inst_attrs
         { (void)$2; ast_bad_inst_name(cx, &@2); $$ = NULL; }
@@ -199,12 +206,13 @@ opt_root
     ;
 
 opt_shape
-    : %empty                                { $$ = NULL; }
-    | shape
+    : %empty
+    | shape                                 { (void)$1; }
     ;
 
 operands
-    : '(' elems ')'                         { $$ = ast_group(cx, AV_PAREN, $2, &@$); }
+    : '(' ')'                               { $$ = ast_group(cx, AV_PAREN, (AstList){0}, &@$); }
+    | '(' elems1 ')'                        { $$ = ast_group(cx, AV_PAREN, $2, &@$); }
     ;
 
 inst_attrs
@@ -216,7 +224,11 @@ inst_attrs
 
 shape
     : array_shape
-    | '(' shapes ')'                        { $$ = ast_tuple_shape(cx, $2, &@$); }
+    | tuple_shape
+    ;
+
+tuple_shape
+    : '(' shapes ')'                        { $$ = ast_tuple_shape(cx, $2, &@$); }
     ;
 
 shapes
@@ -230,34 +242,27 @@ shapes1
     ;
 
 array_shape
-    : PRIMTYPE '[' dims ']' opt_layout      { $$ = ast_array_shape(cx, $1, $3, $5, &@$); }
+    : PRIMTYPE '[' ']' opt_layout           { $$ = ast_array_shape(cx, $1, (AstList){0}, $4, &@$); }
+    | PRIMTYPE '[' dims1 ']' opt_layout     { $$ = ast_array_shape(cx, $1, $3, $5, &@$); }
     ;
 
-dims
-    : %empty                                { $$ = (AstList){0}; }
-    | dims1
-    ;
-
+/* Dims: `N`, `<=N` (bounded) or `?` (unbounded). */
 dims1
-    : dim                                   { $$ = ast_list1($1); }
-    | dims1 ',' dim                         { $$ = ast_list_add($1, $3); }
-    ;
-
-dim
-    : INT                                   { $$ = ast_dim(cx, $1, 0, &@$); }
-    | LE INT                                { $$ = ast_dim(cx, $2, AVF_BOUNDED, &@$); }
-    | '?'                                   { $$ = ast_dim(cx, (AstTok){0}, AVF_UNBOUNDED, &@$); }
+    : INT                                   { $$ = ast_list1(ast_dim(cx, $1, 0, &@1)); }
+    | LE INT                                { $$ = ast_list1(ast_dim(cx, $2, AVF_BOUNDED, &@$)); }
+    | '?'                                   { $$ = ast_list1(ast_dim(cx, (AstTok){0}, AVF_UNBOUNDED, &@1)); }
+    | dims1 ',' INT                         { $$ = ast_list_add($1, ast_dim(cx, $3, 0, &@3)); }
+    | dims1 ',' LE INT                      { AstLoc l = ast_loc_join(&@3, &@4);
+                                              $$ = ast_list_add($1, ast_dim(cx, $4, AVF_BOUNDED, &l)); }
+    | dims1 ',' '?'                         { $$ = ast_list_add($1, ast_dim(cx, (AstTok){0}, AVF_UNBOUNDED, &@3)); }
     ;
 
 opt_layout
     : %empty                                { $$ = NULL; }
-    | LAYOUT_LBRACE ints '}'                { $$ = ast_layout(cx, $2, NULL, &@$); }
-    | LAYOUT_LBRACE ints ':' tail '}'       { AstLoc t = ast_loc_between(&@3, &@5); $$ = ast_layout(cx, $2, &t, &@$); }
-    ;
-
-ints
-    : %empty                                { $$ = (AstList){0}; }
-    | ints1
+    | LAYOUT_LBRACE '}'                     { $$ = ast_layout(cx, (AstList){0}, NULL, &@$); }
+    | LAYOUT_LBRACE ints1 '}'               { $$ = ast_layout(cx, $2, NULL, &@$); }
+    | LAYOUT_LBRACE ':' tail '}'            { AstLoc t = ast_loc_between(&@2, &@4); $$ = ast_layout(cx, (AstList){0}, &t, &@$); }
+    | LAYOUT_LBRACE ints1 ':' tail '}'      { AstLoc t = ast_loc_between(&@3, &@5); $$ = ast_layout(cx, $2, &t, &@$); }
     ;
 
 ints1
@@ -272,7 +277,9 @@ tail
     ;
 
 tail_tok
-    : word {} | INT {} | PRIMTYPE {} | ',' | ':' | '*' | '#' | '+' | '~' | '[' | ']' | '?'
+    : IDENT {} | KW_TRUE {} | KW_FALSE {} | KW_INF {} | KW_MAXIMAL {} | KW_REPLICATED {} | KW_MANUAL {}
+    | KW_UNKNOWN {} | KW_UNREDUCED {} | KW_LAST_TILE_DIM_REPLICATE {} | KW_SHARD_AS {} | KW_SHARD_LIKE {}
+    | INT {} | PRIMTYPE {} | ',' | ':' | '*' | '#' | '+' | '~' | '[' | ']' | '?'
     | '(' tail ')'
     | TPAREN tail ')'
     | '{' tail '}'
@@ -281,19 +288,48 @@ tail_tok
 
 /* ---------------------------------------------------------------- attribute values */
 
+/* `name=value`: the first prim, then only prims that cannot start an
+ * instruction (cont). */
 attr
-    : ATTRNAME value                        { $$ = ast_attr(cx, $1, $2.head, &@$); }
+    : ATTRNAME prim                         { $$ = ast_attr(cx, $1, $2, &@$); }
+    | attr cont                             { $$ = ast_attr_add($1, $2); }
     ;
 
-/* Top level: the first prim, then only prims that cannot start an instruction. */
-value
-    : prim                                  { $$ = ast_list1($1); }
-    | value cont                            { $$ = ast_list_add($1, $2); }
-    ;
-
+/* Every cont, spelled out again (no unit reduction per prim), and the
+ * prims that may start an instruction. */
 prim
-    : cont
-    | word                                  { $$ = ast_tok_val(cx, AV_WORD, $1, &@1); }
+    : INT                                   { $$ = ast_tok_val(cx, AV_INT, $1, &@1); }
+    | DECIMAL                               { $$ = ast_tok_val(cx, AV_DECIMAL, $1, &@1); }
+    | NAN                                   { $$ = ast_tok_val(cx, AV_NAN, $1, &@1); }
+    | NEGINF                                { $$ = ast_tok_val(cx, AV_NEGINF, $1, &@1); }
+    | STRING                                { $$ = ast_tok_val(cx, AV_STRING, $1, &@1); }
+    | BLOB                                  { $$ = ast_tok_val(cx, AV_BLOB, $1, &@1); }
+    | DXD                                   { $$ = ast_tok_val(cx, AV_DXD, $1, &@1); }
+    | PAD                                   { $$ = ast_tok_val(cx, AV_PAD, $1, &@1); }
+    | DIMLABELS                             { $$ = ast_tok_val(cx, AV_DIMLABELS, $1, &@1); }
+    | LE                                    { $$ = ast_punct(cx, AP_LE, &@1); }
+    | ARROW                                 { $$ = ast_punct(cx, AP_ARROW, &@1); }
+    | ':'                                   { $$ = ast_punct(cx, AP_COLON, &@1); }
+    | '?'                                   { $$ = ast_punct(cx, AP_QUESTION, &@1); }
+    | ELLIPSIS                              { $$ = ast_punct(cx, AP_ELLIPSIS, &@1); }
+    | '*'                                   { $$ = ast_punct(cx, AP_STAR, &@1); }
+    | '#'                                   { $$ = ast_punct(cx, AP_HASH, &@1); }
+    | '+'                                   { $$ = ast_punct(cx, AP_PLUS, &@1); }
+    | '~'                                   { $$ = ast_punct(cx, AP_TILDE, &@1); }
+    | group
+    | array_shape                           { $$ = ast_shape_val(cx, $1); }
+    | IDENT                                 { $$ = ast_tok_val(cx, AV_WORD, $1, &@1); }
+    | KW_TRUE                               { $$ = ast_tok_val(cx, AV_WORD, $1, &@1); }
+    | KW_FALSE                              { $$ = ast_tok_val(cx, AV_WORD, $1, &@1); }
+    | KW_INF                                { $$ = ast_tok_val(cx, AV_WORD, $1, &@1); }
+    | KW_MAXIMAL                            { $$ = ast_tok_val(cx, AV_WORD, $1, &@1); }
+    | KW_REPLICATED                         { $$ = ast_tok_val(cx, AV_WORD, $1, &@1); }
+    | KW_MANUAL                             { $$ = ast_tok_val(cx, AV_WORD, $1, &@1); }
+    | KW_UNKNOWN                            { $$ = ast_tok_val(cx, AV_WORD, $1, &@1); }
+    | KW_UNREDUCED                          { $$ = ast_tok_val(cx, AV_WORD, $1, &@1); }
+    | KW_LAST_TILE_DIM_REPLICATE            { $$ = ast_tok_val(cx, AV_WORD, $1, &@1); }
+    | KW_SHARD_AS                           { $$ = ast_tok_val(cx, AV_WORD, $1, &@1); }
+    | KW_SHARD_LIKE                         { $$ = ast_tok_val(cx, AV_WORD, $1, &@1); }
     | NAME_PCT                              { $$ = ast_tok_val(cx, AV_NAME, $1, &@1); }
     | LABEL                                 { $$ = ast_tok_val(cx, AV_LABEL, $1, &@1); }
     | ATTRNAME prim                         { $$ = ast_attr(cx, $1, $2, &@$); }
@@ -324,30 +360,22 @@ cont
     ;
 
 group
-    : '{' elems '}'                         { $$ = ast_group(cx, AV_BRACE, $2, &@$); }
-    | '[' elems ']'                         { $$ = ast_group(cx, AV_BRACKET, $2, &@$); }
-    | '(' elems ')'                         { $$ = ast_group(cx, AV_PAREN, $2, &@$); }
-    | TPAREN elems ')'                      { $$ = ast_group(cx, AV_TPAREN, $2, &@$); }
+    : '{' '}'                               { $$ = ast_group(cx, AV_BRACE, (AstList){0}, &@$); }
+    | '{' elems1 '}'                        { $$ = ast_group(cx, AV_BRACE, $2, &@$); }
+    | '[' ']'                               { $$ = ast_group(cx, AV_BRACKET, (AstList){0}, &@$); }
+    | '[' elems1 ']'                        { $$ = ast_group(cx, AV_BRACKET, $2, &@$); }
+    | '(' ')'                               { $$ = ast_group(cx, AV_PAREN, (AstList){0}, &@$); }
+    | '(' elems1 ')'                        { $$ = ast_group(cx, AV_PAREN, $2, &@$); }
+    | TPAREN ')'                            { $$ = ast_group(cx, AV_TPAREN, (AstList){0}, &@$); }
+    | TPAREN elems1 ')'                     { $$ = ast_group(cx, AV_TPAREN, $2, &@$); }
     ;
 
-elems
-    : %empty                                { $$ = (AstList){0}; }
-    | elems1
-    ;
-
+/* Comma-separated elements, each one or more juxtaposed prims: the list's
+ * tail is the element being read (ast_elem_add extends it). */
 elems1
-    : elem                                  { $$ = ast_list1(ast_elem(cx, $1, &@1)); }
-    | elems1 ',' elem                       { $$ = ast_list_add($1, ast_elem(cx, $3, &@3)); }
-    ;
-
-elem
-    : prim                                  { $$ = ast_list1($1); }
-    | elem prim                             { $$ = ast_list_add($1, $2); }
-    ;
-
-word
-    : IDENT | KW_TRUE | KW_FALSE | KW_INF | KW_MAXIMAL | KW_REPLICATED | KW_MANUAL
-    | KW_UNKNOWN | KW_UNREDUCED | KW_LAST_TILE_DIM_REPLICATE | KW_SHARD_AS | KW_SHARD_LIKE
+    : prim                                  { $$ = ast_list1(ast_elem1(cx, $1)); }
+    | elems1 prim                           { ast_elem_add($1.tail, $2); $$ = $1; }
+    | elems1 ',' prim                       { $$ = ast_list_add($1, ast_elem1(cx, $3)); }
     ;
 
 %%

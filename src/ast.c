@@ -321,7 +321,16 @@ AstVal *ast_attr(ParseCtx *cx, AstTok name, AstVal *value, const AstLoc *loc)
     AstVal *v = new_val(cx, AV_ATTR, loc);
     v->t = name;
     v->child = value;
+    v->last = value;
     return v;
+}
+
+AstVal *ast_attr_add(AstVal *attr, AstVal *prim)
+{
+    attr->last->next = prim;
+    attr->last = prim;
+    attr->loc = ast_loc_join(&attr->loc, &prim->loc);
+    return attr;
 }
 
 AstVal *ast_group(ParseCtx *cx, AstValKind kind, AstList elems, const AstLoc *loc)
@@ -331,11 +340,19 @@ AstVal *ast_group(ParseCtx *cx, AstValKind kind, AstList elems, const AstLoc *lo
     return v;
 }
 
-AstVal *ast_elem(ParseCtx *cx, AstList prims, const AstLoc *loc)
+AstVal *ast_elem1(ParseCtx *cx, AstVal *prim)
 {
-    AstVal *v = new_val(cx, AV_ELEM, loc);
-    v->child = prims.head;
+    AstVal *v = new_val(cx, AV_ELEM, &prim->loc);
+    v->child = prim;
+    v->last = prim;
     return v;
+}
+
+void ast_elem_add(AstVal *elem, AstVal *prim)
+{
+    elem->last->next = prim;
+    elem->last = prim;
+    elem->loc = ast_loc_join(&elem->loc, &prim->loc);
 }
 
 AstVal *ast_shape_val(ParseCtx *cx, AstShape *s)

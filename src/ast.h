@@ -85,7 +85,10 @@ typedef struct AstVal {
     AstTok t;
     struct AstVal *next;  /* next prim of an element / next element of a group */
     struct AstVal *child; /* see AstValKind */
-    AstShape *shape;      /* AV_SHAPE */
+    union {
+        AstShape *shape;  /* AV_SHAPE */
+        struct AstVal *last; /* AV_ATTR, AV_ELEM: the last prim of child's list (O(1) append) */
+    };
 } AstVal;
 
 #define AVF_BOUNDED 1 /* shape dim written `<=N` */
@@ -324,8 +327,13 @@ AstVal *ast_punct(ParseCtx *cx, AstPunct p, const AstLoc *loc);
 AstVal *ast_attr(ParseCtx *cx, AstTok name, AstVal *value, const AstLoc *loc);
 /* A group of kind AV_BRACE/BRACKET/PAREN/TPAREN over a list of AV_ELEMs. */
 AstVal *ast_group(ParseCtx *cx, AstValKind kind, AstList elems, const AstLoc *loc);
-/* An AV_ELEM over a list of prims. */
-AstVal *ast_elem(ParseCtx *cx, AstList prims, const AstLoc *loc);
+/* An AV_ELEM of one prim (its location is the prim's). */
+AstVal *ast_elem1(ParseCtx *cx, AstVal *prim);
+/* Appends a prim juxtaposed to an AV_ELEM and extends its location to the prim's end. */
+void ast_elem_add(AstVal *elem, AstVal *prim);
+/* Appends a prim to an AV_ATTR's value (`replica_groups=[2,2]<=[4]`) and
+ * extends its location to the prim's end; returns attr. */
+AstVal *ast_attr_add(AstVal *attr, AstVal *prim);
 AstVal *ast_shape_val(ParseCtx *cx, AstShape *s);
 AstList ast_list1(AstVal *v);
 AstList ast_list_add(AstList l, AstVal *v);
