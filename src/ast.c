@@ -104,10 +104,10 @@ bool ast_scan_int(ScanState *st, const AstLoc *loc, AstTok *tok)
     bool neg = *p == '-';
     if (neg) p++;
     uint64_t v = 0;
-    bool overflow = false;
+    bool overflow = false, check = e - p > 19; /* 19 digits always fit in 64 bits */
     for (; p < e; p++) {
         unsigned d = (unsigned)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10) overflow = true;
+        if (check && v > (UINT64_MAX - d) / 10) overflow = true;
         v = v * 10 + d;
     }
     if (neg && v > (uint64_t)INT64_MAX + 1) overflow = true;
@@ -292,9 +292,73 @@ SrcSpan ast_span(ParseCtx *cx, const AstLoc *loc)
 
 /* ---------------------------------------------------------------- constructors */
 
+/* A zeroed node of size bytes, valid until the next hand-over.  Nodes are
+ * bump-allocated from a list of blocks that each hand-over rewinds, so the
+ * one instruction's tree lives in memory that stays in the cache, at a few
+ * instructions per node.  The arena's debug build allocates every node on
+ * its own from the parse arena, so the sanitizers see each node's bounds. */
+typedef struct AstBlock {
+    struct AstBlock *next;
+    _Alignas(16) char data[];
+} AstBlock;
+/* Blocks of 1 MiB are mappings of their own in the arena (MAP_MIN):
+ * freeing them returns the memory, which malloc'd blocks would not. */
+#define AST_BLOCK (1024 * 1024)
+
+static void ast_pool_next(ParseCtx *cx)
+{
+    AstBlock *b = cx->pool_blk ? cx->pool_blk->next : cx->pool_first;
+    if (!b) {
+        if (!cx->pool) cx->pool = arena_create();
+        b = arena_alloc(cx->pool, sizeof(AstBlock) + AST_BLOCK, 16);
+        b->next = NULL;
+        if (cx->pool_blk)
+            cx->pool_blk->next = b;
+        else
+            cx->pool_first = b;
+    }
+    cx->pool_blk = b;
+    cx->pool_cur = b->data;
+    cx->pool_end = b->data + AST_BLOCK;
+}
+
+static inline void *ast_new(ParseCtx *cx, size_t size)
+{
+#ifdef SPMDC_ARENA_DEBUG
+    return arena_alloc(cx->arena, size, 16);
+#else
+    size = (size + 7) & ~(size_t)7; /* every node is smaller than a block */
+    if ((size_t)(cx->pool_end - cx->pool_cur) < size) ast_pool_next(cx);
+    void *p = cx->pool_cur;
+    cx->pool_cur += size;
+    memset(p, 0, size);
+    return p;
+#endif
+}
+#define AST_NEW(cx, T) ((T *)ast_new((cx), sizeof(T)))
+
+/* Frees the AST of the piece just handed over. */
+static void ast_reset(ParseCtx *cx)
+{
+    arena_reset(cx->arena);
+    /* A piece that needed more than one block (a signature of many
+     * parameters) gives them all back rather than holding them to the end. */
+    if (cx->pool_first && cx->pool_first->next) ast_pool_free(cx);
+    cx->pool_blk = NULL;
+    cx->pool_cur = cx->pool_end = NULL;
+}
+
+void ast_pool_free(ParseCtx *cx)
+{
+    if (cx->pool) arena_destroy(cx->pool);
+    cx->pool = NULL;
+    cx->pool_first = cx->pool_blk = NULL;
+    cx->pool_cur = cx->pool_end = NULL;
+}
+
 static AstVal *new_val(ParseCtx *cx, AstValKind kind, const AstLoc *loc)
 {
-    AstVal *v = ARENA_NEW(cx->arena, AstVal);
+    AstVal *v = AST_NEW(cx, AstVal);
     v->kind = (uint8_t)kind;
     v->loc = *loc;
     return v;
@@ -388,7 +452,7 @@ AstVal *ast_dim(ParseCtx *cx, AstTok t, int flags, const AstLoc *loc)
 
 AstShape *ast_array_shape(ParseCtx *cx, AstTok type, AstList dims, AstLayout *layout, const AstLoc *loc)
 {
-    AstShape *s = ARENA_NEW(cx->arena, AstShape);
+    AstShape *s = AST_NEW(cx, AstShape);
     s->loc = *loc;
     s->type = type;
     s->dims = dims.head;
@@ -398,7 +462,7 @@ AstShape *ast_array_shape(ParseCtx *cx, AstTok type, AstList dims, AstLayout *la
 
 AstLayout *ast_layout(ParseCtx *cx, AstList ints, const AstLoc *tail, const AstLoc *loc)
 {
-    AstLayout *l = ARENA_NEW(cx->arena, AstLayout);
+    AstLayout *l = AST_NEW(cx, AstLayout);
     l->loc = *loc;
     l->ints = ints.head;
     if (tail) {
@@ -410,7 +474,7 @@ AstLayout *ast_layout(ParseCtx *cx, AstList ints, const AstLoc *tail, const AstL
 
 AstShape *ast_tuple_shape(ParseCtx *cx, AstShapeList elems, const AstLoc *loc)
 {
-    AstShape *s = ARENA_NEW(cx->arena, AstShape);
+    AstShape *s = AST_NEW(cx, AstShape);
     s->loc = *loc;
     s->is_tuple = true;
     s->elems = elems.head;
@@ -429,7 +493,7 @@ AstShapeList ast_shape_list_add(AstShapeList l, AstShape *s)
 
 AstParamList ast_param_add(ParseCtx *cx, AstParamList l, AstTok name, AstShape *shape, const AstLoc *loc)
 {
-    AstParam *p = ARENA_NEW(cx->arena, AstParam);
+    AstParam *p = AST_NEW(cx, AstParam);
     p->name = name;
     p->loc = *loc;
     p->shape = shape;
@@ -445,7 +509,7 @@ AstInst *ast_inst(ParseCtx *cx, bool is_root, const AstLoc *root_loc, AstTok nam
                   AstShape *shape, AstTok opcode, const AstLoc *opcode_loc, AstVal *operands,
                   AstList attrs, const AstLoc *start, const AstLoc *whole)
 {
-    AstInst *in = ARENA_NEW(cx->arena, AstInst);
+    AstInst *in = AST_NEW(cx, AstInst);
     in->loc = ast_loc_join(start, whole);
     in->is_root = is_root;
     in->root_loc = *root_loc;
@@ -464,7 +528,7 @@ AstInst *ast_inst(ParseCtx *cx, bool is_root, const AstLoc *root_loc, AstTok nam
 void ast_header(ParseCtx *cx, AstTok name, const AstLoc *name_loc, AstList attrs)
 {
     cx->sink->header(cx->sink->data, name, name_loc, attrs.head);
-    arena_reset(cx->arena);
+    ast_reset(cx);
 }
 
 void ast_comp_begin(ParseCtx *cx, bool is_entry, const AstLoc *entry_loc, AstTok name, const AstLoc *name_loc,
@@ -472,19 +536,19 @@ void ast_comp_begin(ParseCtx *cx, bool is_entry, const AstLoc *entry_loc, AstTok
 {
     AstCompHead h = {is_entry, *entry_loc, name, *name_loc, has_sig, params.head, result};
     cx->sink->comp_begin(cx->sink->data, &h);
-    arena_reset(cx->arena);
+    ast_reset(cx);
 }
 
 void ast_inst_done(ParseCtx *cx, AstInst *inst)
 {
     cx->sink->inst(cx->sink->data, inst);
-    arena_reset(cx->arena);
+    ast_reset(cx);
 }
 
 void ast_comp_end(ParseCtx *cx, const AstLoc *close, AstList attrs)
 {
     cx->sink->comp_end(cx->sink->data, close, attrs.head);
-    arena_reset(cx->arena);
+    ast_reset(cx);
 }
 
 /* ---------------------------------------------------------------- syntax errors */

@@ -212,6 +212,13 @@ typedef struct ParseCtx {
     uint32_t *line_start;
     uint32_t n_lines;
     uint32_t cur_line;
+    /* AST nodes are bump-allocated from a list of blocks that every
+     * hand-over rewinds (ast.c); the blocks come from pool (a separate
+     * arena, or NULL for the first use to create it), ast_pool_free
+     * releases them. */
+    Arena *pool;
+    struct AstBlock *pool_first, *pool_blk;
+    char *pool_cur, *pool_end;
 } ParseCtx;
 
 #define AST_MAX_NESTING 200
@@ -315,6 +322,8 @@ static inline AstLoc ast_loc_between(const AstLoc *a, const AstLoc *b)
  * says); cx->line_start is malloc'd, freed by ast_lines_free. */
 void ast_lines_init(ParseCtx *cx);
 void ast_lines_free(ParseCtx *cx);
+/* Frees the blocks the AST nodes came from (at the end of the parse). */
+void ast_pool_free(ParseCtx *cx);
 /* Line and byte column (1-based) of byte off (off == len: just past the
  * end).  O(1) when queries come in text order, O(log lines) otherwise. */
 SrcLoc ast_pos(ParseCtx *cx, uint32_t off);

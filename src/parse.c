@@ -735,7 +735,7 @@ static HloModule *parse_once(const char *text, size_t len, uint32_t file_id, Dia
 {
     int base = diag_error_count(diag);
     ParseCtx cx = {arena_create(), arena_create(), diag, file_id, text, (uint32_t)len, NULL, NULL, {{NULL, 0}}, 0, NULL, 0,
-                   NULL, 0, 0};
+                   NULL, 0, 0, NULL, NULL, NULL, NULL, NULL};
     Lower lw;
     memset(&lw, 0, sizeof lw);
     lw.cx = &cx;
@@ -753,6 +753,7 @@ static HloModule *parse_once(const char *text, size_t len, uint32_t file_id, Dia
     run_parser(&cx, &lw, fast);
     if (lowering(&lw)) finish_module(&lw);
     ast_lines_free(&cx);
+    ast_pool_free(&cx);
     arena_destroy(lw.comp_arena);
     arena_destroy(cx.keep);
     arena_destroy(cx.arena);

@@ -70,7 +70,7 @@ static void lex(Lexed *lx, const char *text)
     lx->arena = arena_create();
     lx->keep = arena_create();
     ParseCtx cx = {lx->arena, lx->keep, lx->diag, fid, text, (uint32_t)len, NULL, NULL, {{NULL, 0}}, 0, NULL, 0,
-                   NULL, 0, 0};
+                   NULL, 0, 0, NULL, NULL, NULL, NULL, NULL};
     ast_lines_init(&cx);
     ScanState st;
     memset(&st, 0, sizeof st);
