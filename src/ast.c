@@ -305,6 +305,7 @@ typedef struct AstBlock {
  * freeing them returns the memory, which malloc'd blocks would not. */
 #define AST_BLOCK (1024 * 1024)
 
+#ifndef SPMDC_ARENA_DEBUG
 static void ast_pool_next(ParseCtx *cx)
 {
     AstBlock *b = cx->pool_blk ? cx->pool_blk->next : cx->pool_first;
@@ -321,6 +322,8 @@ static void ast_pool_next(ParseCtx *cx)
     cx->pool_cur = b->data;
     cx->pool_end = b->data + AST_BLOCK;
 }
+
+#endif
 
 static inline void *ast_new(ParseCtx *cx, size_t size)
 {
