@@ -680,8 +680,12 @@ static void order_callee_first(PartModule *pm)
     for (int32_t c = 0; c < n; c++)
         if (c != out->entry && !d.state[c])
             dfs(&d, c, &placed);
-    if (out->entry >= 0 && !d.state[out->entry])
-        dfs(&d, out->entry, &placed);
+    if (out->entry >= 0 && !d.state[out->entry]) {
+        /* every other computation is placed: the entry's walk would push
+         * none, so it goes last without one */
+        d.state[out->entry] = 2;
+        d.order[placed++] = out->entry;
+    }
     int32_t *pos = ARENA_ARRAY(pm->scratch, int32_t, n + 1);
     bool same = true;
     for (int32_t k = 0; k < n; k++) {
@@ -1414,6 +1418,11 @@ static bool check_computation(Part *p)
         const HloInst *in = &e->insts[i];
         int32_t n = shape_leaf_count(&in->shape);
         p->vals[i].n_leaves = n;
+        if (in->op == HLO_CUSTOM_CALL ||
+            (in->op == HLO_PARAMETER && in->sharding &&
+             (in->sharding->kind == SHARDING_MANUAL || in->sharding->kind == SHARDING_TUPLE ||
+              in->sharding->manual_atoms)))
+            p->manual_sources = true;
         if (in->sharding && in->sharding->kind == SHARDING_TUPLE && in->sharding->n_elems != n) {
             diag_error(p->cx->diag, in->span, "%s: its tuple sharding has %d elements for %d leaves", in->name,
                        (int)in->sharding->n_elems, (int)n);
@@ -1550,7 +1559,13 @@ static void parameter_memory(Part *p)
             continue;
         p->rep->parameter_bytes_unpartitioned =
             bytes_add_sat(p->rep->parameter_bytes_unpartitioned, shape_byte_size(&e->insts[i].shape));
-        Shape l = part_local_shape(p, &e->insts[i].shape, part_decl_leaves(p, i));
+        /* h_parameter's clone already has the local shape of the declared
+         * leaves (a single-device parameter's masked value has the whole) */
+        const Sharding *sh = e->insts[i].sharding;
+        const VState *st = part_primary(p, i);
+        Shape l = st && st->leaves == p->vals[i].decl && (!sh || sh->kind != SHARDING_MAXIMAL)
+                      ? part_out(p, st->local)->shape
+                      : part_local_shape(p, &e->insts[i].shape, part_decl_leaves(p, i));
         p->rep->parameter_bytes_per_device = bytes_add_sat(p->rep->parameter_bytes_per_device, shape_byte_size(&l));
     }
 }

@@ -131,6 +131,8 @@ typedef struct Part {
     int32_t n_params;
     uint32_t param_manual;      /* the parameters are manual along these atoms (a callee inside a manual
                                    region) */
+    bool manual_sources;        /* some parameter's sharding is manual, or some instruction is a
+                                   custom-call: values may be manual (check_computation) */
     const Tiling *root_want;    /* the leaves the root is brought to (set once the body is walked) */
     /* How often one run of the program runs this computation: the product of
      * the known trip counts of the loops around it; per_trip: some loop

@@ -108,6 +108,8 @@ static bool is_target(const HloInst *in, const char *t)
 bool part_manual_masks(Part *p)
 {
     const HloComputation *c = &p->in->comps[p->ic];
+    if (!p->param_manual && !p->manual_sources)
+        return true; /* nothing makes a value manual: every mask stays 0 */
     bool any = p->param_manual != 0;
     for (int32_t i = 0; i < c->n_insts; i++) {
         const HloInst *in = &c->insts[i];
