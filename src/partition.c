@@ -1549,25 +1549,21 @@ static bool partition_body(Part *p, const Tiling *want)
     return true;
 }
 
+void part_param_memory(Part *p, int32_t i, const Shape *local)
+{
+    if (!p->rep || p->parent)
+        return;
+    p->param_global = bytes_add_sat(p->param_global, shape_byte_size(&part_in(p, i)->shape));
+    p->param_local = bytes_add_sat(p->param_local, shape_byte_size(local));
+}
+
+/* The entry parameters' bytes (part_param_memory's sums) into the report. */
 static void parameter_memory(Part *p)
 {
     if (!p->rep)
         return;
-    const HloComputation *e = &p->in->comps[p->ic];
-    for (int32_t i = 0; i < e->n_insts; i++) {
-        if (e->insts[i].op != HLO_PARAMETER)
-            continue;
-        p->rep->parameter_bytes_unpartitioned =
-            bytes_add_sat(p->rep->parameter_bytes_unpartitioned, shape_byte_size(&e->insts[i].shape));
-        /* h_parameter's clone already has the local shape of the declared
-         * leaves (a single-device parameter's masked value has the whole) */
-        const Sharding *sh = e->insts[i].sharding;
-        const VState *st = part_primary(p, i);
-        Shape l = st && st->leaves == p->vals[i].decl && (!sh || sh->kind != SHARDING_MAXIMAL)
-                      ? part_out(p, st->local)->shape
-                      : part_local_shape(p, &e->insts[i].shape, part_decl_leaves(p, i));
-        p->rep->parameter_bytes_per_device = bytes_add_sat(p->rep->parameter_bytes_per_device, shape_byte_size(&l));
-    }
+    p->rep->parameter_bytes_unpartitioned = bytes_add_sat(p->rep->parameter_bytes_unpartitioned, p->param_global);
+    p->rep->parameter_bytes_per_device = bytes_add_sat(p->rep->parameter_bytes_per_device, p->param_local);
 }
 
 /* A context for input computation ic inside module context pm. */

@@ -131,6 +131,8 @@ typedef struct Part {
     int32_t n_params;
     uint32_t param_manual;      /* the parameters are manual along these atoms (a callee inside a manual
                                    region) */
+    int64_t param_global, param_local; /* the entry: its parameters' bytes, whole and per device
+                                   (part_param_memory) */
     bool manual_sources;        /* some parameter's sharding is manual, or some instruction is a
                                    custom-call: values may be manual (check_computation) */
     const Tiling *root_want;    /* the leaves the root is brought to (set once the body is walked) */
@@ -257,6 +259,10 @@ const char *part_result_name(Part *p, int32_t i, const Tiling *leaves, const cha
 void part_set_result(Part *p, int32_t i, int32_t local, const Tiling *leaves, int32_t origin, const char *why);
 /* Per-device shape of a value of global shape `global` in state leaves. */
 Shape part_local_shape(Part *p, const Shape *global, const Tiling *leaves);
+/* Counts entry parameter i (global shape) with per-device shape local
+ * (that of its declared state) in the report's parameter bytes; nothing
+ * inside other computations or without a report. */
+void part_param_memory(Part *p, int32_t i, const Shape *local);
 /* Emits a copy of input instruction i (attributes deep-copied, called
  * computations remapped) with new operands and shape. */
 int32_t part_clone(Part *p, int32_t i, const char *name, const Shape *shape, const int32_t *ops, int32_t n);

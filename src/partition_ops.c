@@ -79,6 +79,8 @@ static bool h_maximal_parameter(Part *p, int32_t i, int64_t dev)
     const HloInst *in = part_in(p, i);
     Tiling st;
     tiling_replicated(&st, in->shape.rank);
+    Shape whole = part_local_shape(p, &in->shape, part_decl_leaves(p, i));
+    part_param_memory(p, i, &whole);
     int32_t r = part_clone(p, i, p->mesh->n_atoms ? part_name(p, in->name, "arg") : in->name, &in->shape, NULL, 0);
     if (p->mesh->n_atoms == 0) {
         part_set_result(p, i, r, &st, -1, NULL);
@@ -122,6 +124,7 @@ static bool h_parameter(Part *p, int32_t i)
     const Tiling *leaves = k >= 0 && k < p->n_params && p->param_leaves[k] ? p->param_leaves[k]
                                                                             : part_decl_leaves(p, i);
     Shape l = part_local_shape(p, &in->shape, leaves);
+    part_param_memory(p, i, &l); /* the entry's are in their declared state */
     int32_t r = part_clone(p, i, part_result_name(p, i, leaves, "arg"), &l, NULL, 0);
     part_set_result(p, i, r, leaves, -1, NULL);
     return true;
