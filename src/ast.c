@@ -61,23 +61,56 @@ static const struct {
 } ELEM_TYPES[] = {SPMDC_ELEM_TYPES(ET){"opaque_type", 11, ET_OPAQUE}};
 #undef ET
 
+/* Keywords and element type names by a small open-addressing table (built
+ * on first use; 64 words in 256 slots), so an identifier costs one probe
+ * or two rather than a walk over both lists. */
+#define WORD_SLOTS 256
+typedef struct WordEnt {
+    const char *s; /* NULL: free */
+    uint32_t n;
+    int tok;       /* TOK_PRIMTYPE for element types */
+    int type;      /* ElemType of an element type */
+} WordEnt;
+
+static uint32_t word_hash(const char *s, size_t n)
+{
+    return ((uint32_t)n * 31u + (unsigned char)s[0] * 7u + (unsigned char)s[n - 1] * 13u +
+            (unsigned char)s[n / 2]) & (WORD_SLOTS - 1);
+}
+
+static void word_put(WordEnt *tab, const char *s, size_t n, int tok, int type)
+{
+    uint32_t i = word_hash(s, n);
+    while (tab[i].s) i = (i + 1) & (WORD_SLOTS - 1);
+    tab[i] = (WordEnt){s, (uint32_t)n, tok, type};
+}
+
+static const WordEnt *word_table(void)
+{
+    static WordEnt tab[WORD_SLOTS];
+    static bool ready;
+    if (!ready) {
+        for (size_t k = 0; k < sizeof KEYWORDS / sizeof KEYWORDS[0]; k++)
+            word_put(tab, KEYWORDS[k].word, KEYWORDS[k].len, KEYWORDS[k].tok, 0);
+        for (size_t k = 0; k < sizeof ELEM_TYPES / sizeof ELEM_TYPES[0]; k++)
+            word_put(tab, ELEM_TYPES[k].name, ELEM_TYPES[k].len, TOK_PRIMTYPE, (int)ELEM_TYPES[k].type);
+        ready = true;
+    }
+    return tab;
+}
+
 int ast_scan_word(const char *s, size_t n, int depth, AstTok *tok)
 {
     static const char *const sections[] = {"FileNames", "FunctionNames", "FileLocations", "StackFrames"};
     if (depth == 0 && s[0] >= 'F' && s[0] <= 'S')
         for (size_t k = 0; k < 4; k++)
             if (strlen(sections[k]) == n && memcmp(sections[k], s, n) == 0) return TOK_SECTION;
-    for (size_t k = 0; k < sizeof KEYWORDS / sizeof KEYWORDS[0]; k++)
-        if (KEYWORDS[k].len == n && KEYWORDS[k].word[0] == s[0] && memcmp(KEYWORDS[k].word, s, n) == 0)
-            return KEYWORDS[k].tok;
-    /* Element type names start with one of these letters (pred s32 u8 f32 bf16 c64 token opaque). */
-    if (n <= 13 && strchr("psufbcto", s[0])) {
-        for (size_t k = 0; k < sizeof ELEM_TYPES / sizeof ELEM_TYPES[0]; k++)
-            if (ELEM_TYPES[k].len == n && memcmp(ELEM_TYPES[k].name, s, n) == 0) {
-                tok->i = ELEM_TYPES[k].type;
-                return TOK_PRIMTYPE;
-            }
-    }
+    const WordEnt *tab = word_table();
+    for (uint32_t i = word_hash(s, n); tab[i].s; i = (i + 1) & (WORD_SLOTS - 1))
+        if (tab[i].n == n && memcmp(tab[i].s, s, n) == 0) {
+            if (tab[i].tok == TOK_PRIMTYPE) tok->i = tab[i].type;
+            return tab[i].tok;
+        }
     return TOK_IDENT;
 }
 

@@ -346,6 +346,71 @@ static void name_inst(Lower *lw, const AstInst *ai, int32_t idx)
     }
 }
 
+/* ---------------------------------------------------------------- attribute memo */
+
+/* The text an instruction's attribute set is memoised by: from its first
+ * attribute to the end of its last one, leaving out a `sharding=` given
+ * last (it is lowered for each instruction: its spans are the
+ * instruction's own).  False when there is no such text, or `sharding=`
+ * is given elsewhere (a duplicate is an error to report). */
+static bool attrs_memo_key(const Lower *lw, const AstInst *ai, AstLoc *key, const AstVal **sharding)
+{
+    *sharding = NULL;
+    const AstVal *last_kept = NULL;
+    for (const AstVal *at = ai->attrs; at; at = at->next) {
+        if (ast_tok_eq(at->t, "sharding")) {
+            if (at->next || *sharding) return false;
+            *sharding = at;
+        } else {
+            last_kept = at;
+        }
+    }
+    if (!last_kept) return false;
+    key->off = ai->attrs->loc.off;
+    key->end = last_kept->loc.end;
+    (void)lw;
+    return key->end > key->off;
+}
+
+static uint32_t attrs_memo_hash(const Lower *lw, const AstLoc *key, HloOpcode op)
+{
+    uint32_t h = ast_name_hash(lw->cx->text + key->off, key->end - key->off) ^ ((uint32_t)op * 0x9E3779B1u);
+    return h ? h : 1;
+}
+
+static AttrsMemo *attrs_memo_find(Lower *lw, const AstLoc *key, HloOpcode op, uint32_t h)
+{
+    if (!lw->cap_memo) return NULL;
+    uint32_t len = key->end - key->off, mask = lw->cap_memo - 1;
+    for (uint32_t i = h & mask; lw->memo[i].hash; i = (i + 1) & mask) {
+        AttrsMemo *e = &lw->memo[i];
+        if (e->hash == h && e->op == (int32_t)op && e->len == len &&
+            memcmp(lw->cx->text + e->off, lw->cx->text + key->off, len) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+static void attrs_memo_add(Lower *lw, const AstLoc *key, HloOpcode op, uint32_t h, const HloAttrs *attrs)
+{
+    if (2 * (lw->n_memo + 1) > lw->cap_memo) { /* rehash into twice the slots */
+        uint32_t cap = lw->cap_memo ? lw->cap_memo * 2 : 256;
+        AttrsMemo *old = lw->memo, *tab = ARENA_ARRAY(lw->keep, AttrsMemo, cap);
+        for (uint32_t k = 0; k < lw->cap_memo; k++) {
+            if (!old[k].hash) continue;
+            uint32_t i = old[k].hash & (cap - 1);
+            while (tab[i].hash) i = (i + 1) & (cap - 1);
+            tab[i] = old[k];
+        }
+        lw->memo = tab;
+        lw->cap_memo = cap;
+    }
+    uint32_t i = h & (lw->cap_memo - 1);
+    while (lw->memo[i].hash) i = (i + 1) & (lw->cap_memo - 1);
+    lw->memo[i] = (AttrsMemo){key->off, key->end - key->off, h, (int32_t)op, attrs};
+    lw->n_memo++;
+}
+
 /* One instruction.  It is always appended (with a placeholder opcode or
  * shape after an error) so instruction indices match the text. */
 static void lower_inst(Lower *lw, const AstInst *ai)
@@ -372,8 +437,29 @@ static void lower_inst(Lower *lw, const AstInst *ai)
             else ok = false;
         }
     }
-    ok = parse_lower_attrs(lw, ai, op, &out) && ok;
-    if (oe && ok && !ai->shape) infer_shape(lw, ci, ai, op, ops, n, &out.attrs, &shape);
+    /* The attribute set: from the memo when this opcode had the same
+     * attribute text before (constants hold their literal there: never). */
+    AstLoc key;
+    const AstVal *sharding = NULL;
+    bool memo = oe && op != HLO_CONSTANT && attrs_memo_key(lw, ai, &key, &sharding);
+    uint32_t mh = memo ? attrs_memo_hash(lw, &key, op) : 0;
+    const AttrsMemo *hit = memo ? attrs_memo_find(lw, &key, op, mh) : NULL;
+    const HloAttrs *attrs = &out.attrs;
+    if (hit) {
+        if (hit->attrs) attrs = hit->attrs;
+        if (sharding) {
+            const AstVal *v = parse_attr_value(lw, sharding);
+            out.sharding = v ? parse_lower_sharding(lw, sharding, v) : NULL;
+            ok = out.sharding && ok;
+        }
+    } else {
+        int errors = lw->n_errors;
+        const Pending *pending = lw->pending_comps;
+        ok = parse_lower_attrs(lw, ai, op, &out) && ok;
+        /* only a set lowered without a word (and no name left to resolve later) is kept */
+        memo = memo && lw->n_errors == errors && lw->pending_comps == pending && (!sharding || out.sharding);
+    }
+    if (oe && ok && !ai->shape) infer_shape(lw, ci, ai, op, ops, n, attrs, &shape);
     name_inst(lw, ai, idx);
     int32_t got = hlo_add_inst(lw->m, ci, oe ? op : HLO_PARAMETER, ast_tok_str(lw->tmp, ai->name), &shape, ops, n);
     SPMDC_ASSERT(got == idx);
@@ -381,7 +467,15 @@ static void lower_inst(Lower *lw, const AstInst *ai)
     in->span = ast_span(lw->cx, &ai->loc);
     in->sharding_src = out.sharding;
     in->param_number = out.param_number;
-    if (out.any_attr) hlo_set_attrs(lw->m, in, &out.attrs);
+    if (hit) {
+        if (hit->attrs) {
+            in->attrs = (HloAttrs *)hit->attrs;
+            in->attrs_shared = true;
+        }
+    } else {
+        if (out.any_attr) hlo_set_attrs(lw->m, in, &out.attrs);
+        if (memo) attrs_memo_add(lw, &key, op, mh, out.any_attr ? in->attrs : NULL);
+    }
     if (lw->has_sig && in->op == HLO_PARAMETER) {
         if (lw->n_sig_params == lw->cap_sig_params) {
             int32_t cap = lw->cap_sig_params ? lw->cap_sig_params * 2 : 16;

@@ -98,6 +98,18 @@ typedef struct Pending {
     struct Pending *next;
 } Pending;
 
+/* A lowered attribute list, by its source text: instructions of one opcode
+ * whose attributes (all but a trailing `sharding=`) read byte for byte the
+ * same lower to the same shared attribute set, so the set is looked up by
+ * text instead of being lowered and hashed again (parse.c attrs_memo_*).
+ * Open addressing over a flat array at most half full (keep arena). */
+typedef struct AttrsMemo {
+    uint32_t off, len;      /* the attribute text in the source */
+    uint32_t hash;          /* of the text and the opcode; 0 = free slot */
+    int32_t op;
+    const HloAttrs *attrs;  /* the shared set, NULL: the defaults */
+} AttrsMemo;
+
 typedef struct Lower {
     ParseCtx *cx;
     DiagEngine *diag;
@@ -112,6 +124,8 @@ typedef struct Lower {
     InstNames inst_names;   /* current computation: name -> index (comp_arena) */
     KwTable opcodes;        /* opcode spelling -> HloOpcode */
     KwTable attr_specs;     /* attribute name -> ATTR_SPECS index (parse_attrs.c) */
+    AttrsMemo *memo;        /* [cap_memo] */
+    uint32_t cap_memo, n_memo;
     bool has_header;
     AstTok module_name;
     AstLoc module_name_loc;
