@@ -456,8 +456,12 @@ static void lower_inst(Lower *lw, const AstInst *ai)
         int errors = lw->n_errors;
         const Pending *pending = lw->pending_comps;
         ok = parse_lower_attrs(lw, ai, op, &out) && ok;
-        /* only a set lowered without a word (and no name left to resolve later) is kept */
-        memo = memo && lw->n_errors == errors && lw->pending_comps == pending && (!sharding || out.sharding);
+        /* Only a set lowered without a word (and no name left to resolve
+         * later) is kept, and none holding a window, convolution dims or
+         * literal: hlo_set_attrs shares those by address only, so each
+         * instruction keeps its own (passes rewrite them per instruction). */
+        memo = memo && lw->n_errors == errors && lw->pending_comps == pending && (!sharding || out.sharding) &&
+               !out.attrs.window && !out.attrs.conv && !out.attrs.literal;
     }
     if (oe && ok && !ai->shape) infer_shape(lw, ci, ai, op, ops, n, attrs, &shape);
     name_inst(lw, ai, idx);
