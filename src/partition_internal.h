@@ -354,6 +354,9 @@ typedef struct RuleCtx {
                                factor to another factor of its (an all-to-all each way) instead of
                                gathering them: the generic emission and handlers whose local op
                                runs on any such split (default false) */
+    struct Decision *dec;   /* part_by_rule's kept decision this context comes from: what the
+                               emission derives from the decision alone is kept with it (NULL:
+                               none) */
 } RuleCtx;
 
 /* A decided way to run the op. */

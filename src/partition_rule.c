@@ -35,6 +35,26 @@
 #include "partition_internal.h"
 #include "spmdc/explain.h"
 
+/* A decision part_by_rule keeps (its memo, below), with what the emission
+ * derives from it alone, made on first use: the result leaves, the dims a
+ * reshard of operand tensor k would be forced to gather (forced_dims), that
+ * tensor k's wanted state moves no atoms off a dim the op needs whole
+ * (moved_reason has no words), and whether localizing the attributes changes
+ * them. */
+typedef struct Decision {
+    uint64_t hash;
+    uint32_t key_n;
+    const uint8_t *key;
+    bool chosen;                   /* false: the default action (no rule, or no candidate) */
+    int8_t localize;               /* 0: not known yet, 1: the attributes stay, 2: they change */
+    RuleCtx rc;                    /* rule arrays and cur in scratch */
+    RuleChoice ch;                 /* want and res in scratch */
+    Tiling *leaves;                /* part_result_leaves, or NULL */
+    uint32_t forced_known;         /* bit k (k < 32): forced[k] is known */
+    uint32_t moved_none;           /* bit k: moved_reason of tensor k is known to be NULL */
+    uint32_t *forced;              /* [n_in] */
+} Decision;
+
 /* Candidate enumeration stops after this many factor assignments (the
  * options are ordered, so the first ones are the likely winners). */
 #define MAX_COMBOS 4096
@@ -817,8 +837,26 @@ int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int
             ops[s] = part_operand(p, rc->inst, s, rep);
         } else {
             /* the dims only matter to a reshard (part_get's remat warning) */
-            p->limit_dims = part_has_state(p, in->operands[s], want) ? 0 : forced_dims(p, rc, k);
-            Cause cause = {rc->inst, moved_reason(p, rc, want, k, in->operands[s])};
+            Decision *d = rc->dec;
+            bool kept = d && k < 32;
+            if (part_has_state(p, in->operands[s], want)) {
+                p->limit_dims = 0;
+            } else if (kept && ((d->forced_known >> k) & 1u)) {
+                p->limit_dims = d->forced[k];
+            } else {
+                p->limit_dims = forced_dims(p, rc, k);
+                if (kept) {
+                    d->forced[k] = p->limit_dims;
+                    d->forced_known |= 1u << k;
+                }
+            }
+            const char *moved = NULL;
+            if (!kept || !((d->moved_none >> k) & 1u)) {
+                moved = moved_reason(p, rc, want, k, in->operands[s]);
+                if (kept && !moved && p->rep)
+                    d->moved_none |= 1u << k; /* its test reads the decision alone */
+            }
+            Cause cause = {rc->inst, moved};
             ops[s] = part_get(p, in->operands[s], want, &cause);
             if (ops[s] >= 0)
                 ops[s] = mask_padding(p, rc, ch, k, ops[s]);
@@ -861,12 +899,16 @@ void part_rule_result(Part *p, const RuleCtx *rc, const RuleChoice *ch, int32_t 
 
 Tiling *part_result_leaves(Part *p, const RuleCtx *rc, const RuleChoice *ch)
 {
+    if (rc->dec && rc->dec->leaves)
+        return rc->dec->leaves; /* the callers only read them */
     const OpRule *r = &rc->rule;
     int32_t n;
-    Tiling *leaves = part_replicated_leaves_in(p->tmp, &part_in(p, rc->inst)->shape, &n);
+    Tiling *leaves = part_replicated_leaves_in(rc->dec ? p->scratch : p->tmp, &part_in(p, rc->inst)->shape, &n);
     for (int32_t l = 0; l < r->n_out; l++)
         if (r->t[r->n_in + l].leaf < n)
             leaves[r->t[r->n_in + l].leaf] = ch->res[l];
+    if (rc->dec)
+        rc->dec->leaves = leaves;
     return leaves;
 }
 
@@ -885,10 +927,15 @@ bool part_rule_emit(Part *p, const RuleCtx *rc, const RuleChoice *ch)
                            in->n_operands);
     /* on a copy: an op whose attributes stay the defaults keeps none */
     HloInst *ri = part_out(p, r);
-    HloAttrs a = *hlo_attrs(ri);
-    oprule_localize_attrs(&rc->rule, p->in, p->ic, rc->inst, &ch->fs, p->mesh, &a);
-    if (memcmp(&a, hlo_attrs(ri), sizeof a) != 0)
-        *hlo_attrs_mut(p->out, ri) = a;
+    if (!rc->dec || rc->dec->localize != 1) { /* the same decision localizes the same attributes alike */
+        HloAttrs a = *hlo_attrs(ri);
+        oprule_localize_attrs(&rc->rule, p->in, p->ic, rc->inst, &ch->fs, p->mesh, &a);
+        bool change = memcmp(&a, hlo_attrs(ri), sizeof a) != 0;
+        if (change)
+            *hlo_attrs_mut(p->out, ri) = a;
+        if (rc->dec)
+            rc->dec->localize = change ? 2 : 1;
+    }
     part_rule_result(p, rc, ch, r);
     return true;
 }
@@ -915,14 +962,6 @@ typedef struct DecisionKey {
     uint8_t b[DECISION_KEY_MAX];
 } DecisionKey;
 
-typedef struct Decision {
-    uint64_t hash;
-    uint32_t key_n;
-    const uint8_t *key;
-    bool chosen;                   /* false: the default action (no rule, or no candidate) */
-    RuleCtx rc;                    /* rule arrays and cur in scratch */
-    RuleChoice ch;                 /* want and res in scratch */
-} Decision;
 
 struct RuleMemo {
     Decision **slot;               /* open addressing, NULL = free, at most half full */
@@ -975,6 +1014,12 @@ static bool decision_key(Part *p, int32_t i, DecisionKey *k)
     key_put(k, &a, sizeof a);
     key_shape(k, &in->shape);
     key_tiling(k, &part_decl_leaves(p, i)[0]);
+    for (int32_t s = 0; s < in->n_operands && s < 8; s++) { /* their misses overlap */
+        const HloInst *vi = part_in(p, in->operands[s]);
+        __builtin_prefetch(&vi->op);
+        __builtin_prefetch(&vi->shape);
+        __builtin_prefetch(&p->vals[in->operands[s]]);
+    }
     for (int32_t s = 0; s < in->n_operands; s++) {
         int32_t v = in->operands[s];
         const HloInst *vi = part_in(p, v);
@@ -994,20 +1039,29 @@ static bool decision_key(Part *p, int32_t i, DecisionKey *k)
     return !k->over;
 }
 
+/* Both halves of the 128-bit product folded (wyhash's mixing step). */
+static uint64_t mum(uint64_t a, uint64_t b)
+{
+    __uint128_t r = (__uint128_t)a * b;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
 static uint64_t key_hash(const DecisionKey *k)
 {
     uint64_t h = 0x9e3779b97f4a7c15ull ^ k->n;
     uint32_t j = 0;
-    for (; j + 8 <= k->n; j += 8) {
-        uint64_t w;
-        memcpy(&w, k->b + j, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
+    for (; j + 16 <= k->n; j += 16) { /* 16 bytes per multiply */
+        uint64_t a, b;
+        memcpy(&a, k->b + j, 8);
+        memcpy(&b, k->b + j + 8, 8);
+        h = mum(a ^ h ^ 0xa0761d6478bd642full, b ^ 0xe7037ed1a0b428dbull);
     }
-    uint64_t w = 0;
-    memcpy(&w, k->b + j, k->n - j);
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-    return h ^ (h >> 29);
+    uint64_t a = 0, b = 0;
+    uint32_t left = k->n - j;
+    memcpy(&a, k->b + j, left < 8 ? left : 8);
+    if (left > 8)
+        memcpy(&b, k->b + j + 8, left - 8);
+    return mum(a ^ h ^ 0xa0761d6478bd642full, b ^ 0x8ebc6af09c88c6e3ull);
 }
 
 static Decision *decision_find(const struct RuleMemo *m, const DecisionKey *k, uint64_t h, uint32_t *at)
@@ -1022,12 +1076,13 @@ static Decision *decision_find(const struct RuleMemo *m, const DecisionKey *k, u
     return NULL;
 }
 
-/* Keeps rc's decision (chosen: ch) under key k (hash h, free slot at). */
-static void decision_add(Part *p, struct RuleMemo *m, const DecisionKey *k, uint64_t h, uint32_t at,
-                         const RuleCtx *rc, const RuleChoice *ch)
+/* Keeps rc's decision (chosen: ch) under key k (hash h, free slot at);
+ * returns it, or NULL when the memo is full. */
+static Decision *decision_add(Part *p, struct RuleMemo *m, const DecisionKey *k, uint64_t h, uint32_t at,
+                              const RuleCtx *rc, const RuleChoice *ch)
 {
     if (m->n >= DECISION_MAX)
-        return;
+        return NULL;
     Decision *d = ARENA_NEW(p->scratch, Decision);
     d->hash = h;
     d->key_n = k->n;
@@ -1046,11 +1101,13 @@ static void decision_add(Part *p, struct RuleMemo *m, const DecisionKey *k, uint
         d->ch = *ch;
         d->ch.want = arena_memdup(p->scratch, ch->want, sizeof(Tiling) * (size_t)(r->n_in + 1));
         d->ch.res = arena_memdup(p->scratch, ch->res, sizeof(Tiling) * (size_t)(r->n_out + 1));
+        d->forced = ARENA_ARRAY(p->scratch, uint32_t, r->n_in + 1);
+        d->rc.dec = d;
     }
     m->slot[at] = d;
     m->n++;
     if (2 * m->n <= m->cap)
-        return;
+        return d;
     uint32_t cap = 2 * m->cap, mask = cap - 1;
     Decision **slot = ARENA_ARRAY(p->scratch, Decision *, cap);
     for (uint32_t j = 0; j < m->cap; j++) {
@@ -1063,6 +1120,7 @@ static void decision_add(Part *p, struct RuleMemo *m, const DecisionKey *k, uint
     }
     m->slot = slot;
     m->cap = cap;
+    return d;
 }
 
 bool part_by_rule(Part *p, int32_t i)
@@ -1081,13 +1139,12 @@ bool part_by_rule(Part *p, int32_t i)
             m->slot = ARENA_ARRAY(p->scratch, Decision *, m->cap);
         }
         h = key_hash(&key);
-        const Decision *d = decision_find(m, &key, h, &at);
+        Decision *d = decision_find(m, &key, h, &at);
         if (d) {
             if (!d->chosen)
                 return part_default(p, i);
-            rc = d->rc;
-            rc.inst = i;
-            return part_rule_emit(p, &rc, &d->ch);
+            d->rc.inst = i; /* the kept context serves this instruction (nothing else reads it meanwhile) */
+            return part_rule_emit(p, &d->rc, &d->ch);
         }
     }
     if (!part_rule_init(p, i, &rc)) {
@@ -1102,7 +1159,12 @@ bool part_by_rule(Part *p, int32_t i)
             decision_add(p, m, &key, h, at, &rc, NULL);
         return part_default(p, i);
     }
-    if (m)
-        decision_add(p, m, &key, h, at, &rc, &ch);
+    if (m) {
+        Decision *d = decision_add(p, m, &key, h, at, &rc, &ch);
+        if (d) { /* emitted from the kept copy, which learns its facts */
+            d->rc.inst = i;
+            return part_rule_emit(p, &d->rc, &d->ch);
+        }
+    }
     return part_rule_emit(p, &rc, &ch);
 }
