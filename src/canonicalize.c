@@ -85,12 +85,16 @@ static bool is_sdy_border(const HloInst *in)
     return is_target(in, "xla.sdy.GlobalToLocalShape") || is_target(in, "xla.sdy.LocalToGlobalShape");
 }
 
+/* Reads only the opcodes, and the attributes of custom-calls: the other
+ * instructions' attributes lie elsewhere in the module arena. */
 static bool needs_rewrite(const HloComputation *c, bool inline_calls)
 {
-    for (int32_t i = 0; i < c->n_insts; i++)
-        if ((inline_calls && c->insts[i].op == HLO_CALL) || is_sdy_identity(&c->insts[i]) ||
-            is_sdy_border(&c->insts[i]))
+    for (int32_t i = 0; i < c->n_insts; i++) {
+        const HloInst *in = &c->insts[i];
+        if (in->op == HLO_CALL ? inline_calls
+                               : in->op == HLO_CUSTOM_CALL && (is_sdy_identity(in) || is_sdy_border(in)))
             return true;
+    }
     return false;
 }
 
