@@ -68,8 +68,9 @@ static bool has_callee(const HloInst *in)
  * the computation allocates nothing).  peak[] holds the peaks of the
  * computations before c.  The instructions are read once (pass 1 keeps
  * each one's own bytes, -1 for one that runs a callee); passes 2 and 3
- * read the flat arrays. */
-static int64_t comp_peak(const HloModule *m, int32_t c, const int64_t *peak, int32_t *at)
+ * read the flat arrays.  With param_bytes, pass 1 also adds up the bytes
+ * of c's parameters there (the entry's, which the program's caller owns). */
+static int64_t comp_peak(const HloModule *m, int32_t c, const int64_t *peak, int32_t *at, int64_t *param_bytes)
 {
     const HloComputation *comp = &m->comps[c];
     int32_t n = comp->n_insts;
@@ -90,6 +91,8 @@ static int64_t comp_peak(const HloModule *m, int32_t c, const int64_t *peak, int
         if (u >= 8)
             __builtin_prefetch(comp->insts[u - 8].operands);
         bool alias = is_alias(in);
+        if (in->op == HLO_PARAMETER && param_bytes)
+            *param_bytes = bytes_add_sat(*param_bytes, shape_byte_size(&in->shape)); /* >= 0: any order */
         own[u] = alias || in->op == HLO_PARAMETER ? 0 : shape_byte_size(&in->shape);
         if (has_callee(in)) own[u] = -1 - own[u]; /* ~bytes: flags the callee */
         int32_t until = alias ? end[u] : u;
@@ -132,11 +135,8 @@ MemoryEstimate memory_estimate(const HloModule *m)
     int32_t *at = xmalloc(sizeof(int32_t) * (size_t)m->n_comps);
     /* callees precede their callers; a reference to a later computation
      * (not in an emitted module) reads its peak as 0 */
-    for (int32_t c = 0; c < m->n_comps; c++) peak[c] = comp_peak(m, c, peak, &at[c]);
-    const HloComputation *entry = &m->comps[m->entry];
-    for (int32_t i = 0; i < entry->n_insts; i++)
-        if (entry->insts[i].op == HLO_PARAMETER)
-            e.parameter_bytes = bytes_add_sat(e.parameter_bytes, shape_byte_size(&entry->insts[i].shape));
+    for (int32_t c = 0; c < m->n_comps; c++)
+        peak[c] = comp_peak(m, c, peak, &at[c], c == m->entry ? &e.parameter_bytes : NULL);
     e.peak_bytes = bytes_add_sat(e.parameter_bytes, peak[m->entry]);
     e.peak_comp = m->entry;
     e.peak_inst = at[m->entry];
@@ -212,7 +212,12 @@ static void tree_padding(const HloModule *in, const Shape *s, const Sharding *sh
 
 static void inst_padding(const HloModule *in, int32_t c, int32_t i, PaddingEstimate *p, PadMemo *memo)
 {
-    const HloInst *x = &in->comps[c].insts[i];
+    const HloComputation *comp = &in->comps[c];
+    const HloInst *x = &comp->insts[i];
+    if (i + 16 < comp->n_insts) { /* a stride of whole instructions: the walk would wait on every one */
+        __builtin_prefetch(&comp->insts[i + 16]);
+        __builtin_prefetch(&comp->insts[i + 16].shape);
+    }
     int32_t k = 0;
     if (x->sharding) tree_padding(in, &x->shape, x->sharding, &k, p, c, i, memo);
 }
