@@ -516,21 +516,27 @@ static bool bind_inst(HloModule *m, const HloComputation *comp, HloInst *inst, b
  * reorders or resizes the export's mesh, so a positional tiling without a
  * Shardy string no longer means what it meant, and is dropped (warning);
  * user: the options when the mesh is the user's (--mesh), else NULL. */
-static bool bind_all(HloModule *m, bool sdy, bool sdy_moved, const SpmdcOptions *user, DiagEngine *diag)
+/* An instruction bind_inst has to look at: one with a written sharding or
+ * with verbatim attributes (a Shardy string lives in its
+ * frontend_attributes); bind_inst leaves every other one as it is. */
+typedef struct BindItem {
+    int32_t c, i;
+} BindItem;
+
+static bool bind_all(HloModule *m, const BindItem *items, int32_t n_items, bool sdy, bool sdy_moved,
+                     const SpmdcOptions *user, DiagEngine *diag)
 {
     bool ok = true;
     ShardingSet set = {0};
-    for (int32_t c = 0; c < m->n_comps; c++) {
-        HloComputation *comp = &m->comps[c];
-        for (int32_t i = 0; i < comp->n_insts; i++) {
-            HloInst *inst = &comp->insts[i];
-            if (!bind_inst(m, comp, inst, sdy, sdy_moved, user, &set, diag))
-                ok = false;
-            if (inst->sharding)
-                inst->sharding_src = NULL;
-            else if (inst->sharding_src && m->syntax_arena)
-                inst->sharding_src = sharding_syntax_copy(inst->sharding_src, m->arena);
-        }
+    for (int32_t k = 0; k < n_items; k++) {
+        HloComputation *comp = &m->comps[items[k].c];
+        HloInst *inst = &comp->insts[items[k].i];
+        if (!bind_inst(m, comp, inst, sdy, sdy_moved, user, &set, diag))
+            ok = false;
+        if (inst->sharding)
+            inst->sharding_src = NULL;
+        else if (inst->sharding_src && m->syntax_arena)
+            inst->sharding_src = sharding_syntax_copy(inst->sharding_src, m->arena);
     }
     intern_free(&set);
     arena_destroy(m->syntax_arena);
@@ -541,13 +547,26 @@ static bool bind_all(HloModule *m, bool sdy, bool sdy_moved, const SpmdcOptions 
 bool bind_shardings(HloModule *m, PassCtx *cx)
 {
     MeshEvidence ev = {NULL, NULL, 0, NULL, true};
+    BindItem *items = NULL;
+    int32_t n_items = 0, cap_items = 0;
     for (int32_t c = 0; c < m->n_comps; c++)
-        for (int32_t i = 0; i < m->comps[c].n_insts; i++)
-            if (m->comps[c].insts[i].sharding_src)
-                gather(&ev, m->comps[c].insts[i].sharding_src, cx->diag);
+        for (int32_t i = 0; i < m->comps[c].n_insts; i++) {
+            const HloInst *in = &m->comps[c].insts[i];
+            if (in->sharding_src)
+                gather(&ev, in->sharding_src, cx->diag);
+            if (!in->sharding_src && !(in->attrs && in->attrs->n_raw > 0))
+                continue;
+            if (n_items == cap_items) {
+                cap_items = cap_items ? cap_items * 2 : 256;
+                items = xrealloc(items, sizeof(BindItem) * (size_t)cap_items);
+            }
+            items[n_items++] = (BindItem){c, i};
+        }
     Mesh mesh;
-    if (!ev.ok || !choose_mesh(m, cx, &ev, &mesh))
+    if (!ev.ok || !choose_mesh(m, cx, &ev, &mesh)) {
+        free(items);
         return false;
+    }
     m->mesh = mesh;
     m->mesh.perms = ARENA_NEW(m->arena, MeshPerms);
     m->mesh.perms->arena = m->arena;
@@ -556,6 +575,8 @@ bool bind_shardings(HloModule *m, PassCtx *cx)
     bool sdy_mode = mesh.named && mesh_from_sdy(m, 0, &sdy);
     for (int32_t i = 0; sdy_mode && i < sdy.n_axes; i++)
         if (mesh_axis_index(&mesh, sdy.axes[i].name) < 0) sdy_mode = false;
-    return bind_all(m, sdy_mode, sdy_mode && !same_mesh_layout(&mesh, &sdy),
-                    cx->opt && cx->opt->has_mesh ? cx->opt : NULL, cx->diag);
+    bool ok = bind_all(m, items, n_items, sdy_mode, sdy_mode && !same_mesh_layout(&mesh, &sdy),
+                       cx->opt && cx->opt->has_mesh ? cx->opt : NULL, cx->diag);
+    free(items);
+    return ok;
 }
