@@ -517,6 +517,18 @@ static bool utf8_valid(const char *s)
     return true;
 }
 
+/* Whether the 8 bytes of w are all printable ASCII other than '"' and
+ * '\\' (JSON strings copy them as they are).  Bit tricks over the whole
+ * word (Anderson, "Bit Twiddling Hacks": determine if a word has a byte
+ * less than n / equal to n), exact once no byte has its high bit set. */
+static inline bool plain8(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
+    return !(w & high) && !((w - ones * 0x20) & ~w & high) && !((q - ones) & ~q & high) &&
+           !((bs - ones) & ~bs & high);
+}
+
 /* A JSON string; NULL -> null (see the section comment). */
 static void jo_str(JsonOut *j, const char *s)
 {
@@ -528,9 +540,11 @@ static void jo_str(JsonOut *j, const char *s)
     }
     static const char hex[] = "0123456789ABCDEF";
     int utf8 = -1; /* unknown until the first byte >= 0x80 */
-    const unsigned char *p = (const unsigned char *)s, *run = p;
+    const unsigned char *p = (const unsigned char *)s, *run = p, *end = p + strlen(s);
     sb_putc(b, '"');
     for (;; p++) {
+        for (uint64_t w; end - p >= 8 && (memcpy(&w, p, 8), plain8(w));) /* the common case, a word at a time */
+            p += 8;
         unsigned c = *p;
         if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') continue;
         if (c == 0) break;
