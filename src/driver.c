@@ -1,6 +1,7 @@
 /* driver.c - file I/O and the front half of the pipeline shared by the
  * subcommands (see driver.h). */
 #define _XOPEN_SOURCE 700 /* realpath */
+#define _DEFAULT_SOURCE     /* MAP_ANONYMOUS, MAP_POPULATE */
 #include "spmdc/driver.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,10 +35,85 @@ uint64_t driver_max_input_bytes(void)
 
 char *driver_read_file(const char *path, size_t *len) { return driver_read_file_fd(path, len, NULL); }
 
+/* The mapped input (map_file), for the SIGBUS handler: a fault inside it
+ * means the file shrank under the mapping. */
+static char *volatile g_map;
+static volatile size_t g_map_len;
+static char g_map_msg[512];
+static size_t g_map_msg_len;
+static void remove_temps_at_exit(void);
+
+static void input_gone(int sig, siginfo_t *si, void *uctx)
+{
+    (void)uctx;
+    const char *a = si ? (const char *)si->si_addr : NULL;
+    if (g_map && a >= g_map && a < g_map + g_map_len) {
+        ssize_t w = write(STDERR_FILENO, g_map_msg, g_map_msg_len);
+        (void)w;
+        remove_temps_at_exit();
+        _exit(1);
+    }
+    signal(sig, SIG_DFL); /* not the input: the fault happens again, with the default action */
+}
+
+/* path mapped (driver_read_file_fd), *fd its open descriptor; NULL (and
+ * nothing printed) when it is no regular file of DRIVER_MAP_MIN bytes up
+ * to max, or cannot be mapped: the caller reads it instead. */
+static char *map_file(const char *path, uint64_t max, size_t *len, int *fd)
+{
+    struct stat st;
+    int f = strcmp(path, "-") && !g_map ? open(path, O_RDONLY) : -1;
+    if (f < 0) return NULL;
+    if (fstat(f, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < DRIVER_MAP_MIN ||
+        (uint64_t)st.st_size > max) {
+        close(f);
+        return NULL;
+    }
+    size_t n = (size_t)st.st_size, page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t whole = (n + 1 + page - 1) / page * page; /* room for the NUL */
+    /* the file over an anonymous reservation: a size that is a multiple of
+     * the page gets a zero page after it; read-only, so nothing is copied */
+    char *r = mmap(NULL, whole, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *p = r == MAP_FAILED ? MAP_FAILED : mmap(r, n, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE, f, 0);
+    if (p == MAP_FAILED) {
+        if (r != MAP_FAILED) munmap(r, whole);
+        close(f);
+        return NULL;
+    }
+    int msg = snprintf(g_map_msg, sizeof g_map_msg, "spmdc: error: %s changed while it was read\n", path);
+    g_map_msg_len = msg < 0 ? 0 : (size_t)msg < sizeof g_map_msg ? (size_t)msg : sizeof g_map_msg - 1;
+    g_map_len = whole;
+    g_map = p;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = input_gone;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+    *len = n;
+    *fd = f;
+    return p;
+}
+
+void driver_free_text(char *text, size_t len)
+{
+    (void)len;
+    if (text && text == g_map) {
+        signal(SIGBUS, SIG_DFL);
+        munmap(text, g_map_len);
+        g_map = NULL;
+        g_map_len = 0;
+        return;
+    }
+    free(text);
+}
+
 char *driver_read_file_fd(const char *path, size_t *len, int *fd)
 {
     if (fd) *fd = -1;
     uint64_t max = driver_max_input_bytes();
+    char *mapped = fd && max ? map_file(path, max, len, fd) : NULL;
+    if (mapped) return mapped;
     if (max == 0) {
         fprintf(stderr, "spmdc: error: SPMDC_MAX_INPUT_BYTES='%s' is not a size between 1 and %llu bytes "
                         "(e.g. 3G)\n", getenv("SPMDC_MAX_INPUT_BYTES"), (unsigned long long)SPMDC_HARD_MAX_INPUT);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "spmdc/canonicalize.h"
+#include "spmdc/driver.h"
 #include "spmdc/parse.h"
 #include "spmdc/passtime.h"
 #include "spmdc/partition.h"
@@ -17,7 +18,7 @@ static bool run_parse(PipelineState *st, PassCtx *cx)
     st->m = parse_hlo(st->text, st->len, st->file_id, cx->diag);
     if (st->owned_text && st->text_fd >= 0) {
         diag_release_text(cx->diag, st->file_id, st->text_fd);
-        free(st->owned_text);
+        driver_free_text(st->owned_text, st->len);
         st->owned_text = NULL;
         st->text = NULL;
         st->text_fd = -1;
@@ -108,7 +109,7 @@ void pipeline_state_free(PipelineState *st)
     hlo_module_free(st->m);
     if (st->has_report) report_free(&st->report);
     if (st->owned_text) {
-        free(st->owned_text);
+        driver_free_text(st->owned_text, st->len);
         if (st->text_fd >= 0) close(st->text_fd);
         st->owned_text = NULL;
         st->text = NULL;

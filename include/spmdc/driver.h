@@ -30,8 +30,19 @@ char *driver_read_file(const char *path, size_t *len);
 /* driver_read_file, and in *fd a descriptor of the file, left open, when it
  * is a regular file (-1 for stdin, a pipe or a device): the caller may free
  * the text once it is parsed and let the diagnostics re-read it from fd
- * (PipelineState.owned_text, diag_release_text).  *fd is -1 on failure. */
+ * (PipelineState.owned_text, diag_release_text).  *fd is -1 on failure.
+ * With fd, a regular file of DRIVER_MAP_MIN bytes or more is mapped
+ * (private, read ahead in one call) instead of copied into the heap; its
+ * text is NUL-terminated all the same (the zero tail of its last page, or
+ * one more page).  Should the file shrink under the mapping, the access
+ * that finds it gone ends the run with `spmdc: error: PATH changed while it
+ * was read` (exit 1, temporaries removed) instead of a crash.  At most one
+ * file is mapped at a time.  Release the text with driver_free_text. */
+#define DRIVER_MAP_MIN ((size_t)1 << 20)
 char *driver_read_file_fd(const char *path, size_t *len, int *fd);
+/* Releases text from driver_read_file or driver_read_file_fd (len bytes as
+ * they returned): the mapping, or the heap buffer.  NULL is a no-op. */
+void driver_free_text(char *text, size_t len);
 /* One output of a run for path ("-" = standard output): data[0..len), or,
  * when emit is set, the text emit(b, ctx) appends to b.  The driver gives
  * emit a buffer that streams into the file (a StrBuf with a sink,
