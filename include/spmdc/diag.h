@@ -50,8 +50,10 @@ const char *diag_file_path(const DiagEngine *d, uint32_t file_id);
  * takes fd, an open descriptor of the regular file the text was read from
  * (closed by the engine), and re-reads the file's len bytes from it the
  * first time an excerpt needs them, keeping them until diag_destroy.  A file
- * that no longer holds len bytes then (or cannot be read) gets no excerpts:
- * the messages are printed without their source line. */
+ * that has changed since this call (its inode, size, modification or change
+ * time differ from fd's fstat here, so a rewrite in place with as many bytes
+ * counts too), or cannot be read, gets no excerpts: the messages are printed
+ * without their source line. */
 void diag_release_text(DiagEngine *d, uint32_t file_id, int fd);
 /* Whether the source line + caret is printed after each message (default on). */
 void diag_set_show_source(DiagEngine *d, bool on);

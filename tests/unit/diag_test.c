@@ -6,6 +6,8 @@
 #include <cmocka.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "spmdc/diag.h"
@@ -83,7 +85,7 @@ static void test_hidden_warnings(void **state)
 
 /* A text released by its owner (freed at once) is re-read from the file
  * for the first excerpt that needs it, so the excerpt is the one the text
- * gave; a file whose size has changed since gets none. */
+ * gave; a file whose bytes have changed since (same size or not) gets none. */
 static void test_released_text_is_reread(void **state)
 {
     (void)state;
@@ -115,6 +117,22 @@ static void test_released_text_is_reread(void **state)
 
     d = diag_create(NULL);
     f = diag_add_file(d, "m.hlo", src, n);
+    /* the file's times set well in the past first, so the rewrite below
+     * moves them whatever the clock's granularity */
+    const struct timespec old_times[2] = {{946684800, 0}, {946684800, 0}};
+    assert_int_equal(futimens(fd, old_times), 0);
+    diag_release_text(d, f, dup(fd));
+    /* rewritten in place with as many bytes: the excerpt would show text the
+     * message is not about ("  y = s32[] bar()" under a caret at 'foo') */
+    const char *other = "HloModule m\n  y = s32[] bar()\n";
+    assert_int_equal(strlen(other), n);
+    assert_int_equal(pwrite(fd, other, n, 0), (ssize_t)n);
+    diag_error(d, sp, "unknown opcode '%s'", "foo");
+    assert_string_equal(diag_text(d), "m.hlo:2:13: error: unknown opcode 'foo'\n");
+    diag_destroy(d);
+
+    d = diag_create(NULL);
+    f = diag_add_file(d, "m.hlo", other, n);
     diag_release_text(d, f, dup(fd));
     assert_int_equal(ftruncate(fd, 4), 0);
     diag_error(d, sp, "unknown opcode '%s'", "foo");
