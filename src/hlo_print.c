@@ -295,7 +295,11 @@ static void put_replica_groups(StrBuf *b, const HloModule *m, const ReplicaGroup
     for (int64_t k = 0; k < P && in_range; k++)
         in_range = g->ids[k] >= 0 && g->ids[k] < P;
     if (in_range && groups_mesh(m, P, &mesh) && mesh_factor_order(&mesh, g->ids, order)) {
-        sb_printf(b, "[%" PRId64 ",%" PRId64 "]", g->n_groups, g->group_size);
+        sb_putc(b, '[');
+        sb_int(b, g->n_groups);
+        sb_putc(b, ',');
+        sb_int(b, g->group_size);
+        sb_putc(b, ']');
         mesh_iota_src(b, &mesh, order);
         return;
     }

@@ -949,8 +949,10 @@ int32_t part_origin(const Part *p, int32_t i, int32_t d)
 static void put_line(Part *p, StrBuf *b, int32_t i)
 {
     uint32_t line = part_in(p, i)->span.begin.line;
-    if (line)
-        sb_printf(b, ", line %u", (unsigned)line);
+    if (line) {
+        sb_puts(b, ", line ");
+        sb_int(b, line);
+    }
 }
 
 int32_t part_split_origin(const Part *p, int32_t v, const Tiling *s, int32_t d)
@@ -971,7 +973,8 @@ void part_put_origin(Part *p, StrBuf *b, int32_t v, int32_t o)
         sb_puts(b, "annotated");
         put_line(p, b, o);
     } else if (o >= 0) {
-        sb_printf(b, "from the annotation on %s", part_in(p, o)->name);
+        sb_puts(b, "from the annotation on ");
+        sb_puts(b, part_in(p, o)->name);
         put_line(p, b, o);
     }
 }
@@ -1004,7 +1007,8 @@ static bool put_sharding_origin(Part *p, StrBuf *b, int32_t i)
     }
     sb_puts(b, "from the annotations on");
     for (int32_t k = 0; k < n; k++) {
-        sb_printf(b, "%s%s", k == 0 ? " " : k == n - 1 ? " and " : ", ", part_in(p, seen[k])->name);
+        sb_puts(b, k == 0 ? " " : k == n - 1 ? " and " : ", ");
+        sb_puts(b, part_in(p, seen[k])->name);
         put_line(p, b, seen[k]);
     }
     return true;
@@ -1019,8 +1023,11 @@ static void put_which(Part *p, StrBuf *b, int32_t i)
     if (part_origin(p, i, -1) == i) {
         sb_puts(b, "annotated ");
         sharding_describe(b, in->sharding, p->mesh);
-        if (in->span.begin.line)
-            sb_printf(b, " (line %u)", (unsigned)in->span.begin.line);
+        if (in->span.begin.line) {
+            sb_puts(b, " (line ");
+            sb_int(b, in->span.begin.line);
+            sb_putc(b, ')');
+        }
         return;
     }
     if (!in->sharding || sharding_is_replicated(in->sharding)) { /* propagation only passes splits on */
@@ -1036,7 +1043,8 @@ static void put_which(Part *p, StrBuf *b, int32_t i)
 
 void part_put_story(Part *p, StrBuf *b, int32_t i)
 {
-    sb_printf(b, "%s is ", part_in(p, i)->name);
+    sb_puts(b, part_in(p, i)->name);
+    sb_puts(b, " is ");
     put_which(p, b, i);
 }
 
@@ -1057,7 +1065,9 @@ static void put_closing(Part *p, StrBuf *b, int32_t v, const Tiling *want, int32
         sb_puts(b, "as ");
         tiling_describe(b, want, p->mesh);
     }
-    sb_printf(b, " by %s, which is ", part_in(p, c)->name);
+    sb_puts(b, " by ");
+    sb_puts(b, part_in(p, c)->name);
+    sb_puts(b, ", which is ");
     put_which(p, b, c);
 }
 
@@ -1070,15 +1080,20 @@ static const char *default_reason(Part *p, StrBuf *b, int32_t v, const Tiling *f
 {
     if (cause->reason)
         return cause->reason;
-    sb_printf(b, "%s: %s resharded from ", cause->inst >= 0 ? part_in(p, cause->inst)->name : "result",
-              part_in(p, v)->name);
+    sb_puts(b, cause->inst >= 0 ? part_in(p, cause->inst)->name : "result");
+    sb_puts(b, ": ");
+    sb_puts(b, part_in(p, v)->name);
+    sb_puts(b, " resharded from ");
     tiling_describe(b, from, p->mesh);
     Tiling decl;
     part_decl(p, v, 0, &decl);
     if (tiling_equal(from, &decl) && !shape_is_tuple(&part_in(p, v)->shape)) {
         StrBuf t = {0};
-        if (put_sharding_origin(p, &t, v))
-            sb_printf(b, " (%s)", sb_cstr(&t));
+        if (put_sharding_origin(p, &t, v)) {
+            sb_puts(b, " (");
+            sb_putn(b, t.data, t.len);
+            sb_putc(b, ')');
+        }
         else if (tiling_is_replicated(from))
             sb_puts(b, " (replicated by default)");
         sb_free(&t);
@@ -1266,7 +1281,8 @@ static int32_t get_array(Part *p, int32_t v, const Tiling *want, const Cause *ca
     /* a reduction's row: why the value is partial, then who needs it closed */
     const char *why = best->origin_reason;
     if (own_words && cause->inst >= 0 && plan_rows(p, plan, true, true)) {
-        sb_printf(&wb, "%s; ", why);
+        sb_puts(&wb, why);
+        sb_puts(&wb, "; ");
         put_closing(p, &wb, v, want, cause->inst);
         why = sb_cstr(&wb);
     }

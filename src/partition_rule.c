@@ -668,10 +668,15 @@ bool part_put_split_dims(Part *p, StrBuf *b, int32_t i, int32_t k, const Tiling 
         if (org[j] == INT32_MIN)
             continue;
         int32_t d = (int32_t)dims[j];
-        if (!started)
-            sb_printf(b, "dim %d of %s%s%s", (int)d, role, part_in(p, v)->name, axes ? " sharded" : "");
-        else
-            sb_printf(b, ", dim %d", (int)d);
+        sb_puts(b, started ? ", dim " : "dim ");
+        sb_int(b, d);
+        if (!started) {
+            sb_puts(b, " of ");
+            sb_puts(b, role);
+            sb_puts(b, part_in(p, v)->name);
+            if (axes)
+                sb_puts(b, " sharded");
+        }
         started = true;
         if (axes) {
             sb_puts(b, " on '");
@@ -715,7 +720,9 @@ static const char *partial_reason(Part *p, const RuleCtx *rc, const RuleChoice *
         word = "indexed ";
     }
     StrBuf b = {0};
-    sb_printf(&b, "%s: %s", in->name, word);
+    sb_puts(&b, in->name);
+    sb_puts(&b, ": ");
+    sb_puts(&b, word);
     bool any = false;
     for (int32_t k = 0; k < r->n_in; k++) {
         int64_t dims[SPMDC_MAX_RANK];
@@ -733,7 +740,9 @@ static const char *partial_reason(Part *p, const RuleCtx *rc, const RuleChoice *
         int32_t slot = r->t[k].slot;
         StrBuf t = {0};
         if (part_put_split_dims(p, &t, rc->inst, slot, &ch->want[k], dims, nd, slot < 2 ? roles[slot] : "", !any)) {
-            sb_printf(&b, "%s%s", any ? " and " : "", sb_cstr(&t));
+            if (any)
+                sb_puts(&b, " and ");
+            sb_putn(&b, t.data, t.len);
             any = true;
         }
         sb_free(&t);

@@ -309,7 +309,6 @@ void sharding_iota_expand(int32_t n_dims, const int64_t *dims, const int32_t *pe
 
 /* ================================================================ printing */
 
-/* Appends the atoms a[0..n) as Shardy axis refs separated by sep. */
 /* Names of a run of atoms ("x", "y:(2)2"), separated by sep; with quote,
  * each axis name in single quotes (XLA's spelling: 'y':(2)2). */
 static void atoms_names_q(StrBuf *b, const Mesh *m, const int8_t *a, int32_t n, const char *sep, bool quote)
@@ -321,10 +320,14 @@ static void atoms_names_q(StrBuf *b, const Mesh *m, const int8_t *a, int32_t n, 
         size_t len = strcspn(p, ","), name = strcspn(p, ",:");
         if (!first)
             sb_puts(b, sep);
-        if (quote)
-            sb_printf(b, "'%.*s'%.*s", (int)name, p, (int)(len - name), p + name);
-        else
-            sb_printf(b, "%.*s", (int)len, p);
+        if (quote) {
+            sb_putc(b, '\'');
+            sb_putn(b, p, name);
+            sb_putc(b, '\'');
+            sb_putn(b, p + name, len - name);
+        } else {
+            sb_putn(b, p, len);
+        }
         p += len + (p[len] == ',');
     }
     sb_free(&tmp);
