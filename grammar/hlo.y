@@ -47,7 +47,11 @@
  * without LAC (parse.c); both read the one scanner and report through the
  * one yyerror. */
 #undef yylex
+#ifdef SPMDC_FAST_PARSER
+#define yylex ast_feed_lex /* the scanner's tokens through a ScanFeed (ast.h) */
+#else
 #define yylex hlo_yylex
+#endif
 #undef yyerror
 #define yyerror hlo_yyerror
 int hlo_yylex(AstSemVal *lval, AstLoc *lloc, void *scanner);

@@ -124,6 +124,10 @@ AstTok ast_tok_at(const ScanState *st, const AstLoc *loc, uint32_t skip_front, u
 
 void ast_scan_error(ScanState *st, const AstLoc *loc, const char *fmt, ...)
 {
+    if (st->quiet) {
+        st->failed = true;
+        return;
+    }
     va_list ap;
     va_start(ap, fmt);
     diag_report(st->cx->diag, DIAG_ERROR, ast_span(st->cx, loc), fmt, ap);
@@ -195,7 +199,7 @@ static size_t unescape_one(const char *p, const char *e, char *out)
 void ast_scan_string(ScanState *st, const AstLoc *loc, AstTok *tok)
 {
     AstTok raw = ast_tok_at(st, loc, 1, 1);
-    char *buf = arena_alloc(st->cx->keep, (size_t)raw.n + 1, 1);
+    char *buf = arena_alloc(st->quiet ? st->cx->strings : st->cx->keep, (size_t)raw.n + 1, 1);
     const char *p = raw.s, *e = raw.s + raw.n;
     size_t n = 0;
     while (p < e) {
@@ -218,7 +222,9 @@ int ast_scan_type_word(ScanState *st, const char *text, size_t n)
     while (i < len && (t[i] == ' ' || t[i] == '\t')) i++;
     if (i < len && t[i] == '=' && (i + 1 >= len || t[i + 1] != '=')) return TOK_TYPE_AS_NAME;
     if (i < len && t[i] == '[') return TOK_PRIMTYPE;
-    for (int k = 0; k < st->cx->n_bad_names; k++)
+    /* (bad names are recorded by the parser after an error; a quiet
+     * scanner's parse is run again anyway once its parser reports one) */
+    for (int k = 0; !st->quiet && k < st->cx->n_bad_names; k++)
         if (st->cx->bad_name[k].n == n && memcmp(st->cx->bad_name[k].s, text, n) == 0) return TOK_IDENT;
     return TOK_PRIMTYPE;
 }

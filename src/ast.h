@@ -189,6 +189,7 @@ struct ScanState;
 typedef struct ParseCtx {
     Arena *arena;          /* AST nodes: reset after every sink call */
     Arena *keep;           /* unescaped strings: live for the whole parse */
+    Arena *strings;        /* the same from a scanner on its own thread (ScanState.quiet), or NULL */
     DiagEngine *diag;
     uint32_t file_id;
     const char *text;      /* the whole input */
@@ -237,6 +238,13 @@ typedef struct ScanState {
     int blob_depth;
     AstLoc blob_start;
     bool dead;             /* a fatal lexical error was reported: only EOF follows */
+    /* Scanning on a thread of its own (ScanFeed): errors are not reported
+     * but only set failed (the parse is then run again without the
+     * thread, which reports them), strings are unescaped into strings
+     * into cx->strings instead of cx->keep, and nothing of the ParseCtx that the parser
+     * writes is read. */
+    bool quiet;
+    bool failed;
 } ScanState;
 
 /* ------------------------------------------------------------ scanner helpers */
@@ -249,12 +257,38 @@ static inline uint32_t ast_name_hash(const char *s, uint32_t n)
     return h;
 }
 
-/* A name token was scanned: prefetches its slot in cx->name_slot. */
-static inline void ast_scan_name(const ScanState *st, AstTok t)
+/* A name token was scanned (or, from a scanner on its own thread, is
+ * read by the parser): prefetches its slot in cx->name_slot. */
+static inline void ast_prefetch_name(const ParseCtx *cx, AstTok t)
 {
-    const ParseCtx *cx = st->cx;
     if (cx->name_slot) __builtin_prefetch(&cx->name_slot[ast_name_hash(t.s, t.n) & cx->name_mask]);
 }
+static inline void ast_scan_name(const ScanState *st, AstTok t)
+{
+    if (!st->quiet) ast_prefetch_name(st->cx, t);
+}
+
+/* The parser's token source (grammar/hlo.y's yylex is ast_feed_lex in the
+ * parser without LAC): the flex scanner called token by token, or, when
+ * threaded, the same scanner running ahead on a thread of its own and
+ * handing over its tokens in chunks through a ring (scan_feed.c), so
+ * scanning and parsing + lowering share the two cores of a large input.
+ * The tokens, values and locations are the same either way; the scanner's
+ * state (st) must not be read by the parser's thread until
+ * ast_feed_finish, and cx->scan stays NULL meanwhile.  Errors from the
+ * thread only set st->failed (ScanState.quiet). */
+typedef struct ScanFeed ScanFeed;
+/* flex: the yyscan_t whose extra is st.  threaded: start the thread (when
+ * one cannot be made, the feed scans on the caller's thread instead).
+ * cx: for the name-table prefetch.  Never NULL (out of memory ends the
+ * process, spmdc_oom). */
+ScanFeed *ast_feed_start(void *flex, ScanState *st, const ParseCtx *cx, bool threaded);
+/* The next token into *lval (its tok member) and *lloc; its kind.  feed:
+ * a ScanFeed.  After the end of input it returns the end again. */
+int ast_feed_lex(AstSemVal *lval, AstLoc *lloc, void *feed);
+/* Stops and joins the scanner's thread (wherever it is) and frees the feed;
+ * st may be read again after.  NULL is a no-op. */
+void ast_feed_finish(ScanFeed *f);
 
 /* Flex's YY_INPUT: copies the next at most max bytes of cx->text into buf;
  * returns the count, 0 at the end. */

@@ -808,17 +808,37 @@ static bool reject_nul(const char *text, size_t len, uint32_t file_id, DiagEngin
  * header cannot be included beside hlo.tab.h (the same token names). */
 int hlo_fast_yyparse(void *scanner, ParseCtx *cx);
 
+static size_t g_thread_min = PARSE_THREAD_MIN;
+
+void parse_set_thread_min(size_t bytes) { g_thread_min = bytes ? bytes : PARSE_THREAD_MIN; }
+
 /* Runs scanner + parser; the sink lowers as the parser goes.  fast: the
- * parser without LAC. */
+ * parser without LAC, which reads its tokens through a ScanFeed: from a
+ * scanner on a thread of its own when the input has g_thread_min bytes or
+ * more.  That scanner reports no errors (ScanState.quiet): a failed scan
+ * leaves an error in cx->diag, so that the caller runs the parse again
+ * without it. */
 static void run_parser(ParseCtx *cx, Lower *lw, bool fast)
 {
     ScanState st;
     memset(&st, 0, sizeof st);
     st.cx = cx;
-    cx->scan = &st;
     yyscan_t scanner;
     if (hlo_yylex_init_extra(&st, &scanner) != 0) spmdc_oom();
-    int rc = fast ? hlo_fast_yyparse(scanner, cx) : hlo_yyparse(scanner, cx);
+    int rc;
+    if (fast) {
+        bool threaded = cx->len >= g_thread_min;
+        if (threaded) cx->strings = arena_create();
+        ScanFeed *feed = ast_feed_start(scanner, &st, cx, threaded);
+        cx->scan = st.quiet ? NULL : &st;
+        rc = hlo_fast_yyparse(feed, cx);
+        ast_feed_finish(feed);
+        if (st.failed && diag_error_count(cx->diag) == lw->base_errors)
+            diag_error(cx->diag, src_span_at(cx->file_id, 0, 0), "the scanner reported an error");
+    } else {
+        cx->scan = &st;
+        rc = hlo_yyparse(scanner, cx);
+    }
     hlo_yylex_destroy(scanner);
     cx->scan = NULL;
     if (rc != 0 && diag_error_count(cx->diag) == lw->base_errors)
@@ -832,8 +852,8 @@ static void run_parser(ParseCtx *cx, Lower *lw, bool fast)
 static HloModule *parse_once(const char *text, size_t len, uint32_t file_id, DiagEngine *diag, bool fast)
 {
     int base = diag_error_count(diag);
-    ParseCtx cx = {arena_create(), arena_create(), diag, file_id, text, (uint32_t)len, NULL, NULL, {{NULL, 0}}, 0, NULL, 0,
-                   NULL, 0, 0, NULL, NULL, NULL, NULL, NULL};
+    ParseCtx cx = {.arena = arena_create(), .keep = arena_create(), .diag = diag, .file_id = file_id, .text = text,
+                   .len = (uint32_t)len};
     Lower lw;
     memset(&lw, 0, sizeof lw);
     lw.cx = &cx;
@@ -854,6 +874,7 @@ static HloModule *parse_once(const char *text, size_t len, uint32_t file_id, Dia
     ast_pool_free(&cx);
     arena_destroy(lw.comp_arena);
     arena_destroy(cx.keep);
+    if (cx.strings) arena_destroy(cx.strings);
     arena_destroy(cx.arena);
     if (diag_error_count(diag) != base) {
         hlo_module_free(lw.m);

@@ -29,6 +29,15 @@
  * An elided constant `{...}` has Literal.elided set and i/f NULL. */
 HloModule *parse_hlo(const char *text, size_t len, uint32_t file_id, DiagEngine *diag);
 
+/* Inputs of this many bytes or more are scanned on a thread of their own
+ * while the parser and the lowering run on the caller's (the first of
+ * parse_hlo's two parses; the module and every diagnostic are the same
+ * either way).  256 KiB: below it the thread's start costs more than it
+ * saves. */
+#define PARSE_THREAD_MIN ((size_t)256 << 10)
+/* Sets that threshold for the tests (1: every input; 0: the default). */
+void parse_set_thread_min(size_t bytes);
+
 /* Chooses the module's mesh and binds every instruction's sharding_src to
  * inst->sharding (sets m->mesh, m->has_mesh; sharding_from_user = true):
  * opt->mesh if given (named axes of the file are rebound by name; positional

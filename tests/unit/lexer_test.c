@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -69,8 +70,8 @@ static void lex(Lexed *lx, const char *text)
     uint32_t fid = diag_add_file(lx->diag, "t.hlo", text, len);
     lx->arena = arena_create();
     lx->keep = arena_create();
-    ParseCtx cx = {lx->arena, lx->keep, lx->diag, fid, text, (uint32_t)len, NULL, NULL, {{NULL, 0}}, 0, NULL, 0,
-                   NULL, 0, 0, NULL, NULL, NULL, NULL, NULL};
+    ParseCtx cx = {.arena = lx->arena, .keep = lx->keep, .diag = lx->diag, .file_id = fid, .text = text,
+                   .len = (uint32_t)len};
     ast_lines_init(&cx);
     ScanState st;
     memset(&st, 0, sizeof st);
@@ -336,6 +337,112 @@ static void test_nesting_limit(void **state)
     lexed_free(&lx);
 }
 
+/* Every token of text, scanned as the parser does (flex reading cx->text
+ * through YY_INPUT), directly or through a ScanFeed on a thread of its own. */
+typedef struct FedTok {
+    int kind;
+    AstLoc loc;
+    AstTok tok;
+} FedTok;
+
+static FedTok *scan_all(const char *text, size_t len, bool threaded, int *n_out, bool *failed, Arena *strings)
+{
+    DiagEngine *d = diag_create(NULL);
+    uint32_t fid = diag_add_file(d, "t.hlo", text, len);
+    Arena *a = arena_create(), *keep = arena_create();
+    ParseCtx cx = {.arena = a, .keep = keep, .strings = strings, .diag = d, .file_id = fid, .text = text,
+                   .len = (uint32_t)len};
+    ast_lines_init(&cx);
+    ScanState st;
+    memset(&st, 0, sizeof st);
+    st.cx = &cx;
+    yyscan_t sc;
+    assert_int_equal(hlo_yylex_init_extra(&st, &sc), 0);
+    ScanFeed *f = ast_feed_start(sc, &st, &cx, threaded);
+    assert_int_equal(st.quiet, threaded);
+    int n = 0, cap = 1024;
+    FedTok *out = malloc(sizeof *out * (size_t)cap);
+    for (;;) {
+        AstSemVal v;
+        memset(&v, 0, sizeof v);
+        if (n == cap) out = realloc(out, sizeof *out * (size_t)(cap *= 2));
+        FedTok *t = &out[n++];
+        t->kind = ast_feed_lex(&v, &t->loc, f);
+        t->tok = v.tok;
+        if (t->kind == TOK_STRING) { /* the unescaped text is in keep or strings: compare bytes */
+            char *copy = malloc(t->tok.n + 1);
+            memcpy(copy, t->tok.s, t->tok.n);
+            t->tok.s = copy;
+        } else if (t->kind != TOK_YYEOF && !has_text(t->kind)) {
+            memset(&t->tok, 0, sizeof t->tok); /* punctuation leaves the value unset */
+        }
+        if (t->kind == TOK_YYEOF) break;
+    }
+    /* after the end the feed gives the end again */
+    AstSemVal v;
+    AstLoc l;
+    assert_int_equal(ast_feed_lex(&v, &l, f), TOK_YYEOF);
+    ast_feed_finish(f);
+    *failed = st.failed || diag_error_count(d) > 0;
+    hlo_yylex_destroy(sc);
+    ast_lines_free(&cx);
+    arena_destroy(keep);
+    arena_destroy(a);
+    diag_destroy(d);
+    *n_out = n;
+    return out;
+}
+
+static void free_scanned(FedTok *t, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (t[k].kind == TOK_STRING) free((char *)t[k].tok.s);
+    free(t);
+}
+
+/* A scanner on its own thread (ScanFeed) hands the parser exactly the
+ * tokens, values and locations of the direct scan, across chunk and ring
+ * boundaries (about 150,000 tokens: more than the ring's 8 x 8,192), with
+ * strings, blobs and a lexical error; its errors only mark it failed. */
+static void test_feed_on_thread_matches_direct_scan(void **state)
+{
+    (void)state;
+    StrBuf b = {0};
+    sb_puts(&b, "HloModule m\nENTRY %e {\n");
+    for (int k = 0; k < 5000; k++)
+        sb_printf(&b, "  %%a.%d = f32[8,16]{1,0} add(%%x.%d, %%y), metadata={op_name=\"jit(f)/add\\t%d\"}, "
+                      "backend_config={\"k\": [%d, {\"z\": 1}]}, sharding={devices=[2,1]<=[2]}\n",
+                  k, k, k, k);
+    sb_puts(&b, "}\n");
+    for (int bad = 0; bad < 2; bad++) {
+        if (bad) { /* an integer that does not fit, near the end */
+            b.len -= 2;
+            sb_puts(&b, " 99999999999999999999999 }\n");
+        }
+        int n1, n2;
+        bool f1, f2;
+        Arena *strings = arena_create();
+        FedTok *direct = scan_all(b.data, b.len, false, &n1, &f1, NULL);
+        FedTok *fed = scan_all(b.data, b.len, true, &n2, &f2, strings);
+        assert_true(n1 > 150000);
+        assert_int_equal(n1, n2);
+        assert_int_equal(f1, bad);
+        assert_int_equal(f2, bad);
+        for (int k = 0; k < n1; k++) {
+            assert_int_equal(direct[k].kind, fed[k].kind);
+            assert_int_equal(direct[k].loc.off, fed[k].loc.off);
+            assert_int_equal(direct[k].loc.end, fed[k].loc.end);
+            assert_int_equal(direct[k].tok.n, fed[k].tok.n);
+            assert_true(direct[k].tok.i == fed[k].tok.i);
+            if (direct[k].tok.n) assert_memory_equal(direct[k].tok.s, fed[k].tok.s, direct[k].tok.n);
+        }
+        free_scanned(direct, n1);
+        free_scanned(fed, n2);
+        arena_destroy(strings);
+    }
+    sb_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +463,7 @@ int main(void)
         cmocka_unit_test(test_locations),
         cmocka_unit_test(test_lexical_errors),
         cmocka_unit_test(test_nesting_limit),
+        cmocka_unit_test(test_feed_on_thread_matches_direct_scan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -906,5 +906,10 @@ int main(void)
         cmocka_unit_test(test_nul_and_limits),
         cmocka_unit_test(test_error_excerpt),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* every case twice: as the inputs are (small: scanned on the parser's
+     * thread), then with every input scanned on a thread of its own */
+    int failed = cmocka_run_group_tests_name("parse", tests, NULL, NULL);
+    parse_set_thread_min(1);
+    failed += cmocka_run_group_tests_name("parse, scanner on its own thread", tests, NULL, NULL);
+    return failed;
 }

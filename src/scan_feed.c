@@ -1,0 +1,159 @@
+/* scan_feed.c - the scanner on a thread of its own, feeding the parser's
+ * tokens through a ring of chunks (see ast.h, ScanFeed). */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ast.h"
+#include "hlo.tab.h"
+#include "spmdc/arena.h"
+
+int hlo_yylex(AstSemVal *lval, AstLoc *lloc, void *scanner);
+
+/* One scanned token: its kind, value (AstSemVal.tok, the only member the
+ * scanner sets) and location. */
+typedef struct FeedTok {
+    AstTok tok;
+    AstLoc loc;
+    int32_t kind;
+} FeedTok;
+
+/* Tokens per chunk and chunks in the ring: 8 x 8,192 x 40 bytes = 2.6 MB.
+ * A chunk is about 230 instructions of the usual forms, so the two threads
+ * meet (a mutex and at most one wake-up each) a few thousand times on a
+ * million instructions. */
+#define FEED_CHUNK 8192
+#define FEED_CHUNKS 8
+
+struct ScanFeed {
+    void *flex;             /* the flex scanner (yyscan_t) */
+    const ParseCtx *cx;
+    bool threaded;
+    /* threaded: */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t room;    /* signalled when the parser releases a chunk */
+    pthread_cond_t ready;   /* signalled when the scanner publishes one */
+    FeedTok *ring;          /* [FEED_CHUNKS * FEED_CHUNK] */
+    uint32_t count[FEED_CHUNKS];
+    uint64_t published, released; /* chunks, counted from the start (under mu) */
+    bool stop;              /* the parser is done: the scanner ends (under mu) */
+    /* the parser's side (its thread only): */
+    const FeedTok *cur;     /* the chunk being read, NULL: none */
+    uint32_t pos, n;
+    bool at_eof;            /* the end-of-input token was read */
+    FeedTok eof;
+};
+
+static void *feed_scan(void *arg)
+{
+    ScanFeed *f = arg;
+    for (uint64_t k = 0;; k++) {
+        pthread_mutex_lock(&f->mu);
+        while (!f->stop && k - f->released == FEED_CHUNKS) pthread_cond_wait(&f->room, &f->mu);
+        bool stop = f->stop;
+        pthread_mutex_unlock(&f->mu);
+        if (stop) return NULL;
+        FeedTok *c = f->ring + (size_t)(k % FEED_CHUNKS) * FEED_CHUNK;
+        uint32_t n = 0;
+        bool end = false;
+        while (n < FEED_CHUNK && !end) {
+            AstSemVal v;
+            memset(&v, 0, sizeof v);
+            FeedTok *t = &c[n++];
+            t->kind = hlo_yylex(&v, &t->loc, f->flex);
+            t->tok = v.tok;
+            end = t->kind == TOK_YYEOF;
+        }
+        pthread_mutex_lock(&f->mu);
+        f->count[k % FEED_CHUNKS] = n;
+        f->published = k + 1;
+        pthread_cond_signal(&f->ready);
+        pthread_mutex_unlock(&f->mu);
+        if (end) return NULL;
+    }
+}
+
+ScanFeed *ast_feed_start(void *flex, ScanState *st, const ParseCtx *cx, bool threaded)
+{
+    ScanFeed *f = calloc(1, sizeof *f);
+    if (!f) spmdc_oom();
+    f->flex = flex;
+    f->cx = cx;
+    if (!threaded || !cx->strings) return f;
+    f->ring = malloc(sizeof(FeedTok) * FEED_CHUNK * FEED_CHUNKS);
+    if (!f->ring) spmdc_oom();
+    /* the scanner's thread touches nothing the parser's does: strings go
+     * to cx->strings (the caller's, made before), errors only mark it failed (ast_scan_error),
+     * and it leaves the name-table prefetch to the parser (ast_feed_lex) */
+    st->quiet = true;
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->room, NULL);
+    pthread_cond_init(&f->ready, NULL);
+    if (pthread_create(&f->thread, NULL, feed_scan, f) != 0) {
+        /* no thread: scan on the parser's own */
+        pthread_cond_destroy(&f->ready);
+        pthread_cond_destroy(&f->room);
+        pthread_mutex_destroy(&f->mu);
+        free(f->ring);
+        f->ring = NULL;
+        st->quiet = false;
+        return f;
+    }
+    f->threaded = true;
+    return f;
+}
+
+void ast_feed_finish(ScanFeed *f)
+{
+    if (!f) return;
+    if (f->threaded) {
+        pthread_mutex_lock(&f->mu);
+        f->stop = true;
+        pthread_cond_signal(&f->room);
+        pthread_mutex_unlock(&f->mu);
+        pthread_join(f->thread, NULL);
+        pthread_cond_destroy(&f->ready);
+        pthread_cond_destroy(&f->room);
+        pthread_mutex_destroy(&f->mu);
+    }
+    free(f->ring);
+    free(f);
+}
+
+/* The next chunk for the parser: releases the one it read, waits for one. */
+static void feed_next_chunk(ScanFeed *f)
+{
+    pthread_mutex_lock(&f->mu);
+    if (f->cur) {
+        f->released++;
+        pthread_cond_signal(&f->room);
+    }
+    while (f->published == f->released) pthread_cond_wait(&f->ready, &f->mu);
+    uint32_t k = (uint32_t)(f->released % FEED_CHUNKS);
+    f->n = f->count[k];
+    pthread_mutex_unlock(&f->mu);
+    f->cur = f->ring + (size_t)k * FEED_CHUNK;
+    f->pos = 0;
+}
+
+int ast_feed_lex(AstSemVal *lval, AstLoc *lloc, void *feed)
+{
+    ScanFeed *f = feed;
+    if (!f->threaded) return hlo_yylex(lval, lloc, f->flex);
+    if (f->at_eof) {
+        lval->tok = f->eof.tok;
+        *lloc = f->eof.loc;
+        return f->eof.kind;
+    }
+    if (f->pos == f->n) feed_next_chunk(f);
+    const FeedTok *t = &f->cur[f->pos++];
+    lval->tok = t->tok;
+    *lloc = t->loc;
+    if (t->kind == TOK_NAME_PCT || t->kind == TOK_IDENT) ast_prefetch_name(f->cx, t->tok);
+    if (t->kind == TOK_YYEOF) {
+        f->at_eof = true;
+        f->eof = *t;
+    }
+    return t->kind;
+}
