@@ -16,7 +16,7 @@ typedef struct SrcFile {
     size_t len;
     char *owned;          /* the text as re-read (freed by diag_destroy) */
     int fd;               /* to re-read the released text from; -1: none */
-    struct stat stamp;    /* fd's fstat at release: a re-read needs the same file, size and times */
+    struct stat stamp;    /* fd's fstat as the text was read: a re-read needs the same file, size and times */
     uint32_t *line_start; /* offsets of line starts, computed lazily */
     uint32_t n_lines;
 } SrcFile;
@@ -82,28 +82,30 @@ uint32_t diag_add_file(DiagEngine *d, const char *path, const char *text, size_t
  * and modification and change times (a rewrite in place with as many bytes
  * moves both, to the kernel's timestamp granularity, a few milliseconds at
  * worst). */
-static bool same_stamp(const struct stat *a, const struct stat *b)
+bool diag_same_file_state(const struct stat *a, const struct stat *b)
 {
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
            a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
            a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-void diag_release_text(DiagEngine *d, uint32_t file_id, int fd)
+void diag_release_text(DiagEngine *d, uint32_t file_id, int fd, const struct stat *as_read)
 {
     SPMDC_ASSERT(file_id >= 1 && file_id <= d->n_files);
     SrcFile *f = &d->files[file_id - 1];
     f->text = NULL;
     if (f->fd >= 0) close(f->fd);
     f->fd = fd;
-    if (fd >= 0 && fstat(fd, &f->stamp) != 0) {
+    if (fd >= 0 && as_read) {
+        f->stamp = *as_read;
+    } else if (fd >= 0 && fstat(fd, &f->stamp) != 0) {
         close(fd);
         f->fd = -1;
     }
 }
 
 /* Re-reads a released text from its descriptor: false (and no more tries)
- * when the file is no longer as it was at release (diag_release_text) or a
+ * when the file is no longer as it was read (diag_release_text) or a
  * read fails. */
 static bool reload_text(SrcFile *f)
 {
@@ -111,7 +113,7 @@ static bool reload_text(SrcFile *f)
     struct stat st;
     char *buf = NULL;
     size_t got = 0;
-    if (fstat(f->fd, &st) == 0 && same_stamp(&st, &f->stamp) && (uint64_t)st.st_size == (uint64_t)f->len) {
+    if (fstat(f->fd, &st) == 0 && diag_same_file_state(&st, &f->stamp) && (uint64_t)st.st_size == (uint64_t)f->len) {
         buf = xmalloc(f->len + 1);
         while (got < f->len) {
             ssize_t r = pread(f->fd, buf + got, f->len - got, (off_t)got);

@@ -33,7 +33,7 @@ uint64_t driver_max_input_bytes(void)
     return (uint64_t)v * unit;
 }
 
-char *driver_read_file(const char *path, size_t *len) { return driver_read_file_fd(path, len, NULL); }
+char *driver_read_file(const char *path, size_t *len) { return driver_read_file_fd(path, len, NULL, NULL); }
 
 /* The mapped input (map_file), for the SIGBUS handler: a fault inside it
  * means the file shrank under the mapping. */
@@ -59,7 +59,7 @@ static void input_gone(int sig, siginfo_t *si, void *uctx)
 /* path mapped (driver_read_file_fd), *fd its open descriptor; NULL (and
  * nothing printed) when it is no regular file of DRIVER_MAP_MIN bytes up
  * to max, or cannot be mapped: the caller reads it instead. */
-static char *map_file(const char *path, uint64_t max, size_t *len, int *fd)
+static char *map_file(const char *path, uint64_t max, size_t *len, int *fd, struct stat *as_read)
 {
     struct stat st;
     int f = strcmp(path, "-") && !g_map ? open(path, O_RDONLY) : -1;
@@ -92,7 +92,15 @@ static char *map_file(const char *path, uint64_t max, size_t *len, int *fd)
     sigaction(SIGBUS, &sa, NULL);
     *len = n;
     *fd = f;
+    if (as_read) *as_read = st;
     return p;
+}
+
+bool driver_text_changed(const char *text, int fd, const struct stat *as_read)
+{
+    struct stat now;
+    if (!text || text != g_map || fd < 0 || !as_read) return false;
+    return fstat(fd, &now) != 0 || !diag_same_file_state(&now, as_read);
 }
 
 void driver_free_text(char *text, size_t len)
@@ -108,11 +116,11 @@ void driver_free_text(char *text, size_t len)
     free(text);
 }
 
-char *driver_read_file_fd(const char *path, size_t *len, int *fd)
+char *driver_read_file_fd(const char *path, size_t *len, int *fd, struct stat *as_read)
 {
     if (fd) *fd = -1;
     uint64_t max = driver_max_input_bytes();
-    char *mapped = fd && max ? map_file(path, max, len, fd) : NULL;
+    char *mapped = fd && max ? map_file(path, max, len, fd, as_read) : NULL;
     if (mapped) return mapped;
     if (max == 0) {
         fprintf(stderr, "spmdc: error: SPMDC_MAX_INPUT_BYTES='%s' is not a size between 1 and %llu bytes "
@@ -140,7 +148,13 @@ char *driver_read_file_fd(const char *path, size_t *len, int *fd)
         if (got == 0) break;
     }
     int bad = !too_big && ferror(f), saved = errno;
-    if (fd && regular && !too_big && !bad && f != stdin) *fd = dup(fileno(f));
+    /* a file written while it was read: the text may hold bytes of two versions */
+    struct stat after;
+    bool changed = regular && !too_big && !bad && (fstat(fileno(f), &after) != 0 || !diag_same_file_state(&after, &st));
+    if (fd && regular && !too_big && !bad && !changed && f != stdin) {
+        *fd = dup(fileno(f));
+        if (as_read) *as_read = st;
+    }
     if (f != stdin) fclose(f);
     if (too_big) {
         fprintf(stderr, "spmdc: error: %s is larger than the input limit of %llu bytes (set SPMDC_MAX_INPUT_BYTES, "
@@ -152,6 +166,11 @@ char *driver_read_file_fd(const char *path, size_t *len, int *fd)
     }
     if (bad) {
         fprintf(stderr, "spmdc: error: cannot read %s: %s\n", path, strerror(saved));
+        free(buf);
+        return NULL;
+    }
+    if (changed) {
+        fprintf(stderr, "spmdc: error: %s changed while it was read\n", strcmp(path, "-") ? path : "standard input");
         free(buf);
         return NULL;
     }

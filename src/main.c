@@ -164,7 +164,8 @@ static int cmd_compile(int argc, char **argv)
     if (usage_rc) return usage_rc;
     size_t len;
     int text_fd;
-    char *text = driver_read_file_fd(in_path, &len, &text_fd);
+    struct stat text_stamp;
+    char *text = driver_read_file_fd(in_path, &len, &text_fd, &text_stamp);
     if (!text) return 1;
     passtime_stage("read");
 
@@ -180,6 +181,7 @@ static int cmd_compile(int argc, char **argv)
     st.len = len;
     st.file_id = fid;
     st.text_fd = text_fd;
+    if (text_fd >= 0) st.text_stamp = text_stamp;
     Explain ex;
     explain_init(&ex);
     if (explain || dot_path) st.explain = &ex;

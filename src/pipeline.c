@@ -17,7 +17,14 @@ static bool run_parse(PipelineState *st, PassCtx *cx)
 {
     st->m = parse_hlo(st->text, st->len, st->file_id, cx->diag);
     if (st->owned_text && st->text_fd >= 0) {
-        diag_release_text(cx->diag, st->file_id, st->text_fd);
+        /* a mapped input written while it was parsed: the module may hold
+         * bytes of two versions of the file */
+        if (driver_text_changed(st->owned_text, st->text_fd, &st->text_stamp)) {
+            diag_error(cx->diag, SRC_SPAN_NONE, "%s changed while it was read", diag_file_path(cx->diag, st->file_id));
+            hlo_module_free(st->m);
+            st->m = NULL;
+        }
+        diag_release_text(cx->diag, st->file_id, st->text_fd, &st->text_stamp);
         driver_free_text(st->owned_text, st->len);
         st->owned_text = NULL;
         st->text = NULL;

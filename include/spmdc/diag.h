@@ -49,12 +49,17 @@ const char *diag_file_path(const DiagEngine *d, uint32_t file_id);
  * parsed, is not kept for the few diagnostics that may follow).  The engine
  * takes fd, an open descriptor of the regular file the text was read from
  * (closed by the engine), and re-reads the file's len bytes from it the
- * first time an excerpt needs them, keeping them until diag_destroy.  A file
- * that has changed since this call (its inode, size, modification or change
- * time differ from fd's fstat here, so a rewrite in place with as many bytes
- * counts too), or cannot be read, gets no excerpts: the messages are printed
- * without their source line. */
-void diag_release_text(DiagEngine *d, uint32_t file_id, int fd);
+ * first time an excerpt needs them, keeping them until diag_destroy.
+ * as_read is fd's fstat taken before the text was read (NULL: fd's fstat
+ * now).  A file that has changed since then (its inode, size, modification
+ * or change time differ, so a rewrite in place with as many bytes counts
+ * too, also one made while the text was read or parsed), or cannot be read,
+ * gets no excerpts: the messages are printed without their source line. */
+struct stat;
+void diag_release_text(DiagEngine *d, uint32_t file_id, int fd, const struct stat *as_read);
+/* Whether a and b (fstat results) describe one file in one state: the same
+ * device and inode, size, and modification and change times. */
+bool diag_same_file_state(const struct stat *a, const struct stat *b);
 /* Whether the source line + caret is printed after each message (default on). */
 void diag_set_show_source(DiagEngine *d, bool on);
 void diag_set_error_limit(DiagEngine *d, int limit);

@@ -39,7 +39,19 @@ char *driver_read_file(const char *path, size_t *len);
  * was read` (exit 1, temporaries removed) instead of a crash.  At most one
  * file is mapped at a time.  Release the text with driver_free_text. */
 #define DRIVER_MAP_MIN ((size_t)1 << 20)
-char *driver_read_file_fd(const char *path, size_t *len, int *fd);
+/* as_read (when *fd >= 0) gets fd's fstat taken before the text was read:
+ * what the text is the content of (driver_text_changed, diag_release_text).
+ * A regular file that changes while it is read (its fstat after the read is
+ * not as_read) is refused with `spmdc: error: PATH changed while it was
+ * read`. */
+struct stat;
+char *driver_read_file_fd(const char *path, size_t *len, int *fd, struct stat *as_read);
+/* Whether text, read by driver_read_file_fd with fd and as_read, may not be
+ * the file's content as it was read: true when it is the mapping and the
+ * file has changed since (fstat differs from as_read: a mapping shows the
+ * file's pages as they are now, so a parse may have read bytes of two
+ * versions).  A copied text is the file as it was read: always false. */
+bool driver_text_changed(const char *text, int fd, const struct stat *as_read);
 /* Releases text from driver_read_file or driver_read_file_fd (len bytes as
  * they returned): the mapping, or the heap buffer.  NULL is a no-op. */
 void driver_free_text(char *text, size_t len);

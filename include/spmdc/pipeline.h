@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "spmdc/hlo.h"
 #include "spmdc/pass.h"
@@ -56,6 +57,7 @@ typedef struct PipelineState {
      * (diag_release_text); else pipeline_state_free frees it. */
     char *owned_text;
     int text_fd;
+    struct stat text_stamp; /* with text_fd: its fstat before the text was read (driver_read_file_fd) */
 } PipelineState;
 
 /* One pass: true on success; false after reporting >= 1 error through cx->diag. */

@@ -357,6 +357,55 @@ static void test_streamed_outputs_all_or_nothing(void **state)
     assert_int_equal(run(cmd, NULL), 0);
 }
 
+/* An input of DRIVER_MAP_MIN bytes or more is mapped, and a mapping shows
+ * the file as it is now: one rewritten in place with as many bytes after it
+ * was opened is reported changed (its parse may have read bytes of two
+ * versions), one left alone is not; a copied (smaller) input is the file as
+ * it was read, whatever happens to the file afterwards. */
+static void test_mapped_input_rewritten_is_changed(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/spmdc_cli_map_XXXXXX";
+    int w = mkstemp(path);
+    assert_true(w >= 0);
+    size_t n = DRIVER_MAP_MIN + 100;
+    char *bytes = malloc(n);
+    memset(bytes, 'a', n);
+    assert_int_equal(write(w, bytes, n), (ssize_t)n);
+    const struct timespec old_times[2] = {{946684800, 0}, {946684800, 0}};
+    assert_int_equal(futimens(w, old_times), 0);
+
+    size_t len = 0;
+    int fd = -1;
+    struct stat as_read;
+    char *text = driver_read_file_fd(path, &len, &fd, &as_read);
+    assert_non_null(text);
+    assert_int_equal(len, n);
+    assert_true(fd >= 0);
+    assert_int_equal(text[n], 0);
+    assert_false(driver_text_changed(text, fd, &as_read));
+    assert_int_equal(pwrite(w, "b", 1, 10), 1); /* as many bytes: only the times move */
+    assert_true(driver_text_changed(text, fd, &as_read));
+    driver_free_text(text, len);
+    close(fd);
+
+    /* below DRIVER_MAP_MIN: copied, never "changed" */
+    assert_int_equal(ftruncate(w, 100), 0);
+    assert_int_equal(futimens(w, old_times), 0);
+    text = driver_read_file_fd(path, &len, &fd, &as_read);
+    assert_non_null(text);
+    assert_int_equal(len, 100);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(w, "c", 1, 10), 1);
+    assert_false(driver_text_changed(text, fd, &as_read));
+    assert_int_equal(text[10], 'b');
+    driver_free_text(text, len);
+    close(fd);
+    close(w);
+    unlink(path);
+    free(bytes);
+}
+
 int main(void)
 {
     bin = getenv("SPMDC_BIN");
@@ -367,6 +416,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp_megatron_all_reduce),
+        cmocka_unit_test(test_mapped_input_rewritten_is_changed),
         cmocka_unit_test(test_mlp_cause_traced_to_annotations),
         cmocka_unit_test(test_mlp_parameter_memory),
         cmocka_unit_test(test_mlp_misaligned_costs),

@@ -102,7 +102,7 @@ static void test_released_text_is_reread(void **state)
     DiagEngine *d = diag_create(NULL);
     uint32_t f = diag_add_file(d, "m.hlo", text, n);
     assert_int_equal(f, 1);
-    diag_release_text(d, f, dup(fd));
+    diag_release_text(d, f, dup(fd), NULL);
     memset(text, '?', n);
     free(text);
     diag_error(d, sp, "unknown opcode '%s'", "foo");
@@ -121,7 +121,7 @@ static void test_released_text_is_reread(void **state)
      * moves them whatever the clock's granularity */
     const struct timespec old_times[2] = {{946684800, 0}, {946684800, 0}};
     assert_int_equal(futimens(fd, old_times), 0);
-    diag_release_text(d, f, dup(fd));
+    diag_release_text(d, f, dup(fd), NULL);
     /* rewritten in place with as many bytes: the excerpt would show text the
      * message is not about ("  y = s32[] bar()" under a caret at 'foo') */
     const char *other = "HloModule m\n  y = s32[] bar()\n";
@@ -133,8 +133,51 @@ static void test_released_text_is_reread(void **state)
 
     d = diag_create(NULL);
     f = diag_add_file(d, "m.hlo", other, n);
-    diag_release_text(d, f, dup(fd));
+    diag_release_text(d, f, dup(fd), NULL);
     assert_int_equal(ftruncate(fd, 4), 0);
+    diag_error(d, sp, "unknown opcode '%s'", "foo");
+    assert_string_equal(diag_text(d), "m.hlo:2:13: error: unknown opcode 'foo'\n");
+    diag_destroy(d);
+    close(fd);
+    unlink(path);
+}
+
+/* The stamp a released text is checked against is the file as it was read
+ * (as_read), not as it is at release: a file rewritten in place with as
+ * many bytes while its text was parsed gets no excerpts (they would show
+ * the new bytes under a caret placed in the old ones), and a file left
+ * alone since it was read gets them. */
+static void test_released_text_checked_against_read_stamp(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/spmdc_diag_test_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *src = "HloModule m\n  x = f32[] foo()\n";
+    size_t n = strlen(src);
+    assert_int_equal(write(fd, src, n), (ssize_t)n);
+    const struct timespec old_times[2] = {{946684800, 0}, {946684800, 0}};
+    assert_int_equal(futimens(fd, old_times), 0);
+    SrcSpan sp = {{1, 2, 13}, {1, 2, 15}}; /* 'foo' */
+    struct stat as_read;
+    assert_int_equal(fstat(fd, &as_read), 0);
+
+    /* unchanged since it was read: the excerpt */
+    DiagEngine *d = diag_create(NULL);
+    uint32_t f = diag_add_file(d, "m.hlo", src, n);
+    diag_release_text(d, f, dup(fd), &as_read);
+    diag_error(d, sp, "unknown opcode '%s'", "foo");
+    assert_string_equal(diag_text(d), "m.hlo:2:13: error: unknown opcode 'foo'\n"
+                                      "    x = f32[] foo()\n"
+                                      "              ^~~\n");
+    diag_destroy(d);
+
+    /* rewritten between the read and the release: none */
+    d = diag_create(NULL);
+    f = diag_add_file(d, "m.hlo", src, n);
+    const char *other = "HloModule m\n  y = s32[] bar()\n";
+    assert_int_equal(pwrite(fd, other, n, 0), (ssize_t)n);
+    diag_release_text(d, f, dup(fd), &as_read);
     diag_error(d, sp, "unknown opcode '%s'", "foo");
     assert_string_equal(diag_text(d), "m.hlo:2:13: error: unknown opcode 'foo'\n");
     diag_destroy(d);
@@ -151,6 +194,7 @@ int main(void)
         cmocka_unit_test(test_line_out_of_range_and_last_line),
         cmocka_unit_test(test_hidden_warnings),
         cmocka_unit_test(test_released_text_is_reread),
+        cmocka_unit_test(test_released_text_checked_against_read_stamp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
