@@ -56,20 +56,16 @@ static void input_gone(int sig, siginfo_t *si, void *uctx)
     signal(sig, SIG_DFL); /* not the input: the fault happens again, with the default action */
 }
 
-/* path mapped (driver_read_file_fd), *fd its open descriptor; NULL (and
- * nothing printed) when it is no regular file of DRIVER_MAP_MIN bytes up
- * to max, or cannot be mapped: the caller reads it instead. */
-static char *map_file(const char *path, uint64_t max, size_t *len, int *fd, struct stat *as_read)
+/* The regular file open as f (st its fstat, path its name) mapped, for
+ * driver_read_file_fd; NULL when it is smaller than DRIVER_MAP_MIN or larger
+ * than max, another file is mapped, or it cannot be mapped: the caller reads
+ * it instead, from the same descriptor (a path is opened once: a second open
+ * could find another file, or, for a FIFO, lose what its writer wrote). */
+static char *map_file(int f, const struct stat *st, const char *path, uint64_t max, size_t *len)
 {
-    struct stat st;
-    int f = strcmp(path, "-") && !g_map ? open(path, O_RDONLY) : -1;
-    if (f < 0) return NULL;
-    if (fstat(f, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < DRIVER_MAP_MIN ||
-        (uint64_t)st.st_size > max) {
-        close(f);
+    if (g_map || !S_ISREG(st->st_mode) || (uint64_t)st->st_size < DRIVER_MAP_MIN || (uint64_t)st->st_size > max)
         return NULL;
-    }
-    size_t n = (size_t)st.st_size, page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t n = (size_t)st->st_size, page = (size_t)sysconf(_SC_PAGESIZE);
     size_t whole = (n + 1 + page - 1) / page * page; /* room for the NUL */
     /* the file over an anonymous reservation: a size that is a multiple of
      * the page gets a zero page after it; read-only, so nothing is copied */
@@ -77,7 +73,6 @@ static char *map_file(const char *path, uint64_t max, size_t *len, int *fd, stru
     char *p = r == MAP_FAILED ? MAP_FAILED : mmap(r, n, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE, f, 0);
     if (p == MAP_FAILED) {
         if (r != MAP_FAILED) munmap(r, whole);
-        close(f);
         return NULL;
     }
     int msg = snprintf(g_map_msg, sizeof g_map_msg, "spmdc: error: %s changed while it was read\n", path);
@@ -91,8 +86,6 @@ static char *map_file(const char *path, uint64_t max, size_t *len, int *fd, stru
     sigemptyset(&sa.sa_mask);
     sigaction(SIGBUS, &sa, NULL);
     *len = n;
-    *fd = f;
-    if (as_read) *as_read = st;
     return p;
 }
 
@@ -120,8 +113,6 @@ char *driver_read_file_fd(const char *path, size_t *len, int *fd, struct stat *a
 {
     if (fd) *fd = -1;
     uint64_t max = driver_max_input_bytes();
-    char *mapped = fd && max ? map_file(path, max, len, fd, as_read) : NULL;
-    if (mapped) return mapped;
     if (max == 0) {
         fprintf(stderr, "spmdc: error: SPMDC_MAX_INPUT_BYTES='%s' is not a size between 1 and %llu bytes "
                         "(e.g. 3G)\n", getenv("SPMDC_MAX_INPUT_BYTES"), (unsigned long long)SPMDC_HARD_MAX_INPUT);
@@ -134,6 +125,17 @@ char *driver_read_file_fd(const char *path, size_t *len, int *fd, struct stat *a
     }
     struct stat st;
     bool regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+    char *mapped = fd && regular && f != stdin ? map_file(fileno(f), &st, path, max, len) : NULL;
+    if (mapped) {
+        int kept = dup(fileno(f));
+        if (kept >= 0) {
+            fclose(f);
+            *fd = kept;
+            if (as_read) *as_read = st;
+            return mapped;
+        }
+        driver_free_text(mapped, *len); /* no descriptor to check it by: read instead */
+    }
     bool too_big = regular && (uint64_t)st.st_size > max;
     size_t cap = 1 << 16, n = 0;
     char *buf = too_big ? NULL : xmalloc(cap);

@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -406,6 +409,61 @@ static void test_mapped_input_rewritten_is_changed(void **state)
     free(bytes);
 }
 
+/* A FIFO is read through the one descriptor its path was opened with: its
+ * writer, released by that open, may write everything and close at once,
+ * and a second open (after a look at whether the input could be mapped)
+ * found the FIFO without its data (nobody held it open) and waited forever
+ * for another writer, or left the writer a broken pipe.  The writer here
+ * writes the moment a reader exists. */
+static void test_fifo_input_read_once(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/spmdc_cli_fifo_XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/in.hlo", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    /* more than a pipe holds: the writer is still writing when the reader
+     * has looked at the FIFO */
+    size_t n = 1 << 20;
+    char *data = malloc(n + 1);
+    for (size_t i = 0; i < n; i++) data[i] = (char)('a' + i % 26);
+    data[n] = 0;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(10);
+        signal(SIGPIPE, SIG_IGN);
+        int w;
+        while ((w = open(path, O_WRONLY | O_NONBLOCK)) < 0) /* ENXIO until a reader exists */
+            if (errno != ENXIO) _exit(2);
+        fcntl(w, F_SETFL, 0);
+        for (size_t k = 0; k < n;) {
+            ssize_t got = write(w, data + k, n - k);
+            if (got <= 0) _exit(3);
+            k += (size_t)got;
+        }
+        _exit(0);
+    }
+    alarm(10); /* a hang fails the test */
+    size_t len = 0;
+    int fd = -1;
+    struct stat as_read;
+    char *text = driver_read_file_fd(path, &len, &fd, &as_read);
+    alarm(0);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_non_null(text);
+    assert_int_equal(fd, -1); /* a FIFO is no file to re-read */
+    assert_int_equal(len, n);
+    assert_string_equal(text, data);
+    driver_free_text(text, len);
+    free(data);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     bin = getenv("SPMDC_BIN");
@@ -417,6 +475,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp_megatron_all_reduce),
         cmocka_unit_test(test_mapped_input_rewritten_is_changed),
+        cmocka_unit_test(test_fifo_input_read_once),
         cmocka_unit_test(test_mlp_cause_traced_to_annotations),
         cmocka_unit_test(test_mlp_parameter_memory),
         cmocka_unit_test(test_mlp_misaligned_costs),
