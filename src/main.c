@@ -79,10 +79,12 @@ static void emit_report(StrBuf *b, const void *ctx)
 /* What a successful compile leaves to the end of the process: both
  * modules, the report and the input text when the pipeline kept it
  * (hundreds of MiB and millions of blocks on a large module), which the
- * kernel reclaims at exit for less than freeing them block by block costs.  Held here, so they stay reachable for leak
- * checkers (valgrind counts them "still reachable", not lost).  Builds with
- * the arena debug allocator or AddressSanitizer free everything, so their
- * leak checks see every release.  Volatile: the stores are the point. */
+ * kernel reclaims at exit for less than freeing them block by block costs.
+ * Held here, so leak checkers never count them definitely lost (valgrind
+ * counts the arena chunks, reached through pointers into them, "possibly
+ * lost").  Builds with the arena debug allocator or AddressSanitizer free
+ * everything, so their leak checks see every release.  Volatile: the
+ * stores are the point. */
 #if defined(SPMDC_ARENA_DEBUG) || defined(__SANITIZE_ADDRESS__)
 #define SPMDC_FREE_AT_EXIT 1
 #else
