@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -384,7 +385,9 @@ static bool plan_output(const DriverOutput *o, OutPlan *p)
 }
 
 /* Step 2 for one output: its temporary, written and closed. */
-static bool write_temp(OutPlan *p)
+/* Creates p's temporary (registered for removal) with the target's mode
+ * and, for root, owner; *fd open on it.  False after printing why. */
+static bool open_temp(OutPlan *p, int *fd_out)
 {
     char *dir = dir_of(p->target);
     size_t n = strlen(dir) + sizeof "/.spmdc-XXXXXX";
@@ -414,7 +417,61 @@ static bool write_temp(OutPlan *p)
         return out_error(p->o->path, strerror(e));
     }
     if (p->exists && geteuid() == 0) (void)!fchown(fd, p->uid, p->gid); /* root keeps the owner */
-    return write_text_close(fd, p->o) ? true : out_error(p->o->path, strerror(errno));
+    *fd_out = fd;
+    return true;
+}
+
+/* One temporary's text being written (write_temps). */
+typedef struct TempJob {
+    DriverOutput o;  /* the output; on a thread of its own without its stage */
+    int fd;
+    bool ok;
+    int err;         /* errno of a failed write */
+    bool threaded;
+    pthread_t thread;
+} TempJob;
+
+static void *temp_job(void *arg)
+{
+    TempJob *j = arg;
+    j->ok = write_text_close(j->fd, &j->o);
+    j->err = errno;
+    return NULL;
+}
+
+/* Writes the n planned temporaries (fds[k] open for each OUT_RENAME plan)
+ * at once: the first on this thread, every other one that is printed (an
+ * emit function) on a thread of its own, so a run's program and report are
+ * printed on two cores (the printers only read what they print, and each
+ * streams into its own file).  The stage lines (passtime) keep their
+ * order: a threaded output's stage ends when it is joined.  False after
+ * printing the first failure, in the outputs' order. */
+static bool write_temps(OutPlan *plans, const int *fds, int n)
+{
+    TempJob jobs[MAX_TEMPS];
+    bool first = true;
+    for (int k = 0; k < n; k++) {
+        if (plans[k].kind != OUT_RENAME) continue;
+        memset(&jobs[k], 0, sizeof jobs[k]);
+        jobs[k].o = *plans[k].o;
+        jobs[k].fd = fds[k];
+        if (!first && plans[k].o->emit) {
+            jobs[k].o.stage = NULL; /* passtime is not for two threads */
+            jobs[k].threaded = pthread_create(&jobs[k].thread, NULL, temp_job, &jobs[k]) == 0;
+            if (!jobs[k].threaded) jobs[k].o.stage = plans[k].o->stage;
+        }
+        first = false;
+    }
+    for (int k = 0; k < n; k++)
+        if (plans[k].kind == OUT_RENAME && !jobs[k].threaded) temp_job(&jobs[k]);
+    for (int k = 0; k < n; k++) {
+        if (plans[k].kind != OUT_RENAME || !jobs[k].threaded) continue;
+        pthread_join(jobs[k].thread, NULL);
+        if (plans[k].o->stage) passtime_stage(plans[k].o->stage);
+    }
+    for (int k = 0; k < n; k++)
+        if (plans[k].kind == OUT_RENAME && !jobs[k].ok) return out_error(plans[k].o->path, strerror(jobs[k].err));
+    return true;
 }
 
 /* Removes every temporary still present (failure path). */
@@ -450,8 +507,15 @@ bool driver_write_outputs(const DriverOutput *outs, int n)
         sigaction(CLEANUP_SIGNALS[k], NULL, &saved[k]);
         if (saved[k].sa_handler != SIG_IGN) sigaction(CLEANUP_SIGNALS[k], &sa, NULL);
     }
-    for (int k = 0; k < planned && ok; k++)
-        if (plans[k].kind == OUT_RENAME) ok = write_temp(&plans[k]);
+    int fds[MAX_TEMPS], opened = 0;
+    for (; opened < planned && ok; opened++)
+        if (plans[opened].kind == OUT_RENAME) ok = open_temp(&plans[opened], &fds[opened]);
+    if (ok) {
+        ok = write_temps(plans, fds, planned); /* closes them */
+    } else {
+        for (int k = 0; k + 1 < opened; k++) /* the last one tried is not open */
+            if (plans[k].kind == OUT_RENAME) close(fds[k]);
+    }
     for (int k = 0; k < planned && ok; k++) {
         if (plans[k].kind == OUT_IN_PLACE) {
             int fd = open(plans[k].target, O_WRONLY | O_CREAT | O_TRUNC, 0666);

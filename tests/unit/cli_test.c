@@ -355,6 +355,18 @@ static void test_streamed_outputs_all_or_nothing(void **state)
     assert_int_equal(strlen(out), want.len);
     assert_string_equal(out, sb_cstr(&want));
     free(out);
+    /* two printed outputs: the second is printed on a thread of its own
+     * while the first is printed here; both files hold every byte */
+    outs[1] = (DriverOutput){b, NULL, 0, emit_lines, NULL, NULL};
+    assert_true(driver_write_outputs(outs, 2));
+    assert_int_equal(entries(dir), 2);
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "cat %s", k ? b : a);
+        assert_int_equal(run(cmd, &out), 0);
+        assert_int_equal(strlen(out), want.len);
+        assert_string_equal(out, sb_cstr(&want));
+        free(out);
+    }
     sb_free(&want);
     snprintf(cmd, sizeof cmd, "rm -r %s", dir);
     assert_int_equal(run(cmd, NULL), 0);
