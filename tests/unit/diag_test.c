@@ -86,15 +86,22 @@ static void test_hidden_warnings(void **state)
 /* A text released by its owner (freed at once) is re-read from the file
  * for the first excerpt that needs it, so the excerpt is the one the text
  * gave; a file whose bytes have changed since (same size or not) gets none. */
+/* A temporary file (path: a mkstemp template) holding src; its descriptor. */
+static int temp_file_with(char *path, const char *src)
+{
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, src, strlen(src)), (ssize_t)strlen(src));
+    return fd;
+}
+
 static void test_released_text_is_reread(void **state)
 {
     (void)state;
     char path[] = "/tmp/spmdc_diag_test_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
     const char *src = "HloModule m\n  x = f32[] foo()\n";
     size_t n = strlen(src);
-    assert_int_equal(write(fd, src, n), (ssize_t)n);
+    int fd = temp_file_with(path, src);
     SrcSpan sp = {{1, 2, 13}, {1, 2, 15}}; /* 'foo' */
 
     char *text = malloc(n + 1);
@@ -151,11 +158,9 @@ static void test_released_text_checked_against_read_stamp(void **state)
 {
     (void)state;
     char path[] = "/tmp/spmdc_diag_test_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
     const char *src = "HloModule m\n  x = f32[] foo()\n";
     size_t n = strlen(src);
-    assert_int_equal(write(fd, src, n), (ssize_t)n);
+    int fd = temp_file_with(path, src);
     const struct timespec old_times[2] = {{946684800, 0}, {946684800, 0}};
     assert_int_equal(futimens(fd, old_times), 0);
     SrcSpan sp = {{1, 2, 13}, {1, 2, 15}}; /* 'foo' */
