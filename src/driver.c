@@ -439,15 +439,20 @@ static void *temp_job(void *arg)
     return NULL;
 }
 
-/* Writes the n planned temporaries (fds[k] open for each OUT_RENAME plan)
- * at once: the first on this thread, every other one that is printed (an
- * emit function) on a thread of its own, so a run's program and report are
- * printed on two cores (the printers only read what they print, and each
- * streams into its own file).  The stage lines (passtime) keep their
- * order: a threaded output's stage ends when it is joined.  False after
- * printing the first failure, in the outputs' order. */
-static bool write_temps(OutPlan *plans, const int *fds, int n)
+/* Writes the n planned temporaries (fds[k] open for each OUT_RENAME plan,
+ * closed here) at once: the first on this thread, every other one that is
+ * printed (an emit function) on a thread of its own, so a run's program and
+ * report are printed on two cores (the printers only read what they print,
+ * and each streams into its own file).  The stage lines (passtime) keep
+ * their order: a threaded output's stage ends when it is joined.  False on
+ * a failure: printed when nothing ran on a second thread; else *again is
+ * set and nothing printed, since which of two files written at once fails
+ * under a shared limit (a full disk) depends on timing: the caller writes
+ * them again one by one (rewrite_temps), which fails where a run writing
+ * them in turn fails. */
+static bool write_temps(OutPlan *plans, const int *fds, int n, bool *again)
 {
+    bool parallel = false;
     TempJob jobs[MAX_TEMPS];
     bool first = true;
     for (int k = 0; k < n; k++) {
@@ -459,6 +464,7 @@ static bool write_temps(OutPlan *plans, const int *fds, int n)
             jobs[k].o.stage = NULL; /* passtime is not for two threads */
             jobs[k].threaded = pthread_create(&jobs[k].thread, NULL, temp_job, &jobs[k]) == 0;
             if (!jobs[k].threaded) jobs[k].o.stage = plans[k].o->stage;
+            parallel |= jobs[k].threaded;
         }
         first = false;
     }
@@ -469,8 +475,33 @@ static bool write_temps(OutPlan *plans, const int *fds, int n)
         pthread_join(jobs[k].thread, NULL);
         if (plans[k].o->stage) passtime_stage(plans[k].o->stage);
     }
+    for (int k = 0; k < n; k++) {
+        if (plans[k].kind != OUT_RENAME || jobs[k].ok) continue;
+        if (parallel) {
+            *again = true;
+            return false;
+        }
+        return out_error(plans[k].o->path, strerror(jobs[k].err));
+    }
+    return true;
+}
+
+/* The temporaries written again one by one, in order, after write_temps
+ * failed with two at once: each is emptied first, so the space in use as
+ * each is written is what a run writing them in turn uses.  False after
+ * printing the first failure. */
+static bool rewrite_temps(OutPlan *plans, int n)
+{
     for (int k = 0; k < n; k++)
-        if (plans[k].kind == OUT_RENAME && !jobs[k].ok) return out_error(plans[k].o->path, strerror(jobs[k].err));
+        if (plans[k].kind == OUT_RENAME && truncate(plans[k].tmp, 0) != 0)
+            return out_error(plans[k].o->path, strerror(errno));
+    for (int k = 0; k < n; k++) {
+        if (plans[k].kind != OUT_RENAME) continue;
+        int fd = open(plans[k].tmp, O_WRONLY | O_TRUNC);
+        DriverOutput o = *plans[k].o;
+        o.stage = NULL; /* its stage line was printed by the first attempt */
+        if (fd < 0 || !write_text_close(fd, &o)) return out_error(plans[k].o->path, strerror(errno));
+    }
     return true;
 }
 
@@ -511,7 +542,9 @@ bool driver_write_outputs(const DriverOutput *outs, int n)
     for (; opened < planned && ok; opened++)
         if (plans[opened].kind == OUT_RENAME) ok = open_temp(&plans[opened], &fds[opened]);
     if (ok) {
-        ok = write_temps(plans, fds, planned); /* closes them */
+        bool again = false;
+        ok = write_temps(plans, fds, planned, &again); /* closes them */
+        if (again) ok = rewrite_temps(plans, planned);
     } else {
         for (int k = 0; k + 1 < opened; k++) /* the last one tried is not open */
             if (plans[k].kind == OUT_RENAME) close(fds[k]);
