@@ -6,6 +6,7 @@
  *   spmdc verify IN.hlo [--mesh SPEC] [--seed N] [--program OUT.hlo]
  *   spmdc propagate IN.hlo [--mesh SPEC] [--explain] [-o OUT.hlo]
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,7 +210,11 @@ static int cmd_compile(int argc, char **argv)
     }
     if (!driver_write_outputs(files, n_files)) goto done;
     passtime_stage("write");
-    if (!report_out && strcmp(report_fmt, "none") != 0) driver_stream(STDERR_FILENO, emit_report, &ct, "report");
+    if (!report_out && strcmp(report_fmt, "none") != 0 && !driver_stream(STDERR_FILENO, emit_report, &ct, "report")) {
+        /* the program is written; a report lost on the way is still a failed run */
+        fprintf(stderr, "spmdc: error: cannot write the report to standard error: %s\n", strerror(errno));
+        goto done;
+    }
     rc = 0;
 done:
     if (rc != 0 && diag_error_count(diag) > 0)
@@ -290,8 +295,11 @@ static int cmd_propagate(int argc, char **argv)
         HloPrintOptions po = {true, true, true};
         hlo_print_module_quoted(&out, st.m, &po);
         if (driver_write_file(out_path, sb_cstr(&out), out.len)) {
-            fputs(sb_cstr(&why), stderr);
             rc = 0;
+            if (why.len && (fputs(sb_cstr(&why), stderr) == EOF || fflush(stderr) != 0)) {
+                fprintf(stderr, "spmdc: error: cannot write the explanation to standard error: %s\n", strerror(errno));
+                rc = 1;
+            }
         }
     }
     if (rc != 0 && diag_error_count(diag) > 0)

@@ -281,6 +281,25 @@ static void test_output_through_symlinks(void **state)
     rmdir(dir);
 }
 
+/* A report or explanation that cannot be written to standard error fails
+ * the run (exit 1), though the program was written: a CI gate reading the
+ * report from stderr must not pass on nothing. */
+static void test_stderr_report_lost_fails(void **state)
+{
+    (void)state;
+    struct stat st;
+    if (stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode)) skip();
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s compile %s/examples/mlp_small.hlo --report json -o /dev/null 2>/dev/full", bin, src);
+    assert_int_equal(run(cmd, NULL), 1);
+    snprintf(cmd, sizeof cmd, "%s compile %s/examples/mlp_small.hlo --report none -o /dev/null 2>/dev/full", bin, src);
+    assert_int_equal(run(cmd, NULL), 0);
+    snprintf(cmd, sizeof cmd, "%s propagate %s/examples/mlp_small.hlo --explain -o /dev/null 2>/dev/full", bin, src);
+    assert_int_equal(run(cmd, NULL), 1);
+    snprintf(cmd, sizeof cmd, "%s propagate %s/examples/mlp_small.hlo -o /dev/null 2>/dev/full", bin, src);
+    assert_int_equal(run(cmd, NULL), 0);
+}
+
 static void test_deterministic(void **state)
 {
     (void)state;
@@ -497,6 +516,7 @@ int main(void)
         cmocka_unit_test(test_error_writes_nothing),
         cmocka_unit_test(test_output_through_symlinks),
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_stderr_report_lost_fails),
         cmocka_unit_test(test_streamed_outputs_all_or_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
