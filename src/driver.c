@@ -7,11 +7,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -151,10 +151,11 @@ char *driver_read_file_fd(const char *path, size_t *len, int *fd, struct stat *a
         if (got == 0) break;
     }
     int bad = !too_big && ferror(f), saved = errno;
+    bool read_whole = regular && !too_big && !bad;
     /* a file written while it was read: the text may hold bytes of two versions */
     struct stat after;
-    bool changed = regular && !too_big && !bad && (fstat(fileno(f), &after) != 0 || !diag_same_file_state(&after, &st));
-    if (fd && regular && !too_big && !bad && !changed && f != stdin) {
+    bool changed = read_whole && (fstat(fileno(f), &after) != 0 || !diag_same_file_state(&after, &st));
+    if (fd && read_whole && !changed && f != stdin) {
         *fd = dup(fileno(f));
         if (as_read) *as_read = st;
     }
@@ -384,9 +385,9 @@ static bool plan_output(const DriverOutput *o, OutPlan *p)
     return true;
 }
 
-/* Step 2 for one output: its temporary, written and closed. */
-/* Creates p's temporary (registered for removal) with the target's mode
- * and, for root, owner; *fd open on it.  False after printing why. */
+/* Step 2 for one output: creates p's temporary (registered for removal)
+ * with the target's mode and, for root, owner; *fd open on it.  False
+ * after printing why. */
 static bool open_temp(OutPlan *p, int *fd_out)
 {
     char *dir = dir_of(p->target);
