@@ -111,6 +111,78 @@ const char *part_axes_mask_text(Part *p, uint32_t mask)
     return part_axes_text(p, a, n);
 }
 
+StrBuf part_buf_take(Part *p)
+{
+    PartModule *pm = p->mod;
+    StrBuf b = {0};
+    if (pm->n_bufs > 0)
+        b = pm->bufs[--pm->n_bufs];
+    return b;
+}
+
+void part_buf_give(Part *p, StrBuf *b)
+{
+    PartModule *pm = p->mod;
+    if (pm->n_bufs < PART_BUFS && b->data) {
+        sb_clear(b);
+        pm->bufs[pm->n_bufs++] = *b;
+    } else {
+        sb_free(b);
+    }
+    *b = (StrBuf){0};
+}
+
+/* A described tiling (sh NULL) or sharding (by address) and its text. */
+#define PART_DESCS 256
+typedef struct DescEnt {
+    const Sharding *sh;
+    Tiling t;
+    bool full;
+    uint32_t len;
+    const char *text;           /* in scratch */
+} DescEnt;
+
+/* Appends the text of (sh, t) (t: the tiling when sh is NULL, else not
+ * read) from its slot, or words it first (into the slot, replacing what it
+ * held) when the slot holds another. */
+static void put_desc(Part *p, StrBuf *b, const Sharding *sh, const Tiling *t, uint64_t h)
+{
+    PartModule *pm = p->mod;
+    if (!pm->descs)
+        pm->descs = ARENA_ARRAY(pm->scratch, DescEnt, PART_DESCS);
+    DescEnt *e = &pm->descs[(h ^ (h >> 29)) & (PART_DESCS - 1)];
+    if (!e->full || e->sh != sh || (!sh && memcmp(&e->t, t, sizeof *t) != 0)) {
+        size_t start = b->len;
+        if (sh)
+            sharding_describe(b, sh, p->mesh);
+        else
+            tiling_describe(b, t, p->mesh);
+        e->full = true;
+        e->sh = sh;
+        if (!sh)
+            e->t = *t;
+        e->len = (uint32_t)(b->len - start);
+        e->text = arena_strndup(pm->scratch, b->data + start, e->len);
+        return;
+    }
+    sb_putn(b, e->text, e->len);
+}
+
+void part_put_tiling(Part *p, StrBuf *b, const Tiling *t)
+{
+    uint64_t w[sizeof *t / 8], h = 0x9e3779b97f4a7c15ull;
+    memcpy(w, t, sizeof w);
+    for (size_t k = 0; k < sizeof w / sizeof w[0]; k++)
+        h = (h ^ w[k]) * 0xff51afd7ed558ccdull;
+    put_desc(p, b, NULL, t, h);
+}
+
+void part_put_sharding(Part *p, StrBuf *b, const Sharding *sh)
+{
+    static const Tiling unused;
+    put_desc(p, b, sh, &unused, (uint64_t)(uintptr_t)sh * 0x9e3779b97f4a7c15ull);
+}
+
 /* ================================================================ names */
 
 /* cand, or cand.N (smallest N >= 1) if taken; in scratch, and now taken. */
@@ -868,7 +940,11 @@ static VState *find_state(Part *p, int32_t v, const Tiling *want)
     return NULL;
 }
 
-bool part_has_state(Part *p, int32_t v, const Tiling *want) { return find_state(p, v, want) != NULL; }
+int32_t part_held(Part *p, int32_t v, const Tiling *want)
+{
+    const VState *s = find_state(p, v, want);
+    return s ? s->local : -1;
+}
 
 /* Remembers that `local` holds value v in state `leaves` (after the primary). */
 static void add_state(Part *p, int32_t v, int32_t local, const Tiling *leaves, int32_t origin, const char *why)
@@ -1022,7 +1098,7 @@ static void put_which(Part *p, StrBuf *b, int32_t i)
     const HloInst *in = part_in(p, i);
     if (part_origin(p, i, -1) == i) {
         sb_puts(b, "annotated ");
-        sharding_describe(b, in->sharding, p->mesh);
+        part_put_sharding(p, b, in->sharding);
         if (in->span.begin.line) {
             sb_puts(b, " (line ");
             sb_int(b, in->span.begin.line);
@@ -1034,7 +1110,7 @@ static void put_which(Part *p, StrBuf *b, int32_t i)
         sb_puts(b, "replicated by default (no annotation splits it)");
         return;
     }
-    sharding_describe(b, in->sharding, p->mesh);
+    part_put_sharding(p, b, in->sharding);
     sb_puts(b, " (");
     if (!put_sharding_origin(p, b, i))
         sb_puts(b, "not traced to an annotation");
@@ -1063,7 +1139,7 @@ static void put_closing(Part *p, StrBuf *b, int32_t v, const Tiling *want, int32
         sb_puts(b, "replicated");
     } else {
         sb_puts(b, "as ");
-        tiling_describe(b, want, p->mesh);
+        part_put_tiling(p, b, want);
     }
     sb_puts(b, " by ");
     sb_puts(b, part_in(p, c)->name);
@@ -1084,11 +1160,11 @@ static const char *default_reason(Part *p, StrBuf *b, int32_t v, const Tiling *f
     sb_puts(b, ": ");
     sb_puts(b, part_in(p, v)->name);
     sb_puts(b, " resharded from ");
-    tiling_describe(b, from, p->mesh);
+    part_put_tiling(p, b, from);
     Tiling decl;
     part_decl(p, v, 0, &decl);
     if (tiling_equal(from, &decl) && !shape_is_tuple(&part_in(p, v)->shape)) {
-        StrBuf t = {0};
+        StrBuf t = part_buf_take(p);
         if (put_sharding_origin(p, &t, v)) {
             sb_puts(b, " (");
             sb_putn(b, t.data, t.len);
@@ -1096,10 +1172,10 @@ static const char *default_reason(Part *p, StrBuf *b, int32_t v, const Tiling *f
         }
         else if (tiling_is_replicated(from))
             sb_puts(b, " (replicated by default)");
-        sb_free(&t);
+        part_buf_give(p, &t);
     }
     sb_puts(b, " to ");
-    tiling_describe(b, to, p->mesh);
+    part_put_tiling(p, b, to);
     if (cause->inst >= 0) {
         sb_puts(b, "; ");
         part_put_story(p, b, cause->inst);
@@ -1256,7 +1332,8 @@ static int32_t get_array(Part *p, int32_t v, const Tiling *want, const Cause *ca
     ReshardPlan plans[2];
     ReshardPlan *plan = &plans[0], *tmp = &plans[1];
     for (VState *st = p->vals[v].states; st; st = st->next) {
-        if (reshard_plan(p->mesh, gs, &st->leaves[0], want, tmp) && (!best || tmp->bytes < plan->bytes)) {
+        if (reshard_plan_memo(p->mod->memo, p->mesh, gs, &st->leaves[0], want, tmp) &&
+            (!best || tmp->bytes < plan->bytes)) {
             best = st;
             ReshardPlan *x = plan;
             plan = tmp;
@@ -1269,7 +1346,7 @@ static int32_t get_array(Part *p, int32_t v, const Tiling *want, const Cause *ca
                    part_spec_text(p, &p->vals[v].states->leaves[0]), part_spec_text(p, want));
         return -1;
     }
-    StrBuf cb = {0}, wb = {0}; /* the rows' words (report_add keeps copies) */
+    StrBuf cb = part_buf_take(p), wb = part_buf_take(p); /* the rows' words (report_add keeps copies) */
     bool own_words = best->origin_reason != NULL;
     Cause c = {cause->inst, plan_rows(p, plan, false, own_words)
                                 ? default_reason(p, &cb, v, &best->leaves[0], want, cause) : NULL};
@@ -1291,8 +1368,8 @@ static int32_t get_array(Part *p, int32_t v, const Tiling *want, const Cause *ca
     if (p->rep && p->rep->explain)
         explain_link(p->rep->explain, first, p->rep->n_records, p->ic, p->oc, v, cause->inst, best->origin,
                      &best->leaves[0], want);
-    sb_free(&cb);
-    sb_free(&wb);
+    part_buf_give(p, &cb);
+    part_buf_give(p, &wb);
     return r;
 }
 
@@ -1727,6 +1804,8 @@ bool partition_module(const HloModule *in, HloModule **out, CommReport *rep, Pas
         hlo_module_free(pm.out);
     }
     part_fini(&p);
+    for (int32_t k = 0; k < pm.n_bufs; k++)
+        sb_free(&pm.bufs[k]);
     arena_destroy(pm.tmp);
     arena_destroy(pm.scratch);
     return ok;

@@ -59,6 +59,9 @@ typedef struct PVal {
 
 typedef struct OffsetEnt OffsetEnt;
 
+/* Text buffers kept for reuse (part_buf_take). */
+#define PART_BUFS 4
+
 /* Replica groups made for one atom run (part_groups). */
 #define PART_GROUP_CACHE 16
 typedef struct GroupsEnt {
@@ -101,6 +104,10 @@ typedef struct PartModule {
     uint32_t decl_cap, decl_n;
     GroupsEnt groups[PART_GROUP_CACHE]; /* part_groups' runs so far */
     int32_t n_groups;
+    StrBuf bufs[PART_BUFS];     /* emptied text buffers for the report's words (part_buf_take) */
+    int32_t n_bufs;
+    struct DescEnt *descs;      /* the texts of tilings and shardings described so far (part_put_tiling;
+                                   direct-mapped, in scratch, made on first use) */
 } PartModule;
 
 /* One computation being partitioned (the entry, or a loop body, condition,
@@ -202,6 +209,17 @@ const char *part_axes_text(Part *p, const int8_t *atoms, int32_t n);
 const char *part_axes_mask_text(Part *p, uint32_t mask);
 /* printf into scratch. */
 const char *part_fmt(Part *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An empty text buffer, one a part_buf_give kept if any (the report's words
+ * are built for every collective and every partial value: reusing buffers
+ * saves their reallocations); the caller gives it back or frees it. */
+StrBuf part_buf_take(Part *p);
+/* Keeps b (emptied) for the next part_buf_take, or frees it. */
+void part_buf_give(Part *p, StrBuf *b);
+/* Appends tiling_describe(t) / sharding_describe(sh) (sh: a sharding of the
+ * input module, which stays as it is while partitioning), each distinct one
+ * worded once. */
+void part_put_tiling(Part *p, StrBuf *b, const Tiling *t);
+void part_put_sharding(Part *p, StrBuf *b, const Sharding *sh);
 
 /* ---- partition.c: provenance (for the report's reasons) */
 
@@ -244,9 +262,9 @@ static inline int64_t part_reshard_cost(Part *p, const Shape *global, const Tili
 /* Per-device bytes to bring array value v into state want (cheapest of its
  * states), PART_INF_COST if impossible. */
 int64_t part_cost(Part *p, int32_t v, const Tiling *want);
-/* Whether some local instruction already holds value v in state want
- * (leaves): part_get then returns it without a reshard. */
-bool part_has_state(Part *p, int32_t v, const Tiling *want);
+/* The local instruction that already holds value v in state want (leaves),
+ * what part_get returns without a reshard; -1 if none does. */
+int32_t part_held(Part *p, int32_t v, const Tiling *want);
 /* Local instruction holding value v in state want (leaves), resharding if
  * needed.  cause: the consumer.  -1 after reporting an error. */
 int32_t part_get(Part *p, int32_t v, const Tiling *want, const Cause *cause);

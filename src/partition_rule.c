@@ -53,6 +53,10 @@ typedef struct Decision {
     uint32_t forced_known;         /* bit k (k < 32): forced[k] is known */
     uint32_t moved_none;           /* bit k: moved_reason of tensor k is known to be NULL */
     uint32_t *forced;              /* [n_in] */
+    uint32_t mask_known;           /* bit k (k < 32): mask_padding of tensor k is known to do nothing */
+    bool have_local;               /* local and partial below are known */
+    bool partial;                  /* some result leaf is a pending reduction */
+    Shape local;                   /* the result's per-device shape (an array: the key's) */
 } Decision;
 
 /* Candidate enumeration stops after this many factor assignments (the
@@ -719,7 +723,7 @@ static const char *partial_reason(Part *p, const RuleCtx *rc, const RuleChoice *
     } else if (in->op == HLO_GATHER || in->op == HLO_DYNAMIC_SLICE) {
         word = "indexed ";
     }
-    StrBuf b = {0};
+    StrBuf b = part_buf_take(p);
     sb_puts(&b, in->name);
     sb_puts(&b, ": ");
     sb_puts(&b, word);
@@ -738,19 +742,20 @@ static const char *partial_reason(Part *p, const RuleCtx *rc, const RuleChoice *
         if (nd == 0)
             continue;
         int32_t slot = r->t[k].slot;
-        StrBuf t = {0};
-        if (part_put_split_dims(p, &t, rc->inst, slot, &ch->want[k], dims, nd, slot < 2 ? roles[slot] : "", !any)) {
-            if (any)
-                sb_puts(&b, " and ");
-            sb_putn(&b, t.data, t.len);
+        size_t mark = b.len;
+        if (any)
+            sb_puts(&b, " and ");
+        if (part_put_split_dims(p, &b, rc->inst, slot, &ch->want[k], dims, nd, slot < 2 ? roles[slot] : "", !any)) {
             any = true;
+        } else { /* nothing split: no separator either */
+            b.len = mark;
+            b.data[mark] = 0;
         }
-        sb_free(&t);
     }
     if (!any)
         sb_puts(&b, "dims");
-    const char *res = arena_strdup(p->scratch, sb_cstr(&b));
-    sb_free(&b);
+    const char *res = arena_strndup(p->scratch, b.data, b.len);
+    part_buf_give(p, &b);
     return res;
 }
 
@@ -844,13 +849,11 @@ int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int
             Tiling *rep = part_replicated_leaves_in(p->tmp, &part_in(p, in->operands[s])->shape, &n);
             p->limit_dims = PART_LIMIT_ALL;
             ops[s] = part_operand(p, rc->inst, s, rep);
-        } else {
+        } else if ((ops[s] = part_held(p, in->operands[s], want)) < 0) {
             /* the dims only matter to a reshard (part_get's remat warning) */
             Decision *d = rc->dec;
             bool kept = d && k < 32;
-            if (part_has_state(p, in->operands[s], want)) {
-                p->limit_dims = 0;
-            } else if (kept && ((d->forced_known >> k) & 1u)) {
+            if (kept && ((d->forced_known >> k) & 1u)) {
                 p->limit_dims = d->forced[k];
             } else {
                 p->limit_dims = forced_dims(p, rc, k);
@@ -867,8 +870,12 @@ int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int
             }
             Cause cause = {rc->inst, moved};
             ops[s] = part_get(p, in->operands[s], want, &cause);
-            if (ops[s] >= 0)
-                ops[s] = mask_padding(p, rc, ch, k, ops[s]);
+        }
+        if (want && ops[s] >= 0 && !(rc->dec && k < 32 && ((rc->dec->mask_known >> k) & 1u))) {
+            int32_t x = ops[s];
+            ops[s] = mask_padding(p, rc, ch, k, x);
+            if (rc->dec && k < 32 && ops[s] == x)
+                rc->dec->mask_known |= 1u << k; /* its test reads the decision and the operand's shape alone */
         }
         p->limit_dims = 0;
         if (ops[s] < 0)
@@ -921,6 +928,9 @@ Tiling *part_result_leaves(Part *p, const RuleCtx *rc, const RuleChoice *ch)
     return leaves;
 }
 
+static bool emit_clone(Part *p, const RuleCtx *rc, const RuleChoice *ch, const int32_t *ops, const Tiling *leaves,
+                       const Shape *l, bool partial);
+
 bool part_rule_emit(Part *p, const RuleCtx *rc, const RuleChoice *ch)
 {
     const HloInst *in = part_in(p, rc->inst);
@@ -928,11 +938,28 @@ bool part_rule_emit(Part *p, const RuleCtx *rc, const RuleChoice *ch)
     if (part_rule_operands(p, rc, ch, ops) < 0)
         return false;
     Tiling *leaves = part_result_leaves(p, rc, ch);
-    bool partial = false;
-    for (int32_t l = 0; l < p->vals[rc->inst].n_leaves; l++)
-        partial |= leaves[l].partial != 0;
-    Shape l = part_local_shape(p, &in->shape, leaves);
-    int32_t r = part_clone(p, rc->inst, part_result_name(p, rc->inst, leaves, partial ? "partial" : "local"), &l, ops,
+    Decision *d = rc->dec;
+    if (!d || !d->have_local) { /* a decision's result is an array whose shape is in its key */
+        bool partial = false;
+        for (int32_t l = 0; l < p->vals[rc->inst].n_leaves; l++)
+            partial |= leaves[l].partial != 0;
+        Shape l = part_local_shape(p, &in->shape, leaves);
+        if (!d)
+            return emit_clone(p, rc, ch, ops, leaves, &l, partial);
+        d->local = l;
+        d->partial = partial;
+        d->have_local = true;
+    }
+    return emit_clone(p, rc, ch, ops, leaves, &d->local, d->partial);
+}
+
+/* part_rule_emit's op and result, once its operands are ops and its result's
+ * per-device shape l. */
+static bool emit_clone(Part *p, const RuleCtx *rc, const RuleChoice *ch, const int32_t *ops, const Tiling *leaves,
+                       const Shape *l, bool partial)
+{
+    const HloInst *in = part_in(p, rc->inst);
+    int32_t r = part_clone(p, rc->inst, part_result_name(p, rc->inst, leaves, partial ? "partial" : "local"), l, ops,
                            in->n_operands);
     /* on a copy: an op whose attributes stay the defaults keeps none */
     HloInst *ri = part_out(p, r);
@@ -987,25 +1014,42 @@ static void key_put(DecisionKey *k, const void *v, size_t n)
     k->n += (uint32_t)n;
 }
 
-/* The fields of t that tiling_equal compares (and perm as it is). */
+/* The fields of t that tiling_equal compares (and perm as it is): a header,
+ * n[0..rank) and atoms[0..used).  The arrays are copied whole (fixed sizes
+ * the compiler turns into a few moves) and the key advanced by the bytes
+ * that count; what lies past them is overwritten by the next piece or never
+ * read (key_hash and decision_find read k->n bytes). */
 static void key_tiling(DecisionKey *k, const Tiling *t)
 {
-    int32_t used = 0;
-    for (int32_t d = 0; d < t->rank; d++)
+    if (k->n + 8 + sizeof t->n + sizeof t->atoms > sizeof k->b) {
+        k->over = true;
+        return;
+    }
+    int32_t rank = t->rank > 0 ? t->rank : 0, used = 0;
+    for (int32_t d = 0; d < rank; d++)
         used += t->n[d];
     uint8_t hdr[8] = {(uint8_t)t->rank, t->kind, (uint8_t)(t->perm & 0xff), (uint8_t)(t->perm >> 8),
                       (uint8_t)(t->partial & 0xff), (uint8_t)((t->partial >> 8) & 0xff),
                       (uint8_t)((t->partial >> 16) & 0xff), (uint8_t)(t->partial >> 24)};
-    key_put(k, hdr, sizeof hdr);
-    key_put(k, t->n, (size_t)(t->rank > 0 ? t->rank : 0));
-    key_put(k, t->atoms, (size_t)used);
+    uint8_t *w = k->b + k->n;
+    memcpy(w, hdr, sizeof hdr);
+    memcpy(w + sizeof hdr, t->n, sizeof t->n);
+    memcpy(w + sizeof hdr + rank, t->atoms, sizeof t->atoms);
+    k->n += (uint32_t)(sizeof hdr + (size_t)rank + (size_t)used);
 }
 
+/* Element type, rank and dims[0..rank) (copied whole, as key_tiling). */
 static void key_shape(DecisionKey *k, const Shape *s)
 {
+    if (k->n + 8 + sizeof s->dims > sizeof k->b) {
+        k->over = true;
+        return;
+    }
     int32_t hdr[2] = {(int32_t)s->type, s->rank};
-    key_put(k, hdr, sizeof hdr);
-    key_put(k, s->dims, sizeof(int64_t) * (size_t)s->rank);
+    uint8_t *w = k->b + k->n;
+    memcpy(w, hdr, sizeof hdr);
+    memcpy(w + sizeof hdr, s->dims, sizeof s->dims);
+    k->n += (uint32_t)(sizeof hdr + sizeof(int64_t) * (size_t)(s->rank > 0 ? s->rank : 0));
 }
 
 /* The key of instruction i's decision; false when it has none (a tuple, an

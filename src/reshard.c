@@ -745,33 +745,54 @@ typedef struct MemoEnt {
     bool full;
 } MemoEnt;
 
+/* A kept plan: its steps inline (plans of more steps are not kept). */
+#define PLAN_MEMO_SLOTS 512
+#define PLAN_MEMO_STEPS 4
+typedef struct PlanEnt {
+    MemoKey key;
+    bool full;                  /* the slot holds a plan */
+    bool ok;                    /* reshard_plan's result */
+    bool full_remat;
+    int32_t n_steps;
+    int64_t bytes;
+    ReshardStep steps[PLAN_MEMO_STEPS];
+} PlanEnt;
+
 struct ReshardMemo {
     MemoEnt e[RESHARD_MEMO_SLOTS];
+    PlanEnt plans[PLAN_MEMO_SLOTS];
 };
 
 _Static_assert(sizeof(MemoKey) % 8 == 0, "MemoKey is hashed as 64-bit words");
 
 ReshardMemo *reshard_memo_new(Arena *arena) { return ARENA_NEW(arena, ReshardMemo); }
 
+/* The key of (global, from, to) (its unused bytes zero) and its hash. */
+static uint64_t memo_key(const Shape *global, const Tiling *from, const Tiling *to, MemoKey *k)
+{
+    memset(k, 0, sizeof *k);
+    k->type = global->type;
+    k->rank = global->rank;
+    for (int32_t d = 0; d < global->rank && d < SPMDC_MAX_RANK; d++)
+        k->dims[d] = global->dims[d];
+    k->from = *from;
+    k->to = *to;
+    uint64_t w[sizeof *k / 8], h = 0x9e3779b97f4a7c15ull;
+    memcpy(w, k, sizeof *k);
+    for (size_t i = 0; i < sizeof *k / 8; i++) {
+        h ^= w[i];
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return h;
+}
+
 int64_t reshard_cost_memo(ReshardMemo *memo, const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to)
 {
     if (tiling_equal(from, to))
         return 0;
     MemoKey k;
-    memset(&k, 0, sizeof k);
-    k.type = global->type;
-    k.rank = global->rank;
-    for (int32_t d = 0; d < global->rank && d < SPMDC_MAX_RANK; d++)
-        k.dims[d] = global->dims[d];
-    k.from = *from;
-    k.to = *to;
-    uint64_t w[sizeof k / 8], h = 0x9e3779b97f4a7c15ull;
-    memcpy(w, &k, sizeof k);
-    for (size_t i = 0; i < sizeof k / 8; i++) {
-        h ^= w[i];
-        h *= 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
-    }
+    uint64_t h = memo_key(global, from, to, &k);
     MemoEnt *e = &memo->e[h & (RESHARD_MEMO_SLOTS - 1)];
     if (e->full && memcmp(&e->key, &k, sizeof k) == 0)
         return e->cost;
@@ -779,6 +800,37 @@ int64_t reshard_cost_memo(ReshardMemo *memo, const Mesh *m, const Shape *global,
     e->cost = reshard_cost(m, global, from, to);
     e->full = true;
     return e->cost;
+}
+
+bool reshard_plan_memo(ReshardMemo *memo, const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to,
+                       ReshardPlan *plan)
+{
+    MemoKey k;
+    uint64_t h = memo_key(global, from, to, &k);
+    PlanEnt *e = &memo->plans[h & (PLAN_MEMO_SLOTS - 1)];
+    if (e->full && memcmp(&e->key, &k, sizeof k) == 0) {
+        plan->n_steps = e->n_steps;
+        plan->bytes = e->bytes;
+        plan->full_remat = e->full_remat;
+        memcpy(plan->steps, e->steps, sizeof(ReshardStep) * (size_t)e->n_steps);
+        return e->ok;
+    }
+    bool ok = reshard_plan(m, global, from, to, plan);
+    if (!ok) { /* what a failed plan leaves is not read */
+        plan->n_steps = 0;
+        plan->bytes = 0;
+        plan->full_remat = false;
+    }
+    if (plan->n_steps <= PLAN_MEMO_STEPS) {
+        e->key = k;
+        e->full = true;
+        e->ok = ok;
+        e->full_remat = plan->full_remat;
+        e->n_steps = plan->n_steps;
+        e->bytes = plan->bytes;
+        memcpy(e->steps, plan->steps, sizeof(ReshardStep) * (size_t)plan->n_steps);
+    }
+    return ok;
 }
 
 /* ================================================================ lowering */

@@ -76,17 +76,6 @@ bool tiling_valid(const Tiling *t)
 
 bool tiling_is_replicated(const Tiling *t) { return t->partial == 0 && dim_start(t, t->rank) == 0; }
 
-bool tiling_equal(const Tiling *a, const Tiling *b)
-{
-    if (a->rank != b->rank || a->partial != b->partial || a->kind != b->kind)
-        return false;
-    if (a->perm != b->perm && (a->partial || dim_start(a, a->rank) != 0))
-        return false;
-    if (memcmp(a->n, b->n, (size_t)a->rank) != 0)
-        return false;
-    return memcmp(a->atoms, b->atoms, (size_t)dim_start(a, a->rank)) == 0;
-}
-
 Tiling tiling_strip_partial(Tiling t)
 {
     t.partial = 0;

@@ -77,8 +77,9 @@ int64_t reshard_cost(const Mesh *m, const Shape *global, const Tiling *from, con
  * whole input (element type, dims, both tilings byte for byte), so a hit
  * returns exactly what reshard_cost would.  A pass that costs the same
  * transitions again and again (every layer of a model repeats them) keeps
- * one for its run.  Storage (RESHARD_MEMO_SLOTS entries, about 1.4 MiB)
- * comes from the arena given to reshard_memo_new and lives as long as it. */
+ * one for its run.  Storage (RESHARD_MEMO_SLOTS entries, about 1.4 MiB, and
+ * the plans below) comes from the arena given to reshard_memo_new and lives
+ * as long as it. */
 #define RESHARD_MEMO_SLOTS 8192
 typedef struct ReshardMemo ReshardMemo;
 ReshardMemo *reshard_memo_new(Arena *arena);
@@ -86,5 +87,11 @@ ReshardMemo *reshard_memo_new(Arena *arena);
  * is used with; global: an array). */
 int64_t reshard_cost_memo(ReshardMemo *memo, const Mesh *m, const Shape *global, const Tiling *from,
                           const Tiling *to);
+/* reshard_plan(m, global, from, to, plan) through memo: the same result and
+ * plan (a failed one with no steps).  Plans of up to 4 steps are kept, in a
+ * direct-mapped table of 512 inside the memo (about 0.3 MiB), so a program
+ * of repeated layers plans each of its transitions once. */
+bool reshard_plan_memo(ReshardMemo *memo, const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to,
+                       ReshardPlan *plan);
 
 #endif
