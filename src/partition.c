@@ -799,6 +799,8 @@ typedef struct DeclEnt {
     Tiling decl;
 } DeclEnt;
 
+static const DeclEnt *find_decl(PartModule *pm, const Sharding *sh, int32_t rank);
+
 static int32_t decl_class(const Sharding *sh)
 {
     if (!sh || sh->kind == SHARDING_REPLICATED || sh->kind == SHARDING_MAXIMAL)
@@ -833,8 +835,23 @@ static bool decl_same(const DeclEnt *e, const Sharding *sh, int32_t rank)
     return cls != SHARDING_TILED || memcmp(&e->sh->tile, &sh->tile, sizeof(Tiling)) == 0;
 }
 
-/* The entry of (sh, rank), made on first use. */
+/* The entry of (sh, rank), made on first use.  An entry's contents never
+ * change, and the tables a resize leaves behind stay in scratch, so the
+ * entries held by PartModule.decl_recent (and PVal.decl) stay valid. */
 static const DeclEnt *sharding_tiling(PartModule *pm, const Sharding *sh, int32_t rank)
+{
+    uint32_t r = (uint32_t)((((uintptr_t)sh >> 4) ^ (uintptr_t)(uint32_t)rank) & (PART_DECL_RECENT - 1));
+    if (pm->decl_recent[r].e && pm->decl_recent[r].sh == sh && pm->decl_recent[r].rank == rank)
+        return pm->decl_recent[r].e;
+    const DeclEnt *e = find_decl(pm, sh, rank);
+    pm->decl_recent[r].sh = sh;
+    pm->decl_recent[r].rank = rank;
+    pm->decl_recent[r].e = e;
+    return e;
+}
+
+/* sharding_tiling's table lookup. */
+static const DeclEnt *find_decl(PartModule *pm, const Sharding *sh, int32_t rank)
 {
     if (2 * (pm->decl_n + 1) > pm->decl_cap) {
         uint32_t cap = pm->decl_cap ? 2 * pm->decl_cap : 64;
@@ -950,7 +967,12 @@ int32_t part_held(Part *p, int32_t v, const Tiling *want)
 static void add_state(Part *p, int32_t v, int32_t local, const Tiling *leaves, int32_t origin, const char *why)
 {
     PVal *pv = &p->vals[v];
-    VState *s = ARENA_NEW(p->scratch, VState);
+    if (p->vs_left == 0) { /* allocated in blocks: one per value and reshard adds up */
+        p->vs_left = 256;
+        p->vs_free = ARENA_ARRAY(p->scratch, VState, p->vs_left);
+    }
+    VState *s = p->vs_free++;
+    p->vs_left--;
     s->local = local;
     /* the declared state (the common case) is not stored twice */
     if (pv->decl && pv->n_leaves > 0 && leaves_equal(leaves, pv->decl, pv->n_leaves))
@@ -1536,7 +1558,7 @@ static bool check_computation(Part *p)
  * and the padding elements and bytes summed over the devices. */
 static void padding_warning(Part *p, const HloInst *in, int32_t leaf, const Shape *ls, const Tiling *t)
 {
-    if (tiling_is_even(t, p->mesh, ls, NULL))
+    if (tiling_n_atoms(t) == 0 || tiling_is_even(t, p->mesh, ls, NULL))
         return;
     StrBuf b = {0};
     if (shape_is_tuple(&in->shape))

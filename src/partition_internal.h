@@ -59,6 +59,9 @@ typedef struct PVal {
 
 typedef struct OffsetEnt OffsetEnt;
 
+/* Slots of PartModule.decl_recent. */
+#define PART_DECL_RECENT 16
+
 /* Text buffers kept for reuse (part_buf_take). */
 #define PART_BUFS 4
 
@@ -102,6 +105,13 @@ typedef struct PartModule {
      * (part_sharding_tiling; open addressing, in scratch) */
     struct DeclEnt *decl_tab;
     uint32_t decl_cap, decl_n;
+    struct {                    /* entries found lately, by (sharding address, rank): an instruction's
+                                   check and its declared state look the same one up, and neighbours
+                                   share theirs */
+        const Sharding *sh;
+        int32_t rank;
+        const struct DeclEnt *e; /* NULL: none */
+    } decl_recent[PART_DECL_RECENT];
     GroupsEnt groups[PART_GROUP_CACHE]; /* part_groups' runs so far */
     int32_t n_groups;
     StrBuf bufs[PART_BUFS];     /* emptied text buffers for the report's words (part_buf_take) */
@@ -160,6 +170,8 @@ typedef struct Part {
     int32_t identity[REDUCE_OR + 1][ET_COUNT]; /* scalar identity constants + 1 (0: none yet) */
     HloUsers users;             /* users of ic's instructions (partition_shape.c), once have_users */
     bool have_users;
+    VState *vs_free;            /* zeroed VStates allocated ahead (add_state) */
+    int32_t vs_left;            /* ... how many */
 } Part;
 
 #define PART_LIMIT_ALL UINT32_MAX
