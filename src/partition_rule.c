@@ -30,6 +30,7 @@
  *    counts once in the sum.
  */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "partition_internal.h"
@@ -1014,6 +1015,10 @@ static void key_put(DecisionKey *k, const void *v, size_t n)
     k->n += (uint32_t)n;
 }
 
+_Static_assert(offsetof(Tiling, partial) + sizeof(uint32_t) - offsetof(Tiling, kind) == 7 &&
+                   offsetof(Tiling, perm) == offsetof(Tiling, kind) + 1,
+               "kind, perm and partial are the last 7 bytes of a Tiling");
+
 /* The fields of t that tiling_equal compares (and perm as it is): a header,
  * n[0..rank) and atoms[0..used).  The arrays are copied whole (fixed sizes
  * the compiler turns into a few moves) and the key advanced by the bytes
@@ -1028,14 +1033,13 @@ static void key_tiling(DecisionKey *k, const Tiling *t)
     int32_t rank = t->rank > 0 ? t->rank : 0, used = 0;
     for (int32_t d = 0; d < rank; d++)
         used += t->n[d];
-    uint8_t hdr[8] = {(uint8_t)t->rank, t->kind, (uint8_t)(t->perm & 0xff), (uint8_t)(t->perm >> 8),
-                      (uint8_t)(t->partial & 0xff), (uint8_t)((t->partial >> 8) & 0xff),
-                      (uint8_t)((t->partial >> 16) & 0xff), (uint8_t)(t->partial >> 24)};
+    /* header: rank, then kind, perm and partial as they lie (adjacent) */
     uint8_t *w = k->b + k->n;
-    memcpy(w, hdr, sizeof hdr);
-    memcpy(w + sizeof hdr, t->n, sizeof t->n);
-    memcpy(w + sizeof hdr + rank, t->atoms, sizeof t->atoms);
-    k->n += (uint32_t)(sizeof hdr + (size_t)rank + (size_t)used);
+    w[0] = (uint8_t)t->rank;
+    memcpy(w + 1, (const uint8_t *)t + offsetof(Tiling, kind), 7);
+    memcpy(w + 8, t->n, sizeof t->n);
+    memcpy(w + 8 + rank, t->atoms, sizeof t->atoms);
+    k->n += (uint32_t)(8 + rank + used);
 }
 
 /* Element type, rank and dims[0..rank) (copied whole, as key_tiling). */

@@ -191,7 +191,8 @@ static bool add_gather_fix(const Mesh *m, const Shape *g, const Tiling *from, co
 /* The fix-ups of a step from `before`. */
 static void step_fixups(const Mesh *m, const Shape *g, const Tiling *before, const ReshardStep *st, Fixups *fx)
 {
-    memset(fx, 0, sizeof *fx);
+    fx->n_pre = fx->n_post = 0; /* pre and post are read up to their counts */
+    fx->sliced = 0;
     Fixup f;
     switch (st->kind) {
     case STEP_SLICE:
@@ -1186,10 +1187,16 @@ int32_t reshard_lower(Part *p, int32_t local, const Shape *global, const Tiling 
         const ReshardStep *st = &plan->steps[s];
         bool reduce = st->kind == STEP_ALL_REDUCE || st->kind == STEP_REDUCE_SCATTER;
         const char *role = st->kind == STEP_ALL_TO_ALL ? "a2a-merge" : step_role(st->kind);
-        Lower lw = {p, global, &cur, st, step_name(p, names, st, role), names->base,
-                    reduce && origin_inst >= 0 ? origin_inst : cause->inst,
-                    reduce && origin_reason ? origin_reason : cause->reason,
-                    {cause->inst, cause->reason}, {0}};
+        Lower lw; /* field by field: step_fixups sets what is read of fx (1.7 KB) */
+        lw.p = p;
+        lw.global = global;
+        lw.before = &cur;
+        lw.st = st;
+        lw.name = step_name(p, names, st, role);
+        lw.base = names->base;
+        lw.row_inst = reduce && origin_inst >= 0 ? origin_inst : cause->inst;
+        lw.row_why = reduce && origin_reason ? origin_reason : cause->reason;
+        lw.fix = (HaloCause){cause->inst, cause->reason};
         step_fixups(p->mesh, global, &cur, st, &lw.fx);
         v = lower_step(&lw, v);
         if (v < 0)
