@@ -93,6 +93,7 @@ typedef struct Proposal {
     int32_t via;          /* global instruction it came through */
     int32_t lorg;         /* annotation the source's state came from */
     const int32_t *aorg;  /* per-atom origins of its atoms (NULL: lorg for all) */
+    int32_t pst;          /* t's pool index when known (a replayed evaluation), else ST_NONE */
     bool manual;
     bool consumer;        /* the leaf is an operand of `via` (else its result or an identity) */
 } Proposal;
@@ -161,6 +162,7 @@ typedef struct Engine {
     uint32_t hcap;
     Ann *anns;
     int32_t n_anns, cap_anns;
+    uint32_t *ann_closed, *ann_forbid; /* [n_anns]: in the current round (round_closures) */
     Proposal *props;
     int32_t n_props, cap_props;
     int32_t *touched, n_touched, cap_touched;
@@ -184,6 +186,8 @@ typedef struct Engine {
     int32_t n_mprops, cap_mprops;
     /* the schedule */
     int32_t phase, prio, round, step;
+    int32_t act_key;         /* phase * 2 + start of act, -1 */
+    bool act[256];           /* per iflag value: a factor op active in this step (set_activation) */
     /* statistics */
     int64_t n_evals, n_steps;
 } Engine;
@@ -295,20 +299,33 @@ static Tiling cur_tiling(const Engine *e, int32_t lf)
 
 static uint32_t dims_mask(int32_t rank) { return rank >= 32 ? 0xffffffffu : (1u << rank) - 1; }
 
+/* Per annotation, the dims it closes and the atoms it forbids in round
+ * priority e->prio (an annotation's leaves have its rank): a dim is closed
+ * when it is not open or its priority comes later, and the atoms of a
+ * later dim are kept off until then.  Made once per round (run). */
+static void round_closures(Engine *e)
+{
+    for (int32_t x = 0; x < e->n_anns; x++) {
+        const Ann *an = &e->anns[x];
+        uint32_t closed = ~an->open & dims_mask(an->t.rank), f = an->forbid;
+        for (int32_t d = 0; d < an->t.rank; d++)
+            if (an->prio[d] > e->prio) {
+                closed |= 1u << d;
+                const int8_t *a = tiling_dim(&an->t, d);
+                for (int32_t k = 0; k < tiling_dim_n(&an->t, d); k++)
+                    f |= 1u << a[k];
+            }
+        e->ann_closed[x] = closed;
+        e->ann_forbid[x] = f;
+    }
+}
+
 /* Dims of leaf lf propagation may not extend in the current round. */
 static uint32_t leaf_closed(const Engine *e, int32_t lf)
 {
-    int32_t rank = leaf_rank(e, lf);
     if (e->lfl[lf] & LF_FIXED)
-        return dims_mask(rank);
-    if (e->annx[lf] < 0)
-        return 0;
-    const Ann *an = &e->anns[e->annx[lf]];
-    uint32_t closed = ~an->open & dims_mask(rank);
-    for (int32_t d = 0; d < rank; d++)
-        if (an->prio[d] > e->prio)
-            closed |= 1u << d;
-    return closed;
+        return dims_mask(leaf_rank(e, lf));
+    return e->annx[lf] < 0 ? 0 : e->ann_closed[e->annx[lf]];
 }
 
 /* Atoms propagation may not put on leaf lf in the current round: its
@@ -316,17 +333,7 @@ static uint32_t leaf_closed(const Engine *e, int32_t lf)
 static uint32_t leaf_forbid(const Engine *e, int32_t lf)
 {
     uint32_t f = e->lman ? e->lman[lf] : 0;
-    if (e->annx[lf] < 0)
-        return f;
-    const Ann *an = &e->anns[e->annx[lf]];
-    f |= an->forbid;
-    for (int32_t d = 0; d < an->t.rank; d++)
-        if (an->prio[d] > e->prio) {
-            const int8_t *a = tiling_dim(&an->t, d);
-            for (int32_t k = 0; k < tiling_dim_n(&an->t, d); k++)
-                f |= 1u << a[k];
-        }
-    return f;
+    return e->annx[lf] < 0 ? f : f | e->ann_forbid[e->annx[lf]];
 }
 
 /* cur extended towards want: per open dim whose run is a major prefix of
@@ -794,7 +801,7 @@ static const int32_t *op_origins(Engine *e, const OpEval *o, const FactorShardin
  * factors of gained (given by the tensors giver[f]); false when no other
  * tensor gave them (nothing new). */
 static bool propose_grown(Engine *e, const OpEval *o, int32_t k, const Tiling *out, const FactorSharding *gained,
-                          const int32_t *giver)
+                          const int32_t *giver, int32_t pst)
 {
     int32_t src;
     const int32_t *org = op_origins(e, o, gained, giver, &src);
@@ -806,6 +813,7 @@ static bool propose_grown(Engine *e, const OpEval *o, int32_t k, const Tiling *o
     p->via = o->gi;
     p->lorg = e->lorg[src];
     p->aorg = org;
+    p->pst = pst;
     p->consumer = k < o->r->n_in;
     return true;
 }
@@ -821,15 +829,14 @@ static bool propose_grown(Engine *e, const OpEval *o, int32_t k, const Tiling *o
 enum { MEMO_TENSORS = 8, MEMO_MAX = 1 << 16 };
 
 typedef struct MemoKey {
-    int32_t rid, phase, nt;
-    int32_t st[MEMO_TENSORS];
-    uint32_t closed[MEMO_TENSORS], forbid[MEMO_TENSORS];
-    uint8_t fixed[MEMO_TENSORS];
-    int32_t padding_[3]; /* 0: the key is hashed and compared bytewise */
+    int32_t nw;                          /* words used: 1 + 2 per tensor */
+    uint64_t w[1 + 2 * MEMO_TENSORS];    /* rule and phase; per tensor its state and fixed bit, closed dims
+                                            and forbidden atoms (memo_word) */
 } MemoKey;
 
 typedef struct MemoProp {
     int32_t k;
+    int32_t pst; /* out's pool index (memo_add) */
     Tiling out;
     FactorSharding gained;
 } MemoProp;
@@ -844,17 +851,40 @@ typedef struct MemoEntry {
 
 static uint64_t memo_hash(const MemoKey *k)
 {
-    _Static_assert(sizeof(MemoKey) % 16 == 0, "memo_hash reads MemoKey 16 bytes at a time");
     uint64_t h0 = 0xcbf29ce484222325ull, h1 = 0x9e3779b97f4a7c15ull; /* two independent chains */
-    const unsigned char *b = (const unsigned char *)k;
-    for (size_t i = 0; i + 16 <= sizeof *k; i += 16) {
-        uint64_t v0, v1;
-        memcpy(&v0, b + i, 8);
-        memcpy(&v1, b + i + 8, 8);
-        h0 = hash_mix(h0, v0);
-        h1 = hash_mix(h1, v1);
+    int32_t i = 0;
+    for (; i + 2 <= k->nw; i += 2) {
+        h0 = hash_mix(h0, k->w[i]);
+        h1 = hash_mix(h1, k->w[i + 1]);
     }
+    if (i < k->nw)
+        h0 = hash_mix(h0, k->w[i]);
     return hash_mix(h0, h1);
+}
+
+static bool memo_same(const MemoKey *a, const MemoKey *b)
+{
+    if (a->nw != b->nw)
+        return false;
+    for (int32_t i = 0; i < a->nw; i++)
+        if (a->w[i] != b->w[i])
+            return false;
+    return true;
+}
+
+/* Starts a key of rule rid in phase `phase` over nt tensors. */
+static void memo_start(MemoKey *key, int32_t rid, int32_t phase, int32_t nt)
+{
+    key->nw = 1 + 2 * nt;
+    key->w[0] = (uint64_t)(uint32_t)rid | (uint64_t)(uint32_t)phase << 32;
+}
+
+/* Tensor k's words of a key: leaf lf's state, fixed bit, closed dims and
+ * forbidden atoms. */
+static void memo_word(const Engine *e, MemoKey *key, int32_t k, int32_t lf)
+{
+    key->w[1 + 2 * k] = (uint64_t)(uint32_t)e->st[lf] | (uint64_t)(e->lfl[lf] & LF_FIXED) << 32;
+    key->w[2 + 2 * k] = (uint64_t)leaf_closed(e, lf) | (uint64_t)leaf_forbid(e, lf) << 32;
 }
 
 /* The key of op o in the current phase (tensor leaves set); false when the
@@ -863,17 +893,9 @@ static bool memo_key(const Engine *e, const OpEval *o, MemoKey *key)
 {
     if (o->nt > MEMO_TENSORS)
         return false;
-    memset(key, 0, sizeof *key);
-    key->rid = e->rid[o->gi];
-    key->phase = e->phase;
-    key->nt = o->nt;
-    for (int32_t k = 0; k < o->nt; k++) {
-        int32_t lf = o->lf[k];
-        key->st[k] = e->st[lf];
-        key->fixed[k] = (uint8_t)(e->lfl[lf] & LF_FIXED);
-        key->closed[k] = leaf_closed(e, lf);
-        key->forbid[k] = leaf_forbid(e, lf);
-    }
+    memo_start(key, e->rid[o->gi], e->phase, o->nt);
+    for (int32_t k = 0; k < o->nt; k++)
+        memo_word(e, key, k, o->lf[k]);
     return true;
 }
 
@@ -883,7 +905,7 @@ static const MemoEntry *memo_find(const Engine *e, const MemoKey *key, uint64_t 
         return NULL;
     for (uint32_t j = (uint32_t)h & (e->memo_cap - 1); e->memo_slot[j] >= 0; j = (j + 1) & (e->memo_cap - 1)) {
         const MemoEntry *me = &e->memo[e->memo_slot[j]];
-        if (me->hash == h && memcmp(&me->key, key, sizeof *key) == 0)
+        if (me->hash == h && memo_same(&me->key, key))
             return me;
     }
     return NULL;
@@ -918,7 +940,11 @@ static void memo_add(Engine *e, const MemoKey *key, uint64_t h, const MemoProp *
         me->giver[f] = (int8_t)(f < nf ? giver[f] : -1);
     for (int32_t q = 0; q < n; q++) {
         GROW(e->mprops, e->n_mprops, e->cap_mprops);
-        e->mprops[e->n_mprops++] = props[q];
+        e->mprops[e->n_mprops] = props[q];
+        /* a proposal's state (k >= 0; it always splits something) is interned
+         * once here, not at every replay's apply_leaf */
+        e->mprops[e->n_mprops++].pst =
+            props[q].k >= 0 && tiling_n_atoms(&props[q].out) > 0 ? pool_add(e, &props[q].out) : ST_NONE;
     }
     uint32_t j = (uint32_t)h & (e->memo_cap - 1);
     while (e->memo_slot[j] >= 0)
@@ -930,11 +956,11 @@ static void memo_add(Engine *e, const MemoKey *key, uint64_t h, const MemoProp *
 static void memo_replay(Engine *e, const OpEval *o, const MemoEntry *me)
 {
     int32_t giver[OPRULE_MAX_FACTORS];
-    for (int32_t f = 0; f < OPRULE_MAX_FACTORS; f++)
+    for (int32_t f = 0; f < o->r->n_factors; f++) /* what op_origins reads of it */
         giver[f] = me->giver[f];
     for (int32_t q = 0; q < me->n; q++) {
         const MemoProp *mp = &e->mprops[me->first + q];
-        propose_grown(e, o, mp->k, &mp->out, &mp->gained, giver);
+        propose_grown(e, o, mp->k, &mp->out, &mp->gained, giver, mp->pst);
     }
     if (me->settled)
         e->iflag[o->gi] |= IF_SETTLED;
@@ -971,16 +997,10 @@ static bool eval_idmap(Engine *e, int32_t gi)
     MemoKey key;
     bool memo = nt <= MEMO_TENSORS;
     if (memo) {
-        memset(&key, 0, sizeof key);
-        key.rid = e->rid[gi];
-        key.phase = -1;
-        key.nt = nt;
+        memo_start(&key, e->rid[gi], -1, nt);
         for (int32_t k = 0; k < nt && memo; k++) {
             int32_t lf = IDMAP_LEAF(k);
-            key.st[k] = e->st[lf];
-            key.fixed[k] = (uint8_t)(e->lfl[lf] & LF_FIXED);
-            key.closed[k] = leaf_closed(e, lf);
-            key.forbid[k] = leaf_forbid(e, lf);
+            memo_word(e, &key, k, lf);
             memo = e->st[lf] != ST_MANUAL;
         }
     }
@@ -1078,12 +1098,14 @@ static bool eval_idmap(Engine *e, int32_t gi)
         }
         org = t;
     }
+    const MemoProp *replayed = me ? &e->mprops[me->first + 1] : NULL;
     for (int32_t q = 0; q < pl.n; q++) {
         int32_t lf = IDMAP_LEAF(pl.k[q]);
         if (lf == src)
             continue;
         Proposal *p = new_proposal(e, lf);
         p->t = pl.out[q];
+        p->pst = replayed ? replayed[q].pst : ST_NONE;
         p->src = src;
         p->via = gi;
         p->lorg = e->lorg[src];
@@ -1315,12 +1337,12 @@ static void eval_op(Engine *e, int32_t gi)
                 gn += d.F.n[f];
             }
         }
-        if (!propose_grown(e, &o, k, &out[k], &gained, d.giver)) {
+        if (!propose_grown(e, &o, k, &out[k], &gained, d.giver, ST_NONE)) {
             grows[k] = false; /* only its own runs: nothing new */
             continue;
         }
         if (memo)
-            mprops[n_mp++] = (MemoProp){k, out[k], gained};
+            mprops[n_mp++] = (MemoProp){k, ST_NONE, out[k], gained};
         proposed = true;
     }
     if (!proposed) { /* a conflict that decided nothing: every tensor keeps what it has */
@@ -1493,19 +1515,22 @@ static void apply_leaf(Engine *e, int32_t lf, Proposal **ps, int32_t n)
         GROW(e->conf, e->n_conf, e->cap_conf);
         e->conf[e->n_conf++] = (Conflict){e->linst[lf], lf, first, nc, pick};
     }
-    if (tiling_equal(&acc, &cur))
+    /* one proposal: acc is its state, interned already when it was replayed */
+    int32_t pst = n == 1 ? ps[0]->pst : ST_NONE;
+    if (pst >= ST_FIRST && e->st[lf] >= ST_FIRST ? pst == e->st[lf] : tiling_equal(&acc, &cur))
         return;
     /* provenance: the new atoms come from the first proposal (canonical
      * order, the chosen one first) that holds them */
-    uint32_t had = e->st[lf] == ST_NONE ? 0 : tiling_used(&cur), gained = tiling_used(&acc) & ~had;
+    uint32_t had = e->st[lf] == ST_NONE ? 0 : tiling_used(&cur);
     const Proposal *pc = ps[chosen];
     /* share the proposal's table when it says where every atom came from
      * (a NULL table means "the proposal's lorg", right only when that will
      * be the leaf's lorg too) */
-    if (had == 0 && (gained & ~tiling_used(&pc->t)) == 0 &&
+    if (had == 0 && (n == 1 || (tiling_used(&acc) & ~tiling_used(&pc->t)) == 0) &&
         (pc->aorg || e->lorg[lf] < 0 || e->lorg[lf] == pc->lorg)) {
         e->aorg[lf] = pc->aorg;
     } else {
+        uint32_t gained = tiling_used(&acc) & ~had;
         int32_t *t = ARENA_ARRAY(e->a, int32_t, e->n_atoms > 0 ? e->n_atoms : 1);
         for (int32_t k = 0; k < e->n_atoms; k++) {
             t[k] = (had >> k) & 1u ? (e->aorg[lf] ? e->aorg[lf][k] : e->lorg[lf]) : -1;
@@ -1529,9 +1554,9 @@ static void apply_leaf(Engine *e, int32_t lf, Proposal **ps, int32_t n)
     }
     if (e->annx[lf] >= 0)
         e->lfl[lf] |= LF_EXTENDED;
-    e->st[lf] = pool_add(e, &acc);
+    e->st[lf] = pst >= ST_FIRST ? pst : pool_add(e, &acc);
     /* an op whose own proposal the leaf took needs no second look for it */
-    note_changed(e, lf, tiling_equal(&acc, &pc->t) && !(e->iflag[pc->via] & IF_IDENTITY_EDGE) ? pc->via : -1);
+    note_changed(e, lf, (n == 1 || tiling_equal(&acc, &pc->t)) && !(e->iflag[pc->via] & IF_IDENTITY_EDGE) ? pc->via : -1);
 }
 
 static void apply_step(Engine *e)
@@ -1605,10 +1630,23 @@ static void sort_ops(int32_t *a, int32_t *tmp, int32_t n)
         memcpy(a, src, sizeof(int32_t) * (size_t)n);
 }
 
-static void activate_op(Engine *e, int32_t gi, bool start)
+/* e->act[f]: whether an instruction with iflag f is a factor op that takes
+ * part in this step (tier_active; with start, not settled), made when the
+ * phase or start changes. */
+static void set_activation(Engine *e, bool start)
 {
-    if (!(e->iflag[gi] & IF_FACTOR) || e->op_stamp[gi] == e->step || !tier_active(e->phase, itier(e, gi), start) ||
-        (start && (e->iflag[gi] & IF_SETTLED)))
+    int32_t key = e->phase * 2 + start;
+    if (e->act_key == key)
+        return;
+    e->act_key = key;
+    for (int32_t f = 0; f < 256; f++)
+        e->act[f] = (f & IF_FACTOR) && tier_active(e->phase, (PropTier)(f >> IF_TIER_SHIFT), start) &&
+                    !(start && (f & IF_SETTLED));
+}
+
+static void activate_op(Engine *e, int32_t gi)
+{
+    if (!e->act[e->iflag[gi]] || e->op_stamp[gi] == e->step)
         return;
     e->op_stamp[gi] = e->step;
     GROW(e->ops, e->n_ops, e->cap_ops);
@@ -1627,11 +1665,11 @@ static void activate_leaf(Engine *e, int32_t lf, bool start, int32_t cause)
     }
     int32_t gi = e->linst[lf];
     if (gi != cause)
-        activate_op(e, gi, start);
+        activate_op(e, gi);
     if (e->iflag[gi] & IF_ARRAY)
         for (int32_t u = e->ustart[gi]; u < e->ustart[gi + 1]; u++)
             if (e->users[u] != cause)
-                activate_op(e, e->users[u], start);
+                activate_op(e, e->users[u]);
 }
 
 /* One step: evaluate what the frontier (or, at a phase start, everything
@@ -1641,6 +1679,7 @@ static void run_step(Engine *e, const int32_t *leaves, const int32_t *cause, int
     e->step++;
     e->n_steps++;
     e->n_ops = 0;
+    set_activation(e, start);
     for (int32_t k = 0; k < n; k++)
         activate_leaf(e, leaves[k], start, cause ? cause[k] : -1);
     /* in instruction order: the engine's per-instruction arrays are read
@@ -2656,6 +2695,8 @@ static void run(Engine *e)
                 prios[np++] = e->anns[k].prio[d];
             }
     qsort(prios, (size_t)np, 1, cmp_u8);
+    e->ann_closed = ARENA_ARRAY(e->a, uint32_t, e->n_anns + 1);
+    e->ann_forbid = ARENA_ARRAY(e->a, uint32_t, e->n_anns + 1);
     for (int32_t l = 0; l < e->n_leaves; l++)
         if (e->st[l] != ST_NONE) {
             e->stamp[l] = 0;
@@ -2665,6 +2706,7 @@ static void run(Engine *e)
     for (int32_t r = 0; r < np; r++) {
         e->round = r;
         e->prio = prios[r];
+        round_closures(e);
         if (r > 0) {
             /* the dims of this priority appear on their values */
             e->n_changed = 0;
@@ -2726,6 +2768,7 @@ static bool engine_run(Engine *e, HloModule *m, Arena *scratch)
     e->mesh = &m->mesh;
     e->a = scratch;
     e->n_atoms = m->mesh.n_atoms;
+    e->act_key = -1;
     if (!m->has_mesh)
         return false;
     setup_index(e);
