@@ -93,7 +93,8 @@ typedef struct Proposal {
     int32_t via;          /* global instruction it came through */
     int32_t lorg;         /* annotation the source's state came from */
     const int32_t *aorg;  /* per-atom origins of its atoms (NULL: lorg for all) */
-    int32_t pst;          /* t's pool index when known (a replayed evaluation), else ST_NONE */
+    int32_t pst;          /* t's pool index when known (a replayed evaluation; a tiling that splits
+                             some dim), else ST_NONE */
     bool manual;
     bool consumer;        /* the leaf is an operand of `via` (else its result or an identity) */
 } Proposal;
@@ -157,6 +158,7 @@ typedef struct Engine {
     int32_t *pend;       /* first pending proposal, -1 */
     /* growing arrays (heap) */
     Tiling *pool;          /* interned tilings: pool[0], pool[1] unused (ST_NONE, ST_MANUAL) */
+    uint32_t *pused;       /* [cap_pool]: tiling_used of each */
     int32_t n_pool, cap_pool;
     int32_t *htab;         /* open-addressing hash of pool indices, -1 = free */
     uint32_t hcap;
@@ -267,9 +269,14 @@ static void pool_rehash(Engine *e)
  * distinct tiling).  t carries no pending reduction. */
 static int32_t pool_add(Engine *e, const Tiling *t)
 {
+    if (e->n_pool >= e->cap_pool) {
+        e->cap_pool = e->cap_pool ? e->cap_pool * 2 : 64;
+        e->pool = xrealloc(e->pool, sizeof(Tiling) * (size_t)e->cap_pool);
+        e->pused = xrealloc(e->pused, sizeof(uint32_t) * (size_t)e->cap_pool);
+    }
     if (e->n_pool < ST_FIRST) { /* the ST_NONE and ST_MANUAL slots */
-        GROW(e->pool, e->n_pool, e->cap_pool);
         tiling_replicated(&e->pool[e->n_pool], 0);
+        e->pused[e->n_pool] = 0;
         return e->n_pool++;
     }
     if ((uint32_t)e->n_pool * 2 >= e->hcap)
@@ -278,11 +285,11 @@ static int32_t pool_add(Engine *e, const Tiling *t)
     for (; e->htab[h] >= 0; h = (h + 1) & (e->hcap - 1))
         if (tiling_equal(&e->pool[e->htab[h]], t))
             return e->htab[h];
-    GROW(e->pool, e->n_pool, e->cap_pool);
     tiling_replicated(&e->pool[e->n_pool], t->rank);
     for (int32_t d = 0; d < t->rank; d++)
         tiling_set_dim(&e->pool[e->n_pool], d, tiling_dim(t, d), tiling_dim_n(t, d));
     e->pool[e->n_pool].perm = t->perm;
+    e->pused[e->n_pool] = tiling_used(t);
     e->htab[h] = e->n_pool;
     return e->n_pool++;
 }
@@ -1090,7 +1097,7 @@ static bool eval_idmap(Engine *e, int32_t gi)
             int32_t lf = IDMAP_LEAF(k);
             if (leaf_rank(e, lf) != rank || !has_tiling(e, lf))
                 continue;
-            uint32_t u = tiling_used(state(e, lf)) & want & ~done;
+            uint32_t u = e->pused[e->st[lf]] & want & ~done;
             for (int32_t a = 0; a < e->n_atoms; a++)
                 if ((u >> a) & 1u)
                     t[a] = e->aorg[lf] ? e->aorg[lf][a] : e->lorg[lf];
@@ -1326,7 +1333,7 @@ static void eval_op(Engine *e, int32_t gi)
         /* origins from the factors that gave the new atoms */
         FactorSharding gained;
         fsh_init(&gained, nf);
-        uint32_t had = has_tiling(e, o.lf[k]) ? tiling_used(state(e, o.lf[k])) : 0, now = tiling_used(&out[k]);
+        uint32_t had = e->pused[e->st[o.lf[k]]], now = tiling_used(&out[k]); /* ST_NONE, ST_MANUAL: 0 */
         for (int32_t f = 0, at = 0, gn = 0; f < nf; at += d.F.n[f], f++) {
             bool gain = false;
             for (int32_t j = 0; j < d.F.n[f]; j++)
@@ -1431,16 +1438,18 @@ static int proposal_order(const void *a, const void *b)
 static void order_proposals(Proposal **ps, int32_t n)
 {
     bool same = true;
-    for (int32_t j = 1; j < n && same; j++)
-        same = ps[j]->manual == ps[0]->manual && tiling_equal(&ps[j]->t, &ps[0]->t) &&
-               ps[j]->t.perm == ps[0]->t.perm && ps[j]->t.rank == ps[0]->t.rank;
+    for (int32_t j = 1; j < n && same; j++) /* one interned state is the same tiling */
+        same = ps[j]->manual == ps[0]->manual &&
+               ((ps[j]->pst >= ST_FIRST && ps[j]->pst == ps[0]->pst) ||
+                (tiling_equal(&ps[j]->t, &ps[0]->t) && ps[j]->t.perm == ps[0]->t.perm &&
+                 ps[j]->t.rank == ps[0]->t.rank));
     if (!same) {
         qsort(ps, (size_t)n, sizeof *ps, proposal_order);
         return;
     }
-    int32_t best = 0;
+    int32_t best = 0; /* proposal_order of equal states: by via, then src */
     for (int32_t j = 1; j < n; j++)
-        if (proposal_order(&ps[j], &ps[best]) < 0)
+        if (ps[j]->via < ps[best]->via || (ps[j]->via == ps[best]->via && ps[j]->src < ps[best]->src))
             best = j;
     Proposal *t = ps[0];
     ps[0] = ps[best];
@@ -1479,8 +1488,11 @@ static void apply_leaf(Engine *e, int32_t lf, Proposal **ps, int32_t n)
     Tiling cur = cur_tiling(e, lf), acc = n == 1 ? ps[0]->t : cur;
     int32_t chosen = 0;
     bool conflict = false;
-    for (int32_t j = 0; j < n && n > 1 && !conflict; j++)
+    for (int32_t j = 0; j < n && n > 1 && !conflict; j++) {
+        if (j > 0 && ps[j]->pst >= ST_FIRST && ps[j]->pst == ps[j - 1]->pst)
+            continue; /* the state just merged into acc: acc holds it already */
         conflict = !compatible(&acc, &ps[j]->t, &acc);
+    }
     if (conflict) {
         /* each proposal against the others by the bytes the leaf would move */
         int32_t first = e->n_cands;
@@ -1517,11 +1529,11 @@ static void apply_leaf(Engine *e, int32_t lf, Proposal **ps, int32_t n)
     }
     /* one proposal: acc is its state, interned already when it was replayed */
     int32_t pst = n == 1 ? ps[0]->pst : ST_NONE;
-    if (pst >= ST_FIRST && e->st[lf] >= ST_FIRST ? pst == e->st[lf] : tiling_equal(&acc, &cur))
+    if (pst >= ST_FIRST ? pst == e->st[lf] : tiling_equal(&acc, &cur)) /* pst splits: never cur when unsplit */
         return;
     /* provenance: the new atoms come from the first proposal (canonical
      * order, the chosen one first) that holds them */
-    uint32_t had = e->st[lf] == ST_NONE ? 0 : tiling_used(&cur);
+    uint32_t had = e->pused[e->st[lf]]; /* ST_NONE: 0 */
     const Proposal *pc = ps[chosen];
     /* share the proposal's table when it says where every atom came from
      * (a NULL table means "the proposal's lorg", right only when that will
@@ -1611,9 +1623,14 @@ static void sort_ops(int32_t *a, int32_t *tmp, int32_t n)
         return;
     }
     int32_t *src = a, *dst = tmp;
-    uint32_t max = 0;
-    for (int32_t i = 0; i < n; i++)
+    uint32_t max = (uint32_t)a[0];
+    bool sorted = true; /* the frontier often activates its ops in order already */
+    for (int32_t i = 1; i < n; i++) {
+        sorted &= a[i - 1] <= a[i];
         max = (uint32_t)a[i] > max ? (uint32_t)a[i] : max;
+    }
+    if (sorted)
+        return;
     for (int32_t shift = 0; shift < 32 && (max >> shift) != 0; shift += 11) {
         int32_t cnt[2049] = {0};
         for (int32_t i = 0; i < n; i++)
@@ -1768,8 +1785,12 @@ static uint64_t array_hash(const Shape *s)
 
 static bool array_same(const Shape *a, const Shape *b)
 {
-    return a->type == b->type && a->rank == b->rank &&
-           memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank) == 0;
+    if (a->type != b->type || a->rank != b->rank)
+        return false;
+    for (int32_t d = 0; d < a->rank; d++) /* a few dims: no library call */
+        if (a->dims[d] != b->dims[d])
+            return false;
+    return true;
 }
 
 static int32_t shape_id(ShapeIds *t, const Shape *s)
@@ -2536,13 +2557,29 @@ static int32_t local_in(const Engine *e, int32_t o, int32_t c)
     return o >= 0 && e->icomp[o] == c ? o - e->comp_first[c] : -1;
 }
 
+/* dim_origins' tables by what they are made of (the leaf's state, origin
+ * table and origin, and the computation): leaves that share an origin
+ * table share the result, in the module arena, read only. */
+enum { DIM_ORIGIN_SLOTS = 256 };
+typedef struct DimOrigins {
+    const int32_t *aorg; /* NULL: empty slot */
+    int32_t st, lorg, c;
+    const int32_t *tab;
+} DimOrigins;
+
 /* Per dim of array leaf lf, the annotation that split it (its major
  * atom's origin), as local indices in computation c; NULL when every split
  * dim came from the leaf's origin. */
-static const int32_t *dim_origins(HloModule *m, const Engine *e, int32_t lf, int32_t c)
+static const int32_t *dim_origins(HloModule *m, const Engine *e, int32_t lf, int32_t c, DimOrigins *seen)
 {
     if (!has_tiling(e, lf) || !e->aorg[lf])
         return NULL;
+    uint64_t h = hash_mix(hash_mix(hash_mix((uint64_t)(uintptr_t)e->aorg[lf], (uint64_t)e->st[lf]),
+                                   (uint64_t)(uint32_t)e->lorg[lf]), (uint64_t)c);
+    DimOrigins *slot = &seen[(h >> 24) & (DIM_ORIGIN_SLOTS - 1)];
+    if (slot->aorg == e->aorg[lf] && slot->st == e->st[lf] && slot->lorg == e->lorg[lf] && slot->c == c)
+        return slot->tab;
+    *slot = (DimOrigins){e->aorg[lf], e->st[lf], e->lorg[lf], c, NULL};
     const Tiling *s = state(e, lf);
     int32_t o[SPMDC_MAX_RANK];
     bool same = true;
@@ -2552,14 +2589,15 @@ static const int32_t *dim_origins(HloModule *m, const Engine *e, int32_t lf, int
         o[d] = a >= 0 ? local_in(e, e->aorg[lf][a], c) : -1;
         same &= tiling_dim_n(s, d) == 0 || o[d] == own;
     }
-    return same ? NULL : arena_memdup(m->arena, o, sizeof(int32_t) * (size_t)s->rank);
+    slot->tab = same ? NULL : arena_memdup(m->arena, o, sizeof(int32_t) * (size_t)s->rank);
+    return slot->tab;
 }
 
 /* The provenance of instruction i of computation c (hlo.h): an annotation
  * is its own origin; an inferred sharding the origin of its first leaf that
  * has one (arrays: and per dim when the dims came from different
  * annotations). */
-static void record_origin(HloModule *m, const Engine *e, int32_t c, int32_t i)
+static void record_origin(HloModule *m, const Engine *e, int32_t c, int32_t i, DimOrigins *seen)
 {
     HloInst *in = &m->comps[c].insts[i];
     in->sharding_origin = in->sharding_from_user && in->sharding ? i : -1;
@@ -2571,7 +2609,7 @@ static void record_origin(HloModule *m, const Engine *e, int32_t c, int32_t i)
         if (e->st[lf] != ST_NONE && !(e->lfl[lf] & LF_FIXED))
             in->sharding_origin = local_in(e, e->lorg[lf], c);
     if (e->sid[gi] >= 0 && nleaves(e, gi) == 1)
-        in->sharding_dim_origin = dim_origins(m, e, e->leaf0[gi], c);
+        in->sharding_dim_origin = dim_origins(m, e, e->leaf0[gi], c, seen);
 }
 
 /* The shared sharding of array leaf lf (one per distinct final state, in
@@ -2607,6 +2645,7 @@ static Sharding *shared_leaf(HloModule *m, const Engine *e, int32_t lf, bool nam
 static void materialize(HloModule *m, const Engine *e, bool named)
 {
     Sharding **by_pool = e ? xcalloc((size_t)e->n_pool + 1, sizeof(Sharding *)) : NULL;
+    DimOrigins *seen = xcalloc(DIM_ORIGIN_SLOTS, sizeof(DimOrigins));
     Sharding *by_rank[SPMDC_MAX_RANK + 2] = {NULL};
     for (int32_t c = 0; c < m->n_comps; c++) {
         HloComputation *comp = &m->comps[c];
@@ -2619,7 +2658,7 @@ static void materialize(HloModule *m, const Engine *e, bool named)
                     ext |= (e->lfl[l] & LF_EXTENDED) != 0;
                 if (ext)
                     in->sharding = extended_annotation(e, in, gi);
-                record_origin(m, e, c, i);
+                record_origin(m, e, c, i, seen);
                 continue;
             }
             if (e ? e->sid[gi] >= 0 || !shape_is_tuple(&in->shape) : !shape_is_tuple(&in->shape)) {
@@ -2632,7 +2671,7 @@ static void materialize(HloModule *m, const Engine *e, bool named)
                     s->named_form = named;
                     in->sharding = s;
                 }
-                record_origin(m, e, c, i);
+                record_origin(m, e, c, i, seen);
                 continue;
             }
             int32_t nl = shape_leaf_count(&in->shape);
@@ -2655,9 +2694,10 @@ static void materialize(HloModule *m, const Engine *e, bool named)
                 }
             }
             in->sharding = s;
-            record_origin(m, e, c, i);
+            record_origin(m, e, c, i, seen);
         }
     }
+    free(seen);
     free(by_pool);
 }
 
@@ -2736,6 +2776,7 @@ static void run(Engine *e)
 static void engine_free(Engine *e)
 {
     free(e->pool);
+    free(e->pused);
     free(e->htab);
     free(e->anns);
     free(e->props);
