@@ -458,10 +458,144 @@ static Sharding *keep_sharding(HloModule *m, ShardingSet *set, const Sharding *s
     return kept;
 }
 
+/* ---------------------------------------------------------------- bound syntax
+ * What was written decides the bound sharding (with the mesh and the
+ * value's rank): an annotation written like an earlier one on a value of
+ * the same rank binds to what that one bound (a stack of layers writes a
+ * few annotations many times).  Only binds that reported nothing are
+ * remembered, so every diagnostic is made as before.  Tuples (of syntax or
+ * shape) are bound each time. */
+
+typedef struct BoundSyntax {
+    const ShardingSyntax *syn; /* the first annotation written so (in the syntax arena) */
+    int32_t rank;
+    Sharding s;                /* what sharding_bind made of it */
+    Sharding *kept;            /* keep_sharding(s): for instructions open_unspecified_dims leaves alone */
+} BoundSyntax;
+
+static uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001b3ull + (h >> 29); }
+
+static uint64_t mix_ints(uint64_t h, const int64_t *v, int32_t n)
+{
+    for (int32_t k = 0; k < n; k++) h = mix(h, (uint64_t)v[k]);
+    return h;
+}
+
+static uint64_t mix_str(uint64_t h, const char *t)
+{
+    uint64_t v = 0x84222325u;
+    for (; t && *t; t++) v = (v ^ (uint8_t)*t) * 0x100000001b3ull;
+    return mix(h, v);
+}
+
+static uint64_t mix_refs(uint64_t h, const AxisRefSyntax *r, int32_t n)
+{
+    h = mix(h, (uint64_t)n);
+    for (int32_t k = 0; k < n; k++) h = mix(mix(mix_str(h, r[k].name), (uint64_t)r[k].pre_size), (uint64_t)r[k].size);
+    return h;
+}
+
+/* The fields of a non-tuple annotation its kind gives meaning to (spans
+ * aside: they only place messages). */
+static uint64_t syntax_hash(const ShardingSyntax *a, int32_t rank)
+{
+    uint64_t h = mix(mix(0x51ed2701u, (uint64_t)a->kind), (uint64_t)(uint32_t)rank);
+    switch (a->kind) {
+    case SSYN_MAXIMAL: return mix(h, (uint64_t)a->device);
+    case SSYN_TILED:
+        h = mix_ints(mix(h, (uint64_t)a->n_tile_dims), a->tile_dims, a->n_tile_dims);
+        h = mix_ints(mix(h, (uint64_t)a->n_iota_dims), a->iota_dims, a->n_iota_dims);
+        h = mix(mix(h, (uint64_t)a->has_perm), (uint64_t)a->n_devices);
+        for (int32_t k = 0; a->has_perm && k < a->n_iota_dims; k++) h = mix(h, (uint64_t)a->iota_perm[k]);
+        if (a->devices) h = mix_ints(h, a->devices, (int32_t)a->n_devices);
+        h = mix(mix(h, (uint64_t)a->last_tile_dim_replicate), (uint64_t)a->n_subgroups);
+        for (int32_t k = 0; k < a->n_subgroups; k++) h = mix(h, (uint64_t)a->subgroups[k]);
+        return h;
+    case SSYN_NAMED:
+        h = mix(h, (uint64_t)a->n_mesh_axes);
+        for (int32_t k = 0; k < a->n_mesh_axes; k++)
+            h = mix(mix_str(h, a->mesh_axis_names[k]), (uint64_t)a->mesh_axis_sizes[k]);
+        h = mix(h, (uint64_t)a->n_dims);
+        for (int32_t d = 0; d < a->n_dims; d++) h = mix_refs(h, a->dim_axes[d], a->dim_n_axes[d]);
+        h = mix(h, (uint64_t)a->open_dims);
+        for (int32_t d = 0; d < SPMDC_MAX_RANK; d++) h = mix(h, a->dim_priority[d]);
+        h = mix_refs(h, a->replicated_axes, a->n_replicated_axes);
+        h = mix_refs(h, a->unreduced_axes, a->n_unreduced_axes);
+        h = mix_refs(h, a->manual_axes, a->n_manual_axes);
+        return mix(h, (uint64_t)a->named_replicated | (uint64_t)a->named_manual << 1 |
+                          (uint64_t)a->named_unreduced << 2);
+    default: return h;
+    }
+}
+
+static bool same_str(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+static bool same_ints(const int64_t *a, const int64_t *b, int32_t n)
+{
+    return n <= 0 || memcmp(a, b, sizeof(int64_t) * (size_t)n) == 0;
+}
+
+static bool same_refs(const AxisRefSyntax *a, int32_t na, const AxisRefSyntax *b, int32_t nb)
+{
+    if (na != nb) return false;
+    for (int32_t k = 0; k < na; k++)
+        if (!same_str(a[k].name, b[k].name) || a[k].pre_size != b[k].pre_size || a[k].size != b[k].size)
+            return false;
+    return true;
+}
+
+/* Whether a and b say the same (the fields syntax_hash reads). */
+static bool same_syntax(const ShardingSyntax *a, const ShardingSyntax *b)
+{
+    if (a->kind != b->kind) return false;
+    switch (a->kind) {
+    case SSYN_MAXIMAL: return a->device == b->device;
+    case SSYN_TILED:
+        if (a->n_tile_dims != b->n_tile_dims || !same_ints(a->tile_dims, b->tile_dims, a->n_tile_dims) ||
+            a->n_iota_dims != b->n_iota_dims || !same_ints(a->iota_dims, b->iota_dims, a->n_iota_dims) ||
+            a->has_perm != b->has_perm || a->n_devices != b->n_devices || !a->devices != !b->devices ||
+            a->last_tile_dim_replicate != b->last_tile_dim_replicate || a->n_subgroups != b->n_subgroups)
+            return false;
+        for (int32_t k = 0; a->has_perm && k < a->n_iota_dims; k++)
+            if (a->iota_perm[k] != b->iota_perm[k]) return false;
+        for (int32_t k = 0; k < a->n_subgroups; k++)
+            if (a->subgroups[k] != b->subgroups[k]) return false;
+        return !a->devices || same_ints(a->devices, b->devices, (int32_t)a->n_devices);
+    case SSYN_NAMED:
+        if (a->n_mesh_axes != b->n_mesh_axes || a->n_dims != b->n_dims || a->open_dims != b->open_dims ||
+            memcmp(a->dim_priority, b->dim_priority, sizeof a->dim_priority) != 0 ||
+            a->named_replicated != b->named_replicated || a->named_manual != b->named_manual ||
+            a->named_unreduced != b->named_unreduced)
+            return false;
+        for (int32_t k = 0; k < a->n_mesh_axes; k++)
+            if (!same_str(a->mesh_axis_names[k], b->mesh_axis_names[k]) ||
+                a->mesh_axis_sizes[k] != b->mesh_axis_sizes[k])
+                return false;
+        for (int32_t d = 0; d < a->n_dims; d++)
+            if (!same_refs(a->dim_axes[d], a->dim_n_axes[d], b->dim_axes[d], b->dim_n_axes[d])) return false;
+        return same_refs(a->replicated_axes, a->n_replicated_axes, b->replicated_axes, b->n_replicated_axes) &&
+               same_refs(a->unreduced_axes, a->n_unreduced_axes, b->unreduced_axes, b->n_unreduced_axes) &&
+               same_refs(a->manual_axes, a->n_manual_axes, b->manual_axes, b->n_manual_axes);
+    default: return true;
+    }
+}
+
+static bool bound_same(const void *stored, const void *item)
+{
+    const BoundSyntax *a = stored, *b = item;
+    return a->rank == b->rank && same_syntax(a->syn, b->syn);
+}
+
+/* The annotations bound so far, and where their records live. */
+typedef struct BindMemo {
+    InternSet set;
+    Arena *a;
+} BindMemo;
+
 /* Binds one instruction's written sharding (see bind_all); false after an
  * error. */
 static bool bind_inst(HloModule *m, const HloComputation *comp, HloInst *inst, bool sdy, bool sdy_moved,
-                      const SpmdcOptions *user, ShardingSet *set, DiagEngine *diag)
+                      const SpmdcOptions *user, ShardingSet *set, BindMemo *memo, DiagEngine *diag)
 {
     bool user_mesh = user != NULL;
     int bound = sdy ? bind_sdy(m, inst, user_mesh, diag) : 0;
@@ -500,12 +634,36 @@ static bool bind_inst(HloModule *m, const HloComputation *comp, HloInst *inst, b
         return true;
     if (inst->op == HLO_OUTFEED && inst->n_operands > 0)
         return bind_outfeed(m, comp, inst, ARENA_NEW(m->arena, Sharding), diag);
+    const ShardingSyntax *syn = inst->sharding_src;
+    bool keyed = syn->kind != SSYN_TUPLE && !shape_is_tuple(&inst->shape);
+    BoundSyntax probe = {syn, keyed ? inst->shape.rank : 0, {0}, NULL}, *seen = NULL;
+    uint64_t h = 0;
+    uint32_t at = 0;
+    if (keyed) {
+        h = syntax_hash(syn, probe.rank);
+        seen = intern_find(&memo->set, h, &probe, bound_same, &at);
+    }
+    if (seen && inst->op != HLO_CUSTOM_CALL) { /* open_unspecified_dims reads custom-calls only */
+        inst->sharding = seen->kept;
+        inst->sharding_from_user = true;
+        return true;
+    }
     Sharding s;
-    if (!sharding_bind(inst->sharding_src, &m->mesh, &inst->shape, &s, m->arena, diag))
+    if (seen)
+        s = seen->s;
+    else if (!sharding_bind(syn, &m->mesh, &inst->shape, &s, m->arena, diag))
         return false;
+    Sharding written = s;
     open_unspecified_dims(inst, &s);
     inst->sharding = keep_sharding(m, set, &s);
     inst->sharding_from_user = true;
+    if (keyed && !seen) {
+        BoundSyntax *b = ARENA_NEW(memo->a, BoundSyntax);
+        *b = probe;
+        b->s = written;
+        b->kept = keep_sharding(m, set, &written);
+        intern_add(&memo->set, at, h, b);
+    }
     return true;
 }
 
@@ -528,10 +686,11 @@ static bool bind_all(HloModule *m, const BindItem *items, int32_t n_items, bool 
 {
     bool ok = true;
     ShardingSet set = {0};
+    BindMemo memo = {{0}, arena_create()};
     for (int32_t k = 0; k < n_items; k++) {
         HloComputation *comp = &m->comps[items[k].c];
         HloInst *inst = &comp->insts[items[k].i];
-        if (!bind_inst(m, comp, inst, sdy, sdy_moved, user, &set, diag))
+        if (!bind_inst(m, comp, inst, sdy, sdy_moved, user, &set, &memo, diag))
             ok = false;
         if (inst->sharding)
             inst->sharding_src = NULL;
@@ -539,6 +698,8 @@ static bool bind_all(HloModule *m, const BindItem *items, int32_t n_items, bool 
             inst->sharding_src = sharding_syntax_copy(inst->sharding_src, m->arena);
     }
     intern_free(&set);
+    intern_free(&memo.set);
+    arena_destroy(memo.a);
     arena_destroy(m->syntax_arena);
     m->syntax_arena = NULL;
     return ok;

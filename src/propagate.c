@@ -93,6 +93,8 @@ typedef struct Proposal {
     int32_t via;          /* global instruction it came through */
     int32_t lorg;         /* annotation the source's state came from */
     const int32_t *aorg;  /* per-atom origins of its atoms (NULL: lorg for all) */
+    int32_t pst;          /* t's pool index when known (a replayed evaluation; a tiling that splits
+                             some dim), else ST_NONE */
     bool manual;
     bool consumer;        /* the leaf is an operand of `via` (else its result or an identity) */
 } Proposal;
@@ -156,11 +158,13 @@ typedef struct Engine {
     int32_t *pend;       /* first pending proposal, -1 */
     /* growing arrays (heap) */
     Tiling *pool;          /* interned tilings: pool[0], pool[1] unused (ST_NONE, ST_MANUAL) */
+    uint32_t *pused;       /* [cap_pool]: tiling_used of each */
     int32_t n_pool, cap_pool;
     int32_t *htab;         /* open-addressing hash of pool indices, -1 = free */
     uint32_t hcap;
     Ann *anns;
     int32_t n_anns, cap_anns;
+    uint32_t *ann_closed, *ann_forbid; /* [n_anns]: in the current round (round_closures) */
     Proposal *props;
     int32_t n_props, cap_props;
     int32_t *touched, n_touched, cap_touched;
@@ -184,6 +188,8 @@ typedef struct Engine {
     int32_t n_mprops, cap_mprops;
     /* the schedule */
     int32_t phase, prio, round, step;
+    int32_t act_key;         /* phase * 2 + start of act, -1 */
+    bool act[256];           /* per iflag value: a factor op active in this step (set_activation) */
     /* statistics */
     int64_t n_evals, n_steps;
 } Engine;
@@ -263,9 +269,14 @@ static void pool_rehash(Engine *e)
  * distinct tiling).  t carries no pending reduction. */
 static int32_t pool_add(Engine *e, const Tiling *t)
 {
+    if (e->n_pool >= e->cap_pool) {
+        e->cap_pool = e->cap_pool ? e->cap_pool * 2 : 64;
+        e->pool = xrealloc(e->pool, sizeof(Tiling) * (size_t)e->cap_pool);
+        e->pused = xrealloc(e->pused, sizeof(uint32_t) * (size_t)e->cap_pool);
+    }
     if (e->n_pool < ST_FIRST) { /* the ST_NONE and ST_MANUAL slots */
-        GROW(e->pool, e->n_pool, e->cap_pool);
         tiling_replicated(&e->pool[e->n_pool], 0);
+        e->pused[e->n_pool] = 0;
         return e->n_pool++;
     }
     if ((uint32_t)e->n_pool * 2 >= e->hcap)
@@ -274,11 +285,11 @@ static int32_t pool_add(Engine *e, const Tiling *t)
     for (; e->htab[h] >= 0; h = (h + 1) & (e->hcap - 1))
         if (tiling_equal(&e->pool[e->htab[h]], t))
             return e->htab[h];
-    GROW(e->pool, e->n_pool, e->cap_pool);
     tiling_replicated(&e->pool[e->n_pool], t->rank);
     for (int32_t d = 0; d < t->rank; d++)
         tiling_set_dim(&e->pool[e->n_pool], d, tiling_dim(t, d), tiling_dim_n(t, d));
     e->pool[e->n_pool].perm = t->perm;
+    e->pused[e->n_pool] = tiling_used(t);
     e->htab[h] = e->n_pool;
     return e->n_pool++;
 }
@@ -295,20 +306,33 @@ static Tiling cur_tiling(const Engine *e, int32_t lf)
 
 static uint32_t dims_mask(int32_t rank) { return rank >= 32 ? 0xffffffffu : (1u << rank) - 1; }
 
+/* Per annotation, the dims it closes and the atoms it forbids in round
+ * priority e->prio (an annotation's leaves have its rank): a dim is closed
+ * when it is not open or its priority comes later, and the atoms of a
+ * later dim are kept off until then.  Made once per round (run). */
+static void round_closures(Engine *e)
+{
+    for (int32_t x = 0; x < e->n_anns; x++) {
+        const Ann *an = &e->anns[x];
+        uint32_t closed = ~an->open & dims_mask(an->t.rank), f = an->forbid;
+        for (int32_t d = 0; d < an->t.rank; d++)
+            if (an->prio[d] > e->prio) {
+                closed |= 1u << d;
+                const int8_t *a = tiling_dim(&an->t, d);
+                for (int32_t k = 0; k < tiling_dim_n(&an->t, d); k++)
+                    f |= 1u << a[k];
+            }
+        e->ann_closed[x] = closed;
+        e->ann_forbid[x] = f;
+    }
+}
+
 /* Dims of leaf lf propagation may not extend in the current round. */
 static uint32_t leaf_closed(const Engine *e, int32_t lf)
 {
-    int32_t rank = leaf_rank(e, lf);
     if (e->lfl[lf] & LF_FIXED)
-        return dims_mask(rank);
-    if (e->annx[lf] < 0)
-        return 0;
-    const Ann *an = &e->anns[e->annx[lf]];
-    uint32_t closed = ~an->open & dims_mask(rank);
-    for (int32_t d = 0; d < rank; d++)
-        if (an->prio[d] > e->prio)
-            closed |= 1u << d;
-    return closed;
+        return dims_mask(leaf_rank(e, lf));
+    return e->annx[lf] < 0 ? 0 : e->ann_closed[e->annx[lf]];
 }
 
 /* Atoms propagation may not put on leaf lf in the current round: its
@@ -316,17 +340,7 @@ static uint32_t leaf_closed(const Engine *e, int32_t lf)
 static uint32_t leaf_forbid(const Engine *e, int32_t lf)
 {
     uint32_t f = e->lman ? e->lman[lf] : 0;
-    if (e->annx[lf] < 0)
-        return f;
-    const Ann *an = &e->anns[e->annx[lf]];
-    f |= an->forbid;
-    for (int32_t d = 0; d < an->t.rank; d++)
-        if (an->prio[d] > e->prio) {
-            const int8_t *a = tiling_dim(&an->t, d);
-            for (int32_t k = 0; k < tiling_dim_n(&an->t, d); k++)
-                f |= 1u << a[k];
-        }
-    return f;
+    return e->annx[lf] < 0 ? f : f | e->ann_forbid[e->annx[lf]];
 }
 
 /* cur extended towards want: per open dim whose run is a major prefix of
@@ -794,7 +808,7 @@ static const int32_t *op_origins(Engine *e, const OpEval *o, const FactorShardin
  * factors of gained (given by the tensors giver[f]); false when no other
  * tensor gave them (nothing new). */
 static bool propose_grown(Engine *e, const OpEval *o, int32_t k, const Tiling *out, const FactorSharding *gained,
-                          const int32_t *giver)
+                          const int32_t *giver, int32_t pst)
 {
     int32_t src;
     const int32_t *org = op_origins(e, o, gained, giver, &src);
@@ -806,6 +820,7 @@ static bool propose_grown(Engine *e, const OpEval *o, int32_t k, const Tiling *o
     p->via = o->gi;
     p->lorg = e->lorg[src];
     p->aorg = org;
+    p->pst = pst;
     p->consumer = k < o->r->n_in;
     return true;
 }
@@ -821,15 +836,14 @@ static bool propose_grown(Engine *e, const OpEval *o, int32_t k, const Tiling *o
 enum { MEMO_TENSORS = 8, MEMO_MAX = 1 << 16 };
 
 typedef struct MemoKey {
-    int32_t rid, phase, nt;
-    int32_t st[MEMO_TENSORS];
-    uint32_t closed[MEMO_TENSORS], forbid[MEMO_TENSORS];
-    uint8_t fixed[MEMO_TENSORS];
-    int32_t padding_[3]; /* 0: the key is hashed and compared bytewise */
+    int32_t nw;                          /* words used: 1 + 2 per tensor */
+    uint64_t w[1 + 2 * MEMO_TENSORS];    /* rule and phase; per tensor its state and fixed bit, closed dims
+                                            and forbidden atoms (memo_word) */
 } MemoKey;
 
 typedef struct MemoProp {
     int32_t k;
+    int32_t pst; /* out's pool index (memo_add) */
     Tiling out;
     FactorSharding gained;
 } MemoProp;
@@ -844,17 +858,40 @@ typedef struct MemoEntry {
 
 static uint64_t memo_hash(const MemoKey *k)
 {
-    _Static_assert(sizeof(MemoKey) % 16 == 0, "memo_hash reads MemoKey 16 bytes at a time");
     uint64_t h0 = 0xcbf29ce484222325ull, h1 = 0x9e3779b97f4a7c15ull; /* two independent chains */
-    const unsigned char *b = (const unsigned char *)k;
-    for (size_t i = 0; i + 16 <= sizeof *k; i += 16) {
-        uint64_t v0, v1;
-        memcpy(&v0, b + i, 8);
-        memcpy(&v1, b + i + 8, 8);
-        h0 = hash_mix(h0, v0);
-        h1 = hash_mix(h1, v1);
+    int32_t i = 0;
+    for (; i + 2 <= k->nw; i += 2) {
+        h0 = hash_mix(h0, k->w[i]);
+        h1 = hash_mix(h1, k->w[i + 1]);
     }
+    if (i < k->nw)
+        h0 = hash_mix(h0, k->w[i]);
     return hash_mix(h0, h1);
+}
+
+static bool memo_same(const MemoKey *a, const MemoKey *b)
+{
+    if (a->nw != b->nw)
+        return false;
+    for (int32_t i = 0; i < a->nw; i++)
+        if (a->w[i] != b->w[i])
+            return false;
+    return true;
+}
+
+/* Starts a key of rule rid in phase `phase` over nt tensors. */
+static void memo_start(MemoKey *key, int32_t rid, int32_t phase, int32_t nt)
+{
+    key->nw = 1 + 2 * nt;
+    key->w[0] = (uint64_t)(uint32_t)rid | (uint64_t)(uint32_t)phase << 32;
+}
+
+/* Tensor k's words of a key: leaf lf's state, fixed bit, closed dims and
+ * forbidden atoms. */
+static void memo_word(const Engine *e, MemoKey *key, int32_t k, int32_t lf)
+{
+    key->w[1 + 2 * k] = (uint64_t)(uint32_t)e->st[lf] | (uint64_t)(e->lfl[lf] & LF_FIXED) << 32;
+    key->w[2 + 2 * k] = (uint64_t)leaf_closed(e, lf) | (uint64_t)leaf_forbid(e, lf) << 32;
 }
 
 /* The key of op o in the current phase (tensor leaves set); false when the
@@ -863,17 +900,9 @@ static bool memo_key(const Engine *e, const OpEval *o, MemoKey *key)
 {
     if (o->nt > MEMO_TENSORS)
         return false;
-    memset(key, 0, sizeof *key);
-    key->rid = e->rid[o->gi];
-    key->phase = e->phase;
-    key->nt = o->nt;
-    for (int32_t k = 0; k < o->nt; k++) {
-        int32_t lf = o->lf[k];
-        key->st[k] = e->st[lf];
-        key->fixed[k] = (uint8_t)(e->lfl[lf] & LF_FIXED);
-        key->closed[k] = leaf_closed(e, lf);
-        key->forbid[k] = leaf_forbid(e, lf);
-    }
+    memo_start(key, e->rid[o->gi], e->phase, o->nt);
+    for (int32_t k = 0; k < o->nt; k++)
+        memo_word(e, key, k, o->lf[k]);
     return true;
 }
 
@@ -883,7 +912,7 @@ static const MemoEntry *memo_find(const Engine *e, const MemoKey *key, uint64_t 
         return NULL;
     for (uint32_t j = (uint32_t)h & (e->memo_cap - 1); e->memo_slot[j] >= 0; j = (j + 1) & (e->memo_cap - 1)) {
         const MemoEntry *me = &e->memo[e->memo_slot[j]];
-        if (me->hash == h && memcmp(&me->key, key, sizeof *key) == 0)
+        if (me->hash == h && memo_same(&me->key, key))
             return me;
     }
     return NULL;
@@ -918,7 +947,11 @@ static void memo_add(Engine *e, const MemoKey *key, uint64_t h, const MemoProp *
         me->giver[f] = (int8_t)(f < nf ? giver[f] : -1);
     for (int32_t q = 0; q < n; q++) {
         GROW(e->mprops, e->n_mprops, e->cap_mprops);
-        e->mprops[e->n_mprops++] = props[q];
+        e->mprops[e->n_mprops] = props[q];
+        /* a proposal's state (k >= 0; it always splits something) is interned
+         * once here, not at every replay's apply_leaf */
+        e->mprops[e->n_mprops++].pst =
+            props[q].k >= 0 && tiling_n_atoms(&props[q].out) > 0 ? pool_add(e, &props[q].out) : ST_NONE;
     }
     uint32_t j = (uint32_t)h & (e->memo_cap - 1);
     while (e->memo_slot[j] >= 0)
@@ -930,11 +963,11 @@ static void memo_add(Engine *e, const MemoKey *key, uint64_t h, const MemoProp *
 static void memo_replay(Engine *e, const OpEval *o, const MemoEntry *me)
 {
     int32_t giver[OPRULE_MAX_FACTORS];
-    for (int32_t f = 0; f < OPRULE_MAX_FACTORS; f++)
+    for (int32_t f = 0; f < o->r->n_factors; f++) /* what op_origins reads of it */
         giver[f] = me->giver[f];
     for (int32_t q = 0; q < me->n; q++) {
         const MemoProp *mp = &e->mprops[me->first + q];
-        propose_grown(e, o, mp->k, &mp->out, &mp->gained, giver);
+        propose_grown(e, o, mp->k, &mp->out, &mp->gained, giver, mp->pst);
     }
     if (me->settled)
         e->iflag[o->gi] |= IF_SETTLED;
@@ -971,16 +1004,10 @@ static bool eval_idmap(Engine *e, int32_t gi)
     MemoKey key;
     bool memo = nt <= MEMO_TENSORS;
     if (memo) {
-        memset(&key, 0, sizeof key);
-        key.rid = e->rid[gi];
-        key.phase = -1;
-        key.nt = nt;
+        memo_start(&key, e->rid[gi], -1, nt);
         for (int32_t k = 0; k < nt && memo; k++) {
             int32_t lf = IDMAP_LEAF(k);
-            key.st[k] = e->st[lf];
-            key.fixed[k] = (uint8_t)(e->lfl[lf] & LF_FIXED);
-            key.closed[k] = leaf_closed(e, lf);
-            key.forbid[k] = leaf_forbid(e, lf);
+            memo_word(e, &key, k, lf);
             memo = e->st[lf] != ST_MANUAL;
         }
     }
@@ -1070,7 +1097,7 @@ static bool eval_idmap(Engine *e, int32_t gi)
             int32_t lf = IDMAP_LEAF(k);
             if (leaf_rank(e, lf) != rank || !has_tiling(e, lf))
                 continue;
-            uint32_t u = tiling_used(state(e, lf)) & want & ~done;
+            uint32_t u = e->pused[e->st[lf]] & want & ~done;
             for (int32_t a = 0; a < e->n_atoms; a++)
                 if ((u >> a) & 1u)
                     t[a] = e->aorg[lf] ? e->aorg[lf][a] : e->lorg[lf];
@@ -1078,12 +1105,14 @@ static bool eval_idmap(Engine *e, int32_t gi)
         }
         org = t;
     }
+    const MemoProp *replayed = me ? &e->mprops[me->first + 1] : NULL;
     for (int32_t q = 0; q < pl.n; q++) {
         int32_t lf = IDMAP_LEAF(pl.k[q]);
         if (lf == src)
             continue;
         Proposal *p = new_proposal(e, lf);
         p->t = pl.out[q];
+        p->pst = replayed ? replayed[q].pst : ST_NONE;
         p->src = src;
         p->via = gi;
         p->lorg = e->lorg[src];
@@ -1304,7 +1333,7 @@ static void eval_op(Engine *e, int32_t gi)
         /* origins from the factors that gave the new atoms */
         FactorSharding gained;
         fsh_init(&gained, nf);
-        uint32_t had = has_tiling(e, o.lf[k]) ? tiling_used(state(e, o.lf[k])) : 0, now = tiling_used(&out[k]);
+        uint32_t had = e->pused[e->st[o.lf[k]]], now = tiling_used(&out[k]); /* ST_NONE, ST_MANUAL: 0 */
         for (int32_t f = 0, at = 0, gn = 0; f < nf; at += d.F.n[f], f++) {
             bool gain = false;
             for (int32_t j = 0; j < d.F.n[f]; j++)
@@ -1315,12 +1344,12 @@ static void eval_op(Engine *e, int32_t gi)
                 gn += d.F.n[f];
             }
         }
-        if (!propose_grown(e, &o, k, &out[k], &gained, d.giver)) {
+        if (!propose_grown(e, &o, k, &out[k], &gained, d.giver, ST_NONE)) {
             grows[k] = false; /* only its own runs: nothing new */
             continue;
         }
         if (memo)
-            mprops[n_mp++] = (MemoProp){k, out[k], gained};
+            mprops[n_mp++] = (MemoProp){k, ST_NONE, out[k], gained};
         proposed = true;
     }
     if (!proposed) { /* a conflict that decided nothing: every tensor keeps what it has */
@@ -1409,16 +1438,18 @@ static int proposal_order(const void *a, const void *b)
 static void order_proposals(Proposal **ps, int32_t n)
 {
     bool same = true;
-    for (int32_t j = 1; j < n && same; j++)
-        same = ps[j]->manual == ps[0]->manual && tiling_equal(&ps[j]->t, &ps[0]->t) &&
-               ps[j]->t.perm == ps[0]->t.perm && ps[j]->t.rank == ps[0]->t.rank;
+    for (int32_t j = 1; j < n && same; j++) /* one interned state is the same tiling */
+        same = ps[j]->manual == ps[0]->manual &&
+               ((ps[j]->pst >= ST_FIRST && ps[j]->pst == ps[0]->pst) ||
+                (tiling_equal(&ps[j]->t, &ps[0]->t) && ps[j]->t.perm == ps[0]->t.perm &&
+                 ps[j]->t.rank == ps[0]->t.rank));
     if (!same) {
         qsort(ps, (size_t)n, sizeof *ps, proposal_order);
         return;
     }
-    int32_t best = 0;
+    int32_t best = 0; /* proposal_order of equal states: by via, then src */
     for (int32_t j = 1; j < n; j++)
-        if (proposal_order(&ps[j], &ps[best]) < 0)
+        if (ps[j]->via < ps[best]->via || (ps[j]->via == ps[best]->via && ps[j]->src < ps[best]->src))
             best = j;
     Proposal *t = ps[0];
     ps[0] = ps[best];
@@ -1457,8 +1488,11 @@ static void apply_leaf(Engine *e, int32_t lf, Proposal **ps, int32_t n)
     Tiling cur = cur_tiling(e, lf), acc = n == 1 ? ps[0]->t : cur;
     int32_t chosen = 0;
     bool conflict = false;
-    for (int32_t j = 0; j < n && n > 1 && !conflict; j++)
+    for (int32_t j = 0; j < n && n > 1 && !conflict; j++) {
+        if (j > 0 && ps[j]->pst >= ST_FIRST && ps[j]->pst == ps[j - 1]->pst)
+            continue; /* the state just merged into acc: acc holds it already */
         conflict = !compatible(&acc, &ps[j]->t, &acc);
+    }
     if (conflict) {
         /* each proposal against the others by the bytes the leaf would move */
         int32_t first = e->n_cands;
@@ -1493,19 +1527,22 @@ static void apply_leaf(Engine *e, int32_t lf, Proposal **ps, int32_t n)
         GROW(e->conf, e->n_conf, e->cap_conf);
         e->conf[e->n_conf++] = (Conflict){e->linst[lf], lf, first, nc, pick};
     }
-    if (tiling_equal(&acc, &cur))
+    /* one proposal: acc is its state, interned already when it was replayed */
+    int32_t pst = n == 1 ? ps[0]->pst : ST_NONE;
+    if (pst >= ST_FIRST ? pst == e->st[lf] : tiling_equal(&acc, &cur)) /* pst splits: never cur when unsplit */
         return;
     /* provenance: the new atoms come from the first proposal (canonical
      * order, the chosen one first) that holds them */
-    uint32_t had = e->st[lf] == ST_NONE ? 0 : tiling_used(&cur), gained = tiling_used(&acc) & ~had;
+    uint32_t had = e->pused[e->st[lf]]; /* ST_NONE: 0 */
     const Proposal *pc = ps[chosen];
     /* share the proposal's table when it says where every atom came from
      * (a NULL table means "the proposal's lorg", right only when that will
      * be the leaf's lorg too) */
-    if (had == 0 && (gained & ~tiling_used(&pc->t)) == 0 &&
+    if (had == 0 && (n == 1 || (tiling_used(&acc) & ~tiling_used(&pc->t)) == 0) &&
         (pc->aorg || e->lorg[lf] < 0 || e->lorg[lf] == pc->lorg)) {
         e->aorg[lf] = pc->aorg;
     } else {
+        uint32_t gained = tiling_used(&acc) & ~had;
         int32_t *t = ARENA_ARRAY(e->a, int32_t, e->n_atoms > 0 ? e->n_atoms : 1);
         for (int32_t k = 0; k < e->n_atoms; k++) {
             t[k] = (had >> k) & 1u ? (e->aorg[lf] ? e->aorg[lf][k] : e->lorg[lf]) : -1;
@@ -1529,9 +1566,9 @@ static void apply_leaf(Engine *e, int32_t lf, Proposal **ps, int32_t n)
     }
     if (e->annx[lf] >= 0)
         e->lfl[lf] |= LF_EXTENDED;
-    e->st[lf] = pool_add(e, &acc);
+    e->st[lf] = pst >= ST_FIRST ? pst : pool_add(e, &acc);
     /* an op whose own proposal the leaf took needs no second look for it */
-    note_changed(e, lf, tiling_equal(&acc, &pc->t) && !(e->iflag[pc->via] & IF_IDENTITY_EDGE) ? pc->via : -1);
+    note_changed(e, lf, (n == 1 || tiling_equal(&acc, &pc->t)) && !(e->iflag[pc->via] & IF_IDENTITY_EDGE) ? pc->via : -1);
 }
 
 static void apply_step(Engine *e)
@@ -1586,9 +1623,14 @@ static void sort_ops(int32_t *a, int32_t *tmp, int32_t n)
         return;
     }
     int32_t *src = a, *dst = tmp;
-    uint32_t max = 0;
-    for (int32_t i = 0; i < n; i++)
+    uint32_t max = (uint32_t)a[0];
+    bool sorted = true; /* the frontier often activates its ops in order already */
+    for (int32_t i = 1; i < n; i++) {
+        sorted &= a[i - 1] <= a[i];
         max = (uint32_t)a[i] > max ? (uint32_t)a[i] : max;
+    }
+    if (sorted)
+        return;
     for (int32_t shift = 0; shift < 32 && (max >> shift) != 0; shift += 11) {
         int32_t cnt[2049] = {0};
         for (int32_t i = 0; i < n; i++)
@@ -1605,10 +1647,23 @@ static void sort_ops(int32_t *a, int32_t *tmp, int32_t n)
         memcpy(a, src, sizeof(int32_t) * (size_t)n);
 }
 
-static void activate_op(Engine *e, int32_t gi, bool start)
+/* e->act[f]: whether an instruction with iflag f is a factor op that takes
+ * part in this step (tier_active; with start, not settled), made when the
+ * phase or start changes. */
+static void set_activation(Engine *e, bool start)
 {
-    if (!(e->iflag[gi] & IF_FACTOR) || e->op_stamp[gi] == e->step || !tier_active(e->phase, itier(e, gi), start) ||
-        (start && (e->iflag[gi] & IF_SETTLED)))
+    int32_t key = e->phase * 2 + start;
+    if (e->act_key == key)
+        return;
+    e->act_key = key;
+    for (int32_t f = 0; f < 256; f++)
+        e->act[f] = (f & IF_FACTOR) && tier_active(e->phase, (PropTier)(f >> IF_TIER_SHIFT), start) &&
+                    !(start && (f & IF_SETTLED));
+}
+
+static void activate_op(Engine *e, int32_t gi)
+{
+    if (!e->act[e->iflag[gi]] || e->op_stamp[gi] == e->step)
         return;
     e->op_stamp[gi] = e->step;
     GROW(e->ops, e->n_ops, e->cap_ops);
@@ -1627,11 +1682,11 @@ static void activate_leaf(Engine *e, int32_t lf, bool start, int32_t cause)
     }
     int32_t gi = e->linst[lf];
     if (gi != cause)
-        activate_op(e, gi, start);
+        activate_op(e, gi);
     if (e->iflag[gi] & IF_ARRAY)
         for (int32_t u = e->ustart[gi]; u < e->ustart[gi + 1]; u++)
             if (e->users[u] != cause)
-                activate_op(e, e->users[u], start);
+                activate_op(e, e->users[u]);
 }
 
 /* One step: evaluate what the frontier (or, at a phase start, everything
@@ -1641,6 +1696,7 @@ static void run_step(Engine *e, const int32_t *leaves, const int32_t *cause, int
     e->step++;
     e->n_steps++;
     e->n_ops = 0;
+    set_activation(e, start);
     for (int32_t k = 0; k < n; k++)
         activate_leaf(e, leaves[k], start, cause ? cause[k] : -1);
     /* in instruction order: the engine's per-instruction arrays are read
@@ -1729,8 +1785,12 @@ static uint64_t array_hash(const Shape *s)
 
 static bool array_same(const Shape *a, const Shape *b)
 {
-    return a->type == b->type && a->rank == b->rank &&
-           memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank) == 0;
+    if (a->type != b->type || a->rank != b->rank)
+        return false;
+    for (int32_t d = 0; d < a->rank; d++) /* a few dims: no library call */
+        if (a->dims[d] != b->dims[d])
+            return false;
+    return true;
 }
 
 static int32_t shape_id(ShapeIds *t, const Shape *s)
@@ -2497,13 +2557,29 @@ static int32_t local_in(const Engine *e, int32_t o, int32_t c)
     return o >= 0 && e->icomp[o] == c ? o - e->comp_first[c] : -1;
 }
 
+/* dim_origins' tables by what they are made of (the leaf's state, origin
+ * table and origin, and the computation): leaves that share an origin
+ * table share the result, in the module arena, read only. */
+enum { DIM_ORIGIN_SLOTS = 256 };
+typedef struct DimOrigins {
+    const int32_t *aorg; /* NULL: empty slot */
+    int32_t st, lorg, c;
+    const int32_t *tab;
+} DimOrigins;
+
 /* Per dim of array leaf lf, the annotation that split it (its major
  * atom's origin), as local indices in computation c; NULL when every split
  * dim came from the leaf's origin. */
-static const int32_t *dim_origins(HloModule *m, const Engine *e, int32_t lf, int32_t c)
+static const int32_t *dim_origins(HloModule *m, const Engine *e, int32_t lf, int32_t c, DimOrigins *seen)
 {
     if (!has_tiling(e, lf) || !e->aorg[lf])
         return NULL;
+    uint64_t h = hash_mix(hash_mix(hash_mix((uint64_t)(uintptr_t)e->aorg[lf], (uint64_t)e->st[lf]),
+                                   (uint64_t)(uint32_t)e->lorg[lf]), (uint64_t)c);
+    DimOrigins *slot = &seen[(h >> 24) & (DIM_ORIGIN_SLOTS - 1)];
+    if (slot->aorg == e->aorg[lf] && slot->st == e->st[lf] && slot->lorg == e->lorg[lf] && slot->c == c)
+        return slot->tab;
+    *slot = (DimOrigins){e->aorg[lf], e->st[lf], e->lorg[lf], c, NULL};
     const Tiling *s = state(e, lf);
     int32_t o[SPMDC_MAX_RANK];
     bool same = true;
@@ -2513,14 +2589,15 @@ static const int32_t *dim_origins(HloModule *m, const Engine *e, int32_t lf, int
         o[d] = a >= 0 ? local_in(e, e->aorg[lf][a], c) : -1;
         same &= tiling_dim_n(s, d) == 0 || o[d] == own;
     }
-    return same ? NULL : arena_memdup(m->arena, o, sizeof(int32_t) * (size_t)s->rank);
+    slot->tab = same ? NULL : arena_memdup(m->arena, o, sizeof(int32_t) * (size_t)s->rank);
+    return slot->tab;
 }
 
 /* The provenance of instruction i of computation c (hlo.h): an annotation
  * is its own origin; an inferred sharding the origin of its first leaf that
  * has one (arrays: and per dim when the dims came from different
  * annotations). */
-static void record_origin(HloModule *m, const Engine *e, int32_t c, int32_t i)
+static void record_origin(HloModule *m, const Engine *e, int32_t c, int32_t i, DimOrigins *seen)
 {
     HloInst *in = &m->comps[c].insts[i];
     in->sharding_origin = in->sharding_from_user && in->sharding ? i : -1;
@@ -2532,7 +2609,7 @@ static void record_origin(HloModule *m, const Engine *e, int32_t c, int32_t i)
         if (e->st[lf] != ST_NONE && !(e->lfl[lf] & LF_FIXED))
             in->sharding_origin = local_in(e, e->lorg[lf], c);
     if (e->sid[gi] >= 0 && nleaves(e, gi) == 1)
-        in->sharding_dim_origin = dim_origins(m, e, e->leaf0[gi], c);
+        in->sharding_dim_origin = dim_origins(m, e, e->leaf0[gi], c, seen);
 }
 
 /* The shared sharding of array leaf lf (one per distinct final state, in
@@ -2568,6 +2645,7 @@ static Sharding *shared_leaf(HloModule *m, const Engine *e, int32_t lf, bool nam
 static void materialize(HloModule *m, const Engine *e, bool named)
 {
     Sharding **by_pool = e ? xcalloc((size_t)e->n_pool + 1, sizeof(Sharding *)) : NULL;
+    DimOrigins *seen = xcalloc(DIM_ORIGIN_SLOTS, sizeof(DimOrigins));
     Sharding *by_rank[SPMDC_MAX_RANK + 2] = {NULL};
     for (int32_t c = 0; c < m->n_comps; c++) {
         HloComputation *comp = &m->comps[c];
@@ -2580,7 +2658,7 @@ static void materialize(HloModule *m, const Engine *e, bool named)
                     ext |= (e->lfl[l] & LF_EXTENDED) != 0;
                 if (ext)
                     in->sharding = extended_annotation(e, in, gi);
-                record_origin(m, e, c, i);
+                record_origin(m, e, c, i, seen);
                 continue;
             }
             if (e ? e->sid[gi] >= 0 || !shape_is_tuple(&in->shape) : !shape_is_tuple(&in->shape)) {
@@ -2593,7 +2671,7 @@ static void materialize(HloModule *m, const Engine *e, bool named)
                     s->named_form = named;
                     in->sharding = s;
                 }
-                record_origin(m, e, c, i);
+                record_origin(m, e, c, i, seen);
                 continue;
             }
             int32_t nl = shape_leaf_count(&in->shape);
@@ -2616,9 +2694,10 @@ static void materialize(HloModule *m, const Engine *e, bool named)
                 }
             }
             in->sharding = s;
-            record_origin(m, e, c, i);
+            record_origin(m, e, c, i, seen);
         }
     }
+    free(seen);
     free(by_pool);
 }
 
@@ -2656,6 +2735,8 @@ static void run(Engine *e)
                 prios[np++] = e->anns[k].prio[d];
             }
     qsort(prios, (size_t)np, 1, cmp_u8);
+    e->ann_closed = ARENA_ARRAY(e->a, uint32_t, e->n_anns + 1);
+    e->ann_forbid = ARENA_ARRAY(e->a, uint32_t, e->n_anns + 1);
     for (int32_t l = 0; l < e->n_leaves; l++)
         if (e->st[l] != ST_NONE) {
             e->stamp[l] = 0;
@@ -2665,6 +2746,7 @@ static void run(Engine *e)
     for (int32_t r = 0; r < np; r++) {
         e->round = r;
         e->prio = prios[r];
+        round_closures(e);
         if (r > 0) {
             /* the dims of this priority appear on their values */
             e->n_changed = 0;
@@ -2694,6 +2776,7 @@ static void run(Engine *e)
 static void engine_free(Engine *e)
 {
     free(e->pool);
+    free(e->pused);
     free(e->htab);
     free(e->anns);
     free(e->props);
@@ -2726,6 +2809,7 @@ static bool engine_run(Engine *e, HloModule *m, Arena *scratch)
     e->mesh = &m->mesh;
     e->a = scratch;
     e->n_atoms = m->mesh.n_atoms;
+    e->act_key = -1;
     if (!m->has_mesh)
         return false;
     setup_index(e);

@@ -14,11 +14,17 @@
  * halves use (well-formed shapes, parameter tables; verify_internal.h).
  *
  * Cost: linear in the module.  verify_module builds each computation's
- * parameter table once.
+ * parameter table once, and infers each distinct situation once: an
+ * instruction whose computation, opcode, attribute set (shared between
+ * equal sets) and array shapes of result and operands are those of one that
+ * passed passes every check but the order of its operands, which is made
+ * for each (a stack of layers repeats a few situations).
  */
 #include "spmdc/verify.h"
 
 #include <string.h>
+
+#include "spmdc/intern.h"
 
 #include "verify_internal.h"
 
@@ -133,7 +139,64 @@ typedef struct Verifier {
     int32_t **pidx;  /* per computation: its parameter instructions in order */
     int64_t **pnum;  /* ... and their parameter numbers */
     uint8_t *bad;    /* current computation: instruction failed (or an operand did) */
+    InternSet passed; /* pass keys (pass_key, in tables) of the instructions that passed */
 } Verifier;
+
+/* ------------------------------------------------------------ passed situations */
+
+enum {
+    PASS_KEY_OPERANDS = 8, /* instructions with more operands are checked in full */
+    PASS_KEY_WORDS = 3 + (1 + SPMDC_MAX_RANK) * (1 + PASS_KEY_OPERANDS),
+    PASS_MAX = 1 << 16     /* situations remembered at most */
+};
+
+/* Appends the words of array shape s (type, rank, dims; the layout aside,
+ * as the checks ignore it); false for a tuple or a malformed rank. */
+static bool pass_shape(const Shape *s, uint64_t *w, int32_t *n)
+{
+    if (s->type == ET_TUPLE || s->rank < 0 || s->rank > SPMDC_MAX_RANK) return false;
+    w[(*n)++] = (uint64_t)(uint32_t)s->type | (uint64_t)(uint32_t)s->rank << 32;
+    for (int32_t d = 0; d < s->rank; d++) w[(*n)++] = (uint64_t)s->dims[d];
+    return true;
+}
+
+/* What the checks of instruction i of computation c read besides its
+ * operand indices, as w[0] words (w[0] itself first): the computation (the
+ * callees must precede it), opcode, operand count, attribute set, and the
+ * array shapes of the result and the operands.  False when some shape is
+ * no array or an operand index is out of range (checked in full). */
+static bool pass_key(const Verifier *v, int32_t c, const HloInst *in, uint64_t *w)
+{
+    const HloComputation *cc = &v->m->comps[c];
+    if (in->n_operands < 0 || in->n_operands > PASS_KEY_OPERANDS || (in->n_operands > 0 && !in->operands))
+        return false;
+    int32_t n = 1;
+    w[n++] = (uint64_t)(uint32_t)c | (uint64_t)in->op << 32 | (uint64_t)(uint32_t)in->n_operands << 40;
+    w[n++] = (uint64_t)(uintptr_t)in->attrs;
+    if (!pass_shape(&in->shape, w, &n)) return false;
+    for (int32_t k = 0; k < in->n_operands; k++) {
+        int32_t o = in->operands[k];
+        if (o < 0 || o >= cc->n_insts || !pass_shape(&cc->insts[o].shape, w, &n)) return false;
+    }
+    w[0] = (uint64_t)n;
+    return true;
+}
+
+static uint64_t pass_hash(const uint64_t *w)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (uint64_t k = 0; k < w[0]; k++) h = (h ^ w[k]) * 0x100000001b3ull + (h >> 31);
+    return h;
+}
+
+static bool pass_same(const void *stored, const void *item)
+{
+    const uint64_t *a = stored, *b = item;
+    if (a[0] != b[0]) return false;
+    for (uint64_t k = 1; k < a[0]; k++)
+        if (a[k] != b[k]) return false;
+    return true;
+}
 
 static const char *iname(const HloInst *in) { return in->name ? in->name : "?"; }
 
@@ -215,6 +278,14 @@ static bool verify_inst(Verifier *v, int32_t c, int32_t i)
 {
     const HloComputation *cc = &v->m->comps[c];
     const HloInst *in = &cc->insts[i];
+    uint64_t key[PASS_KEY_WORDS];
+    uint64_t h = 0;
+    uint32_t at = 0;
+    bool keyed = pass_key(v, c, in, key);
+    if (keyed) {
+        h = pass_hash(key);
+        if (intern_find(&v->passed, h, key, pass_same, &at)) return check_operand_order(v, cc, i);
+    }
     if (!verify_shape_ok(&in->shape, 0)) {
         diag_error(v->diag, in->span, "%s: malformed result shape (unknown element type, rank above %d or a negative "
                    "dimension)", iname(in), SPMDC_MAX_RANK);
@@ -251,13 +322,15 @@ static bool verify_inst(Verifier *v, int32_t c, int32_t i)
         sb_free(&b);
         return false;
     }
+    if (keyed && v->passed.n < PASS_MAX)
+        intern_add(&v->passed, at, h, arena_memdup(v->tables, key, sizeof(uint64_t) * (size_t)key[0]));
     return true;
 }
 
 bool verify_module(const HloModule *m, DiagEngine *diag)
 {
     int before = diag_error_count(diag);
-    Verifier v = {m, diag, arena_create(), arena_create(), NULL, NULL, NULL, NULL, NULL};
+    Verifier v = {m, diag, arena_create(), arena_create(), NULL, NULL, NULL, NULL, NULL, {0}};
     if (m->n_comps > 0 && (m->entry < 0 || m->entry >= m->n_comps))
         diag_error(diag, SRC_SPAN_NONE, "module %s has no ENTRY computation", m->name ? m->name : "?");
     v.ptab = ARENA_ARRAY(v.tables, int32_t *, m->n_comps > 0 ? m->n_comps : 1);
@@ -287,6 +360,7 @@ bool verify_module(const HloModule *m, DiagEngine *diag)
             v.bad[i] = !verify_inst(&v, c, i);
         }
     }
+    intern_free(&v.passed);
     arena_destroy(v.tables);
     arena_destroy(v.scratch);
     return diag_error_count(diag) == before;
