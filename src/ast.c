@@ -114,6 +114,150 @@ int ast_scan_word(const char *s, size_t n, int depth, AstTok *tok)
     return TOK_IDENT;
 }
 
+int ast_scan_word_token(ScanState *st, const AstLoc *loc, AstTok *tok)
+{
+    *tok = ast_tok_at(st, loc, 0, 0);
+    int w = ast_scan_word(tok->s, tok->n, st->depth, tok);
+    /* `s1 = ...`: an element type where a name goes (one error, no cascade) */
+    if (w == TOK_PRIMTYPE) w = ast_scan_type_word(st, tok->s, tok->n);
+    if (w != TOK_PRIMTYPE && w != TOK_TYPE_AS_NAME) ast_scan_name(st, tok);
+    return w;
+}
+
+/* The first byte at or after i of t[0..n) that is no blank and not in a
+ * comment; n at the end (or in an unterminated comment). */
+static uint32_t skip_blanks(const char *t, uint32_t i, uint32_t n)
+{
+    while (i < n) {
+        char c = t[i];
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v') {
+            i++;
+        } else if (c == '/' && i + 1 < n && t[i + 1] == '*') {
+            uint32_t k = i + 2;
+            while (k + 1 < n && !(t[k] == '*' && t[k + 1] == '/')) k++;
+            if (k + 1 >= n) return n;
+            i = k + 2;
+        } else if (c == '/' && i + 1 < n && t[i + 1] == '/') {
+            while (i < n && t[i] != '\n' && t[i] != '\r') i++;
+        } else {
+            return i;
+        }
+    }
+    return n;
+}
+
+/* One distinct SHAPE text and its lowered shape (ScanState.shapes). */
+typedef struct ShapeIntern {
+    const char *s; /* NULL: free slot */
+    uint32_t n, hash;
+    const Shape *shape;
+} ShapeIntern;
+/* Distinct SHAPE texts a scan keeps; more are read token by token. */
+#define SCAN_MAX_SHAPES 65536
+
+/* Reads `,`-separated decimal integers of at most 18 digits from s[*p..),
+ * up to the closing byte close, into v[0..max); their count, or -1 when
+ * one is longer or there are more than max. */
+static int scan_int_list(const char *s, uint32_t *p, char close, int64_t *v, int max)
+{
+    int k = 0;
+    uint32_t i = *p;
+    if (s[i] == close) {
+        *p = i + 1;
+        return 0;
+    }
+    for (;;) {
+        if (k == max) return -1;
+        int64_t x = 0;
+        uint32_t start = i;
+        for (; s[i] >= '0' && s[i] <= '9'; i++) {
+            if (i - start == 18) return -1;
+            x = x * 10 + (s[i] - '0');
+        }
+        v[k++] = x;
+        if (s[i++] == close) break; /* else ',' (the scanner's pattern) */
+    }
+    *p = i;
+    return k;
+}
+
+/* The shape of a SHAPE text s[0..n) whose element type word is s[0..w),
+ * or false when it is no well-formed array shape (ast_scan_shape). */
+static bool scan_lower_shape(const char *s, uint32_t n, uint32_t w, Shape *out)
+{
+    memset(out, 0, sizeof *out); /* as lower_array_shape: equal shapes are equal bytes */
+    AstTok t;
+    if (ast_scan_word(s, w, 1, &t) != TOK_PRIMTYPE) return false;
+    out->type = (ElemType)t.i;
+    uint32_t p = w + 1;
+    int rank = scan_int_list(s, &p, ']', out->dims, SPMDC_MAX_RANK);
+    if (rank < 0) return false;
+    out->rank = rank;
+    if (p == n) return true;
+    int64_t perm[SPMDC_MAX_RANK];
+    p++; /* '{' */
+    if (scan_int_list(s, &p, '}', perm, SPMDC_MAX_RANK) != rank) return false;
+    uint32_t seen = 0;
+    for (int k = 0; k < rank; k++) {
+        if (perm[k] >= rank || (seen >> perm[k] & 1)) return false;
+        seen |= 1u << perm[k];
+        out->minor_to_major[k] = (int8_t)perm[k];
+    }
+    out->has_layout = true;
+    return true;
+}
+
+uint32_t ast_scan_shape(ScanState *st, const AstLoc *loc, AstTok *tok)
+{
+    const char *text = st->cx->text, *s = text + loc->off;
+    uint32_t n = loc->end - loc->off, w = 0;
+    while (s[w] != '[') w++;
+    if (!st->coarse || st->depth >= AST_MAX_NESTING) return w;
+    /* `f32[2] {1,0}`: the layout is the parser's to join (and `{` after
+     * `]` the scanner's to tell apart, ast_scan_layout_follows) */
+    if (s[n - 1] == ']') {
+        uint32_t i = skip_blanks(text, st->off, st->cx->len);
+        if (i < st->cx->len && text[i] == '{') return w;
+    }
+    uint32_t h = ast_name_hash(s, n), mask = st->cap_shapes - 1, i = h & mask;
+    if (st->cap_shapes)
+        for (; st->shapes[i].s; i = (i + 1) & mask) {
+            const ShapeIntern *e = &st->shapes[i];
+            if (e->hash == h && e->n == n && memcmp(e->s, s, n) == 0) {
+                memset(tok, 0, sizeof *tok);
+                tok->s = s;
+                tok->n = n;
+                tok->shape = e->shape;
+                return 0;
+            }
+        }
+    Shape sh;
+    if (st->n_shapes == SCAN_MAX_SHAPES || !scan_lower_shape(s, n, w, &sh)) return w;
+    Arena *a = st->quiet ? st->cx->strings : st->cx->keep;
+    if (2 * (st->n_shapes + 1) > st->cap_shapes) { /* rehash into twice the slots */
+        uint32_t cap = st->cap_shapes ? 2 * st->cap_shapes : 64;
+        ShapeIntern *tab = ARENA_ARRAY(a, ShapeIntern, cap);
+        for (uint32_t k = 0; k < st->cap_shapes; k++) {
+            if (!st->shapes[k].s) continue;
+            uint32_t j = st->shapes[k].hash & (cap - 1);
+            while (tab[j].s) j = (j + 1) & (cap - 1);
+            tab[j] = st->shapes[k];
+        }
+        st->shapes = tab;
+        st->cap_shapes = cap;
+        for (i = h & (cap - 1); tab[i].s; i = (i + 1) & (cap - 1)) {}
+    }
+    Shape *keep = ARENA_NEW(a, Shape);
+    memcpy(keep, &sh, sizeof sh);
+    st->shapes[i] = (ShapeIntern){s, n, h, keep};
+    st->n_shapes++;
+    memset(tok, 0, sizeof *tok);
+    tok->s = s;
+    tok->n = n;
+    tok->shape = keep;
+    return 0;
+}
+
 AstTok ast_tok_at(const ScanState *st, const AstLoc *loc, uint32_t skip_front, uint32_t skip_back)
 {
     AstTok t = {0};
@@ -234,26 +378,10 @@ bool ast_scan_layout_follows(const ScanState *st)
     const char *t = st->cx->text;
     uint32_t i = st->off, n = st->cx->len;
     if (i < n && t[i] == '}') return true; /* `f32[]{}` */
-    while (i < n) {
-        char c = t[i];
-        if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v') {
-            i++;
-        } else if (c == '/' && i + 1 < n && t[i + 1] == '*') {
-            const char *end = NULL;
-            for (uint32_t k = i + 2; k + 1 < n; k++)
-                if (t[k] == '*' && t[k + 1] == '/') {
-                    end = t + k + 2;
-                    break;
-                }
-            if (!end) return false;
-            i = (uint32_t)(end - t);
-        } else if (c == '/' && i + 1 < n && t[i + 1] == '/') {
-            while (i < n && t[i] != '\n' && t[i] != '\r') i++;
-        } else {
-            return (c >= '0' && c <= '9') || c == '-' || c == ':';
-        }
-    }
-    return false;
+    i = skip_blanks(t, i, n);
+    if (i == n) return false;
+    char c = t[i];
+    return (c >= '0' && c <= '9') || c == '-' || c == ':';
 }
 
 /* ---------------------------------------------------------------- locations */
@@ -499,6 +627,14 @@ AstShape *ast_array_shape(ParseCtx *cx, AstTok type, AstList dims, AstLayout *la
     s->type = type;
     s->dims = dims.head;
     s->layout = layout;
+    return s;
+}
+
+AstShape *ast_pre_shape(ParseCtx *cx, AstTok shape, const AstLoc *loc)
+{
+    AstShape *s = AST_NEW(cx, AstShape);
+    s->loc = *loc;
+    s->pre = shape.shape;
     return s;
 }
 
