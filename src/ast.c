@@ -114,6 +114,9 @@ int ast_scan_word(const char *s, size_t n, int depth, AstTok *tok)
     return TOK_IDENT;
 }
 
+/* Where the scanner's own values go: cx->strings on a thread of its own, else cx->keep. */
+static Arena *ast_scan_arena(const ScanState *st) { return st->quiet ? st->cx->strings : st->cx->keep; }
+
 int ast_scan_word_token(ScanState *st, const AstLoc *loc, AstTok *tok)
 {
     *tok = ast_tok_at(st, loc, 0, 0);
@@ -146,14 +149,49 @@ static uint32_t skip_blanks(const char *t, uint32_t i, uint32_t n)
     return n;
 }
 
-/* One distinct SHAPE text and its lowered shape (ScanState.shapes). */
+/* One distinct SHAPE or INTGROUP text and its value (ScanState.shapes;
+ * a shape's text starts with a letter, a group's with '{'). */
 typedef struct ShapeIntern {
     const char *s; /* NULL: free slot */
     uint32_t n, hash;
-    const Shape *shape;
+    const void *val; /* Shape or AstIntGroup */
 } ShapeIntern;
-/* Distinct SHAPE texts a scan keeps; more are read token by token. */
+/* Distinct SHAPE and INTGROUP texts a scan keeps; more are read token by token. */
 #define SCAN_MAX_SHAPES 65536
+
+/* The value interned for text s[0..n) (hash h), or NULL; *slot: its slot
+ * or the free one where it goes. */
+static const void *intern_find(const ScanState *st, const char *s, uint32_t n, uint32_t h, uint32_t *slot)
+{
+    if (!st->cap_shapes) return NULL;
+    uint32_t mask = st->cap_shapes - 1, i = h & mask;
+    for (; st->shapes[i].s; i = (i + 1) & mask) {
+        const ShapeIntern *e = &st->shapes[i];
+        if (e->hash == h && e->n == n && memcmp(e->s, s, n) == 0) return e->val;
+    }
+    *slot = i;
+    return NULL;
+}
+
+/* Interns val for text s[0..n) (not present; slot from intern_find). */
+static void intern_add(ScanState *st, const char *s, uint32_t n, uint32_t h, uint32_t slot, const void *val)
+{
+    if (2 * (st->n_shapes + 1) > st->cap_shapes) { /* rehash into twice the slots */
+        uint32_t cap = st->cap_shapes ? 2 * st->cap_shapes : 64;
+        ShapeIntern *tab = ARENA_ARRAY(ast_scan_arena(st), ShapeIntern, cap);
+        for (uint32_t k = 0; k < st->cap_shapes; k++) {
+            if (!st->shapes[k].s) continue;
+            uint32_t j = st->shapes[k].hash & (cap - 1);
+            while (tab[j].s) j = (j + 1) & (cap - 1);
+            tab[j] = st->shapes[k];
+        }
+        st->shapes = tab;
+        st->cap_shapes = cap;
+        for (slot = h & (cap - 1); tab[slot].s; slot = (slot + 1) & (cap - 1)) {}
+    }
+    st->shapes[slot] = (ShapeIntern){s, n, h, val};
+    st->n_shapes++;
+}
 
 /* Reads `,`-separated decimal integers of at most 18 digits from s[*p..),
  * up to the closing byte close, into v[0..max); their count, or -1 when
@@ -219,43 +257,57 @@ uint32_t ast_scan_shape(ScanState *st, const AstLoc *loc, AstTok *tok)
         uint32_t i = skip_blanks(text, st->off, st->cx->len);
         if (i < st->cx->len && text[i] == '{') return w;
     }
-    uint32_t h = ast_name_hash(s, n), mask = st->cap_shapes - 1, i = h & mask;
-    if (st->cap_shapes)
-        for (; st->shapes[i].s; i = (i + 1) & mask) {
-            const ShapeIntern *e = &st->shapes[i];
-            if (e->hash == h && e->n == n && memcmp(e->s, s, n) == 0) {
-                memset(tok, 0, sizeof *tok);
-                tok->s = s;
-                tok->n = n;
-                tok->shape = e->shape;
-                return 0;
-            }
-        }
-    Shape sh;
-    if (st->n_shapes == SCAN_MAX_SHAPES || !scan_lower_shape(s, n, w, &sh)) return w;
-    Arena *a = st->quiet ? st->cx->strings : st->cx->keep;
-    if (2 * (st->n_shapes + 1) > st->cap_shapes) { /* rehash into twice the slots */
-        uint32_t cap = st->cap_shapes ? 2 * st->cap_shapes : 64;
-        ShapeIntern *tab = ARENA_ARRAY(a, ShapeIntern, cap);
-        for (uint32_t k = 0; k < st->cap_shapes; k++) {
-            if (!st->shapes[k].s) continue;
-            uint32_t j = st->shapes[k].hash & (cap - 1);
-            while (tab[j].s) j = (j + 1) & (cap - 1);
-            tab[j] = st->shapes[k];
-        }
-        st->shapes = tab;
-        st->cap_shapes = cap;
-        for (i = h & (cap - 1); tab[i].s; i = (i + 1) & (cap - 1)) {}
+    uint32_t h = ast_name_hash(s, n), slot = 0;
+    const Shape *found = intern_find(st, s, n, h, &slot);
+    if (!found) {
+        Shape sh;
+        if (st->n_shapes == SCAN_MAX_SHAPES || !scan_lower_shape(s, n, w, &sh)) return w;
+        Shape *keep = ARENA_NEW(ast_scan_arena(st), Shape);
+        memcpy(keep, &sh, sizeof sh);
+        intern_add(st, s, n, h, slot, keep);
+        found = keep;
     }
-    Shape *keep = ARENA_NEW(a, Shape);
-    memcpy(keep, &sh, sizeof sh);
-    st->shapes[i] = (ShapeIntern){s, n, h, keep};
-    st->n_shapes++;
     memset(tok, 0, sizeof *tok);
     tok->s = s;
     tok->n = n;
-    tok->shape = keep;
+    tok->shape = found;
     return 0;
+}
+
+bool ast_scan_int_group(ScanState *st, const AstLoc *loc, AstTok *tok)
+{
+    if (!st->coarse || st->last_tok != TOK_ATTRNAME || st->last_attr_blob || st->last_attr_fa ||
+        (st->fa_depth > 0 && st->fa_depth == st->depth) || st->depth >= AST_MAX_NESTING)
+        return false;
+    const char *s = st->cx->text + loc->off;
+    uint32_t n = loc->end - loc->off, h = ast_name_hash(s, n), slot = 0;
+    const AstIntGroup *found = intern_find(st, s, n, h, &slot);
+    if (!found) {
+        if (st->n_shapes == SCAN_MAX_SHAPES) return false;
+        uint32_t count = n > 2 ? 1 : 0, run = 0;
+        for (uint32_t i = 1; i + 1 < n; i++) {
+            run = s[i] == ',' ? 0 : run + 1;
+            if (run > 18) return false;
+            count += s[i] == ',';
+        }
+        Arena *a = ast_scan_arena(st);
+        struct AstGroupInt *ints = ARENA_ARRAY(a, struct AstGroupInt, count ? count : 1);
+        for (uint32_t k = 0, i = 1; k < count; k++, i++) { /* i: the first digit, then the ',' or '}' after */
+            ints[k].off = i;
+            for (; s[i] != ',' && s[i] != '}'; i++) ints[k].v = ints[k].v * 10 + (s[i] - '0');
+            ints[k].len = i - ints[k].off;
+        }
+        AstIntGroup *g = ARENA_NEW(a, AstIntGroup);
+        g->n = count;
+        g->ints = ints;
+        intern_add(st, s, n, h, slot, g);
+        found = g;
+    }
+    memset(tok, 0, sizeof *tok);
+    tok->s = s;
+    tok->n = n;
+    tok->ints = found;
+    return true;
 }
 
 AstTok ast_tok_at(const ScanState *st, const AstLoc *loc, uint32_t skip_front, uint32_t skip_back)
@@ -343,7 +395,7 @@ static size_t unescape_one(const char *p, const char *e, char *out)
 void ast_scan_string(ScanState *st, const AstLoc *loc, AstTok *tok)
 {
     AstTok raw = ast_tok_at(st, loc, 1, 1);
-    char *buf = arena_alloc(st->quiet ? st->cx->strings : st->cx->keep, (size_t)raw.n + 1, 1);
+    char *buf = arena_alloc(ast_scan_arena(st), (size_t)raw.n + 1, 1);
     const char *p = raw.s, *e = raw.s + raw.n;
     size_t n = 0;
     while (p < e) {
@@ -636,6 +688,26 @@ AstShape *ast_pre_shape(ParseCtx *cx, AstTok shape, const AstLoc *loc)
     s->loc = *loc;
     s->pre = shape.shape;
     return s;
+}
+
+AstVal *ast_int_group(ParseCtx *cx, AstTok group, const AstLoc *loc)
+{
+    AstVal *g = new_val(cx, AV_BRACE, loc), *prev = NULL;
+    for (uint32_t k = 0; k < group.ints->n; k++) {
+        const struct AstGroupInt *e = &group.ints->ints[k];
+        AstLoc l = {loc->off + e->off, loc->off + e->off + e->len};
+        AstVal *v = new_val(cx, AV_INT, &l), *el = new_val(cx, AV_ELEM, &l);
+        v->t.s = cx->text + l.off;
+        v->t.n = e->len;
+        v->t.i = e->v;
+        el->child = el->last = v;
+        if (prev)
+            prev->next = el;
+        else
+            g->child = el;
+        prev = el;
+    }
+    return g;
 }
 
 AstLayout *ast_layout(ParseCtx *cx, AstList ints, const AstLoc *tail, const AstLoc *loc)

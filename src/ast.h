@@ -37,6 +37,17 @@ typedef struct AstLoc {
     uint32_t off, end;
 } AstLoc;
 
+/* An attribute's `{ints}` value the scanner read whole (an INTGROUP
+ * token): n integers of at most 18 digits, each at [off, off + len) of
+ * the token's text and of value v. */
+typedef struct AstIntGroup {
+    uint32_t n;
+    const struct AstGroupInt {
+        uint32_t off, len;
+        int64_t v;
+    } *ints;
+} AstIntGroup;
+
 /* Token text (not NUL-terminated) and, for INT, its value (u64 literals
  * above INT64_MAX keep their bit pattern; is_u64 says so); for PRIMTYPE the
  * ElemType; for the names and words (IDENT, NAME_PCT, ATTRNAME, the
@@ -50,6 +61,7 @@ typedef struct AstTok {
     union {
         int64_t i;
         const Shape *shape; /* SHAPE: the shape lowered by the scanner (ast_scan_shape) */
+        const AstIntGroup *ints; /* INTGROUP: its integers (ast_scan_int_group) */
     };
 } AstTok;
 
@@ -256,7 +268,7 @@ typedef struct ScanState {
      * which reports nothing (parse.c), so the tokens of the parser that
      * words the diagnostics stay the single ones its expected lists name. */
     bool coarse;
-    struct ShapeIntern *shapes; /* [cap_shapes]: the distinct SHAPE texts, open addressing */
+    struct ShapeIntern *shapes; /* [cap_shapes]: the distinct SHAPE and INTGROUP texts, open addressing */
     uint32_t cap_shapes, n_shapes;
 } ScanState;
 
@@ -367,6 +379,13 @@ int ast_scan_word_token(ScanState *st, const AstLoc *loc, AstTok *tok);
  * word, and the rest token by token, so every malformed shape meets the
  * parser's and the lowering's own checks and messages. */
 uint32_t ast_scan_shape(ScanState *st, const AstLoc *loc, AstTok *tok);
+/* The text at loc matched `{}` or `{ints}` (no blanks or signs).  When
+ * st->coarse is set, it follows an attribute name (where the `{` is a
+ * plain one: not backend_config's or a frontend attribute's text), within
+ * the nesting limit, and no integer has more than 18 digits, it is one
+ * INTGROUP token: tok->ints, shared by equal texts as for SHAPE; true.
+ * Otherwise false, and the scanner reads it token by token. */
+bool ast_scan_int_group(ScanState *st, const AstLoc *loc, AstTok *tok);
 /* Fills tok for an INT; false (after reporting) if it fits neither int64 nor uint64. */
 bool ast_scan_int(ScanState *st, const AstLoc *loc, AstTok *tok);
 /* Unescapes a STRING token's text (with the quotes) into the arena. */
@@ -448,6 +467,9 @@ AstVal *ast_dim(ParseCtx *cx, AstTok t, int flags, const AstLoc *loc);
 AstShape *ast_array_shape(ParseCtx *cx, AstTok type, AstList dims, AstLayout *layout, const AstLoc *loc);
 /* An array shape read whole by the scanner (a SHAPE token). */
 AstShape *ast_pre_shape(ParseCtx *cx, AstTok shape, const AstLoc *loc);
+/* The AV_BRACE group of AV_ELEMs of one AV_INT each that an INTGROUP token
+ * stands for: the nodes '{' INT ',' ... '}' would have made. */
+AstVal *ast_int_group(ParseCtx *cx, AstTok group, const AstLoc *loc);
 /* A layout; tail is NULL when no ':' part was written. */
 AstLayout *ast_layout(ParseCtx *cx, AstList ints, const AstLoc *tail, const AstLoc *loc);
 AstShape *ast_tuple_shape(ParseCtx *cx, AstShapeList elems, const AstLoc *loc);

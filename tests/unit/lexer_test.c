@@ -41,7 +41,7 @@ static const struct {
     {TOK_KW_SHARD_AS, "shard_as"},  {TOK_KW_SHARD_LIKE, "shard_like"}, {TOK_LE, "<="},
     {TOK_ARROW, "->"},              {TOK_ELLIPSIS, "..."},      {TOK_TPAREN, "T("},
     {TOK_LAYOUT_LBRACE, "LAYOUT{"}, {TOK_HLO_YYerror, "ERROR"}, {TOK_SECTION, "SECTION"},
-    {TOK_SHAPE, "SHAPE"},
+    {TOK_SHAPE, "SHAPE"},           {TOK_INTGROUP, "INTGROUP"},
 };
 
 /* Tokens with text print it in parentheses. */
@@ -49,7 +49,8 @@ static bool has_text(int tok)
 {
     return tok == TOK_NAME_PCT || tok == TOK_LABEL || tok == TOK_ATTRNAME || tok == TOK_PRIMTYPE ||
            tok == TOK_IDENT || tok == TOK_INT || tok == TOK_DECIMAL || tok == TOK_NAN || tok == TOK_STRING ||
-           tok == TOK_BLOB || tok == TOK_DXD || tok == TOK_PAD || tok == TOK_DIMLABELS || tok == TOK_SHAPE;
+           tok == TOK_BLOB || tok == TOK_DXD || tok == TOK_PAD || tok == TOK_DIMLABELS || tok == TOK_SHAPE ||
+           tok == TOK_INTGROUP;
 }
 
 /* Whether lex() reads whole shapes (ScanState.coarse, as for the parser without LAC). */
@@ -268,6 +269,33 @@ static void test_coarse_shapes(void **state)
     expect_tokens("bf16[8]{0}", "PRIMTYPE(bf16) '[' INT(8) ']' LAYOUT{ INT(0) '}'");
 }
 
+/* Likewise an attribute's plain integer list `={...}` is one INTGROUP. */
+static void test_coarse_int_groups(void **state)
+{
+    (void)state;
+    g_coarse = true;
+    expect_tokens("a={1,0}, b={}, c={07}", "ATTRNAME(a) INTGROUP({1,0}) ',' ATTRNAME(b) INTGROUP({}) ',' "
+                                           "ATTRNAME(c) INTGROUP({07})");
+    Lexed lx;
+    lex(&lx, "x={12,3,456}");
+    const AstIntGroup *g = lx.last.ints;
+    assert_int_equal(g->n, 3);
+    assert_true(g->ints[0].v == 12 && g->ints[1].v == 3 && g->ints[2].v == 456);
+    assert_true(g->ints[2].off == 6 && g->ints[2].len == 3);
+    lexed_free(&lx);
+    /* token by token: blanks, a sign, 19 digits, not after an attribute
+     * name, backend_config's text, a frontend attribute's */
+    expect_tokens("a={1, 0}", "ATTRNAME(a) '{' INT(1) ',' INT(0) '}'");
+    expect_tokens("a={-1}", "ATTRNAME(a) '{' INT(-1) '}'");
+    expect_tokens("a={1234567890123456789}", "ATTRNAME(a) '{' INT(1234567890123456789) '}'");
+    expect_tokens("a={123456789012345678}", "ATTRNAME(a) INTGROUP({123456789012345678})");
+    expect_tokens("[{1}]", "'[' '{' INT(1) '}' ']'");
+    expect_tokens("backend_config={1}", "ATTRNAME(backend_config) BLOB({1})");
+    expect_tokens("frontend_attributes={k={1}}", "ATTRNAME(frontend_attributes) '{' ATTRNAME(k) BLOB({1}) '}'");
+    g_coarse = false;
+    expect_tokens("a={1,0}", "ATTRNAME(a) '{' INT(1) ',' INT(0) '}'");
+}
+
 static void test_iota_transpose(void **state)
 {
     (void)state;
@@ -421,6 +449,8 @@ static FedTok *scan_all(const char *text, size_t len, bool threaded, bool coarse
             char *copy = malloc(t->tok.n + 1);
             memcpy(copy, t->tok.s, t->tok.n);
             t->tok.s = copy;
+        } else if (t->kind == TOK_INTGROUP) { /* and the list: compare its text */
+            memset(&t->tok.i, 0, sizeof t->tok.i);
         } else if (t->kind == TOK_SHAPE) { /* so is the shape */
             Shape *copy = malloc(sizeof *copy);
             memcpy(copy, t->tok.shape, sizeof *copy);
@@ -456,7 +486,7 @@ static void free_scanned(FedTok *t, int n)
 /* A scanner on its own thread (ScanFeed) hands the parser exactly the
  * tokens, values and locations of the direct scan, across chunk and ring
  * boundaries (about 150,000 tokens: more than the ring's 8 x 8,192), with
- * strings, blobs, whole shapes or not, and a lexical error; its errors
+ * strings, blobs, whole shapes and integer lists or not, and a lexical error; its errors
  * only mark it failed. */
 static void test_feed_on_thread_matches_direct_scan(void **state)
 {
@@ -465,7 +495,7 @@ static void test_feed_on_thread_matches_direct_scan(void **state)
     sb_puts(&b, "HloModule m\nENTRY %e {\n");
     for (int k = 0; k < 5000; k++)
         sb_printf(&b, "  %%a.%d = f32[8,16]{1,0} add(%%x.%d, %%y), metadata={op_name=\"jit(f)/add\\t%d\"}, "
-                      "backend_config={\"k\": [%d, {\"z\": 1}]}, sharding={devices=[2,1]<=[2]}\n",
+                      "backend_config={\"k\": [%d, {\"z\": 1}]}, sharding={devices=[2,1]<=[2]}, dimensions={1,0}\n",
                   k, k, k, k);
     sb_puts(&b, "}\n");
     for (int run = 0; run < 4; run++) {
@@ -513,6 +543,7 @@ int main(void)
         cmocka_unit_test(test_punctuation),
         cmocka_unit_test(test_layout_brace),
         cmocka_unit_test(test_coarse_shapes),
+        cmocka_unit_test(test_coarse_int_groups),
         cmocka_unit_test(test_iota_transpose),
         cmocka_unit_test(test_strings_unescaped),
         cmocka_unit_test(test_single_quotes_and_sections),
