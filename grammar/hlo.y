@@ -15,8 +15,11 @@
  * or '('` (parse.error custom + LAC: the expected list is exact).  LAC
  * checks the lookahead before every reduction; the build also makes a copy
  * of this parser without it (prefix hlo_fast_yy, CMakeLists.txt), which
- * parse.c runs first: on input without a diagnostic both take the same
- * steps, and on any diagnostic parse.c starts over with this one.  After an
+ * parse.c runs first, with a scanner that hands it each well-formed array
+ * shape as one SHAPE token (lowered already) and each plain `attr={1,0}`
+ * list as one INTGROUP token (this parser never sees either):
+ * on input without a diagnostic both build the same tree, and on any
+ * diagnostic parse.c starts over with this one.  After an
  * error inside a computation body the parser skips to the next instruction
  * (`insts: insts error`); bison stays quiet until three tokens were shifted,
  * so one mistake gives one message.
@@ -80,6 +83,8 @@ int hlo_yylex(AstSemVal *lval, AstLoc *lloc, void *scanner);
 %token <tok> DXD "size (AxB)"
 %token <tok> PAD "padding (lo_hi)"
 %token <tok> DIMLABELS "dim labels"
+%token <tok> SHAPE "array shape"
+%token <tok> INTGROUP "integer list"
 %token <tok> KW_HLOMODULE "'HloModule'"
 %token <tok> KW_ENTRY "'ENTRY'"
 %token <tok> KW_ROOT "'ROOT'"
@@ -248,6 +253,7 @@ shapes1
 array_shape
     : PRIMTYPE '[' ']' opt_layout           { $$ = ast_array_shape(cx, $1, (AstList){0}, $4, &@$); }
     | PRIMTYPE '[' dims1 ']' opt_layout     { $$ = ast_array_shape(cx, $1, $3, $5, &@$); }
+    | SHAPE                                 { $$ = ast_pre_shape(cx, $1, &@1); }
     ;
 
 /* Dims: `N`, `<=N` (bounded) or `?` (unbounded). */
@@ -338,6 +344,7 @@ prim
     | LABEL                                 { $$ = ast_tok_val(cx, AV_LABEL, $1, &@1); }
     | ATTRNAME prim                         { $$ = ast_attr(cx, $1, $2, &@$); }
     | '='                                   { $$ = ast_punct(cx, AP_EQ, &@1); }
+    | INTGROUP                              { $$ = ast_int_group(cx, $1, &@1); }
     ;
 
 cont
@@ -385,14 +392,18 @@ elems1
 %%
 
 /* Bison's hook for parse.error custom: hands the unexpected token and the
- * (LAC-exact) expected set to ast_syntax_error, which words the message. */
+ * (LAC-exact) expected set to ast_syntax_error, which words the message.
+ * SHAPE and INTGROUP are left out: only the parser without LAC reads them,
+ * and wherever one may stand an element type or a '{' may too. */
 static int yyreport_syntax_error(const yypcontext_t *ctx, void *scanner, ParseCtx *cx)
 {
     (void)scanner;
     yysymbol_kind_t expected[YYNTOKENS];
-    int n = yypcontext_expected_tokens(ctx, expected, YYNTOKENS);
+    int n = yypcontext_expected_tokens(ctx, expected, YYNTOKENS), k = 0;
     const char *names[YYNTOKENS];
-    for (int i = 0; i < n; i++) names[i] = yysymbol_name(expected[i]);
+    for (int i = 0; i < n; i++)
+        if (expected[i] != YYSYMBOL_SHAPE && expected[i] != YYSYMBOL_INTGROUP) names[k++] = yysymbol_name(expected[i]);
+    n = n < 0 ? n : k;
     yysymbol_kind_t tok = yypcontext_token(ctx);
     ast_syntax_error(cx, yypcontext_location(ctx), tok == YYSYMBOL_YYEOF, yysymbol_name(tok), names,
                      n < 0 ? 0 : n);

@@ -114,6 +114,202 @@ int ast_scan_word(const char *s, size_t n, int depth, AstTok *tok)
     return TOK_IDENT;
 }
 
+/* Where the scanner's own values go: cx->strings on a thread of its own, else cx->keep. */
+static Arena *ast_scan_arena(const ScanState *st) { return st->quiet ? st->cx->strings : st->cx->keep; }
+
+int ast_scan_word_token(ScanState *st, const AstLoc *loc, AstTok *tok)
+{
+    *tok = ast_tok_at(st, loc, 0, 0);
+    int w = ast_scan_word(tok->s, tok->n, st->depth, tok);
+    /* `s1 = ...`: an element type where a name goes (one error, no cascade) */
+    if (w == TOK_PRIMTYPE) w = ast_scan_type_word(st, tok->s, tok->n);
+    if (w != TOK_PRIMTYPE && w != TOK_TYPE_AS_NAME) ast_scan_name(st, tok);
+    return w;
+}
+
+/* The first byte at or after i of t[0..n) that is no blank and not in a
+ * comment; n at the end (or in an unterminated comment). */
+static uint32_t skip_blanks(const char *t, uint32_t i, uint32_t n)
+{
+    while (i < n) {
+        char c = t[i];
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v') {
+            i++;
+        } else if (c == '/' && i + 1 < n && t[i + 1] == '*') {
+            uint32_t k = i + 2;
+            while (k + 1 < n && !(t[k] == '*' && t[k + 1] == '/')) k++;
+            if (k + 1 >= n) return n;
+            i = k + 2;
+        } else if (c == '/' && i + 1 < n && t[i + 1] == '/') {
+            while (i < n && t[i] != '\n' && t[i] != '\r') i++;
+        } else {
+            return i;
+        }
+    }
+    return n;
+}
+
+/* One distinct SHAPE or INTGROUP text and its value (ScanState.shapes;
+ * a shape's text starts with a letter, a group's with '{'). */
+typedef struct ShapeIntern {
+    const char *s; /* NULL: free slot */
+    uint32_t n, hash;
+    const void *val; /* Shape or AstIntGroup */
+} ShapeIntern;
+/* Distinct SHAPE and INTGROUP texts a scan keeps; more are read token by token. */
+#define SCAN_MAX_SHAPES 65536
+
+/* The value interned for text s[0..n) (hash h), or NULL; *slot: its slot
+ * or the free one where it goes. */
+static const void *intern_find(const ScanState *st, const char *s, uint32_t n, uint32_t h, uint32_t *slot)
+{
+    if (!st->cap_shapes) return NULL;
+    uint32_t mask = st->cap_shapes - 1, i = h & mask;
+    for (; st->shapes[i].s; i = (i + 1) & mask) {
+        const ShapeIntern *e = &st->shapes[i];
+        if (e->hash == h && e->n == n && memcmp(e->s, s, n) == 0) return e->val;
+    }
+    *slot = i;
+    return NULL;
+}
+
+/* Interns val for text s[0..n) (not present; slot from intern_find). */
+static void intern_add(ScanState *st, const char *s, uint32_t n, uint32_t h, uint32_t slot, const void *val)
+{
+    if (2 * (st->n_shapes + 1) > st->cap_shapes) { /* rehash into twice the slots */
+        uint32_t cap = st->cap_shapes ? 2 * st->cap_shapes : 64;
+        ShapeIntern *tab = ARENA_ARRAY(ast_scan_arena(st), ShapeIntern, cap);
+        for (uint32_t k = 0; k < st->cap_shapes; k++) {
+            if (!st->shapes[k].s) continue;
+            uint32_t j = st->shapes[k].hash & (cap - 1);
+            while (tab[j].s) j = (j + 1) & (cap - 1);
+            tab[j] = st->shapes[k];
+        }
+        st->shapes = tab;
+        st->cap_shapes = cap;
+        for (slot = h & (cap - 1); tab[slot].s; slot = (slot + 1) & (cap - 1)) {}
+    }
+    st->shapes[slot] = (ShapeIntern){s, n, h, val};
+    st->n_shapes++;
+}
+
+/* Reads `,`-separated decimal integers of at most 18 digits from s[*p..),
+ * up to the closing byte close, into v[0..max); their count, or -1 when
+ * one is longer or there are more than max. */
+static int scan_int_list(const char *s, uint32_t *p, char close, int64_t *v, int max)
+{
+    int k = 0;
+    uint32_t i = *p;
+    if (s[i] == close) {
+        *p = i + 1;
+        return 0;
+    }
+    for (;;) {
+        if (k == max) return -1;
+        int64_t x = 0;
+        uint32_t start = i;
+        for (; s[i] >= '0' && s[i] <= '9'; i++) {
+            if (i - start == 18) return -1;
+            x = x * 10 + (s[i] - '0');
+        }
+        v[k++] = x;
+        if (s[i++] == close) break; /* else ',' (the scanner's pattern) */
+    }
+    *p = i;
+    return k;
+}
+
+/* The shape of a SHAPE text s[0..n) whose element type word is s[0..w),
+ * or false when it is no well-formed array shape (ast_scan_shape). */
+static bool scan_lower_shape(const char *s, uint32_t n, uint32_t w, Shape *out)
+{
+    memset(out, 0, sizeof *out); /* as lower_array_shape: equal shapes are equal bytes */
+    AstTok t;
+    if (ast_scan_word(s, w, 1, &t) != TOK_PRIMTYPE) return false;
+    out->type = (ElemType)t.i;
+    uint32_t p = w + 1;
+    int rank = scan_int_list(s, &p, ']', out->dims, SPMDC_MAX_RANK);
+    if (rank < 0) return false;
+    out->rank = rank;
+    if (p == n) return true;
+    int64_t perm[SPMDC_MAX_RANK];
+    p++; /* '{' */
+    if (scan_int_list(s, &p, '}', perm, SPMDC_MAX_RANK) != rank) return false;
+    uint32_t seen = 0;
+    for (int k = 0; k < rank; k++) {
+        if (perm[k] >= rank || (seen >> perm[k] & 1)) return false;
+        seen |= 1u << perm[k];
+        out->minor_to_major[k] = (int8_t)perm[k];
+    }
+    out->has_layout = true;
+    return true;
+}
+
+uint32_t ast_scan_shape(ScanState *st, const AstLoc *loc, AstTok *tok)
+{
+    const char *text = st->cx->text, *s = text + loc->off;
+    uint32_t n = loc->end - loc->off, w = 0;
+    while (s[w] != '[') w++;
+    if (!st->coarse || st->depth >= AST_MAX_NESTING) return w;
+    /* `f32[2] {1,0}`: the layout is the parser's to join (and `{` after
+     * `]` the scanner's to tell apart, ast_scan_layout_follows) */
+    if (s[n - 1] == ']') {
+        uint32_t i = skip_blanks(text, st->off, st->cx->len);
+        if (i < st->cx->len && text[i] == '{') return w;
+    }
+    uint32_t h = ast_name_hash(s, n), slot = 0;
+    const Shape *found = intern_find(st, s, n, h, &slot);
+    if (!found) {
+        Shape sh;
+        if (st->n_shapes == SCAN_MAX_SHAPES || !scan_lower_shape(s, n, w, &sh)) return w;
+        Shape *keep = ARENA_NEW(ast_scan_arena(st), Shape);
+        memcpy(keep, &sh, sizeof sh);
+        intern_add(st, s, n, h, slot, keep);
+        found = keep;
+    }
+    memset(tok, 0, sizeof *tok);
+    tok->s = s;
+    tok->n = n;
+    tok->shape = found;
+    return 0;
+}
+
+bool ast_scan_int_group(ScanState *st, const AstLoc *loc, AstTok *tok)
+{
+    if (!st->coarse || st->last_tok != TOK_ATTRNAME || st->last_attr_blob || st->last_attr_fa ||
+        (st->fa_depth > 0 && st->fa_depth == st->depth) || st->depth >= AST_MAX_NESTING)
+        return false;
+    const char *s = st->cx->text + loc->off;
+    uint32_t n = loc->end - loc->off, h = ast_name_hash(s, n), slot = 0;
+    const AstIntGroup *found = intern_find(st, s, n, h, &slot);
+    if (!found) {
+        if (st->n_shapes == SCAN_MAX_SHAPES) return false;
+        uint32_t count = n > 2 ? 1 : 0, run = 0;
+        for (uint32_t i = 1; i + 1 < n; i++) {
+            run = s[i] == ',' ? 0 : run + 1;
+            if (run > 18) return false;
+            count += s[i] == ',';
+        }
+        Arena *a = ast_scan_arena(st);
+        struct AstGroupInt *ints = ARENA_ARRAY(a, struct AstGroupInt, count ? count : 1);
+        for (uint32_t k = 0, i = 1; k < count; k++, i++) { /* i: the first digit, then the ',' or '}' after */
+            ints[k].off = i;
+            for (; s[i] != ',' && s[i] != '}'; i++) ints[k].v = ints[k].v * 10 + (s[i] - '0');
+            ints[k].len = i - ints[k].off;
+        }
+        AstIntGroup *g = ARENA_NEW(a, AstIntGroup);
+        g->n = count;
+        g->ints = ints;
+        intern_add(st, s, n, h, slot, g);
+        found = g;
+    }
+    memset(tok, 0, sizeof *tok);
+    tok->s = s;
+    tok->n = n;
+    tok->ints = found;
+    return true;
+}
+
 AstTok ast_tok_at(const ScanState *st, const AstLoc *loc, uint32_t skip_front, uint32_t skip_back)
 {
     AstTok t = {0};
@@ -199,7 +395,7 @@ static size_t unescape_one(const char *p, const char *e, char *out)
 void ast_scan_string(ScanState *st, const AstLoc *loc, AstTok *tok)
 {
     AstTok raw = ast_tok_at(st, loc, 1, 1);
-    char *buf = arena_alloc(st->quiet ? st->cx->strings : st->cx->keep, (size_t)raw.n + 1, 1);
+    char *buf = arena_alloc(ast_scan_arena(st), (size_t)raw.n + 1, 1);
     const char *p = raw.s, *e = raw.s + raw.n;
     size_t n = 0;
     while (p < e) {
@@ -234,26 +430,10 @@ bool ast_scan_layout_follows(const ScanState *st)
     const char *t = st->cx->text;
     uint32_t i = st->off, n = st->cx->len;
     if (i < n && t[i] == '}') return true; /* `f32[]{}` */
-    while (i < n) {
-        char c = t[i];
-        if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v') {
-            i++;
-        } else if (c == '/' && i + 1 < n && t[i + 1] == '*') {
-            const char *end = NULL;
-            for (uint32_t k = i + 2; k + 1 < n; k++)
-                if (t[k] == '*' && t[k + 1] == '/') {
-                    end = t + k + 2;
-                    break;
-                }
-            if (!end) return false;
-            i = (uint32_t)(end - t);
-        } else if (c == '/' && i + 1 < n && t[i + 1] == '/') {
-            while (i < n && t[i] != '\n' && t[i] != '\r') i++;
-        } else {
-            return (c >= '0' && c <= '9') || c == '-' || c == ':';
-        }
-    }
-    return false;
+    i = skip_blanks(t, i, n);
+    if (i == n) return false;
+    char c = t[i];
+    return (c >= '0' && c <= '9') || c == '-' || c == ':';
 }
 
 /* ---------------------------------------------------------------- locations */
@@ -500,6 +680,34 @@ AstShape *ast_array_shape(ParseCtx *cx, AstTok type, AstList dims, AstLayout *la
     s->dims = dims.head;
     s->layout = layout;
     return s;
+}
+
+AstShape *ast_pre_shape(ParseCtx *cx, AstTok shape, const AstLoc *loc)
+{
+    AstShape *s = AST_NEW(cx, AstShape);
+    s->loc = *loc;
+    s->pre = shape.shape;
+    return s;
+}
+
+AstVal *ast_int_group(ParseCtx *cx, AstTok group, const AstLoc *loc)
+{
+    AstVal *g = new_val(cx, AV_BRACE, loc), *prev = NULL;
+    for (uint32_t k = 0; k < group.ints->n; k++) {
+        const struct AstGroupInt *e = &group.ints->ints[k];
+        AstLoc l = {loc->off + e->off, loc->off + e->off + e->len};
+        AstVal *v = new_val(cx, AV_INT, &l), *el = new_val(cx, AV_ELEM, &l);
+        v->t.s = cx->text + l.off;
+        v->t.n = e->len;
+        v->t.i = e->v;
+        el->child = el->last = v;
+        if (prev)
+            prev->next = el;
+        else
+            g->child = el;
+        prev = el;
+    }
+    return g;
 }
 
 AstLayout *ast_layout(ParseCtx *cx, AstList ints, const AstLoc *tail, const AstLoc *loc)

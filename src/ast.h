@@ -37,14 +37,32 @@ typedef struct AstLoc {
     uint32_t off, end;
 } AstLoc;
 
+/* An attribute's `{ints}` value the scanner read whole (an INTGROUP
+ * token): n integers of at most 18 digits, each at [off, off + len) of
+ * the token's text and of value v. */
+typedef struct AstIntGroup {
+    uint32_t n;
+    const struct AstGroupInt {
+        uint32_t off, len;
+        int64_t v;
+    } *ints;
+} AstIntGroup;
+
 /* Token text (not NUL-terminated) and, for INT, its value (u64 literals
  * above INT64_MAX keep their bit pattern; is_u64 says so); for PRIMTYPE the
- * ElemType. */
+ * ElemType; for the names and words (IDENT, NAME_PCT, ATTRNAME, the
+ * keywords) ast_name_hash of the text, worked out by the scanner so the
+ * lowering's table lookups (names, opcodes, attribute names) and the
+ * parser's prefetch need not hash again. */
 typedef struct AstTok {
     const char *s;
     uint32_t n;
     bool is_u64;
-    int64_t i;
+    union {
+        int64_t i;
+        const Shape *shape; /* SHAPE: the shape lowered by the scanner (ast_scan_shape) */
+        const AstIntGroup *ints; /* INTGROUP: its integers (ast_scan_int_group) */
+    };
 } AstTok;
 
 typedef enum AstValKind {
@@ -103,6 +121,7 @@ typedef struct AstList {
 struct AstShape {
     AstLoc loc;
     bool is_tuple;
+    const Shape *pre;      /* read whole by the scanner (a SHAPE token): already lowered, the rest unset */
     AstTok type;           /* element type spelling */
     AstVal *dims;          /* AV_INT list (flags for <=N and ?) */
     AstLayout *layout;     /* NULL: none written */
@@ -245,6 +264,12 @@ typedef struct ScanState {
      * writes is read. */
     bool quiet;
     bool failed;
+    /* Whole shapes (ast_scan_shape): on for the parser without LAC only,
+     * which reports nothing (parse.c), so the tokens of the parser that
+     * words the diagnostics stay the single ones its expected lists name. */
+    bool coarse;
+    struct ShapeIntern *shapes; /* [cap_shapes]: the distinct SHAPE and INTGROUP texts, open addressing */
+    uint32_t cap_shapes, n_shapes;
 } ScanState;
 
 /* ------------------------------------------------------------ scanner helpers */
@@ -257,15 +282,18 @@ static inline uint32_t ast_name_hash(const char *s, uint32_t n)
     return h;
 }
 
-/* A name token was scanned (or, from a scanner on its own thread, is
- * read by the parser): prefetches its slot in cx->name_slot. */
+/* A name token (its hash in t.i) was scanned (or, from a scanner on its
+ * own thread, is read by the parser): prefetches its slot in cx->name_slot. */
 static inline void ast_prefetch_name(const ParseCtx *cx, AstTok t)
 {
-    if (cx->name_slot) __builtin_prefetch(&cx->name_slot[ast_name_hash(t.s, t.n) & cx->name_mask]);
+    if (cx->name_slot) __builtin_prefetch(&cx->name_slot[(uint32_t)t.i & cx->name_mask]);
 }
-static inline void ast_scan_name(const ScanState *st, AstTok t)
+/* A name or word token was scanned: sets its hash (t->i) and, on the
+ * parser's thread, prefetches its slot. */
+static inline void ast_scan_name(const ScanState *st, AstTok *t)
 {
-    if (!st->quiet) ast_prefetch_name(st->cx, t);
+    t->i = ast_name_hash(t->s, t->n);
+    if (!st->quiet) ast_prefetch_name(st->cx, *t);
 }
 
 /* The parser's token source (grammar/hlo.y's yylex is ast_feed_lex in the
@@ -278,14 +306,46 @@ static inline void ast_scan_name(const ScanState *st, AstTok t)
  * ast_feed_finish, and cx->scan stays NULL meanwhile.  Errors from the
  * thread only set st->failed (ScanState.quiet). */
 typedef struct ScanFeed ScanFeed;
+
+/* One scanned token as the feed hands it over: its kind, value
+ * (AstSemVal.tok, the only member the scanner sets) and location. */
+typedef struct FeedTok {
+    AstTok tok;
+    AstLoc loc;
+    int32_t kind;
+    bool name;              /* NAME_PCT or IDENT: the parser prefetches its slot */
+} FeedTok;
+
+/* The parser's side of a ScanFeed, its first member (its thread only):
+ * the chunk being read, so ast_feed_lex, inlined into the parser, hands
+ * over a token in a few instructions. */
+typedef struct ScanFeedReader {
+    const FeedTok *cur;     /* the chunk being read, NULL: none */
+    uint32_t pos, n;        /* next token, tokens in cur (n = pos once the end was read) */
+    const ParseCtx *cx;     /* for the name-table prefetch */
+} ScanFeedReader;
 /* flex: the yyscan_t whose extra is st.  threaded: start the thread (when
  * one cannot be made, the feed scans on the caller's thread instead).
  * cx: for the name-table prefetch.  Never NULL (out of memory ends the
  * process, spmdc_oom). */
 ScanFeed *ast_feed_start(void *flex, ScanState *st, const ParseCtx *cx, bool threaded);
+/* ast_feed_lex past the end of the reader's chunk (or without a thread):
+ * the next chunk, the flex scanner, or the end again. */
+int ast_feed_lex_next(AstSemVal *lval, AstLoc *lloc, void *feed);
 /* The next token into *lval (its tok member) and *lloc; its kind.  feed:
  * a ScanFeed.  After the end of input it returns the end again. */
-int ast_feed_lex(AstSemVal *lval, AstLoc *lloc, void *feed);
+static inline int ast_feed_lex(AstSemVal *lval, AstLoc *lloc, void *feed)
+{
+    ScanFeedReader *r = feed;
+    if (r->pos == r->n) return ast_feed_lex_next(lval, lloc, feed);
+    const FeedTok *t = &r->cur[r->pos++];
+    lval->tok = t->tok;
+    *lloc = t->loc;
+    int kind = t->kind;
+    if (t->name) ast_prefetch_name(r->cx, t->tok);
+    else if (kind == 0) r->n = r->pos; /* the end (YYEOF): ast_feed_lex_next gives it again */
+    return kind;
+}
 /* Stops and joins the scanner's thread (wherever it is) and frees the feed;
  * st may be read again after.  NULL is a no-op. */
 void ast_feed_finish(ScanFeed *f);
@@ -304,6 +364,28 @@ static inline void ast_scan_advance(ScanState *st, AstLoc *loc, size_t len)
  * depth 0 the stack frame section names are SECTION.  For PRIMTYPE, tok->i
  * is set to the ElemType. */
 int ast_scan_word(const char *s, size_t n, int depth, AstTok *tok);
+/* A bare word (an element type, keyword or name; loc: its bytes) as a
+ * token: fills *tok and returns its kind (ast_scan_word,
+ * ast_scan_type_word, ast_scan_name). */
+int ast_scan_word_token(ScanState *st, const AstLoc *loc, AstTok *tok);
+/* The text at loc matched `word[ints]` or `word[ints]{ints}` (no blanks).
+ * When st->coarse is set and it is a well-formed array shape (an element
+ * type, at most SPMDC_MAX_RANK dims of at most 18 digits, a layout that is
+ * a permutation of the dims, no layout '{' following a shape without one,
+ * within the nesting limit), it is one SHAPE token: tok->shape is its
+ * lowered Shape, shared by every SHAPE of the same text (the scanner's
+ * arena: cx->strings when quiet, else cx->keep), and 0 is returned.
+ * Otherwise the length of the word, which the scanner then reads as a
+ * word, and the rest token by token, so every malformed shape meets the
+ * parser's and the lowering's own checks and messages. */
+uint32_t ast_scan_shape(ScanState *st, const AstLoc *loc, AstTok *tok);
+/* The text at loc matched `{}` or `{ints}` (no blanks or signs).  When
+ * st->coarse is set, it follows an attribute name (where the `{` is a
+ * plain one: not backend_config's or a frontend attribute's text), within
+ * the nesting limit, and no integer has more than 18 digits, it is one
+ * INTGROUP token: tok->ints, shared by equal texts as for SHAPE; true.
+ * Otherwise false, and the scanner reads it token by token. */
+bool ast_scan_int_group(ScanState *st, const AstLoc *loc, AstTok *tok);
 /* Fills tok for an INT; false (after reporting) if it fits neither int64 nor uint64. */
 bool ast_scan_int(ScanState *st, const AstLoc *loc, AstTok *tok);
 /* Unescapes a STRING token's text (with the quotes) into the arena. */
@@ -383,6 +465,11 @@ AstList ast_list_add(AstList l, AstVal *v);
 /* A shape dim: INT (flags 0), `<=INT` (AVF_BOUNDED) or `?` (AVF_UNBOUNDED). */
 AstVal *ast_dim(ParseCtx *cx, AstTok t, int flags, const AstLoc *loc);
 AstShape *ast_array_shape(ParseCtx *cx, AstTok type, AstList dims, AstLayout *layout, const AstLoc *loc);
+/* An array shape read whole by the scanner (a SHAPE token). */
+AstShape *ast_pre_shape(ParseCtx *cx, AstTok shape, const AstLoc *loc);
+/* The AV_BRACE group of AV_ELEMs of one AV_INT each that an INTGROUP token
+ * stands for: the nodes '{' INT ',' ... '}' would have made. */
+AstVal *ast_int_group(ParseCtx *cx, AstTok group, const AstLoc *loc);
 /* A layout; tail is NULL when no ':' part was written. */
 AstLayout *ast_layout(ParseCtx *cx, AstList ints, const AstLoc *tail, const AstLoc *loc);
 AstShape *ast_tuple_shape(ParseCtx *cx, AstShapeList elems, const AstLoc *loc);

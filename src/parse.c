@@ -93,6 +93,10 @@ bool parse_int_of(Lower *lw, const AstVal *v, const char *ctx, int64_t *out)
 
 static bool lower_array_shape(Lower *lw, const AstShape *as, Shape *out)
 {
+    if (as->pre) { /* a SHAPE token: checked and lowered by the scanner */
+        *out = *as->pre;
+        return true;
+    }
     memset(out, 0, sizeof *out);
     out->type = (ElemType)as->type.i; /* the scanner looked it up */
     bool ok = true;
@@ -173,11 +177,13 @@ static const HloAttrs ATTRS_DEFAULT = {.to_apply = -1, .select = -1, .condition 
                                       .largest = true};
 
 
-static const InstName *inst_name_find(const Lower *lw, const char *s, uint32_t n)
+/* The entry of a name token (its hash in name.i), or NULL. */
+static const InstName *inst_name_find(const Lower *lw, AstTok name)
 {
     const InstNames *t = &lw->inst_names;
     if (!t->cap) return NULL;
-    uint32_t h = ast_name_hash(s, n), mask = t->cap - 1;
+    const char *s = name.s;
+    uint32_t n = name.n, h = (uint32_t)name.i, mask = t->cap - 1;
     for (uint32_t i = h & mask;; i = (i + 1) & mask) {
         uint64_t v = t->slot[i];
         if (!v) return NULL;
@@ -194,7 +200,7 @@ static void inst_name_slot(InstNames *t, uint32_t h, uint32_t ent)
     t->slot[i] = (uint64_t)h << 32 | (ent + 1);
 }
 
-/* Adds a name that is not present: name is the token's text, loc the
+/* Adds a name that is not present: name is the token (its hash in name.i), loc the
  * token's location. */
 static void inst_name_add(Lower *lw, AstTok name, int32_t idx, const AstLoc *loc)
 {
@@ -214,7 +220,7 @@ static void inst_name_add(Lower *lw, AstTok name, int32_t idx, const AstLoc *loc
         lw->cx->name_mask = cap - 1;
         for (uint32_t k = 0; k < t->n; k++) inst_name_slot(t, t->ents[k].hash, k);
     }
-    uint32_t h = ast_name_hash(name.s, name.n);
+    uint32_t h = (uint32_t)name.i;
     t->ents[t->n] = (InstName){loc->off, loc->end - loc->off, name.n, h, idx};
     inst_name_slot(t, h, t->n);
     t->n++;
@@ -245,7 +251,7 @@ static bool lower_operand(Lower *lw, int32_t ci, const AstVal *e, int32_t *out)
         return parse_err(lw, &e->loc, "expected an operand (an instruction name, optionally after its shape), found %s",
                          describe(lw, e));
     }
-    const InstName *d = inst_name_find(lw, nm->t.s, nm->t.n);
+    const InstName *d = inst_name_find(lw, nm->t);
     if (!d) {
         Pending *pd = ARENA_NEW(lw->comp_arena, Pending);
         *pd = (Pending){nm->t, nm->loc, lw->pending_ops};
@@ -328,7 +334,7 @@ static bool infer_shape(Lower *lw, int32_t ci, const AstInst *ai, HloOpcode op, 
 /* Name bookkeeping for instruction idx: duplicates and ROOT. */
 static void name_inst(Lower *lw, const AstInst *ai, int32_t idx)
 {
-    const InstName *e = inst_name_find(lw, ai->name.s, ai->name.n);
+    const InstName *e = inst_name_find(lw, ai->name);
     if (e) {
         parse_err(lw, &ai->name_loc, "duplicate instruction name '%.*s' in computation '%.*s'", TOKF(ai->name),
                   TOKF(lw->cur_comp_name));
@@ -416,7 +422,7 @@ static void attrs_memo_add(Lower *lw, const AstLoc *key, HloOpcode op, uint32_t 
 static void lower_inst(Lower *lw, const AstInst *ai)
 {
     int32_t ci = lw->cur_comp, idx = lw->n_insts++;
-    int32_t opi = kw_find(&lw->opcodes, ai->opcode.s, ai->opcode.n);
+    int32_t opi = kw_find_tok(&lw->opcodes, ai->opcode);
     bool oe = opi >= 0;
     HloOpcode op = oe ? (HloOpcode)opi : HLO_OPCODE_COUNT;
     bool ok = true, have_shape = ai->shape != NULL;
@@ -631,7 +637,7 @@ static Pending *in_text_order(Pending **list)
 static void report_pending_ops(Lower *lw)
 {
     for (Pending *p = in_text_order(&lw->pending_ops); p; p = p->next) {
-        const InstName *d = inst_name_find(lw, p->name.s, p->name.n);
+        const InstName *d = inst_name_find(lw, p->name);
         if (d) {
             parse_err(lw, &p->loc, "operand '%.*s' is used before its definition", TOKF(p->name));
             AstLoc dl = inst_name_loc(d);
@@ -813,9 +819,9 @@ static size_t g_thread_min = PARSE_THREAD_MIN;
 void parse_set_thread_min(size_t bytes) { g_thread_min = bytes ? bytes : PARSE_THREAD_MIN; }
 
 /* Runs scanner + parser; the sink lowers as the parser goes.  fast: the
- * parser without LAC, which reads its tokens through a ScanFeed: from a
- * scanner on a thread of its own when the input has g_thread_min bytes or
- * more.  That scanner reports no errors (ScanState.quiet): a failed scan
+ * parser without LAC, which reads its tokens, whole shapes among them
+ * (ScanState.coarse), through a ScanFeed: from a scanner on a thread of its
+ * own when the input has g_thread_min bytes or more.  That scanner reports no errors (ScanState.quiet): a failed scan
  * leaves an error in cx->diag, so that the caller runs the parse again
  * without it. */
 static void run_parser(ParseCtx *cx, Lower *lw, bool fast)
@@ -823,6 +829,7 @@ static void run_parser(ParseCtx *cx, Lower *lw, bool fast)
     ScanState st;
     memset(&st, 0, sizeof st);
     st.cx = cx;
+    st.coarse = fast;
     yyscan_t scanner;
     if (hlo_yylex_init_extra(&st, &scanner) != 0) spmdc_oom();
     int rc;
@@ -884,8 +891,9 @@ static HloModule *parse_once(const char *text, size_t len, uint32_t file_id, Dia
 }
 
 /* The parser without LAC runs first, its diagnostics into a probe engine.
- * On input it takes without a word (no error, warning or note) it took the
- * same steps as the LAC parser would have, so its module is the result.
+ * On input it takes without a word (no error, warning or note) it read the
+ * input as the LAC parser would have (the shapes its scanner read whole,
+ * ast_scan_shape, lower to the same Shapes), so its module is the result.
  * Otherwise its module and messages are dropped and the LAC parser runs
  * with the caller's engine: every message (the exact expected-token lists
  * of syntax errors among them) is as that parser alone gives it. */

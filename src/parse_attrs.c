@@ -951,7 +951,7 @@ bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
     const AstVal **raw = n_all ? ARENA_ARRAY(lw->tmp, const AstVal *, n_all) : NULL;
     bool ok = true;
     for (const AstVal *at = ai->attrs; at; at = at->next) {
-        int32_t ek = kw_find(&lw->attr_specs, at->t.s, at->t.n);
+        int32_t ek = kw_find_tok(&lw->attr_specs, at->t);
         if (ek >= 0 && ATTR_SPECS[ek].fn == at_compare_type && op != HLO_COMPARE) ek = -1;
         if (ek >= 0 && op != HLO_TOPK &&
             (strcmp(ATTR_SPECS[ek].name, "k") == 0 || strcmp(ATTR_SPECS[ek].name, "largest") == 0))

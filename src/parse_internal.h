@@ -81,12 +81,24 @@ static inline void kw_add(KwTable *t, const char *s, uint32_t n, int32_t idx)
     t->ents[i] = (KwEnt){s, n, idx};
 }
 
+/* The index of s[0..n) (h: its ast_name_hash), or -1. */
+static inline int32_t kw_find_hashed(const KwTable *t, const char *s, uint32_t n, uint32_t h)
+{
+    for (uint32_t i = h & t->mask; t->ents[i].key; i = (i + 1) & t->mask)
+        if (t->ents[i].len == n && memcmp(t->ents[i].key, s, n) == 0) return t->ents[i].idx;
+    return -1;
+}
+
 /* The index of s[0..n), or -1. */
 static inline int32_t kw_find(const KwTable *t, const char *s, uint32_t n)
 {
-    for (uint32_t i = ast_name_hash(s, n) & t->mask; t->ents[i].key; i = (i + 1) & t->mask)
-        if (t->ents[i].len == n && memcmp(t->ents[i].key, s, n) == 0) return t->ents[i].idx;
-    return -1;
+    return kw_find_hashed(t, s, n, ast_name_hash(s, n));
+}
+
+/* The index of a word or name token's text (its hash is in t.i), or -1. */
+static inline int32_t kw_find_tok(const KwTable *t, AstTok tok)
+{
+    return kw_find_hashed(t, tok.s, tok.n, (uint32_t)tok.i);
 }
 
 /* A name that was not (yet) defined where it was used; resolved at the end

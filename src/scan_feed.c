@@ -10,14 +10,6 @@
 
 int hlo_yylex(AstSemVal *lval, AstLoc *lloc, void *scanner);
 
-/* One scanned token: its kind, value (AstSemVal.tok, the only member the
- * scanner sets) and location. */
-typedef struct FeedTok {
-    AstTok tok;
-    AstLoc loc;
-    int32_t kind;
-} FeedTok;
-
 /* Tokens per chunk and chunks in the ring: 8 x 8,192 x 40 bytes = 2.6 MB.
  * A chunk is about 230 instructions of the usual forms, so the two threads
  * meet (a mutex and at most one wake-up each) a few thousand times on a
@@ -26,8 +18,8 @@ typedef struct FeedTok {
 #define FEED_CHUNKS 8
 
 struct ScanFeed {
+    ScanFeedReader rd;      /* the parser's side (first: ast_feed_lex reads it) */
     void *flex;             /* the flex scanner (yyscan_t) */
-    const ParseCtx *cx;
     bool threaded;
     /* threaded: */
     pthread_t thread;
@@ -38,11 +30,6 @@ struct ScanFeed {
     uint32_t count[FEED_CHUNKS];
     uint64_t published, released; /* chunks, counted from the start (under mu) */
     bool stop;              /* the parser is done: the scanner ends (under mu) */
-    /* the parser's side (its thread only): */
-    const FeedTok *cur;     /* the chunk being read, NULL: none */
-    uint32_t pos, n;
-    bool at_eof;            /* the end-of-input token was read */
-    FeedTok eof;
 };
 
 static void *feed_scan(void *arg)
@@ -63,6 +50,7 @@ static void *feed_scan(void *arg)
             FeedTok *t = &c[n++];
             t->kind = hlo_yylex(&v, &t->loc, f->flex);
             t->tok = v.tok;
+            t->name = t->kind == TOK_NAME_PCT || t->kind == TOK_IDENT;
             end = t->kind == TOK_YYEOF;
         }
         pthread_mutex_lock(&f->mu);
@@ -79,13 +67,13 @@ ScanFeed *ast_feed_start(void *flex, ScanState *st, const ParseCtx *cx, bool thr
     ScanFeed *f = calloc(1, sizeof *f);
     if (!f) spmdc_oom();
     f->flex = flex;
-    f->cx = cx;
+    f->rd.cx = cx;
     if (!threaded || !cx->strings) return f;
     f->ring = malloc(sizeof(FeedTok) * FEED_CHUNK * FEED_CHUNKS);
     if (!f->ring) spmdc_oom();
     /* the scanner's thread touches nothing the parser's does: strings go
      * to cx->strings (the caller's, made before), errors only mark it failed (ast_scan_error),
-     * and it leaves the name-table prefetch to the parser (ast_feed_lex) */
+     * and it leaves the name-table prefetch to the parser (ast_feed_lex, FeedTok.name) */
     st->quiet = true;
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->room, NULL);
@@ -125,35 +113,29 @@ void ast_feed_finish(ScanFeed *f)
 static void feed_next_chunk(ScanFeed *f)
 {
     pthread_mutex_lock(&f->mu);
-    if (f->cur) {
+    if (f->rd.cur) {
         f->released++;
         pthread_cond_signal(&f->room);
     }
     while (f->published == f->released) pthread_cond_wait(&f->ready, &f->mu);
     uint32_t k = (uint32_t)(f->released % FEED_CHUNKS);
-    f->n = f->count[k];
+    f->rd.n = f->count[k];
     pthread_mutex_unlock(&f->mu);
-    f->cur = f->ring + (size_t)k * FEED_CHUNK;
-    f->pos = 0;
+    f->rd.cur = f->ring + (size_t)k * FEED_CHUNK;
+    f->rd.pos = 0;
 }
 
-int ast_feed_lex(AstSemVal *lval, AstLoc *lloc, void *feed)
+int ast_feed_lex_next(AstSemVal *lval, AstLoc *lloc, void *feed)
 {
     ScanFeed *f = feed;
     if (!f->threaded) return hlo_yylex(lval, lloc, f->flex);
-    if (f->at_eof) {
-        lval->tok = f->eof.tok;
-        *lloc = f->eof.loc;
-        return f->eof.kind;
+    /* the end is the last token of its chunk, which the scanner then leaves alone */
+    const FeedTok *last = f->rd.pos ? &f->rd.cur[f->rd.pos - 1] : NULL;
+    if (last && last->kind == TOK_YYEOF) {
+        lval->tok = last->tok;
+        *lloc = last->loc;
+        return TOK_YYEOF;
     }
-    if (f->pos == f->n) feed_next_chunk(f);
-    const FeedTok *t = &f->cur[f->pos++];
-    lval->tok = t->tok;
-    *lloc = t->loc;
-    if (t->kind == TOK_NAME_PCT || t->kind == TOK_IDENT) ast_prefetch_name(f->cx, t->tok);
-    if (t->kind == TOK_YYEOF) {
-        f->at_eof = true;
-        f->eof = *t;
-    }
-    return t->kind;
+    feed_next_chunk(f); /* a chunk holds one token or more */
+    return ast_feed_lex(lval, lloc, feed);
 }

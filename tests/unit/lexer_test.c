@@ -41,6 +41,7 @@ static const struct {
     {TOK_KW_SHARD_AS, "shard_as"},  {TOK_KW_SHARD_LIKE, "shard_like"}, {TOK_LE, "<="},
     {TOK_ARROW, "->"},              {TOK_ELLIPSIS, "..."},      {TOK_TPAREN, "T("},
     {TOK_LAYOUT_LBRACE, "LAYOUT{"}, {TOK_HLO_YYerror, "ERROR"}, {TOK_SECTION, "SECTION"},
+    {TOK_SHAPE, "SHAPE"},           {TOK_INTGROUP, "INTGROUP"},
 };
 
 /* Tokens with text print it in parentheses. */
@@ -48,8 +49,12 @@ static bool has_text(int tok)
 {
     return tok == TOK_NAME_PCT || tok == TOK_LABEL || tok == TOK_ATTRNAME || tok == TOK_PRIMTYPE ||
            tok == TOK_IDENT || tok == TOK_INT || tok == TOK_DECIMAL || tok == TOK_NAN || tok == TOK_STRING ||
-           tok == TOK_BLOB || tok == TOK_DXD || tok == TOK_PAD || tok == TOK_DIMLABELS;
+           tok == TOK_BLOB || tok == TOK_DXD || tok == TOK_PAD || tok == TOK_DIMLABELS || tok == TOK_SHAPE ||
+           tok == TOK_INTGROUP;
 }
+
+/* Whether lex() reads whole shapes (ScanState.coarse, as for the parser without LAC). */
+static bool g_coarse;
 
 typedef struct Lexed {
     StrBuf out;       /* rendered tokens */
@@ -76,6 +81,7 @@ static void lex(Lexed *lx, const char *text)
     ScanState st;
     memset(&st, 0, sizeof st);
     st.cx = &cx;
+    st.coarse = g_coarse;
     yyscan_t sc;
     assert_int_equal(hlo_yylex_init_extra(&st, &sc), 0);
     hlo_yy_scan_bytes(text, (int)len, sc);
@@ -222,6 +228,74 @@ static void test_layout_brace(void **state)
     expect_tokens("{ 0 }", "'{' INT(0) '}'");
 }
 
+/* For the parser without LAC a well-formed array shape is one SHAPE token,
+ * lowered by the scanner and shared by equal texts; every other shape is
+ * read token by token, as for the LAC parser. */
+static void test_coarse_shapes(void **state)
+{
+    (void)state;
+    g_coarse = true;
+    expect_tokens("f32[2,3]{1,0} bf16[] pred[]{} s32[07], %x",
+                  "SHAPE(f32[2,3]{1,0}) SHAPE(bf16[]) SHAPE(pred[]{}) SHAPE(s32[07]) ',' NAME_PCT(x)");
+    Lexed lx;
+    lex(&lx, "u8[5,1,4]{0,2,1}");
+    const Shape *s = lx.last.shape;
+    assert_int_equal(s->type, ET_U8);
+    assert_int_equal(s->rank, 3);
+    assert_true(s->dims[0] == 5 && s->dims[1] == 1 && s->dims[2] == 4);
+    assert_true(s->has_layout);
+    assert_true(s->minor_to_major[0] == 0 && s->minor_to_major[1] == 2 && s->minor_to_major[2] == 1);
+    lexed_free(&lx);
+    lex(&lx, "s32[7] s32[]");
+    assert_false(lx.last.shape->has_layout);
+    assert_int_equal(lx.last.shape->rank, 0);
+    lexed_free(&lx);
+    /* read token by token: a layout after a blank, a layout tail, a layout
+     * that is no permutation or of another rank, more than 8 dims, a dim of
+     * 19 digits, a word that is no element type */
+    expect_tokens("f32[2] {0}", "PRIMTYPE(f32) '[' INT(2) ']' LAYOUT{ INT(0) '}'");
+    expect_tokens("f32[2] /* c */{0}", "PRIMTYPE(f32) '[' INT(2) ']' LAYOUT{ INT(0) '}'");
+    expect_tokens("f32[2]{0:T(2)}", "PRIMTYPE(f32) '[' INT(2) ']' LAYOUT{ INT(0) ':' T( INT(2) ')' '}'");
+    expect_tokens("f32[2,2]{0,0}", "PRIMTYPE(f32) '[' INT(2) ',' INT(2) ']' LAYOUT{ INT(0) ',' INT(0) '}'");
+    expect_tokens("f32[2]{1}", "PRIMTYPE(f32) '[' INT(2) ']' LAYOUT{ INT(1) '}'");
+    expect_tokens("f32[2]{}", "PRIMTYPE(f32) '[' INT(2) ']' LAYOUT{ '}'");
+    expect_tokens("f32[1,1,1,1,1,1,1,1,1]", "PRIMTYPE(f32) '[' INT(1) ',' INT(1) ',' INT(1) ',' INT(1) ',' INT(1) "
+                                            "',' INT(1) ',' INT(1) ',' INT(1) ',' INT(1) ']'");
+    expect_tokens("f32[1234567890123456789]", "PRIMTYPE(f32) '[' INT(1234567890123456789) ']'");
+    expect_tokens("f32[123456789012345678]", "SHAPE(f32[123456789012345678])");
+    expect_tokens("mesh[1] f32x[2]", "IDENT(mesh) '[' INT(1) ']' IDENT(f32x) '[' INT(2) ']'");
+    g_coarse = false;
+    /* the LAC parser's scanner never reads one */
+    expect_tokens("bf16[8]{0}", "PRIMTYPE(bf16) '[' INT(8) ']' LAYOUT{ INT(0) '}'");
+}
+
+/* Likewise an attribute's plain integer list `={...}` is one INTGROUP. */
+static void test_coarse_int_groups(void **state)
+{
+    (void)state;
+    g_coarse = true;
+    expect_tokens("a={1,0}, b={}, c={07}", "ATTRNAME(a) INTGROUP({1,0}) ',' ATTRNAME(b) INTGROUP({}) ',' "
+                                           "ATTRNAME(c) INTGROUP({07})");
+    Lexed lx;
+    lex(&lx, "x={12,3,456}");
+    const AstIntGroup *g = lx.last.ints;
+    assert_int_equal(g->n, 3);
+    assert_true(g->ints[0].v == 12 && g->ints[1].v == 3 && g->ints[2].v == 456);
+    assert_true(g->ints[2].off == 6 && g->ints[2].len == 3);
+    lexed_free(&lx);
+    /* token by token: blanks, a sign, 19 digits, not after an attribute
+     * name, backend_config's text, a frontend attribute's */
+    expect_tokens("a={1, 0}", "ATTRNAME(a) '{' INT(1) ',' INT(0) '}'");
+    expect_tokens("a={-1}", "ATTRNAME(a) '{' INT(-1) '}'");
+    expect_tokens("a={1234567890123456789}", "ATTRNAME(a) '{' INT(1234567890123456789) '}'");
+    expect_tokens("a={123456789012345678}", "ATTRNAME(a) INTGROUP({123456789012345678})");
+    expect_tokens("[{1}]", "'[' '{' INT(1) '}' ']'");
+    expect_tokens("backend_config={1}", "ATTRNAME(backend_config) BLOB({1})");
+    expect_tokens("frontend_attributes={k={1}}", "ATTRNAME(frontend_attributes) '{' ATTRNAME(k) BLOB({1}) '}'");
+    g_coarse = false;
+    expect_tokens("a={1,0}", "ATTRNAME(a) '{' INT(1) ',' INT(0) '}'");
+}
+
 static void test_iota_transpose(void **state)
 {
     (void)state;
@@ -345,7 +419,8 @@ typedef struct FedTok {
     AstTok tok;
 } FedTok;
 
-static FedTok *scan_all(const char *text, size_t len, bool threaded, int *n_out, bool *failed, Arena *strings)
+static FedTok *scan_all(const char *text, size_t len, bool threaded, bool coarse, int *n_out, bool *failed,
+                        Arena *strings)
 {
     DiagEngine *d = diag_create(NULL);
     uint32_t fid = diag_add_file(d, "t.hlo", text, len);
@@ -356,6 +431,7 @@ static FedTok *scan_all(const char *text, size_t len, bool threaded, int *n_out,
     ScanState st;
     memset(&st, 0, sizeof st);
     st.cx = &cx;
+    st.coarse = coarse;
     yyscan_t sc;
     assert_int_equal(hlo_yylex_init_extra(&st, &sc), 0);
     ScanFeed *f = ast_feed_start(sc, &st, &cx, threaded);
@@ -373,6 +449,12 @@ static FedTok *scan_all(const char *text, size_t len, bool threaded, int *n_out,
             char *copy = malloc(t->tok.n + 1);
             memcpy(copy, t->tok.s, t->tok.n);
             t->tok.s = copy;
+        } else if (t->kind == TOK_INTGROUP) { /* and the list: compare its text */
+            memset(&t->tok.i, 0, sizeof t->tok.i);
+        } else if (t->kind == TOK_SHAPE) { /* so is the shape */
+            Shape *copy = malloc(sizeof *copy);
+            memcpy(copy, t->tok.shape, sizeof *copy);
+            t->tok.shape = copy;
         } else if (t->kind != TOK_YYEOF && !has_text(t->kind)) {
             memset(&t->tok, 0, sizeof t->tok); /* punctuation leaves the value unset */
         }
@@ -397,13 +479,15 @@ static void free_scanned(FedTok *t, int n)
 {
     for (int k = 0; k < n; k++)
         if (t[k].kind == TOK_STRING) free((char *)t[k].tok.s);
+        else if (t[k].kind == TOK_SHAPE) free((Shape *)t[k].tok.shape);
     free(t);
 }
 
 /* A scanner on its own thread (ScanFeed) hands the parser exactly the
  * tokens, values and locations of the direct scan, across chunk and ring
  * boundaries (about 150,000 tokens: more than the ring's 8 x 8,192), with
- * strings, blobs and a lexical error; its errors only mark it failed. */
+ * strings, blobs, whole shapes and integer lists or not, and a lexical error; its errors
+ * only mark it failed. */
 static void test_feed_on_thread_matches_direct_scan(void **state)
 {
     (void)state;
@@ -411,20 +495,21 @@ static void test_feed_on_thread_matches_direct_scan(void **state)
     sb_puts(&b, "HloModule m\nENTRY %e {\n");
     for (int k = 0; k < 5000; k++)
         sb_printf(&b, "  %%a.%d = f32[8,16]{1,0} add(%%x.%d, %%y), metadata={op_name=\"jit(f)/add\\t%d\"}, "
-                      "backend_config={\"k\": [%d, {\"z\": 1}]}, sharding={devices=[2,1]<=[2]}\n",
+                      "backend_config={\"k\": [%d, {\"z\": 1}]}, sharding={devices=[2,1]<=[2]}, dimensions={1,0}\n",
                   k, k, k, k);
     sb_puts(&b, "}\n");
-    for (int bad = 0; bad < 2; bad++) {
-        if (bad) { /* an integer that does not fit, near the end */
+    for (int run = 0; run < 4; run++) {
+        bool bad = run >= 2, coarse = run % 2;
+        if (run == 2) { /* an integer that does not fit, near the end */
             b.len -= 2;
             sb_puts(&b, " 99999999999999999999999 }\n");
         }
         int n1, n2;
         bool f1, f2;
         Arena *strings = arena_create();
-        FedTok *direct = scan_all(b.data, b.len, false, &n1, &f1, NULL);
-        FedTok *fed = scan_all(b.data, b.len, true, &n2, &f2, strings);
-        assert_true(n1 > 150000);
+        FedTok *direct = scan_all(b.data, b.len, false, coarse, &n1, &f1, NULL);
+        FedTok *fed = scan_all(b.data, b.len, true, coarse, &n2, &f2, strings);
+        assert_true(n1 > (coarse ? 100000 : 150000));
         assert_int_equal(n1, n2);
         assert_int_equal(f1, bad);
         assert_int_equal(f2, bad);
@@ -433,7 +518,10 @@ static void test_feed_on_thread_matches_direct_scan(void **state)
             assert_int_equal(direct[k].loc.off, fed[k].loc.off);
             assert_int_equal(direct[k].loc.end, fed[k].loc.end);
             assert_int_equal(direct[k].tok.n, fed[k].tok.n);
-            assert_true(direct[k].tok.i == fed[k].tok.i);
+            if (direct[k].kind == TOK_SHAPE)
+                assert_memory_equal(direct[k].tok.shape, fed[k].tok.shape, sizeof(Shape));
+            else
+                assert_true(direct[k].tok.i == fed[k].tok.i);
             if (direct[k].tok.n) assert_memory_equal(direct[k].tok.s, fed[k].tok.s, direct[k].tok.n);
         }
         free_scanned(direct, n1);
@@ -454,6 +542,8 @@ int main(void)
         cmocka_unit_test(test_dim_labels),
         cmocka_unit_test(test_punctuation),
         cmocka_unit_test(test_layout_brace),
+        cmocka_unit_test(test_coarse_shapes),
+        cmocka_unit_test(test_coarse_int_groups),
         cmocka_unit_test(test_iota_transpose),
         cmocka_unit_test(test_strings_unescaped),
         cmocka_unit_test(test_single_quotes_and_sections),

@@ -256,6 +256,17 @@ static void test_shapes_and_layouts(void **state)
     assert_shape(&c->shape, "((f32[1], pred[]), token[], ())");
     assert_int_equal(find(p.m, "e", "e")->shape.rank, 8);
     parsed_free(&p);
+    /* a shape the scanner reads whole (no blanks) lowers to the bytes of one
+     * read token by token */
+    p = parse_ok(entry("  f = f32[2,3]{0,1} parameter(0)\n"
+                       "  g = f32[2, 3]{0, 1} parameter(1)\n"
+                       "  h = s8[] parameter(2)\n"
+                       "  i = s8[ ] parameter(3)\n"
+                       "  j = f32[2,3]{0,1} add(f32[2,3]{0,1} f, f32[2, 3]{0,1} g)"));
+    assert_memory_equal(&find(p.m, "e", "f")->shape, &find(p.m, "e", "g")->shape, sizeof(Shape));
+    assert_memory_equal(&find(p.m, "e", "h")->shape, &find(p.m, "e", "i")->shape, sizeof(Shape));
+    assert_shape(&find(p.m, "e", "j")->shape, "f32[2,3]{0,1}");
+    parsed_free(&p);
 }
 
 static void test_shape_errors(void **state)
