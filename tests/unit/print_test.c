@@ -664,12 +664,35 @@ static void test_round_trips(void **state)
     round_trip(RT_NAMED_KINDS, RT_NAMED_KINDS_BOUND);
 }
 
+/* sb_int spells every int64 as printf's %lld does, appending after what
+ * the buffer holds (the printer writes every number through it). */
+static void test_int_digits(void **state)
+{
+    (void)state;
+    static const int64_t vals[] = {0,    1,    9,          10,        11,         99,        100,       101,
+                                   999,  1000, 1234567,    -1,        -9,         -10,       -99,       -100,
+                                   -101, 65536, 4294967296, INT64_MAX, INT64_MIN, INT64_MIN + 1, 1000000000000000000};
+    StrBuf b = {0};
+    char want[64], all[2048] = "";
+    sb_puts(&b, "x");
+    strcat(all, "x");
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        snprintf(want, sizeof want, "%lld,", (long long)vals[i]);
+        strcat(all, want);
+        sb_int(&b, vals[i]);
+        sb_putc(&b, ',');
+        assert_string_equal(sb_cstr(&b), all);
+        assert_int_equal(b.len, strlen(all));
+    }
+    sb_free(&b);
+}
+
 int main(void)
 {
 #define T(x) cmocka_unit_test_setup_teardown(x, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_constants), T(test_shape_ops), T(test_compute_ops), T(test_collectives), T(test_calls_and_raw),
-        T(test_module),    cmocka_unit_test(test_round_trips),
+        T(test_module),    cmocka_unit_test(test_round_trips), cmocka_unit_test(test_int_digits),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
