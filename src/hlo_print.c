@@ -268,6 +268,27 @@ static void put_conv_labels(StrBuf *b, const ConvDims *c)
     sb_printf(b, ", dim_labels=%.*s_%.*s->%.*s", (int)n, lhs, (int)n, rhs, (int)n, out);
 }
 
+/* What printing one module remembers between instructions, so the repeated
+ * layers of a large module do not spell the same attribute text again for
+ * every instruction:
+ *  - put_attrs' text of the shared attribute sets printed last.  Equal sets
+ *    of a module are one copy (hlo_set_attrs), and put_attrs reads only the
+ *    opcode, the set and the module, so a set's address and the opcode key
+ *    its text.  Direct mapped: a slot keeps the last key that hashed to it.
+ *  - the replica groups printed last and their text: collectives carry
+ *    their own sets (each has its channel_id) but mostly the same groups. */
+#define ATTRS_MEMO_SLOTS 64
+typedef struct PrintMemo {
+    struct {
+        const HloAttrs *a; /* NULL: empty slot */
+        HloOpcode op;
+        StrBuf text;
+    } slot[ATTRS_MEMO_SLOTS];
+    int64_t *group_ids; /* heap copy of the last groups' ids (NULL: none yet) */
+    int64_t n_groups, group_size;
+    StrBuf groups_text;  /* their text after "replica_groups=" */
+} PrintMemo;
+
 /* The mesh to factor replica groups over: the module's if it has P
  * devices, else one axis of P (its prime factors). */
 static bool groups_mesh(const HloModule *m, int64_t P, Mesh *mesh)
@@ -281,13 +302,9 @@ static bool groups_mesh(const HloModule *m, int64_t P, Mesh *mesh)
     return mesh_init(mesh, 1, &name, &P, err, sizeof err);
 }
 
-static void put_replica_groups(StrBuf *b, const HloModule *m, const ReplicaGroups *g)
+/* The groups after "replica_groups=" (g has at least one nonempty group). */
+static void put_groups(StrBuf *b, const HloModule *m, const ReplicaGroups *g)
 {
-    sb_puts(b, ", replica_groups=");
-    if (g->n_groups <= 0 || g->group_size <= 0 || !g->ids) {
-        sb_puts(b, "{}");
-        return;
-    }
     int64_t P = g->n_groups * g->group_size;
     Mesh mesh;
     int8_t order[SPMDC_MAX_ATOMS];
@@ -312,13 +329,37 @@ static void put_replica_groups(StrBuf *b, const HloModule *m, const ReplicaGroup
     sb_putc(b, '}');
 }
 
-static void put_collective_head(StrBuf *b, const HloModule *m, const HloAttrs *a)
+static void put_replica_groups(StrBuf *b, const HloModule *m, const ReplicaGroups *g, PrintMemo *memo)
+{
+    sb_puts(b, ", replica_groups=");
+    if (g->n_groups <= 0 || g->group_size <= 0 || !g->ids) {
+        sb_puts(b, "{}");
+        return;
+    }
+    if (!memo) {
+        put_groups(b, m, g);
+        return;
+    }
+    size_t bytes = sizeof(int64_t) * (size_t)g->n_groups * (size_t)g->group_size;
+    if (!memo->group_ids || memo->n_groups != g->n_groups || memo->group_size != g->group_size ||
+        memcmp(memo->group_ids, g->ids, bytes) != 0) {
+        memo->group_ids = xrealloc(memo->group_ids, bytes);
+        memcpy(memo->group_ids, g->ids, bytes);
+        memo->n_groups = g->n_groups;
+        memo->group_size = g->group_size;
+        sb_clear(&memo->groups_text);
+        put_groups(&memo->groups_text, m, g);
+    }
+    sb_putn(b, memo->groups_text.data, memo->groups_text.len);
+}
+
+static void put_collective_head(StrBuf *b, const HloModule *m, const HloAttrs *a, PrintMemo *memo)
 {
     if (a->channel_id) {
         sb_puts(b, ", channel_id=");
         sb_int(b, a->channel_id);
     }
-    put_replica_groups(b, m, &a->replica_groups);
+    put_replica_groups(b, m, &a->replica_groups, memo);
 }
 
 static const char *compare_dir_name(CompareDir d)
@@ -376,30 +417,30 @@ static void put_gather_scatter(StrBuf *b, const HloModule *m, const HloInst *ins
     put_comp(b, m, "to_apply", a->to_apply);
 }
 
-static void put_collective(StrBuf *b, const HloModule *m, const HloInst *inst, const HloAttrs *a)
+static void put_collective(StrBuf *b, const HloModule *m, const HloInst *inst, const HloAttrs *a, PrintMemo *memo)
 {
     switch (inst->op) {
     case HLO_ALL_REDUCE:
-        put_collective_head(b, m, a);
+        put_collective_head(b, m, a, memo);
         if (a->use_global_device_ids)
             sb_puts(b, ", use_global_device_ids=true");
         put_comp(b, m, "to_apply", a->to_apply);
         break;
     case HLO_ALL_GATHER:
-        put_collective_head(b, m, a);
+        put_collective_head(b, m, a, memo);
         put_list(b, "dimensions", a->dimensions);
         if (a->use_global_device_ids)
             sb_puts(b, ", use_global_device_ids=true");
         break;
     case HLO_REDUCE_SCATTER:
-        put_collective_head(b, m, a);
+        put_collective_head(b, m, a, memo);
         if (a->use_global_device_ids)
             sb_puts(b, ", use_global_device_ids=true");
         put_list(b, "dimensions", a->dimensions);
         put_comp(b, m, "to_apply", a->to_apply);
         break;
     case HLO_ALL_TO_ALL:
-        put_collective_head(b, m, a);
+        put_collective_head(b, m, a, memo);
         put_list_if(b, "dimensions", a->dimensions);
         break;
     case HLO_COLLECTIVE_PERMUTE:
@@ -452,8 +493,9 @@ static void put_calls(StrBuf *b, const HloModule *m, const HloInst *inst, const 
     }
 }
 
-/* The typed attributes of one instruction, XLA's spelling and order. */
-static void put_attrs(StrBuf *b, const HloModule *m, const HloInst *inst, const HloAttrs *a)
+/* The typed attributes of one instruction, XLA's spelling and order (memo:
+ * see PrintMemo; NULL: none). */
+static void put_attrs(StrBuf *b, const HloModule *m, const HloInst *inst, const HloAttrs *a, PrintMemo *memo)
 {
     switch (inst->op) {
     case HLO_IOTA:
@@ -523,7 +565,7 @@ static void put_attrs(StrBuf *b, const HloModule *m, const HloInst *inst, const 
     case HLO_REDUCE_SCATTER:
     case HLO_ALL_TO_ALL:
     case HLO_COLLECTIVE_PERMUTE:
-        put_collective(b, m, inst, a);
+        put_collective(b, m, inst, a, memo);
         break;
     case HLO_SEND:
     case HLO_SEND_DONE:
@@ -579,7 +621,33 @@ static void put_operands(StrBuf *b, const HloModule *m, int32_t c, const HloInst
     sb_putc(b, ')');
 }
 
-static void print_inst(StrBuf *b, const HloModule *m, int32_t c, int32_t i, const HloPrintOptions *opt, bool quote)
+static void print_memo_free(PrintMemo *memo)
+{
+    for (int k = 0; k < ATTRS_MEMO_SLOTS; k++) sb_free(&memo->slot[k].text);
+    free(memo->group_ids);
+    sb_free(&memo->groups_text);
+}
+
+/* put_attrs through memo (NULL: none); only shared sets are kept. */
+static void put_attrs_memo(StrBuf *b, const HloModule *m, const HloInst *inst, const HloAttrs *a, PrintMemo *memo)
+{
+    if (!memo || !inst->attrs_shared) {
+        put_attrs(b, m, inst, a, memo);
+        return;
+    }
+    uintptr_t h = ((uintptr_t)a >> 4) * 31u + (uintptr_t)inst->op;
+    size_t k = (size_t)((h ^ (h >> 7)) % ATTRS_MEMO_SLOTS);
+    if (memo->slot[k].a != a || memo->slot[k].op != inst->op) {
+        sb_clear(&memo->slot[k].text);
+        put_attrs(&memo->slot[k].text, m, inst, a, memo);
+        memo->slot[k].a = a;
+        memo->slot[k].op = inst->op;
+    }
+    sb_putn(b, memo->slot[k].text.data, memo->slot[k].text.len);
+}
+
+static void print_inst(StrBuf *b, const HloModule *m, int32_t c, int32_t i, const HloPrintOptions *opt, bool quote,
+                       PrintMemo *memo)
 {
     const HloInst *inst = &m->comps[c].insts[i];
     const HloAttrs *a = hlo_attrs(inst);
@@ -590,7 +658,7 @@ static void print_inst(StrBuf *b, const HloModule *m, int32_t c, int32_t i, cons
     sb_putc(b, ' ');
     sb_puts(b, hlo_opcode_name(inst->op));
     put_operands(b, m, c, inst, a);
-    put_attrs(b, m, inst, a);
+    put_attrs_memo(b, m, inst, a, memo);
     if (opt->print_shardings) {
         if (inst->sharding && m->has_mesh) {
             sb_puts(b, ", sharding=");
@@ -612,7 +680,7 @@ static void print_inst(StrBuf *b, const HloModule *m, int32_t c, int32_t i, cons
 
 void hlo_print_inst(StrBuf *b, const HloModule *m, int32_t c, int32_t i, const HloPrintOptions *opt)
 {
-    print_inst(b, m, c, i, opt, false);
+    print_inst(b, m, c, i, opt, false, NULL);
 }
 
 static void print_module(StrBuf *b, const HloModule *m, const HloPrintOptions *opt, bool quote)
@@ -626,6 +694,8 @@ static void print_module(StrBuf *b, const HloModule *m, const HloPrintOptions *o
     if (m->num_partitions > 0)
         sb_printf(b, ", num_partitions=%" PRId64, m->num_partitions);
     sb_putc(b, '\n');
+    PrintMemo memo;
+    memset(&memo, 0, sizeof memo);
     for (int32_t c = 0; c < m->n_comps; c++) {
         const HloComputation *comp = &m->comps[c];
         sb_printf(b, "\n%s%%%s", comp->is_entry ? "ENTRY " : "", comp->name);
@@ -634,12 +704,13 @@ static void print_module(StrBuf *b, const HloModule *m, const HloPrintOptions *o
         sb_puts(b, " {\n");
         for (int32_t i = 0; i < comp->n_insts; i++) {
             sb_puts(b, i == comp->root ? "  ROOT " : "  ");
-            print_inst(b, m, c, i, opt, quote);
+            print_inst(b, m, c, i, opt, quote, &memo);
             sb_putc(b, '\n');
             sb_flush_point(b);
         }
         sb_puts(b, "}\n");
     }
+    print_memo_free(&memo);
 }
 
 void hlo_print_module(StrBuf *b, const HloModule *m, const HloPrintOptions *opt) { print_module(b, m, opt, false); }

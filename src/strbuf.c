@@ -36,17 +36,40 @@ void sb_printf(StrBuf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
+/* "00" "01" ... "99": two digits per table step. */
+static const char DIGIT_PAIRS[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                  "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                  "8081828384858687888990919293949596979899";
+
+/* Decimal digits of u (1 for 0). */
+static size_t n_digits(uint64_t u)
+{
+    size_t n = 1;
+    for (; u >= 100; u /= 100) n += 2;
+    return n + (u >= 10);
+}
+
+/* The digits go straight into the buffer, from the last one back, two per
+ * division (sb_int prints every dimension and operand number of the output). */
 void sb_int(StrBuf *b, int64_t v)
 {
-    char tmp[24];
-    size_t n = sizeof tmp;
     uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[--n] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0) tmp[--n] = '-';
-    sb_putn(b, tmp + n, sizeof tmp - n);
+    size_t n = n_digits(u) + (v < 0);
+    if (b->len + n + 1 > b->cap) sb_grow(b, n);
+    char *p = b->data + b->len + n;
+    *p = 0;
+    for (; u >= 100; u /= 100) {
+        p -= 2;
+        memcpy(p, DIGIT_PAIRS + 2 * (u % 100), 2);
+    }
+    if (u >= 10) {
+        p -= 2;
+        memcpy(p, DIGIT_PAIRS + 2 * u, 2);
+    } else {
+        *--p = (char)('0' + u);
+    }
+    if (v < 0) *--p = '-';
+    b->len += n;
 }
 
 void sb_int_list(StrBuf *b, const int64_t *v, int32_t n, const char *open, const char *sep, const char *close)

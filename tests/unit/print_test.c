@@ -631,6 +631,34 @@ static const char RT_KINDS[] =
     "  ROOT %t = (f32[8], f32[8]) tuple(%a, %b), sharding={{manual}, {unreduced}}\n"
     "}\n";
 
+/* Repeated attribute sets and replica groups, alternating, and one set
+ * shared by two opcodes' texts: the printer's memo (PrintMemo) must give
+ * each instruction its own text. */
+static const char RT_REPEATS[] =
+    "HloModule rt6, num_partitions=4\n"
+    "\n"
+    "%sum {\n"
+    "  %x = f32[] parameter(0)\n"
+    "  %y = f32[] parameter(1)\n"
+    "  ROOT %s = f32[] add(%x, %y)\n"
+    "}\n"
+    "\n"
+    "ENTRY %main {\n"
+    "  %p = f32[8,8] parameter(0)\n"
+    "  %t0 = f32[8,8] transpose(%p), dimensions={1,0}\n"
+    "  %t1 = f32[8,8] transpose(%t0), dimensions={0,1}\n"
+    "  %r0 = f32[8,8] reverse(%t1), dimensions={1,0}\n"
+    "  %t2 = f32[8,8] transpose(%r0), dimensions={1,0}\n"
+    "  %t3 = f32[8,8] transpose(%t2), dimensions={0,1}\n"
+    "  %a0 = f32[8,8] all-reduce(%t3), channel_id=1, replica_groups=[2,2]<=[4], to_apply=%sum\n"
+    "  %a1 = f32[8,8] all-reduce(%a0), channel_id=2, replica_groups=[2,2]<=[2,2]T(1,0), to_apply=%sum\n"
+    "  %a2 = f32[8,8] all-reduce(%a1), channel_id=3, replica_groups=[2,2]<=[4], to_apply=%sum\n"
+    "  %a3 = f32[8,8] all-reduce(%a2), replica_groups=[1,4]<=[4], to_apply=%sum\n"
+    "  %a4 = f32[8,8] all-reduce(%a3), replica_groups=[1,4]<=[4], to_apply=%sum\n"
+    "  %a5 = f32[8,8] all-reduce(%a4), replica_groups=[2,2]<=[4], to_apply=%sum\n"
+    "  ROOT %a6 = f32[8,8] all-reduce(%a5), replica_groups=[1,4]<=[4], to_apply=%sum\n"
+    "}\n";
+
 static const char RT_NAMED_KINDS[] =
     "HloModule rt5\n"
     "\n"
@@ -661,7 +689,31 @@ static void test_round_trips(void **state)
     round_trip(RT_EXPLICIT, RT_EXPLICIT_BOUND);
     round_trip(RT_NAMED, NULL);
     round_trip(RT_KINDS, NULL);
+    round_trip(RT_REPEATS, NULL);
     round_trip(RT_NAMED_KINDS, RT_NAMED_KINDS_BOUND);
+}
+
+/* sb_int spells every int64 as printf's %lld does, appending after what
+ * the buffer holds (the printer writes every number through it). */
+static void test_int_digits(void **state)
+{
+    (void)state;
+    static const int64_t vals[] = {0,    1,    9,          10,        11,         99,        100,       101,
+                                   999,  1000, 1234567,    -1,        -9,         -10,       -99,       -100,
+                                   -101, 65536, 4294967296, INT64_MAX, INT64_MIN, INT64_MIN + 1, 1000000000000000000};
+    StrBuf b = {0};
+    char want[64], all[2048] = "";
+    sb_puts(&b, "x");
+    strcat(all, "x");
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        snprintf(want, sizeof want, "%lld,", (long long)vals[i]);
+        strcat(all, want);
+        sb_int(&b, vals[i]);
+        sb_putc(&b, ',');
+        assert_string_equal(sb_cstr(&b), all);
+        assert_int_equal(b.len, strlen(all));
+    }
+    sb_free(&b);
 }
 
 int main(void)
@@ -669,7 +721,7 @@ int main(void)
 #define T(x) cmocka_unit_test_setup_teardown(x, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_constants), T(test_shape_ops), T(test_compute_ops), T(test_collectives), T(test_calls_and_raw),
-        T(test_module),    cmocka_unit_test(test_round_trips),
+        T(test_module),    cmocka_unit_test(test_round_trips), cmocka_unit_test(test_int_digits),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
