@@ -146,18 +146,51 @@ MemoryEstimate memory_estimate(const HloModule *m)
 }
 
 /* A memo of leaf_padding's bytes by sharding (address) and shape: equal
- * bound shardings are stored once, so the leaves of a layered model hit it
- * nearly every time. */
+ * bound shardings are mostly stored once, so the leaves of a layered model
+ * hit it nearly every time.  Behind it, a memo by the leaf's tiling (its
+ * content) and shape catches equal shardings stored at different
+ * addresses, so those compute their bytes once too. */
 #define PAD_MEMO_SLOTS 1024
 typedef struct PadMemo {
-    const Sharding *sh;         /* NULL: empty */
-    int32_t type, rank;
+    const Sharding *sh;         /* by address: NULL = empty */
+    Tiling t;                   /* by content: the tiling (when tiled) */
+    int32_t type, rank;         /* rank -1: empty (by content) */
     int64_t dims[SPMDC_MAX_RANK];
     bool tiled;                 /* sharding_to_tiling succeeded */
     int64_t value, pad;         /* local bytes, padding elements of the worst device */
 } PadMemo;
 
-/* Padding and local bytes of one array leaf under its tiling. */
+/* Whether memo entry e is for an array of shape s. */
+static bool pad_memo_shape(const PadMemo *e, const Shape *s)
+{
+    if (e->type != (int32_t)s->type || e->rank != s->rank) return false;
+    for (int32_t d = 0; d < s->rank; d++) /* a few dims: no library call */
+        if (e->dims[d] != s->dims[d]) return false;
+    return true;
+}
+
+/* The entry of the memo by content for tiling t (zero-filled beyond its
+ * fields, so its bytes compare) of array s, computed if new. */
+static const PadMemo *pad_memo_content(const HloModule *in, const Tiling *t, const Shape *s, PadMemo *by_content)
+{
+    const uint64_t *w = (const uint64_t *)(const void *)t;
+    uint64_t h = 0x51ed27u ^ (uint64_t)s->type;
+    for (size_t k = 0; k < sizeof(Tiling) / sizeof(uint64_t); k++) h = (h ^ w[k]) * 0xff51afd7ed558ccdull;
+    for (int32_t d = 0; d < s->rank; d++) h = (h ^ (uint64_t)s->dims[d]) * 0xff51afd7ed558ccdull;
+    PadMemo *e = &by_content[(h >> 40) % PAD_MEMO_SLOTS];
+    if (e->rank >= 0 && pad_memo_shape(e, s) && memcmp(&e->t, t, sizeof(Tiling)) == 0) return e;
+    e->t = *t;
+    e->type = (int32_t)s->type;
+    e->rank = s->rank;
+    memcpy(e->dims, s->dims, sizeof(int64_t) * (size_t)s->rank);
+    Shape local = tiling_local_shape(t, &in->mesh, s);
+    e->value = shape_byte_size(&local);
+    e->pad = tiling_max_device_padding(t, &in->mesh, s);
+    return e;
+}
+
+/* Padding and local bytes of one array leaf under its tiling (memo: the
+ * memo by address, PAD_MEMO_SLOTS entries, then the one by content). */
 static void leaf_padding(const HloModule *in, const Shape *s, const Sharding *sh, PaddingEstimate *p, int32_t c,
                          int32_t i, int32_t leaf, PadMemo *memo)
 {
@@ -165,19 +198,19 @@ static void leaf_padding(const HloModule *in, const Shape *s, const Sharding *sh
     uint64_t h = (uint64_t)(uintptr_t)sh * 0x9e3779b97f4a7c15ull;
     for (int32_t d = 0; d < s->rank; d++) h = (h ^ (uint64_t)s->dims[d]) * 0xff51afd7ed558ccdull;
     PadMemo *e = &memo[(h >> 40) % PAD_MEMO_SLOTS];
-    bool hit = e->sh == sh && e->type == (int32_t)s->type && e->rank == s->rank &&
-               memcmp(e->dims, s->dims, sizeof(int64_t) * (size_t)s->rank) == 0;
+    bool hit = e->sh == sh && pad_memo_shape(e, s);
     Tiling t;
     if (!hit) {
         e->sh = sh;
         e->type = (int32_t)s->type;
         e->rank = s->rank;
         memcpy(e->dims, s->dims, sizeof(int64_t) * (size_t)s->rank);
+        memset(&t, 0, sizeof t);
         e->tiled = sharding_to_tiling(sh, s->rank, &t);
         if (e->tiled) {
-            Shape local = tiling_local_shape(&t, &in->mesh, s);
-            e->value = shape_byte_size(&local);
-            e->pad = tiling_max_device_padding(&t, &in->mesh, s);
+            const PadMemo *x = pad_memo_content(in, &t, s, memo + PAD_MEMO_SLOTS);
+            e->value = x->value;
+            e->pad = x->pad;
         }
     }
     if (!e->tiled) return;
@@ -226,7 +259,8 @@ PaddingEstimate memory_padding(const HloModule *in)
 {
     PaddingEstimate p = {0, 0, -1, -1, -1, -1};
     if (!in->has_mesh || in->entry < 0) return p;
-    PadMemo *memo = xcalloc(PAD_MEMO_SLOTS, sizeof(PadMemo));
+    PadMemo *memo = xcalloc(2 * PAD_MEMO_SLOTS, sizeof(PadMemo)); /* by address, then by content */
+    for (int32_t k = PAD_MEMO_SLOTS; k < 2 * PAD_MEMO_SLOTS; k++) memo[k].rank = -1;
     /* the entry first, so the first uneven value named is the user's */
     for (int32_t i = 0; i < in->comps[in->entry].n_insts; i++) inst_padding(in, in->entry, i, &p, memo);
     for (int32_t c = 0; c < in->n_comps; c++)

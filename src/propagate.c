@@ -88,7 +88,7 @@ typedef struct Ann {
 /* A state offered to a leaf during a step. */
 typedef struct Proposal {
     Tiling t;
-    int32_t leaf, next;   /* next proposal for the same leaf, -1 */
+    int32_t leaf, next;   /* next proposal for the same leaf, 0 */
     int32_t src;          /* leaf whose state it carries */
     int32_t via;          /* global instruction it came through */
     int32_t lorg;         /* annotation the source's state came from */
@@ -139,7 +139,7 @@ typedef struct Engine {
     int32_t n_rules, cap_rules;
     Arena *rules_arena;
     int32_t *sharded, n_sharded; /* instructions that carry a sharding, in order */
-    int32_t *op_stamp;
+    int32_t *op_stamp;   /* [n_insts]: step in which the op was last activated (steps count from 1), 0 */
     /* leaves */
     int32_t n_leaves;
     const Shape **lshape;
@@ -147,15 +147,16 @@ typedef struct Engine {
     int32_t *linst;
     int32_t *st;         /* ST_NONE, ST_MANUAL or an index into pool */
     uint8_t *lfl;
-    int32_t *annx;       /* index into anns, -1 */
+    int32_t *annx;       /* 1 + index into anns, 0 (leaf_ann reads it) */
     int32_t *nstart, *nbr, *nvia; /* identity neighbours (CSR) and the instruction of each edge */
     int32_t *bstart, *bnbr, *bvia; /* the same for the manual-region borders; NULL when there are none */
     uint32_t *lman;      /* atoms along which each leaf is partially manual; NULL when no value is */
     bool any_manual_atoms; /* some annotation has manual_atoms (setup_states) */
-    int32_t *lorg, *from, *via;
+    int32_t *lorg;
+    int32_t *from, *via; /* 1 + the leaf the first state came from, 0; the instruction it came through */
     const int32_t **aorg;
-    int32_t *stamp;      /* round in which the leaf was last put on the changed list */
-    int32_t *pend;       /* first pending proposal, -1 */
+    int32_t *stamp;      /* 1 + the round in which the leaf was last put on the changed list, 0 */
+    int32_t *pend;       /* first pending proposal, 0 (props[0] is never one) */
     /* growing arrays (heap) */
     Tiling *pool;          /* interned tilings: pool[0], pool[1] unused (ST_NONE, ST_MANUAL) */
     uint32_t *pused;       /* [cap_pool]: tiling_used of each */
@@ -223,6 +224,9 @@ static bool prefix_of(const int8_t *a, int32_t na, const int8_t *b, int32_t nb)
 }
 
 static int32_t leaf_rank(const Engine *e, int32_t lf) { return e->lrank[lf]; }
+
+/* The annotation of leaf lf: an index into anns, -1 if none. */
+static int32_t leaf_ann(const Engine *e, int32_t lf) { return e->annx[lf] - 1; }
 
 /* Whether leaf lf is an array (the shape is read only for tuple leaves). */
 static bool leaf_is_array(const Engine *e, int32_t lf)
@@ -332,7 +336,7 @@ static uint32_t leaf_closed(const Engine *e, int32_t lf)
 {
     if (e->lfl[lf] & LF_FIXED)
         return dims_mask(leaf_rank(e, lf));
-    return e->annx[lf] < 0 ? 0 : e->ann_closed[e->annx[lf]];
+    return leaf_ann(e, lf) < 0 ? 0 : e->ann_closed[leaf_ann(e, lf)];
 }
 
 /* Atoms propagation may not put on leaf lf in the current round: its
@@ -340,7 +344,7 @@ static uint32_t leaf_closed(const Engine *e, int32_t lf)
 static uint32_t leaf_forbid(const Engine *e, int32_t lf)
 {
     uint32_t f = e->lman ? e->lman[lf] : 0;
-    return e->annx[lf] < 0 ? f : f | e->ann_forbid[e->annx[lf]];
+    return leaf_ann(e, lf) < 0 ? f : f | e->ann_forbid[leaf_ann(e, lf)];
 }
 
 /* cur extended towards want: per open dim whose run is a major prefix of
@@ -454,7 +458,7 @@ static Proposal *new_proposal(Engine *e, int32_t leaf)
     memset(p, 0, sizeof *p);
     p->leaf = leaf;
     p->next = e->pend[leaf];
-    if (p->next < 0) {
+    if (p->next == 0) {
         GROW(e->touched, e->n_touched, e->cap_touched);
         e->touched[e->n_touched++] = leaf;
     }
@@ -476,7 +480,7 @@ static void propose_from(Engine *e, int32_t dst, const Tiling *t, int32_t src, i
 
 static void propose_manual(Engine *e, int32_t leaf, int32_t src, int32_t via)
 {
-    if ((e->lfl[leaf] & LF_FIXED) || e->st[leaf] == ST_MANUAL || e->annx[leaf] >= 0)
+    if ((e->lfl[leaf] & LF_FIXED) || e->st[leaf] == ST_MANUAL || leaf_ann(e, leaf) >= 0)
         return;
     Proposal *p = new_proposal(e, leaf);
     p->manual = true;
@@ -983,8 +987,8 @@ typedef struct IdmapPlan {
     bool conflict, any;
     Tiling M;
     int32_t src_k, first_k, n;
-    int32_t *k;   /* [n] */
-    Tiling *out;  /* [n] */
+    int32_t *k;   /* [n]: the tensors proposed to (a replay reads them from the memo instead) */
+    Tiling *out;  /* [n]: their tilings (likewise) */
 } IdmapPlan;
 
 /* An op whose rule is the identity map: the non-scalar tensors' tilings
@@ -1024,11 +1028,7 @@ static bool eval_idmap(Engine *e, int32_t gi)
         pl.first_k = me->giver[1];
         pl.any = me->giver[2];
         pl.M = e->mprops[me->first].out;
-        pl.n = me->n - 1;
-        for (int32_t q = 0; q < pl.n; q++) {
-            pl.k[q] = e->mprops[me->first + 1 + q].k;
-            pl.out[q] = e->mprops[me->first + 1 + q].out;
-        }
+        pl.n = me->n - 1; /* the proposals are read from the memo below */
     } else {
         tiling_replicated(&pl.M, rank);
         pl.conflict = pl.any = false;
@@ -1086,7 +1086,12 @@ static bool eval_idmap(Engine *e, int32_t gi)
         return false;
     if (!pl.any)
         return true;
-    int32_t src = IDMAP_LEAF(pl.src_k >= 0 ? pl.src_k : pl.first_k);
+    const MemoProp *replayed = me ? &e->mprops[me->first + 1] : NULL;
+    int32_t src = IDMAP_LEAF(pl.src_k >= 0 ? pl.src_k : pl.first_k), n_prop = 0;
+    for (int32_t q = 0; q < pl.n; q++)
+        n_prop += IDMAP_LEAF(replayed ? replayed[q].k : pl.k[q]) != src;
+    if (n_prop == 0)
+        return true;
     const int32_t *org = NULL;
     if (pl.src_k >= 0) {
         org = e->aorg[src];
@@ -1105,13 +1110,12 @@ static bool eval_idmap(Engine *e, int32_t gi)
         }
         org = t;
     }
-    const MemoProp *replayed = me ? &e->mprops[me->first + 1] : NULL;
     for (int32_t q = 0; q < pl.n; q++) {
-        int32_t lf = IDMAP_LEAF(pl.k[q]);
+        int32_t lf = IDMAP_LEAF(replayed ? replayed[q].k : pl.k[q]);
         if (lf == src)
             continue;
         Proposal *p = new_proposal(e, lf);
-        p->t = pl.out[q];
+        p->t = replayed ? replayed[q].out : pl.out[q];
         p->pst = replayed ? replayed[q].pst : ST_NONE;
         p->src = src;
         p->via = gi;
@@ -1411,8 +1415,8 @@ static void note_changed(Engine *e, int32_t lf, int32_t cause)
     }
     e->front_cause[e->n_front] = cause;
     e->front[e->n_front++] = lf;
-    if (e->stamp[lf] != e->round) {
-        e->stamp[lf] = e->round;
+    if (e->stamp[lf] != e->round + 1) {
+        e->stamp[lf] = e->round + 1;
         GROW(e->changed, e->n_changed, e->cap_changed);
         e->changed[e->n_changed++] = lf;
     }
@@ -1475,8 +1479,8 @@ static void apply_leaf(Engine *e, int32_t lf, Proposal **ps, int32_t n)
             e->st[lf] = ST_MANUAL;
             e->lorg[lf] = ps[0]->lorg;
             e->aorg[lf] = NULL;
-            if (first || e->from[lf] < 0) {
-                e->from[lf] = ps[0]->src;
+            if (first || e->from[lf] == 0) {
+                e->from[lf] = ps[0]->src + 1;
                 e->via[lf] = ps[0]->via;
             }
             note_changed(e, lf, ps[0]->via);
@@ -1561,10 +1565,10 @@ static void apply_leaf(Engine *e, int32_t lf, Proposal **ps, int32_t n)
     if (e->lorg[lf] < 0)
         e->lorg[lf] = pc->lorg;
     if (e->st[lf] == ST_NONE) {
-        e->from[lf] = pc->src;
+        e->from[lf] = pc->src + 1;
         e->via[lf] = pc->via;
     }
-    if (e->annx[lf] >= 0)
+    if (leaf_ann(e, lf) >= 0)
         e->lfl[lf] |= LF_EXTENDED;
     e->st[lf] = pst >= ST_FIRST ? pst : pool_add(e, &acc);
     /* an op whose own proposal the leaf took needs no second look for it */
@@ -1576,22 +1580,22 @@ static void apply_step(Engine *e)
     e->n_front = 0;
     for (int32_t t = 0; t < e->n_touched; t++) {
         int32_t lf = e->touched[t], n = 0;
-        for (int32_t p = e->pend[lf]; p >= 0; p = e->props[p].next)
+        for (int32_t p = e->pend[lf]; p > 0; p = e->props[p].next)
             n++;
         if (n > e->cap_pbuf) {
             e->cap_pbuf = n * 2;
             e->pbuf = xrealloc(e->pbuf, sizeof(Proposal *) * (size_t)e->cap_pbuf);
         }
         n = 0;
-        for (int32_t p = e->pend[lf]; p >= 0; p = e->props[p].next)
+        for (int32_t p = e->pend[lf]; p > 0; p = e->props[p].next)
             e->pbuf[n++] = &e->props[p];
         if (n > 1)
             order_proposals(e->pbuf, n);
         apply_leaf(e, lf, e->pbuf, n);
-        e->pend[lf] = -1;
+        e->pend[lf] = 0;
     }
     e->n_touched = 0;
-    e->n_props = 0;
+    e->n_props = 1;
 }
 
 /* ================================================================ the schedule */
@@ -1841,7 +1845,6 @@ static void setup_index(Engine *e)
     e->iflag = ARENA_ARRAY(e->a, uint8_t, n + 1);
     e->leaf0 = ARENA_ARRAY(e->a, int32_t, n + 1);
     e->op_stamp = ARENA_ARRAY(e->a, int32_t, n + 1);
-    memset(e->op_stamp, 0xff, sizeof(int32_t) * (size_t)n);
     /* one pass: the lists have room for every instruction (pages never
      * written cost nothing), the leaf arrays grow when tuples add leaves */
     e->special = ARENA_ARRAY(e->a, int32_t, n + 1);
@@ -1894,11 +1897,14 @@ static void setup_index(Engine *e)
     e->st = ARENA_ARRAY(e->a, int32_t, L + 1);
     e->lfl = ARENA_ARRAY(e->a, uint8_t, L + 1);
     e->aorg = ARENA_ARRAY(e->a, const int32_t *, L + 1);
-    int32_t **minus1[] = {&e->annx, &e->lorg, &e->from, &e->via, &e->stamp, &e->pend};
-    for (size_t j = 0; j < sizeof minus1 / sizeof minus1[0]; j++) {
-        *minus1[j] = arena_alloc(e->a, sizeof(int32_t) * (size_t)(L + 1), _Alignof(int32_t));
-        memset(*minus1[j], 0xff, sizeof(int32_t) * (size_t)(L + 1));
-    }
+    e->from = ARENA_ARRAY(e->a, int32_t, L + 1);
+    e->via = ARENA_ARRAY(e->a, int32_t, L + 1);
+    e->stamp = ARENA_ARRAY(e->a, int32_t, L + 1);
+    e->pend = ARENA_ARRAY(e->a, int32_t, L + 1);
+    e->n_props = 1; /* props[0] stands for none in pend and next */
+    e->annx = ARENA_ARRAY(e->a, int32_t, L + 1);
+    e->lorg = arena_alloc(e->a, sizeof(int32_t) * (size_t)(L + 1), _Alignof(int32_t));
+    memset(e->lorg, 0xff, sizeof(int32_t) * (size_t)(L + 1));
 }
 
 /* Computations whose values are tied to their callers by data flow: the
@@ -2374,7 +2380,7 @@ static void setup_states(Engine *e)
             /* shared shardings (bind_shardings) share their annotation */
             AnnCache *ac = &cache[((uintptr_t)s >> 4 ^ (uintptr_t)leaf_rank(e, l)) & (ANN_CACHE - 1)];
             if (user && ac->s == s && ac->rank == leaf_rank(e, l)) {
-                e->annx[l] = ac->annx;
+                e->annx[l] = ac->annx; /* as stored: 1 + index */
                 e->lorg[l] = gi;
                 e->st[l] = ac->vis;
                 continue;
@@ -2410,7 +2416,7 @@ static void setup_states(Engine *e)
             }
             GROW(e->anns, e->n_anns, e->cap_anns);
             Ann *an = &e->anns[e->n_anns];
-            e->annx[l] = e->n_anns++;
+            e->annx[l] = 1 + e->n_anns++;
             e->lorg[l] = gi;
             memset(an, 0, sizeof *an);
             an->t = t;
@@ -2426,7 +2432,7 @@ static void setup_states(Engine *e)
             e->st[l] = pool_add(e, &vis);
             ac->s = s;
             ac->rank = leaf_rank(e, l);
-            ac->annx = e->annx[l];
+            ac->annx = e->annx[l]; /* as stored */
             ac->vis = e->st[l];
         }
     }
@@ -2739,7 +2745,7 @@ static void run(Engine *e)
     e->ann_forbid = ARENA_ARRAY(e->a, uint32_t, e->n_anns + 1);
     for (int32_t l = 0; l < e->n_leaves; l++)
         if (e->st[l] != ST_NONE) {
-            e->stamp[l] = 0;
+            e->stamp[l] = 1;
             GROW(e->changed, e->n_changed, e->cap_changed);
             e->changed[e->n_changed++] = l;
         }
@@ -2751,9 +2757,9 @@ static void run(Engine *e)
             /* the dims of this priority appear on their values */
             e->n_changed = 0;
             for (int32_t l = 0; l < e->n_leaves; l++) {
-                if (e->annx[l] < 0)
+                if (leaf_ann(e, l) < 0)
                     continue;
-                const Ann *an = &e->anns[e->annx[l]];
+                const Ann *an = &e->anns[leaf_ann(e, l)];
                 Tiling t = cur_tiling(e, l);
                 bool any = false;
                 for (int32_t d = 0; d < an->t.rank; d++)
@@ -2764,7 +2770,7 @@ static void run(Engine *e)
                 if (!any || !tiling_valid(&t))
                     continue;
                 e->st[l] = pool_add(e, &t);
-                e->stamp[l] = r;
+                e->stamp[l] = r + 1;
                 GROW(e->changed, e->n_changed, e->cap_changed);
                 e->changed[e->n_changed++] = l;
             }
@@ -2948,11 +2954,11 @@ static void put_path(StrBuf *b, const Engine *e, int32_t lf)
 {
     enum { CAP = 12 };
     int32_t hops[CAP], n = 0, total = 0, src = lf;
-    for (int32_t l = lf; l >= 0 && e->from[l] >= 0 && total <= e->n_leaves; l = e->from[l]) {
+    for (int32_t l = lf; l >= 0 && e->from[l] > 0 && total <= e->n_leaves; l = e->from[l] - 1) {
         if (n < CAP)
             hops[n++] = l;
         total++;
-        src = e->from[l];
+        src = e->from[l] - 1;
     }
     put_leaf(b, e, src);
     int32_t line = (int32_t)ginst(e, e->linst[src])->span.begin.line;
@@ -3010,15 +3016,15 @@ static void put_sources(StrBuf *b, const Engine *e, int32_t lf)
 static void explain_leaf(StrBuf *b, const Engine *e, int32_t lf, const char *ind)
 {
     put_state(b, e, lf);
-    if (e->annx[lf] >= 0 && !(e->lfl[lf] & LF_EXTENDED)) {
+    if (leaf_ann(e, lf) >= 0 && !(e->lfl[lf] & LF_EXTENDED)) {
         sb_puts(b, ", annotated\n");
         return;
     }
-    if (e->annx[lf] < 0 && leaf_rank(e, lf) == 0 && e->st[lf] != ST_MANUAL) {
+    if (leaf_ann(e, lf) < 0 && leaf_rank(e, lf) == 0 && e->st[lf] != ST_MANUAL) {
         sb_puts(b, ", a scalar\n");
         return;
     }
-    if (e->annx[lf] < 0 && (e->lfl[lf] & LF_FIXED)) {
+    if (leaf_ann(e, lf) < 0 && (e->lfl[lf] & LF_FIXED)) {
         sb_puts(b, e->st[lf] == ST_NONE || e->st[lf] >= ST_FIRST ? ", fixed by its instruction (no rule "
                                                                     "reaches through it, or a reducer's value)\n"
                                                                   : ", annotated\n");
@@ -3028,11 +3034,11 @@ static void explain_leaf(StrBuf *b, const Engine *e, int32_t lf, const char *ind
         sb_puts(b, ", no annotation reaches it\n");
         return;
     }
-    sb_puts(b, e->annx[lf] >= 0 ? ", annotated, extended on its open dims\n" : "\n");
+    sb_puts(b, leaf_ann(e, lf) >= 0 ? ", annotated, extended on its open dims\n" : "\n");
     sb_printf(b, "%s  from ", ind);
     put_sources(b, e, lf);
     sb_putc(b, '\n');
-    if (e->from[lf] >= 0) {
+    if (e->from[lf] > 0) {
         sb_printf(b, "%s  path: ", ind);
         put_path(b, e, lf);
         sb_putc(b, '\n');
@@ -3057,12 +3063,12 @@ static void explain(StrBuf *b, Engine *e)
     for (int32_t lf = 0; lf < e->n_leaves; lf++) {
         if (!shape_is_array(e->lshape[lf]))
             continue;
-        if (leaf_rank(e, lf) == 0 && e->annx[lf] < 0 && e->st[lf] != ST_MANUAL) {
+        if (leaf_rank(e, lf) == 0 && leaf_ann(e, lf) < 0 && e->st[lf] != ST_MANUAL) {
             n_scalars++;
             continue;
         }
         n_values++; /* the cases of explain_leaf */
-        if (e->annx[lf] >= 0 || ((e->lfl[lf] & LF_FIXED) && e->st[lf] == ST_MANUAL))
+        if (leaf_ann(e, lf) >= 0 || ((e->lfl[lf] & LF_FIXED) && e->st[lf] == ST_MANUAL))
             n_ann++;
         else if (e->lfl[lf] & LF_FIXED)
             n_fixed++;

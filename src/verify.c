@@ -182,20 +182,27 @@ static bool pass_key(const Verifier *v, int32_t c, const HloInst *in, uint64_t *
     return true;
 }
 
+/* Hash of pass key w: two words a round into two lanes, then the lanes
+ * mixed so every bit reaches the low ones (intern.c's slots use those). */
 static uint64_t pass_hash(const uint64_t *w)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ull;
-    for (uint64_t k = 0; k < w[0]; k++) h = (h ^ w[k]) * 0x100000001b3ull + (h >> 31);
+    uint64_t h1 = 0x9e3779b97f4a7c15ull ^ w[0], h2 = 0xc2b2ae3d27d4eb4full, k = 1;
+    for (; k + 1 < w[0]; k += 2) {
+        h1 = (h1 ^ w[k]) * 0xff51afd7ed558ccdull;
+        h2 = (h2 ^ w[k + 1]) * 0xc4ceb9fe1a85ec53ull;
+    }
+    if (k < w[0]) h1 = (h1 ^ w[k]) * 0xff51afd7ed558ccdull;
+    uint64_t h = h1 ^ (h2 >> 29) ^ (h2 << 35);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
     return h;
 }
 
 static bool pass_same(const void *stored, const void *item)
 {
     const uint64_t *a = stored, *b = item;
-    if (a[0] != b[0]) return false;
-    for (uint64_t k = 1; k < a[0]; k++)
-        if (a[k] != b[k]) return false;
-    return true;
+    return a[0] == b[0] && memcmp(a + 1, b + 1, sizeof(uint64_t) * (size_t)(a[0] - 1)) == 0;
 }
 
 static const char *iname(const HloInst *in) { return in->name ? in->name : "?"; }
