@@ -1,0 +1,1 @@
+compile nan_bracket_literal.hlo -o out.hlo

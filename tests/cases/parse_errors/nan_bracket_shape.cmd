@@ -1,0 +1,1 @@
+compile nan_bracket_shape.hlo -o out.hlo
