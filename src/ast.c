@@ -149,48 +149,38 @@ static uint32_t skip_blanks(const char *t, uint32_t i, uint32_t n)
     return n;
 }
 
-/* One distinct SHAPE or INTGROUP text and its value (ScanState.shapes;
- * a shape's text starts with a letter, a group's with '{'). */
-typedef struct ShapeIntern {
-    const char *s; /* NULL: free slot */
-    uint32_t n, hash;
+/* One distinct SHAPE or INTGROUP text and its value, kept in ScanState.texts
+ * under the text's name hash (a shape's text starts with a letter, a
+ * group's with '{'). */
+typedef struct ScanText {
+    const char *s; /* in the input */
+    uint32_t n;
     const void *val; /* Shape or AstIntGroup */
-} ShapeIntern;
+} ScanText;
 /* Distinct SHAPE and INTGROUP texts a scan keeps; more are read token by token. */
 #define SCAN_MAX_SHAPES 65536
 
-/* The value interned for text s[0..n) (hash h), or NULL; *slot: its slot
- * or the free one where it goes. */
-static const void *intern_find(const ScanState *st, const char *s, uint32_t n, uint32_t h, uint32_t *slot)
+static bool scan_text_same(const void *stored, const void *item)
 {
-    if (!st->cap_shapes) return NULL;
-    uint32_t mask = st->cap_shapes - 1, i = h & mask;
-    for (; st->shapes[i].s; i = (i + 1) & mask) {
-        const ShapeIntern *e = &st->shapes[i];
-        if (e->hash == h && e->n == n && memcmp(e->s, s, n) == 0) return e->val;
-    }
-    *slot = i;
-    return NULL;
+    const ScanText *a = stored, *b = item;
+    return a->n == b->n && memcmp(a->s, b->s, a->n) == 0;
 }
 
-/* Interns val for text s[0..n) (not present; slot from intern_find). */
-static void intern_add(ScanState *st, const char *s, uint32_t n, uint32_t h, uint32_t slot, const void *val)
+/* The value kept for text s[0..n) (hash h), or NULL; *at: where
+ * scan_text_add puts one (intern.h). */
+static const void *scan_text_find(ScanState *st, const char *s, uint32_t n, uint32_t h, uint32_t *at)
 {
-    if (2 * (st->n_shapes + 1) > st->cap_shapes) { /* rehash into twice the slots */
-        uint32_t cap = st->cap_shapes ? 2 * st->cap_shapes : 64;
-        ShapeIntern *tab = ARENA_ARRAY(ast_scan_arena(st), ShapeIntern, cap);
-        for (uint32_t k = 0; k < st->cap_shapes; k++) {
-            if (!st->shapes[k].s) continue;
-            uint32_t j = st->shapes[k].hash & (cap - 1);
-            while (tab[j].s) j = (j + 1) & (cap - 1);
-            tab[j] = st->shapes[k];
-        }
-        st->shapes = tab;
-        st->cap_shapes = cap;
-        for (slot = h & (cap - 1); tab[slot].s; slot = (slot + 1) & (cap - 1)) {}
-    }
-    st->shapes[slot] = (ShapeIntern){s, n, h, val};
-    st->n_shapes++;
+    ScanText probe = {s, n, NULL};
+    const ScanText *e = intern_find(&st->texts, h, &probe, scan_text_same, at);
+    return e ? e->val : NULL;
+}
+
+/* Keeps val for text s[0..n) (hash h; not kept yet, at from scan_text_find). */
+static void scan_text_add(ScanState *st, const char *s, uint32_t n, uint32_t h, uint32_t at, const void *val)
+{
+    ScanText *e = ARENA_NEW(ast_scan_arena(st), ScanText);
+    *e = (ScanText){s, n, val};
+    intern_add(&st->texts, at, h, e);
 }
 
 /* Reads `,`-separated decimal integers of at most 18 digits from s[*p..),
@@ -258,13 +248,13 @@ uint32_t ast_scan_shape(ScanState *st, const AstLoc *loc, AstTok *tok)
         if (i < st->cx->len && text[i] == '{') return w;
     }
     uint32_t h = ast_name_hash(s, n), slot = 0;
-    const Shape *found = intern_find(st, s, n, h, &slot);
+    const Shape *found = scan_text_find(st, s, n, h, &slot);
     if (!found) {
         Shape sh;
-        if (st->n_shapes == SCAN_MAX_SHAPES || !scan_lower_shape(s, n, w, &sh)) return w;
+        if (st->texts.n == SCAN_MAX_SHAPES || !scan_lower_shape(s, n, w, &sh)) return w;
         Shape *keep = ARENA_NEW(ast_scan_arena(st), Shape);
         memcpy(keep, &sh, sizeof sh);
-        intern_add(st, s, n, h, slot, keep);
+        scan_text_add(st, s, n, h, slot, keep);
         found = keep;
     }
     memset(tok, 0, sizeof *tok);
@@ -281,9 +271,9 @@ bool ast_scan_int_group(ScanState *st, const AstLoc *loc, AstTok *tok)
         return false;
     const char *s = st->cx->text + loc->off;
     uint32_t n = loc->end - loc->off, h = ast_name_hash(s, n), slot = 0;
-    const AstIntGroup *found = intern_find(st, s, n, h, &slot);
+    const AstIntGroup *found = scan_text_find(st, s, n, h, &slot);
     if (!found) {
-        if (st->n_shapes == SCAN_MAX_SHAPES) return false;
+        if (st->texts.n == SCAN_MAX_SHAPES) return false;
         uint32_t count = n > 2 ? 1 : 0, run = 0;
         for (uint32_t i = 1; i + 1 < n; i++) {
             run = s[i] == ',' ? 0 : run + 1;
@@ -300,7 +290,7 @@ bool ast_scan_int_group(ScanState *st, const AstLoc *loc, AstTok *tok)
         AstIntGroup *g = ARENA_NEW(a, AstIntGroup);
         g->n = count;
         g->ints = ints;
-        intern_add(st, s, n, h, slot, g);
+        scan_text_add(st, s, n, h, slot, g);
         found = g;
     }
     memset(tok, 0, sizeof *tok);

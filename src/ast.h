@@ -28,6 +28,7 @@
 
 #include "spmdc/arena.h"
 #include "spmdc/diag.h"
+#include "spmdc/intern.h"
 #include "spmdc/shape.h"
 
 /* Location of a token or node: the bytes [off, end) of the source text.
@@ -268,8 +269,7 @@ typedef struct ScanState {
      * which reports nothing (parse.c), so the tokens of the parser that
      * words the diagnostics stay the single ones its expected lists name. */
     bool coarse;
-    struct ShapeIntern *shapes; /* [cap_shapes]: the distinct SHAPE and INTGROUP texts, open addressing */
-    uint32_t cap_shapes, n_shapes;
+    InternSet texts; /* the distinct SHAPE and INTGROUP texts (ast.c); the scan's owner frees it */
 } ScanState;
 
 /* ------------------------------------------------------------ scanner helpers */

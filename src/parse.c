@@ -847,6 +847,7 @@ static void run_parser(ParseCtx *cx, Lower *lw, bool fast)
         rc = hlo_yyparse(scanner, cx);
     }
     hlo_yylex_destroy(scanner);
+    intern_free(&st.texts);
     cx->scan = NULL;
     if (rc != 0 && diag_error_count(cx->diag) == lw->base_errors)
     {

@@ -111,6 +111,7 @@ static void lex(Lexed *lx, const char *text)
         }
     }
     hlo_yylex_destroy(sc);
+    intern_free(&st.texts);
     ast_lines_free(&cx);
 }
 
@@ -467,6 +468,7 @@ static FedTok *scan_all(const char *text, size_t len, bool threaded, bool coarse
     ast_feed_finish(f);
     *failed = st.failed || diag_error_count(d) > 0;
     hlo_yylex_destroy(sc);
+    intern_free(&st.texts);
     ast_lines_free(&cx);
     arena_destroy(keep);
     arena_destroy(a);
