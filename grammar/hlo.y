@@ -85,6 +85,7 @@ int hlo_yylex(AstSemVal *lval, AstLoc *lloc, void *scanner);
 %token <tok> DIMLABELS "dim labels"
 %token <tok> SHAPE "array shape"
 %token <tok> INTGROUP "integer list"
+%token <tok> INST "instruction head"
 %token <tok> KW_HLOMODULE "'HloModule'"
 %token <tok> KW_ENTRY "'ENTRY'"
 %token <tok> KW_ROOT "'ROOT'"
@@ -205,6 +206,8 @@ inst
         { $$ = ast_inst(cx, $1, &@1, $2, &@2, $4, $5, &@5, $6, $7, $1 ? &@1 : &@2, &@$); }
     | opt_root name '=' tuple_shape IDENT operands inst_attrs
         { $$ = ast_inst(cx, $1, &@1, $2, &@2, $4, $5, &@5, $6, $7, $1 ? &@1 : &@2, &@$); }
+    | opt_root INST inst_attrs
+        { $$ = ast_inst_head(cx, $1, &@1, $2, &@2, $3, &@$); }
     | opt_root TYPE_AS_NAME '=' opt_shape IDENT operands inst_attrs
         { (void)$2; ast_bad_inst_name(cx, &@2); $$ = NULL; }
     ;
@@ -393,8 +396,8 @@ elems1
 
 /* Bison's hook for parse.error custom: hands the unexpected token and the
  * (LAC-exact) expected set to ast_syntax_error, which words the message.
- * SHAPE and INTGROUP are left out: only the parser without LAC reads them,
- * and wherever one may stand an element type or a '{' may too. */
+ * SHAPE, INTGROUP and INST are left out: only the parser without LAC reads
+ * them, and wherever one may stand an element type, a '{' or a '%name' may too. */
 static int yyreport_syntax_error(const yypcontext_t *ctx, void *scanner, ParseCtx *cx)
 {
     (void)scanner;
@@ -402,7 +405,8 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, void *scanner, ParseCt
     int n = yypcontext_expected_tokens(ctx, expected, YYNTOKENS), k = 0;
     const char *names[YYNTOKENS];
     for (int i = 0; i < n; i++)
-        if (expected[i] != YYSYMBOL_SHAPE && expected[i] != YYSYMBOL_INTGROUP) names[k++] = yysymbol_name(expected[i]);
+        if (expected[i] != YYSYMBOL_SHAPE && expected[i] != YYSYMBOL_INTGROUP && expected[i] != YYSYMBOL_INST)
+            names[k++] = yysymbol_name(expected[i]);
     n = n < 0 ? n : k;
     yysymbol_kind_t tok = yypcontext_token(ctx);
     ast_syntax_error(cx, yypcontext_location(ctx), tok == YYSYMBOL_YYEOF, yysymbol_name(tok), names,

@@ -235,6 +235,22 @@ static bool scan_lower_shape(const char *s, uint32_t n, uint32_t w, Shape *out)
     return true;
 }
 
+/* The lowered shape of the SHAPE text s[0..n) (its element type word
+ * s[0..w)), shared by every equal text; NULL when it is no well-formed
+ * array shape or the scan keeps SCAN_MAX_SHAPES texts already. */
+static const Shape *scan_shape_text(ScanState *st, const char *s, uint32_t n, uint32_t w)
+{
+    uint32_t h = ast_name_hash(s, n), slot = 0;
+    const Shape *found = scan_text_find(st, s, n, h, &slot);
+    if (found) return found;
+    Shape sh;
+    if (st->texts.n == SCAN_MAX_SHAPES || !scan_lower_shape(s, n, w, &sh)) return NULL;
+    Shape *keep = ARENA_NEW(ast_scan_arena(st), Shape);
+    memcpy(keep, &sh, sizeof sh);
+    scan_text_add(st, s, n, h, slot, keep);
+    return keep;
+}
+
 uint32_t ast_scan_shape(ScanState *st, const AstLoc *loc, AstTok *tok)
 {
     const char *text = st->cx->text, *s = text + loc->off;
@@ -247,21 +263,42 @@ uint32_t ast_scan_shape(ScanState *st, const AstLoc *loc, AstTok *tok)
         uint32_t i = skip_blanks(text, st->off, st->cx->len);
         if (i < st->cx->len && text[i] == '{') return w;
     }
-    uint32_t h = ast_name_hash(s, n), slot = 0;
-    const Shape *found = scan_text_find(st, s, n, h, &slot);
-    if (!found) {
-        Shape sh;
-        if (st->texts.n == SCAN_MAX_SHAPES || !scan_lower_shape(s, n, w, &sh)) return w;
-        Shape *keep = ARENA_NEW(ast_scan_arena(st), Shape);
-        memcpy(keep, &sh, sizeof sh);
-        scan_text_add(st, s, n, h, slot, keep);
-        found = keep;
-    }
+    const Shape *found = scan_shape_text(st, s, n, w);
+    if (!found) return w;
     memset(tok, 0, sizeof *tok);
     tok->s = s;
     tok->n = n;
     tok->shape = found;
     return 0;
+}
+
+/* The integers of the INTGROUP text s[0..n) (`{}` or `{ints}`), shared by
+ * every equal text; NULL when one has more than 18 digits or the scan
+ * keeps SCAN_MAX_SHAPES texts already. */
+static const AstIntGroup *scan_int_group_text(ScanState *st, const char *s, uint32_t n)
+{
+    uint32_t h = ast_name_hash(s, n), slot = 0;
+    const AstIntGroup *found = scan_text_find(st, s, n, h, &slot);
+    if (found) return found;
+    if (st->texts.n == SCAN_MAX_SHAPES) return NULL;
+    uint32_t count = n > 2 ? 1 : 0, run = 0;
+    for (uint32_t i = 1; i + 1 < n; i++) {
+        run = s[i] == ',' ? 0 : run + 1;
+        if (run > 18) return NULL;
+        count += s[i] == ',';
+    }
+    Arena *a = ast_scan_arena(st);
+    struct AstGroupInt *ints = ARENA_ARRAY(a, struct AstGroupInt, count ? count : 1);
+    for (uint32_t k = 0, i = 1; k < count; k++, i++) { /* i: the first digit, then the ',' or '}' after */
+        ints[k].off = i;
+        for (; s[i] != ',' && s[i] != '}'; i++) ints[k].v = ints[k].v * 10 + (s[i] - '0');
+        ints[k].len = i - ints[k].off;
+    }
+    AstIntGroup *g = ARENA_NEW(a, AstIntGroup);
+    g->n = count;
+    g->ints = ints;
+    scan_text_add(st, s, n, h, slot, g);
+    return g;
 }
 
 bool ast_scan_int_group(ScanState *st, const AstLoc *loc, AstTok *tok)
@@ -270,34 +307,146 @@ bool ast_scan_int_group(ScanState *st, const AstLoc *loc, AstTok *tok)
         (st->fa_depth > 0 && st->fa_depth == st->depth) || st->depth >= AST_MAX_NESTING)
         return false;
     const char *s = st->cx->text + loc->off;
-    uint32_t n = loc->end - loc->off, h = ast_name_hash(s, n), slot = 0;
-    const AstIntGroup *found = scan_text_find(st, s, n, h, &slot);
-    if (!found) {
-        if (st->texts.n == SCAN_MAX_SHAPES) return false;
-        uint32_t count = n > 2 ? 1 : 0, run = 0;
-        for (uint32_t i = 1; i + 1 < n; i++) {
-            run = s[i] == ',' ? 0 : run + 1;
-            if (run > 18) return false;
-            count += s[i] == ',';
-        }
-        Arena *a = ast_scan_arena(st);
-        struct AstGroupInt *ints = ARENA_ARRAY(a, struct AstGroupInt, count ? count : 1);
-        for (uint32_t k = 0, i = 1; k < count; k++, i++) { /* i: the first digit, then the ',' or '}' after */
-            ints[k].off = i;
-            for (; s[i] != ',' && s[i] != '}'; i++) ints[k].v = ints[k].v * 10 + (s[i] - '0');
-            ints[k].len = i - ints[k].off;
-        }
-        AstIntGroup *g = ARENA_NEW(a, AstIntGroup);
-        g->n = count;
-        g->ints = ints;
-        scan_text_add(st, s, n, h, slot, g);
-        found = g;
-    }
+    uint32_t n = loc->end - loc->off;
+    const AstIntGroup *found = scan_int_group_text(st, s, n);
+    if (!found) return false;
     memset(tok, 0, sizeof *tok);
     tok->s = s;
     tok->n = n;
     tok->ints = found;
     return true;
+}
+
+/* ---------------------------------------------------------------- whole instruction heads */
+
+/* Byte classes of an INST text: HEAD_ID a name's bytes (IDCHAR in
+ * grammar/hlo.l), HEAD_DIGIT, HEAD_BLANK (the blanks its pattern allows). */
+enum { HEAD_ID = 1, HEAD_DIGIT = 2, HEAD_BLANK = 4 };
+static const uint8_t HEAD_CLASS[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0,
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1,
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0,
+};
+
+/* The walkers over an INST text s[0..n) (the scanner's pattern fixed its
+ * structure, so they only find where each piece ends). */
+static inline uint32_t head_skip(const char *s, uint32_t i, uint32_t n, int cls)
+{
+    while (i < n && (HEAD_CLASS[(unsigned char)s[i]] & cls)) i++;
+    return i;
+}
+static inline bool head_word_is(const char *s, uint32_t n, const char *w)
+{
+    return strlen(w) == n && memcmp(s, w, n) == 0;
+}
+/* Whether a word that ast_scan_word classed as tok is a prim of the
+ * grammar (an IDENT or a keyword the rule `prim` takes). */
+static bool head_prim_word(int tok)
+{
+    switch (tok) {
+    case TOK_IDENT: case TOK_KW_TRUE: case TOK_KW_FALSE: case TOK_KW_INF: case TOK_KW_MAXIMAL:
+    case TOK_KW_REPLICATED: case TOK_KW_MANUAL: case TOK_KW_UNKNOWN: case TOK_KW_UNREDUCED:
+    case TOK_KW_LAST_TILE_DIM_REPLICATE: case TOK_KW_SHARD_AS: case TOK_KW_SHARD_LIKE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* A name part s[b..e) of an INST text: its hash is of the text after a '%'. */
+static AstHeadPart head_name_part(const char *s, uint32_t b, uint32_t e)
+{
+    AstHeadPart p = {b, e - b, {0}};
+    uint32_t k = b + (s[b] == '%');
+    p.v = ast_name_hash(s + k, e - k);
+    return p;
+}
+
+/* The prim at s[*i] of an INST text (operand or attribute value) as a
+ * part, *i moved past it; false when the LAC parser's scanner would read it
+ * otherwise (an integer of more than 18 digits, a word that is no prim). */
+static bool head_value_part(ScanState *st, const char *s, uint32_t n, uint32_t *i, AstHeadPart *p)
+{
+    uint32_t b = *i, e;
+    if (s[b] == '%') {
+        e = head_skip(s, b + 1, n, HEAD_ID);
+        *p = head_name_part(s, b, e);
+    } else if (s[b] == '-' || (HEAD_CLASS[(unsigned char)s[b]] & HEAD_DIGIT)) {
+        uint32_t d = b + (s[b] == '-');
+        e = head_skip(s, d, n, HEAD_DIGIT);
+        if (e - d > 18) return false;
+        int64_t v = 0;
+        for (uint32_t k = d; k < e; k++) v = v * 10 + (s[k] - '0');
+        *p = (AstHeadPart){b, e - b, {s[b] == '-' ? -v : v}};
+    } else if (s[b] == '{') {
+        for (e = b + 1; s[e] != '}'; e++) {}
+        const AstIntGroup *g = scan_int_group_text(st, s + b, ++e - b);
+        if (!g) return false;
+        *p = (AstHeadPart){b, e - b, {0}};
+        p->ints = g;
+    } else {
+        AstTok t;
+        e = head_skip(s, b, n, HEAD_ID);
+        if (!head_prim_word(ast_scan_word(s + b, e - b, st->depth, &t)) || head_word_is(s + b, e - b, "nan"))
+            return false;
+        *p = head_name_part(s, b, e);
+    }
+    *i = e;
+    return true;
+}
+
+uint32_t ast_scan_inst_head(ScanState *st, const AstLoc *loc, AstTok *tok)
+{
+    const char *text = st->cx->text, *s = text + loc->off;
+    uint32_t n = loc->end - loc->off, len = st->cx->len;
+    uint32_t name_n = head_skip(s, 1, n, HEAD_ID);
+    if (!st->coarse || st->depth != 1) return name_n;
+    if (loc->end < len) { /* the last token ends here for the LAC parser's scanner too */
+        char c = text[loc->end];
+        if (c != ' ' && c != '\t' && c != '\r' && c != '\n' && c != '\f' && c != '\v' && c != ',') return name_n;
+    }
+    AstHead *h = &st->heads[st->n_heads % AST_HEAD_RING];
+    h->part[0] = head_name_part(s, 0, name_n);
+    uint32_t i = head_skip(s, head_skip(s, name_n, n, HEAD_BLANK) + 1, n, HEAD_BLANK), w = i, se;
+    while (s[w] != '[') w++;
+    for (se = w; s[se] != ']'; se++) {}
+    if (s[++se] == '{') /* a layout */
+        while (s[se++] != '}') {}
+    h->shape = scan_shape_text(st, s + i, se - i, w - i);
+    if (!h->shape) return name_n;
+    h->part[1] = (AstHeadPart){i, se - i, {0}};
+    i = head_skip(s, se, n, HEAD_BLANK);
+    uint32_t oe = head_skip(s, i, n, HEAD_ID);
+    AstTok t;
+    if (ast_scan_word(s + i, oe - i, st->depth, &t) != TOK_IDENT || head_word_is(s + i, oe - i, "T") ||
+        head_word_is(s + i, oe - i, "nan"))
+        return name_n; /* `T(` and `nan(` are tokens of their own */
+    h->part[2] = head_name_part(s, i, oe);
+    uint32_t k = 3;
+    for (i = oe + 1; s[i] != ')';) { /* operands: `%name` or an integer, then ',' or ')' */
+        if (!head_value_part(st, s, n, &i, &h->part[k++])) return name_n;
+        i = head_skip(s, i, n, HEAD_BLANK);
+        if (s[i] == ',') i = head_skip(s, i + 1, n, HEAD_BLANK);
+    }
+    h->n_ops = (uint16_t)(k - 3);
+    for (i++; i < n;) { /* attributes: `, name=value` */
+        i = head_skip(s, head_skip(s, i, n, HEAD_BLANK) + 1, n, HEAD_BLANK);
+        uint32_t ae = head_skip(s, i, n, HEAD_ID);
+        if (head_word_is(s + i, ae - i, "backend_config") || head_word_is(s + i, ae - i, "frontend_attributes"))
+            return name_n; /* their '{' opens a blob, or a group of blobs */
+        h->part[k++] = head_name_part(s, i, ae);
+        i = ae + 1;
+        if (!head_value_part(st, s, n, &i, &h->part[k++])) return name_n;
+    }
+    h->n_attrs = (uint16_t)((k - 3 - h->n_ops) / 2);
+    st->n_heads++;
+    if (!st->quiet) ast_prefetch_head(st->cx, s, h); /* else the parser's thread does (ast_feed_keep_head) */
+    memset(tok, 0, sizeof *tok);
+    tok->s = s;
+    tok->n = n;
+    tok->head = h;
+    return 0;
 }
 
 AstTok ast_tok_at(const ScanState *st, const AstLoc *loc, uint32_t skip_front, uint32_t skip_back)
@@ -700,6 +849,35 @@ AstVal *ast_int_group(ParseCtx *cx, AstTok group, const AstLoc *loc)
     return g;
 }
 
+/* The token of part p of an INST text s: for a `%name` the text after the
+ * '%'; v is its hash or value. */
+static inline AstTok head_tok(const char *s, const AstHeadPart *p)
+{
+    AstTok t = {0};
+    uint32_t pct = s[p->off] == '%';
+    t.s = s + p->off + pct;
+    t.n = p->n - pct;
+    t.i = p->v;
+    return t;
+}
+
+/* The prim the grammar builds for part p (an operand or an attribute
+ * value) of the INST text s at offset base. */
+static AstVal *head_prim(ParseCtx *cx, const char *s, uint32_t base, const AstHeadPart *p)
+{
+    AstLoc l = {base + p->off, base + p->off + p->n};
+    char c = s[p->off];
+    if (c == '{') {
+        AstTok g = {0};
+        g.s = s + p->off;
+        g.n = p->n;
+        g.ints = p->ints;
+        return ast_int_group(cx, g, &l);
+    }
+    AstValKind kind = c == '%' ? AV_NAME : c == '-' || (c >= '0' && c <= '9') ? AV_INT : AV_WORD;
+    return ast_tok_val(cx, kind, head_tok(s, p), &l);
+}
+
 AstLayout *ast_layout(ParseCtx *cx, AstList ints, const AstLoc *tail, const AstLoc *loc)
 {
     AstLayout *l = AST_NEW(cx, AstLayout);
@@ -729,6 +907,41 @@ AstShapeList ast_shape_list_add(AstShapeList l, AstShape *s)
         l.head = s;
     l.tail = s;
     return l;
+}
+
+AstInst *ast_inst_head(ParseCtx *cx, bool is_root, const AstLoc *root_loc, AstTok head, const AstLoc *head_loc,
+                       AstList attrs, const AstLoc *whole)
+{
+    const char *s = head.s;
+    const AstHead *h = head.head;
+    const AstHeadPart *p = h->part;
+    uint32_t base = head_loc->off;
+    AstLoc name_loc = {base, base + p[0].n}, opcode_loc = {base + p[2].off, base + p[2].off + p[2].n};
+    AstTok shape_tok = {0};
+    shape_tok.s = s + p[1].off;
+    shape_tok.n = p[1].n;
+    shape_tok.shape = h->shape;
+    AstShape *shape = ast_pre_shape(cx, shape_tok, &(AstLoc){base + p[1].off, base + p[1].off + p[1].n});
+    AstList ops = {0};
+    for (uint32_t k = 0; k < h->n_ops; k++) ops = ast_list_add(ops, ast_elem1(cx, head_prim(cx, s, base, &p[3 + k])));
+    /* '(' right after the opcode, ')' the last byte before the attributes (or the end) */
+    uint32_t close = h->n_attrs ? p[3 + h->n_ops].off : head.n;
+    while (s[--close] != ')') {}
+    AstVal *operands = ast_group(cx, AV_PAREN, ops, &(AstLoc){opcode_loc.end, base + close + 1});
+    AstList all = {0};
+    for (uint32_t k = 0; k < h->n_attrs; k++) {
+        const AstHeadPart *an = &p[3 + h->n_ops + 2 * k];
+        AstVal *value = head_prim(cx, s, base, an + 1);
+        all = ast_list_add(all, ast_attr(cx, head_tok(s, an), value, &(AstLoc){base + an->off, value->loc.end}));
+    }
+    if (attrs.head) { /* the attributes after the head follow its own */
+        if (all.tail)
+            all.tail->next = attrs.head;
+        else
+            all.head = attrs.head;
+    }
+    return ast_inst(cx, is_root, root_loc, head_tok(s, &p[0]), &name_loc, shape, head_tok(s, &p[2]), &opcode_loc,
+                    operands, all, is_root ? root_loc : &name_loc, whole);
 }
 
 AstParamList ast_param_add(ParseCtx *cx, AstParamList l, AstTok name, AstShape *shape, const AstLoc *loc)

@@ -49,6 +49,37 @@ typedef struct AstIntGroup {
     } *ints;
 } AstIntGroup;
 
+/* One piece of an INST token's text (ast_scan_inst_head): bytes
+ * [off, off + n) from the head's start, and v: for a `%name` (off at the
+ * '%'), a word, an opcode or an attribute name (n without its '='), the
+ * name hash (ast_name_hash, of the text after any '%'); for an integer,
+ * its value; for an integer list `{...}`, its AstIntGroup. */
+typedef struct AstHeadPart {
+    uint32_t off, n;
+    union {
+        int64_t v;
+        const AstIntGroup *ints;
+    };
+} AstHeadPart;
+
+/* An instruction head the scanner read whole (an INST token): its lowered
+ * shape and parts: the name, the shape, the opcode, the n_ops operands
+ * (a `%name` or an integer), then per attribute its name and its value
+ * (an integer list, `%name`, integer or word: told by the first byte). */
+#define AST_HEAD_MAX_OPS 8
+#define AST_HEAD_MAX_ATTRS 8
+#define AST_HEAD_MAX_PARTS (3 + AST_HEAD_MAX_OPS + 2 * AST_HEAD_MAX_ATTRS)
+typedef struct AstHead {
+    const Shape *shape;
+    uint16_t n_ops, n_attrs;
+    AstHeadPart part[AST_HEAD_MAX_PARTS];
+} AstHead;
+/* Bytes of h that are in use (what a copy must take). */
+static inline size_t ast_head_size(const AstHead *h)
+{
+    return offsetof(AstHead, part) + sizeof(AstHeadPart) * (3u + h->n_ops + 2u * h->n_attrs);
+}
+
 /* Token text (not NUL-terminated) and, for INT, its value (u64 literals
  * above INT64_MAX keep their bit pattern; is_u64 says so); for PRIMTYPE the
  * ElemType; for the names and words (IDENT, NAME_PCT, ATTRNAME, the
@@ -63,6 +94,7 @@ typedef struct AstTok {
         int64_t i;
         const Shape *shape; /* SHAPE: the shape lowered by the scanner (ast_scan_shape) */
         const AstIntGroup *ints; /* INTGROUP: its integers (ast_scan_int_group) */
+        const AstHead *head;     /* INST: its pieces (ast_scan_inst_head) */
     };
 } AstTok;
 
@@ -243,6 +275,7 @@ typedef struct ParseCtx {
 } ParseCtx;
 
 #define AST_MAX_NESTING 200
+#define AST_HEAD_RING 4
 
 /* Scanner state (flex extra): position, context for the `{` rules. */
 typedef struct ScanState {
@@ -270,6 +303,11 @@ typedef struct ScanState {
      * words the diagnostics stay the single ones its expected lists name. */
     bool coarse;
     InternSet texts; /* the distinct SHAPE and INTGROUP texts (ast.c); the scan's owner frees it */
+    /* The last AST_HEAD_RING INST descriptors, in turn (a token's value
+     * points at its slot; the parser holds at most two INST values at
+     * once: the one being reduced and the lookahead). */
+    AstHead heads[AST_HEAD_RING];
+    uint32_t n_heads;
 } ScanState;
 
 /* ------------------------------------------------------------ scanner helpers */
@@ -287,6 +325,14 @@ static inline uint32_t ast_name_hash(const char *s, uint32_t n)
 static inline void ast_prefetch_name(const ParseCtx *cx, AstTok t)
 {
     if (cx->name_slot) __builtin_prefetch(&cx->name_slot[(uint32_t)t.i & cx->name_mask]);
+}
+/* Prefetches the slots of an instruction head's name and `%name`
+ * operands (text: the INST token's) in cx->name_slot. */
+static inline void ast_prefetch_head(const ParseCtx *cx, const char *text, const AstHead *h)
+{
+    if (!cx->name_slot) return;
+    for (uint32_t k = 0; k < 3u + h->n_ops; k++)
+        if (text[h->part[k].off] == '%') __builtin_prefetch(&cx->name_slot[(uint32_t)h->part[k].v & cx->name_mask]);
 }
 /* A name or word token was scanned: sets its hash (t->i) and, on the
  * parser's thread, prefetches its slot. */
@@ -313,8 +359,10 @@ typedef struct FeedTok {
     AstTok tok;
     AstLoc loc;
     int32_t kind;
-    bool name;              /* NAME_PCT or IDENT: the parser prefetches its slot */
+    uint8_t mark;           /* FEED_NAME: NAME_PCT or IDENT (the parser prefetches its slot);
+                               FEED_HEAD: INST (tok.head points into the chunk's descriptors) */
 } FeedTok;
+enum { FEED_NAME = 1, FEED_HEAD = 2 };
 
 /* The parser's side of a ScanFeed, its first member (its thread only):
  * the chunk being read, so ast_feed_lex, inlined into the parser, hands
@@ -323,6 +371,11 @@ typedef struct ScanFeedReader {
     const FeedTok *cur;     /* the chunk being read, NULL: none */
     uint32_t pos, n;        /* next token, tokens in cur (n = pos once the end was read) */
     const ParseCtx *cx;     /* for the name-table prefetch */
+    /* INST descriptors taken out of the chunks in turn (a chunk is
+     * handed back while its last INST may still wait for its reduction),
+     * as ScanState.heads */
+    AstHead heads[AST_HEAD_RING];
+    uint32_t n_heads;
 } ScanFeedReader;
 /* flex: the yyscan_t whose extra is st.  threaded: start the thread (when
  * one cannot be made, the feed scans on the caller's thread instead).
@@ -332,6 +385,9 @@ ScanFeed *ast_feed_start(void *flex, ScanState *st, const ParseCtx *cx, bool thr
 /* ast_feed_lex past the end of the reader's chunk (or without a thread):
  * the next chunk, the flex scanner, or the end again. */
 int ast_feed_lex_next(AstSemVal *lval, AstLoc *lloc, void *feed);
+/* The descriptor of an INST token t (in the reader's chunk) copied into
+ * the reader's next slot, its names' slots prefetched; the copy. */
+const AstHead *ast_feed_keep_head(ScanFeedReader *r, const AstTok *t);
 /* The next token into *lval (its tok member) and *lloc; its kind.  feed:
  * a ScanFeed.  After the end of input it returns the end again. */
 static inline int ast_feed_lex(AstSemVal *lval, AstLoc *lloc, void *feed)
@@ -342,7 +398,8 @@ static inline int ast_feed_lex(AstSemVal *lval, AstLoc *lloc, void *feed)
     lval->tok = t->tok;
     *lloc = t->loc;
     int kind = t->kind;
-    if (t->name) ast_prefetch_name(r->cx, t->tok);
+    if (t->mark == FEED_NAME) ast_prefetch_name(r->cx, t->tok);
+    else if (t->mark == FEED_HEAD) lval->tok.head = ast_feed_keep_head(r, &t->tok);
     else if (kind == 0) r->n = r->pos; /* the end (YYEOF): ast_feed_lex_next gives it again */
     return kind;
 }
@@ -386,6 +443,19 @@ uint32_t ast_scan_shape(ScanState *st, const AstLoc *loc, AstTok *tok);
  * INTGROUP token: tok->ints, shared by equal texts as for SHAPE; true.
  * Otherwise false, and the scanner reads it token by token. */
 bool ast_scan_int_group(ScanState *st, const AstLoc *loc, AstTok *tok);
+/* The text at loc matched the COARSE scanner's instruction-head pattern
+ * (grammar/hlo.l): `%name = <array shape> opcode(<operands>)` and then
+ * `, attr=<value>` pieces.  When the scanner reads every byte of it as the
+ * LAC parser's scanner would read them token by token (depth 1 inside a
+ * computation; the shape one SHAPE token, ast_scan_shape; the opcode an
+ * IDENT other than `T` and `nan`; integers of at most 18 digits; attribute
+ * values that are prims of the grammar, no backend_config or
+ * frontend_attributes; and a blank, ',' or the end after it, so its last
+ * token ends where it does), it is one INST token: tok->s/n its text,
+ * tok->shape its lowered shape, and 0 is returned.  Otherwise the length
+ * of its `%name`, which the scanner then returns alone (NAME_PCT), and the
+ * rest token by token. */
+uint32_t ast_scan_inst_head(ScanState *st, const AstLoc *loc, AstTok *tok);
 /* Fills tok for an INT; false (after reporting) if it fits neither int64 nor uint64. */
 bool ast_scan_int(ScanState *st, const AstLoc *loc, AstTok *tok);
 /* Unescapes a STRING token's text (with the quotes) into the arena. */
@@ -470,6 +540,13 @@ AstShape *ast_pre_shape(ParseCtx *cx, AstTok shape, const AstLoc *loc);
 /* The AV_BRACE group of AV_ELEMs of one AV_INT each that an INTGROUP token
  * stands for: the nodes '{' INT ',' ... '}' would have made. */
 AstVal *ast_int_group(ParseCtx *cx, AstTok group, const AstLoc *loc);
+/* `opt_root INST inst_attrs`: the instruction the grammar's rule
+ * `opt_root name '=' array_shape IDENT operands inst_attrs` builds from the
+ * same text token by token, node for node and location for location (head:
+ * the INST token at head_loc, ast_scan_inst_head; its attributes come
+ * before attrs).  The names' slots in the lowering's table are prefetched. */
+AstInst *ast_inst_head(ParseCtx *cx, bool is_root, const AstLoc *root_loc, AstTok head, const AstLoc *head_loc,
+                       AstList attrs, const AstLoc *whole);
 /* A layout; tail is NULL when no ':' part was written. */
 AstLayout *ast_layout(ParseCtx *cx, AstList ints, const AstLoc *tail, const AstLoc *loc);
 AstShape *ast_tuple_shape(ParseCtx *cx, AstShapeList elems, const AstLoc *loc);

@@ -818,6 +818,12 @@ static size_t g_thread_min = PARSE_THREAD_MIN;
 
 void parse_set_thread_min(size_t bytes) { g_thread_min = bytes ? bytes : PARSE_THREAD_MIN; }
 
+static bool g_fast_first = true;
+static uint64_t g_fast_kept;
+
+void parse_set_fast_first(bool on) { g_fast_first = on; }
+uint64_t parse_fast_kept(void) { return g_fast_kept; }
+
 /* Runs scanner + parser; the sink lowers as the parser goes.  fast: the
  * parser without LAC, which reads its tokens, whole shapes among them
  * (ScanState.coarse), through a ScanFeed: from a scanner on a thread of its
@@ -905,12 +911,16 @@ HloModule *parse_hlo(const char *text, size_t len, uint32_t file_id, DiagEngine 
         return NULL;
     }
     if (!reject_nul(text, len, file_id, diag)) return NULL;
+    if (!g_fast_first) return parse_once(text, len, file_id, diag, false);
     DiagEngine *probe = diag_create(NULL);
     diag_set_show_source(probe, false);
     HloModule *m = parse_once(text, len, file_id, probe, true);
     bool clean = m && diag_error_count(probe) == 0 && diag_warning_count(probe) == 0 && diag_text(probe)[0] == 0;
     diag_destroy(probe);
-    if (clean) return m;
+    if (clean) {
+        g_fast_kept++;
+        return m;
+    }
     hlo_module_free(m);
     return parse_once(text, len, file_id, diag, false);
 }

@@ -10,12 +10,15 @@
 
 int hlo_yylex(AstSemVal *lval, AstLoc *lloc, void *scanner);
 
-/* Tokens per chunk and chunks in the ring: 8 x 8,192 x 40 bytes = 2.6 MB.
- * A chunk is about 230 instructions of the usual forms, so the two threads
- * meet (a mutex and at most one wake-up each) a few thousand times on a
- * million instructions. */
+/* Tokens per chunk and chunks in the ring: 8 x 8,192 x 40 bytes = 2.6 MB,
+ * and beside each chunk its INST descriptors (AstHead, ast_head_size
+ * bytes each) in FEED_HEAD_BYTES = 256 KiB: a chunk ends early when a
+ * descriptor of the largest size might not fit.  A chunk is a few hundred
+ * to a few thousand instructions, so the two threads meet (a mutex and
+ * at most one wake-up each) a few thousand times on a million instructions. */
 #define FEED_CHUNK 8192
 #define FEED_CHUNKS 8
+#define FEED_HEAD_BYTES ((size_t)256 << 10)
 
 struct ScanFeed {
     ScanFeedReader rd;      /* the parser's side (first: ast_feed_lex reads it) */
@@ -27,6 +30,7 @@ struct ScanFeed {
     pthread_cond_t room;    /* signalled when the parser releases a chunk */
     pthread_cond_t ready;   /* signalled when the scanner publishes one */
     FeedTok *ring;          /* [FEED_CHUNKS * FEED_CHUNK] */
+    char *heads;            /* [FEED_CHUNKS * FEED_HEAD_BYTES]: the chunks' INST descriptors */
     uint32_t count[FEED_CHUNKS];
     uint64_t published, released; /* chunks, counted from the start (under mu) */
     bool stop;              /* the parser is done: the scanner ends (under mu) */
@@ -42,15 +46,24 @@ static void *feed_scan(void *arg)
         pthread_mutex_unlock(&f->mu);
         if (stop) return NULL;
         FeedTok *c = f->ring + (size_t)(k % FEED_CHUNKS) * FEED_CHUNK;
+        char *heads = f->heads + (size_t)(k % FEED_CHUNKS) * FEED_HEAD_BYTES;
+        size_t used = 0;
         uint32_t n = 0;
         bool end = false;
-        while (n < FEED_CHUNK && !end) {
+        while (n < FEED_CHUNK && !end && used <= FEED_HEAD_BYTES - sizeof(AstHead)) {
             AstSemVal v;
             memset(&v, 0, sizeof v);
             FeedTok *t = &c[n++];
             t->kind = hlo_yylex(&v, &t->loc, f->flex);
             t->tok = v.tok;
-            t->name = t->kind == TOK_NAME_PCT || t->kind == TOK_IDENT;
+            t->mark = t->kind == TOK_NAME_PCT || t->kind == TOK_IDENT ? FEED_NAME : 0;
+            if (t->kind == TOK_INST) {
+                size_t size = ast_head_size(v.tok.head);
+                memcpy(heads + used, v.tok.head, size);
+                t->tok.head = (const AstHead *)(heads + used);
+                t->mark = FEED_HEAD;
+                used += (size + 7) & ~(size_t)7;
+            }
             end = t->kind == TOK_YYEOF;
         }
         pthread_mutex_lock(&f->mu);
@@ -70,7 +83,8 @@ ScanFeed *ast_feed_start(void *flex, ScanState *st, const ParseCtx *cx, bool thr
     f->rd.cx = cx;
     if (!threaded || !cx->strings) return f;
     f->ring = malloc(sizeof(FeedTok) * FEED_CHUNK * FEED_CHUNKS);
-    if (!f->ring) spmdc_oom();
+    f->heads = malloc(FEED_HEAD_BYTES * FEED_CHUNKS);
+    if (!f->ring || !f->heads) spmdc_oom();
     /* the scanner's thread touches nothing the parser's does: strings go
      * to cx->strings (the caller's, made before), errors only mark it failed (ast_scan_error),
      * and it leaves the name-table prefetch to the parser (ast_feed_lex, FeedTok.name) */
@@ -84,7 +98,9 @@ ScanFeed *ast_feed_start(void *flex, ScanState *st, const ParseCtx *cx, bool thr
         pthread_cond_destroy(&f->room);
         pthread_mutex_destroy(&f->mu);
         free(f->ring);
+        free(f->heads);
         f->ring = NULL;
+        f->heads = NULL;
         st->quiet = false;
         return f;
     }
@@ -106,7 +122,17 @@ void ast_feed_finish(ScanFeed *f)
         pthread_mutex_destroy(&f->mu);
     }
     free(f->ring);
+    free(f->heads);
     free(f);
+}
+
+const AstHead *ast_feed_keep_head(ScanFeedReader *r, const AstTok *t)
+{
+    const AstHead *h = t->head;
+    AstHead *keep = &r->heads[r->n_heads++ % AST_HEAD_RING];
+    memcpy(keep, h, ast_head_size(h));
+    ast_prefetch_head(r->cx, t->s, keep);
+    return keep;
 }
 
 /* The next chunk for the parser: releases the one it read, waits for one. */

@@ -37,6 +37,14 @@ HloModule *parse_hlo(const char *text, size_t len, uint32_t file_id, DiagEngine 
 #define PARSE_THREAD_MIN ((size_t)256 << 10)
 /* Sets that threshold for the tests (1: every input; 0: the default). */
 void parse_set_thread_min(size_t bytes);
+/* Whether parse_hlo runs the parser without LAC first (the default, true);
+ * false: the LAC parser alone, token by token, for the tests that check
+ * both give the same module and messages. */
+void parse_set_fast_first(bool on);
+/* How many parse_hlo calls so far kept the module of the parser without
+ * LAC (it reported nothing); the tests check the coarse tokens do not
+ * send clean inputs to the second parse. */
+uint64_t parse_fast_kept(void);
 
 /* Chooses the module's mesh and binds every instruction's sharding_src to
  * inst->sharding (sets m->mesh, m->has_mesh; sharding_from_user = true):

@@ -1,0 +1,230 @@
+/* parse_coarse_test.c - the parser without LAC (whole shapes, integer lists
+ * and instruction heads as one token each) against the LAC parser alone.
+ *
+ * parse_hlo keeps the first parse's module only when it reported nothing,
+ * so the coarse tokens must never make an input the LAC parser rejects
+ * pass, nor read one it accepts differently.  For every .hlo file under
+ * tests/ and examples/, and for instruction heads with every kind of text
+ * right after them or inside them, both parses must give the same
+ * messages, the same printed module (shardings, layouts and verbatim
+ * attributes included) and the same source span for every computation and
+ * instruction, and on input the LAC parser takes without a word the first
+ * parse's module must be the one kept; then again with the scanner on a
+ * thread of its own.
+ */
+#define _XOPEN_SOURCE 700
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "spmdc/diag.h"
+#include "spmdc/hlo.h"
+#include "spmdc/parse.h"
+#include "spmdc/strbuf.h"
+
+typedef struct Parse {
+    DiagEngine *d;
+    HloModule *m;
+    StrBuf text;
+} Parse;
+
+static Parse parse_with(const char *text, size_t len, bool fast_first)
+{
+    Parse p = {diag_create(NULL), NULL, {0}};
+    uint32_t fid = diag_add_file(p.d, "t.hlo", text, len);
+    parse_set_fast_first(fast_first);
+    p.m = parse_hlo(text, len, fid, p.d);
+    parse_set_fast_first(true);
+    if (p.m) {
+        HloPrintOptions all = {true, true, true};
+        hlo_print_module(&p.text, p.m, &all);
+    }
+    return p;
+}
+
+static void parse_free(Parse *p)
+{
+    hlo_module_free(p->m);
+    diag_destroy(p->d);
+    sb_free(&p->text);
+}
+
+static bool same_span(SrcSpan a, SrcSpan b)
+{
+    return a.begin.line == b.begin.line && a.begin.col == b.begin.col && a.end.line == b.end.line &&
+           a.end.col == b.end.col;
+}
+
+/* Both parses of text[0..len) agree; what is the text: for the message. */
+static void check_same(const char *what, const char *text, size_t len)
+{
+    uint64_t kept = parse_fast_kept();
+    Parse a = parse_with(text, len, true);
+    bool fast = parse_fast_kept() > kept;
+    Parse b = parse_with(text, len, false);
+    /* an input the LAC parser takes without a word: the first parse's module is kept */
+    bool ok = strcmp(diag_text(a.d), diag_text(b.d)) == 0 && (a.m != NULL) == (b.m != NULL) &&
+              (fast || !b.m || diag_text(b.d)[0] != 0);
+    if (ok && a.m) {
+        ok = a.text.len == b.text.len && memcmp(sb_cstr(&a.text), sb_cstr(&b.text), a.text.len) == 0 &&
+             a.m->n_comps == b.m->n_comps;
+        for (int32_t c = 0; ok && c < a.m->n_comps; c++) {
+            const HloComputation *x = &a.m->comps[c], *y = &b.m->comps[c];
+            ok = x->n_insts == y->n_insts && same_span(x->span, y->span);
+            for (int32_t i = 0; ok && i < x->n_insts; i++) ok = same_span(x->insts[i].span, y->insts[i].span);
+        }
+    }
+    if (!ok)
+        fail_msg("%s: the two parsers differ\n--- without LAC first:\n%s%s\n--- LAC alone:\n%s%s\n--- input:\n%.*s", what,
+                 diag_text(a.d), a.m ? sb_cstr(&a.text) : "(no module)\n", diag_text(b.d),
+                 b.m ? sb_cstr(&b.text) : "(no module)\n", (int)(len > 2000 ? 2000 : len), text);
+    parse_free(&a);
+    parse_free(&b);
+}
+
+static int g_files;
+
+static int visit(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+    (void)sb;
+    (void)ftw;
+    size_t n = strlen(path);
+    if (type != FTW_F || n < 4 || strcmp(path + n - 4, ".hlo") != 0) return 0;
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    StrBuf b = {0};
+    char buf[65536];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) sb_putn(&b, buf, got);
+    fclose(f);
+    check_same(path, sb_cstr(&b), b.len);
+    sb_free(&b);
+    g_files++;
+    return 0;
+}
+
+static void test_every_hlo_file(void **state)
+{
+    (void)state;
+    const char *src = getenv("SPMDC_SOURCE_DIR");
+    if (!src) skip();
+    char dir[4096];
+    g_files = 0;
+    snprintf(dir, sizeof dir, "%s/tests", src);
+    assert_int_equal(nftw(dir, visit, 16, FTW_PHYS), 0);
+    snprintf(dir, sizeof dir, "%s/examples", src);
+    assert_int_equal(nftw(dir, visit, 16, FTW_PHYS), 0);
+    assert_true(g_files > 200); /* the suites are there */
+}
+
+/* A module whose second instruction is `line`, so that a head and what
+ * follows it are checked at the start, middle and end of a computation. */
+static void check_line(const char *line)
+{
+    char text[2048];
+    int n = snprintf(text, sizeof text,
+                     "HloModule m\n\n%%add (x: f32[], y: f32[]) -> f32[] {\n  %%x = f32[] parameter(0)\n"
+                     "  %%y = f32[] parameter(1)\n  ROOT %%s = f32[] add(%%x, %%y)\n}\n\n"
+                     "ENTRY %%main (a: f32[8,16], b: f32[8,16]) -> f32[8,16] {\n"
+                     "  %%a = f32[8,16]{1,0} parameter(0)\n%s\n  %%b = f32[8,16]{1,0} parameter(1)\n"
+                     "  ROOT %%r = f32[8,16]{1,0} add(%%a, %%b)\n}\n",
+                     line);
+    assert_true(n > 0 && (size_t)n < sizeof text);
+    check_same(line, text, (size_t)n);
+}
+
+static void test_heads_and_what_follows(void **state)
+{
+    (void)state;
+    static const char *const heads[] = {
+        "  %h = f32[8,16]{1,0} add(%a, %b)",
+        "  %h = f32[8,16]{1,0} negate(%a), metadata={op_name=\"x\"}",
+        "  %h = f32[8,16] add(%a, %b), sharding={replicated}",
+        "  %h = f32[16]{0} reduce(%a, %z), dimensions={0}, to_apply=%add",
+        "  %h = f32[8,16]{1,0} custom-call(%a), custom_call_target=\"f\", backend_config={1}",
+    };
+    static const char *const after[] = {
+        "",       "x2",       "1",        ".5",          "e5",          "_1",       ":",        "[",
+        "(",      "{",        "}",        "=",           "==",          "/* c */",  "// c",     "\t",
+        " ",      ",",        ", x=1",    ", x=1x2",     ", x={1} {2}", ", x=nan",  ", x=T",    ", x=f32",
+        ", x=f32[2]", ", x=ROOT", ", x=-",  ", x=-1.5",    ", x=%y.z",    ", x={}",   ", x={1,}", ", x=\"s\"",
+        ", x=true", ", x=inf",  ", x=-inf", ", x={1,2}{3}", ", x=1_2",    ", x=12345678901234567890",
+        ", x=a:",   ", x=a,",   ", frontend_attributes={a=\"b\"}", ", backend_config={}", ", x=1 y=2",
+        ", x==1",   ", x= 1",   ", x =1",   ", x=1, y={1,0}, z=%add, w=LT, v=-3",
+        ", a=1, b=2, c=3, d=4, e=5, f=6, g=7, h=8, i=9",
+    };
+    char line[512];
+    for (size_t h = 0; h < sizeof heads / sizeof heads[0]; h++)
+        for (size_t k = 0; k < sizeof after / sizeof after[0]; k++) {
+            snprintf(line, sizeof line, "%s%s", heads[h], after[k]);
+            check_line(line);
+        }
+}
+
+static void test_heads_inside(void **state)
+{
+    (void)state;
+    static const char *const lines[] = {
+        "  %h = f32[8,16]{1,0} T(%a, %b)",
+        "  %h = f32[8,16]{1,0} nan(%a)",
+        "  %h = f32[8,16]{1,0} true(%a)",
+        "  %h = f32[8,16]{1,0} f32(%a)",
+        "  %h = f32[8,16]{1,0} ROOT(%a)",
+        "  %h = f32[8,16]{1,0} add(%a,%b)",
+        "  %h = f32[8,16]{1,0} add( %a , %b )",
+        "  %h = f32[8,16]{1,0} add(%a %b)",
+        "  %h = f32[8,16]{1,0} add(%a, %b,)",
+        "  %h = f32[8,16]{1,0}\tadd(%a,\t%b)",
+        "  %h=f32[8,16]{1,0} add(%a, %b)",
+        "  %h = f32[8,16]{1,0}add(%a, %b)",
+        "  %h = f32[8,16] {1,0} add(%a, %b)",
+        "  %h = f32[8,16]{0,1} add(%a, %b)",
+        "  %h = f32[8,16]{1,1} add(%a, %b)",
+        "  %h = f32[8,16]{1} add(%a, %b)",
+        "  %h = nan[8,16] add(%a, %b)",
+        "  %h = foo[8,16] add(%a, %b)",
+        "  %h = f32[] constant(1)",
+        "  %h = f32[] constant(-1)",
+        "  %h = f32[] constant(12345678901234567890)",
+        "  %h = f32[] constant(123456789012345678)",
+        "  %h = f32[] constant(0123)",
+        "  %h = u64[] constant(18446744073709551615)",
+        "  %h = s64[] constant(9223372036854775807)",
+        "  %h = s64[] constant(999999999999999999)",
+        "  %h = s32[8,16]{1,0} iota(), iota_dimension=18446744073709551617",
+        "  %h = (f32[], f32[]) tuple(%a, %b)",
+        "  %h = f32[8,16]{1,0} tuple(%a, %a, %a, %a, %a, %a, %a, %a, %a)",
+        "  %h = f32[8,16]{1,0} tuple(%a, %a, %a, %a, %a, %a, %a, %a)",
+        "  %h = f32[8,16]{1,0} add(%nope, %b)",
+        "  %a = f32[8,16]{1,0} add(%a, %b)",
+        "  %h = f32[8,16]{1,0} add(%a)",
+        "  %h = f32[8,16]{1,0} frobnicate(%a, %b)",
+        "  %h = f32[8,16]{1,0} add(%a, %b), frontend_attributes={}",
+        "  %h = f32[8,16]{1,0} add(%a, %b), backend_config={}",
+        "  %h.x-y_z = f32[8,16]{1,0} add(%a, %b)",
+        "  %h = f32[8,16,1,1,1,1,1,1,1]{8,7,6,5,4,3,2,1,0} reshape(%a)",
+        "  %h = f32[4,32]{1,0} reshape(%a), dimensions={}",
+        "  %h = s32[8,16]{1,0} iota(), iota_dimension=1",
+    };
+    for (size_t k = 0; k < sizeof lines / sizeof lines[0]; k++) check_line(lines[k]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_heads_and_what_follows),
+        cmocka_unit_test(test_heads_inside),
+        cmocka_unit_test(test_every_hlo_file),
+    };
+    int failed = cmocka_run_group_tests_name("coarse tokens", tests, NULL, NULL);
+    parse_set_thread_min(1);
+    failed += cmocka_run_group_tests_name("coarse tokens, scanner on its own thread", tests, NULL, NULL);
+    return failed;
+}
