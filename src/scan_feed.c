@@ -59,8 +59,9 @@ static void *feed_scan(void *arg)
             t->mark = t->kind == TOK_NAME_PCT || t->kind == TOK_IDENT ? FEED_NAME : 0;
             if (t->kind == TOK_INST) {
                 size_t size = ast_head_size(v.tok.head);
-                memcpy(heads + used, v.tok.head, size);
-                t->tok.head = (const AstHead *)(heads + used);
+                void *at = heads + used; /* 8-byte aligned: used is kept a multiple of 8 */
+                memcpy(at, v.tok.head, size);
+                t->tok.head = at;
                 t->mark = FEED_HEAD;
                 used += (size + 7) & ~(size_t)7;
             }
