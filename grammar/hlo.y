@@ -86,6 +86,7 @@ int hlo_yylex(AstSemVal *lval, AstLoc *lloc, void *scanner);
 %token <tok> SHAPE "array shape"
 %token <tok> INTGROUP "integer list"
 %token <tok> INST "instruction head"
+%token <tok> SHARDING "sharding seen before"
 %token <tok> KW_HLOMODULE "'HloModule'"
 %token <tok> KW_ENTRY "'ENTRY'"
 %token <tok> KW_ROOT "'ROOT'"
@@ -305,6 +306,7 @@ tail_tok
  * instruction (cont). */
 attr
     : ATTRNAME prim                         { $$ = ast_attr(cx, $1, $2, &@$); }
+    | SHARDING                              { $$ = ast_sharding_attr(cx, $1, &@1); }
     | attr cont                             { $$ = ast_attr_add($1, $2); }
     ;
 
@@ -396,8 +398,9 @@ elems1
 
 /* Bison's hook for parse.error custom: hands the unexpected token and the
  * (LAC-exact) expected set to ast_syntax_error, which words the message.
- * SHAPE, INTGROUP and INST are left out: only the parser without LAC reads
- * them, and wherever one may stand an element type, a '{' or a '%name' may too. */
+ * SHAPE, INTGROUP, INST and SHARDING are left out: only the parser without
+ * LAC reads them, and wherever one may stand an element type, a '{' or a
+ * '%name' may too. */
 static int yyreport_syntax_error(const yypcontext_t *ctx, void *scanner, ParseCtx *cx)
 {
     (void)scanner;
@@ -405,7 +408,8 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, void *scanner, ParseCt
     int n = yypcontext_expected_tokens(ctx, expected, YYNTOKENS), k = 0;
     const char *names[YYNTOKENS];
     for (int i = 0; i < n; i++)
-        if (expected[i] != YYSYMBOL_SHAPE && expected[i] != YYSYMBOL_INTGROUP && expected[i] != YYSYMBOL_INST)
+        if (expected[i] != YYSYMBOL_SHAPE && expected[i] != YYSYMBOL_INTGROUP && expected[i] != YYSYMBOL_INST &&
+            expected[i] != YYSYMBOL_SHARDING)
             names[k++] = yysymbol_name(expected[i]);
     n = n < 0 ? n : k;
     yysymbol_kind_t tok = yypcontext_token(ctx);

@@ -449,6 +449,45 @@ uint32_t ast_scan_inst_head(ScanState *st, const AstLoc *loc, AstTok *tok)
     return 0;
 }
 
+uint32_t ast_scan_sharding(ScanState *st, size_t avail, AstTok *tok)
+{
+    const char *text = st->cx->text, *s = text + st->off;
+    size_t room = st->cx->len - st->off;
+    if (!st->coarse || room == 0 || s[0] != '{') return 0;
+    if (avail < room) room = avail;
+    uint32_t n = 0;
+    for (int depth = 0; n < room;) { /* to the matching '}' on this line */
+        char c = s[n++];
+        if (c == '{') {
+            depth++;
+        } else if (c == '}') {
+            if (--depth == 0) break;
+        } else if (c == '"' || c == '\'') { /* a string without escapes */
+            while (n < room && s[n] != c && s[n] != '\\' && s[n] != '\n') n++;
+            if (n == room || s[n] != c) return 0;
+            n++;
+        } else if (c == '\n' || c == '\r' || c == '/' || c == '\\') {
+            return 0;
+        }
+        if (n == room) return 0;
+    }
+    uint32_t h = ast_name_hash(s, n), slot = 0;
+    ScanText probe = {s, n, NULL};
+    if (intern_find(&st->shardings, h, &probe, scan_text_same, &slot)) {
+        memset(tok, 0, sizeof *tok);
+        tok->s = s;
+        tok->n = n;
+        tok->i = h;
+        return n;
+    }
+    if (st->shardings.n < SCAN_MAX_SHAPES) {
+        ScanText *e = ARENA_NEW(ast_scan_arena(st), ScanText);
+        *e = (ScanText){s, n, s};
+        intern_add(&st->shardings, slot, h, e);
+    }
+    return 0;
+}
+
 AstTok ast_tok_at(const ScanState *st, const AstLoc *loc, uint32_t skip_front, uint32_t skip_back)
 {
     AstTok t = {0};
@@ -878,6 +917,17 @@ static AstVal *head_prim(ParseCtx *cx, const char *s, uint32_t base, const AstHe
     return ast_tok_val(cx, kind, head_tok(s, p), &l);
 }
 
+AstVal *ast_sharding_attr(ParseCtx *cx, AstTok group, const AstLoc *loc)
+{
+    static const char name[] = "sharding";
+    AstTok t = {0};
+    t.s = group.s - (sizeof name - 1) - 1; /* `sharding=` precedes the group */
+    t.n = sizeof name - 1;
+    t.i = ast_name_hash(t.s, t.n);
+    AstVal *v = ast_tok_val(cx, AV_SHARED, group, &(AstLoc){loc->end - group.n, loc->end});
+    return ast_attr(cx, t, v, loc);
+}
+
 AstLayout *ast_layout(ParseCtx *cx, AstList ints, const AstLoc *tail, const AstLoc *loc)
 {
     AstLayout *l = AST_NEW(cx, AstLayout);
@@ -1191,7 +1241,7 @@ static const char *const KIND_NAMES[] = {
     [AV_NAME] = "name",         [AV_WORD] = "identifier",     [AV_LABEL] = "label",
     [AV_PUNCT] = "",            [AV_ATTR] = "attribute",      [AV_BRACE] = "",
     [AV_BRACKET] = "",          [AV_PAREN] = "",              [AV_TPAREN] = "",
-    [AV_SHAPE] = "shape",       [AV_ELEM] = "",
+    [AV_SHAPE] = "shape",       [AV_ELEM] = "",               [AV_SHARED] = "sharding",
 };
 
 const char *ast_describe(ParseCtx *cx, const AstVal *v)

@@ -119,6 +119,8 @@ typedef enum AstValKind {
     AV_TPAREN,    /* T( elems ) (iota transpose) */
     AV_SHAPE,     /* f32[2,3]{1,0}: shape */
     AV_ELEM,      /* one comma-separated element: child = first prim */
+    AV_SHARED,    /* an instruction's sharding `{...}` whose text an earlier instruction's
+                     sharding had (from a SHARDING token: t = the text, t.i its name hash) */
 } AstValKind;
 
 typedef enum AstPunct {
@@ -303,6 +305,7 @@ typedef struct ScanState {
      * words the diagnostics stay the single ones its expected lists name. */
     bool coarse;
     InternSet texts; /* the distinct SHAPE and INTGROUP texts (ast.c); the scan's owner frees it */
+    InternSet shardings; /* the distinct texts of instructions' shardings seen (ast_scan_shared_sharding); freed so too */
     /* The last AST_HEAD_RING INST descriptors, in turn (a token's value
      * points at its slot; the parser holds at most two INST values at
      * once: the one being reduced and the lookahead). */
@@ -456,6 +459,16 @@ bool ast_scan_int_group(ScanState *st, const AstLoc *loc, AstTok *tok);
  * of its `%name`, which the scanner then returns alone (NAME_PCT), and the
  * rest token by token. */
 uint32_t ast_scan_inst_head(ScanState *st, const AstLoc *loc, AstTok *tok);
+/* An instruction's `sharding=` (depth 1) was just scanned; the avail bytes
+ * after it are in flex's buffer.  When st->coarse is set and a brace group
+ * follows on the same line within avail bytes (strings without escapes,
+ * no comment), and an earlier instruction's sharding had the same text,
+ * the whole attribute is one SHARDING token (tok: the group's text,
+ * tok->i its name hash; the lowering reuses the syntax it read for the
+ * earlier one, parse_lower_sharding): the group's length is returned.
+ * Otherwise the text is remembered and 0: the scanner reads it token by
+ * token. */
+uint32_t ast_scan_sharding(ScanState *st, size_t avail, AstTok *tok);
 /* Fills tok for an INT; false (after reporting) if it fits neither int64 nor uint64. */
 bool ast_scan_int(ScanState *st, const AstLoc *loc, AstTok *tok);
 /* Unescapes a STRING token's text (with the quotes) into the arena. */
@@ -540,6 +553,11 @@ AstShape *ast_pre_shape(ParseCtx *cx, AstTok shape, const AstLoc *loc);
 /* The AV_BRACE group of AV_ELEMs of one AV_INT each that an INTGROUP token
  * stands for: the nodes '{' INT ',' ... '}' would have made. */
 AstVal *ast_int_group(ParseCtx *cx, AstTok group, const AstLoc *loc);
+/* `SHARDING`: the attribute `sharding=` + AV_SHARED value (tok: the
+ * group's text and hash, ast_scan_sharding; loc: the whole attribute) that
+ * the rule `attr: ATTRNAME prim` builds from the same text token by
+ * token, location for location, except for its value's kind. */
+AstVal *ast_sharding_attr(ParseCtx *cx, AstTok group, const AstLoc *loc);
 /* `opt_root INST inst_attrs`: the instruction the grammar's rule
  * `opt_root name '=' array_shape IDENT operands inst_attrs` builds from the
  * same text token by token, node for node and location for location (head:

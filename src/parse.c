@@ -854,6 +854,7 @@ static void run_parser(ParseCtx *cx, Lower *lw, bool fast)
     }
     hlo_yylex_destroy(scanner);
     intern_free(&st.texts);
+    intern_free(&st.shardings);
     cx->scan = NULL;
     if (rc != 0 && diag_error_count(cx->diag) == lw->base_errors)
     {
@@ -882,10 +883,12 @@ static HloModule *parse_once(const char *text, size_t len, uint32_t file_id, Dia
     cx.sink = &sink;
     build_tables(&lw);
     ast_lines_init(&cx);
+    lw.share_shardings = fast;
     run_parser(&cx, &lw, fast);
     if (lowering(&lw)) finish_module(&lw);
     ast_lines_free(&cx);
     ast_pool_free(&cx);
+    intern_free(&lw.shared_syntax);
     arena_destroy(lw.comp_arena);
     arena_destroy(cx.keep);
     if (cx.strings) arena_destroy(cx.strings);

@@ -138,6 +138,11 @@ typedef struct Lower {
     KwTable attr_specs;     /* attribute name -> ATTR_SPECS index (parse_attrs.c) */
     AttrsMemo *memo;        /* [cap_memo] */
     uint32_t cap_memo, n_memo;
+    /* The parse without LAC: the syntax read for each distinct one-line
+     * sharding text of an instruction (SharedSyntax, lw->keep), so a SHARED
+     * token (AV_SHARED) gets a copy of it (parse_lower_sharding). */
+    bool share_shardings;
+    InternSet shared_syntax;
     bool has_header;
     AstTok module_name;
     AstLoc module_name_loc;

@@ -423,7 +423,113 @@ static bool sh_single(Lower *lw, const AstVal *v, ShardingSyntax *s)
 }
 
 /* sharding=: a single sharding or a flat tuple `{{...}, {...}}` (`{}` = empty tuple). */
+/* ---------------------------------------------------------------- shared texts */
+
+/* The syntax read for one instruction's one-line sharding text, and where
+ * the text began (its spans are on that line). */
+typedef struct SharedSyntax {
+    const char *s;
+    uint32_t n;
+    const ShardingSyntax *syn;
+    uint32_t line, col;
+} SharedSyntax;
+
+static bool shared_same(const void *stored, const void *item)
+{
+    const SharedSyntax *a = stored, *b = item;
+    return a->n == b->n && memcmp(a->s, b->s, a->n) == 0;
+}
+
+/* A span of a syntax read at (line, col0) moved to a text at (line, col0 + dcol). */
+static void rebase_span(SrcSpan *sp, uint32_t line, int64_t dcol)
+{
+    if (!sp->begin.line) return; /* no position */
+    sp->begin.line = sp->end.line = line;
+    sp->begin.col = (uint32_t)(sp->begin.col + dcol);
+    sp->end.col = (uint32_t)(sp->end.col + dcol);
+}
+
+static AxisRefSyntax *rebase_refs(Arena *a, const AxisRefSyntax *refs, int32_t n, uint32_t line, int64_t dcol)
+{
+    if (!refs || n <= 0) return (AxisRefSyntax *)refs;
+    AxisRefSyntax *r = ARENA_ARRAY(a, AxisRefSyntax, n);
+    memcpy(r, refs, sizeof *r * (size_t)n);
+    for (int32_t k = 0; k < n; k++) rebase_span(&r[k].span, line, dcol);
+    return r;
+}
+
+/* *dst = src with every span moved by rebase_span; the arrays that hold
+ * spans are copied into a, the others shared (the syntax is read-only). */
+static void rebase_syntax(Arena *a, ShardingSyntax *dst, const ShardingSyntax *src, uint32_t line, int64_t dcol)
+{
+    *dst = *src;
+    rebase_span(&dst->span, line, dcol);
+    if (src->dim_axes && src->n_dims > 0) {
+        dst->dim_axes = ARENA_ARRAY(a, AxisRefSyntax *, src->n_dims);
+        for (int32_t d = 0; d < src->n_dims; d++)
+            dst->dim_axes[d] = rebase_refs(a, src->dim_axes[d], src->dim_n_axes[d], line, dcol);
+    }
+    dst->replicated_axes = rebase_refs(a, src->replicated_axes, src->n_replicated_axes, line, dcol);
+    dst->unreduced_axes = rebase_refs(a, src->unreduced_axes, src->n_unreduced_axes, line, dcol);
+    dst->manual_axes = rebase_refs(a, src->manual_axes, src->n_manual_axes, line, dcol);
+    if (src->elems && src->n_elems > 0) {
+        dst->elems = ARENA_ARRAY(a, ShardingSyntax, src->n_elems);
+        for (int32_t k = 0; k < src->n_elems; k++) rebase_syntax(a, &dst->elems[k], &src->elems[k], line, dcol);
+    }
+}
+
+/* An AV_SHARED value: a copy of the syntax an earlier instruction's
+ * sharding of the same text gave, its spans moved to this text.  The
+ * scanner makes a SHARDING token only of a text it saw before after an
+ * instruction's `sharding=`, where it was lowered here (the parse without
+ * LAC, whose module is kept only when it reported nothing); should it not
+ * be found, the error sends the input to the LAC parser, which reads every
+ * sharding itself. */
+static const ShardingSyntax *shared_sharding(Lower *lw, const AstVal *v)
+{
+    SharedSyntax probe = {v->t.s, v->t.n, NULL, 0, 0};
+    uint32_t slot;
+    const SharedSyntax *e = intern_find(&lw->shared_syntax, (uint32_t)v->t.i, &probe, shared_same, &slot);
+    if (!e) {
+        parse_err(lw, &v->loc, "sharding %s was not read before", describe(lw, v));
+        return NULL;
+    }
+    SrcLoc at = ast_span(lw->cx, &v->loc).begin;
+    ShardingSyntax *s = ARENA_NEW(lw->m->syntax_arena, ShardingSyntax);
+    rebase_syntax(lw->m->syntax_arena, s, e->syn, at.line, (int64_t)at.col - (int64_t)e->col);
+    return s;
+}
+
+/* Keeps syn, read from the brace group v of an instruction's sharding, for
+ * AV_SHARED values of the same text (one line only: the scanner makes no
+ * SHARDING token of a text with a line break). */
+static void share_syntax(Lower *lw, const AstVal *v, const ShardingSyntax *syn)
+{
+    const char *s = lw->cx->text + v->loc.off;
+    uint32_t n = v->loc.end - v->loc.off, slot;
+    if (memchr(s, '\n', n) || memchr(s, '\r', n)) return;
+    SharedSyntax probe = {s, n, NULL, 0, 0};
+    uint32_t h = ast_name_hash(s, n);
+    if (intern_find(&lw->shared_syntax, h, &probe, shared_same, &slot)) return;
+    SrcLoc at = ast_span(lw->cx, &v->loc).begin;
+    SharedSyntax *e = ARENA_NEW(lw->keep, SharedSyntax);
+    *e = (SharedSyntax){s, n, syn, at.line, at.col};
+    intern_add(&lw->shared_syntax, slot, h, e);
+}
+
+static const ShardingSyntax *lower_sharding_group(Lower *lw, const AstVal *attr, const AstVal *v);
+
 const ShardingSyntax *parse_lower_sharding(Lower *lw, const AstVal *attr, const AstVal *v)
+{
+    if (v->kind == AV_SHARED) return shared_sharding(lw, v);
+    int errors = lw->n_errors;
+    const ShardingSyntax *s = lower_sharding_group(lw, attr, v);
+    if (s && lw->share_shardings && lw->n_errors == errors) share_syntax(lw, v, s);
+    return s;
+}
+
+/* parse_lower_sharding of a value that is no AV_SHARED one. */
+static const ShardingSyntax *lower_sharding_group(Lower *lw, const AstVal *attr, const AstVal *v)
 {
     if (!is_group(v, AV_BRACE)) {
         parse_want(lw, attr, v, "a sharding like {replicated} or {devices=[2,1]0,1}");

@@ -27,6 +27,7 @@
 #include "spmdc/diag.h"
 #include "spmdc/hlo.h"
 #include "spmdc/parse.h"
+#include "spmdc/sharding.h"
 #include "spmdc/strbuf.h"
 
 typedef struct Parse {
@@ -62,6 +63,29 @@ static bool same_span(SrcSpan a, SrcSpan b)
            a.end.col == b.end.col;
 }
 
+static bool same_refs(const AxisRefSyntax *a, const AxisRefSyntax *b, int32_t n)
+{
+    for (int32_t k = 0; k < n; k++)
+        if (!same_span(a[k].span, b[k].span)) return false;
+    return true;
+}
+
+/* The two syntaxes have their spans in the same places (bind's messages point there). */
+static bool same_syntax_spans(const ShardingSyntax *a, const ShardingSyntax *b)
+{
+    if (!a || !b) return a == b;
+    if (!same_span(a->span, b->span) || a->kind != b->kind || a->n_dims != b->n_dims || a->n_elems != b->n_elems ||
+        !same_refs(a->replicated_axes, b->replicated_axes, a->n_replicated_axes) ||
+        !same_refs(a->unreduced_axes, b->unreduced_axes, a->n_unreduced_axes) ||
+        !same_refs(a->manual_axes, b->manual_axes, a->n_manual_axes))
+        return false;
+    for (int32_t d = 0; a->dim_axes && d < a->n_dims; d++)
+        if (!same_refs(a->dim_axes[d], b->dim_axes[d], a->dim_n_axes[d])) return false;
+    for (int32_t k = 0; k < a->n_elems; k++)
+        if (!same_syntax_spans(&a->elems[k], &b->elems[k])) return false;
+    return true;
+}
+
 /* Both parses of text[0..len) agree; what is the text: for the message. */
 static void check_same(const char *what, const char *text, size_t len)
 {
@@ -78,7 +102,9 @@ static void check_same(const char *what, const char *text, size_t len)
         for (int32_t c = 0; ok && c < a.m->n_comps; c++) {
             const HloComputation *x = &a.m->comps[c], *y = &b.m->comps[c];
             ok = x->n_insts == y->n_insts && same_span(x->span, y->span);
-            for (int32_t i = 0; ok && i < x->n_insts; i++) ok = same_span(x->insts[i].span, y->insts[i].span);
+            for (int32_t i = 0; ok && i < x->n_insts; i++)
+                ok = same_span(x->insts[i].span, y->insts[i].span) &&
+                     same_syntax_spans(x->insts[i].sharding_src, y->insts[i].sharding_src);
         }
     }
     if (!ok)
@@ -216,11 +242,54 @@ static void test_heads_inside(void **state)
     for (size_t k = 0; k < sizeof lines / sizeof lines[0]; k++) check_line(lines[k]);
 }
 
+/* The same sharding text on several instructions (the parse without LAC
+ * reads the first and copies it for the others, SHARDING): every form of
+ * sharding, at other columns and lines, and forms it must read again. */
+static void test_repeated_shardings(void **state)
+{
+    (void)state;
+    static const char *const forms[] = {
+        "{replicated}",
+        "{maximal device=1}",
+        "{manual}",
+        "{devices=[2,1]0,1}",
+        "{devices=[2,1]<=[2]}",
+        "{devices=[2,1,2]<=[4] last_tile_dim_replicate}",
+        "{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dims={manual}}",
+        "{mesh[x=2,y=2], [{x}, {y, ?}]}",
+        "{mesh[x=2,y=2], [{x:(1)2}, {}], replicated={y}}",
+        "{mesh[x=2,y=2], [{}, {}], unreduced={x}}",
+        "{mesh[x=2,y=2], [{x}, {}p1]}",
+        "{mesh['x'=2,'y'=2], [{'x'}, {}]}",
+        "{devices=[2,1,1]<=[2]}",
+        "{mesh[x=2], [{x}, {x}]}",
+        "{devices=[2,1]0,1 /* c */}",
+        "{ replicated }",
+        "{replicated} {replicated}",
+        "{{replicated}}",
+    };
+    char text[4096];
+    for (size_t k = 0; k < sizeof forms / sizeof forms[0]; k++) {
+        const char *f = forms[k];
+        int n = snprintf(text, sizeof text,
+                         "HloModule m\n\nENTRY %%main (a: f32[8,16], b: f32[8,16]) -> (f32[8,16], f32[8,16]) {\n"
+                         "  %%a = f32[8,16]{1,0} parameter(0), sharding=%s\n"
+                         "  %%b = f32[8,16]{1,0} parameter(1), sharding=%s\n"
+                         "      %%c = f32[8,16]{1,0} add(%%a, %%b), sharding=%s, metadata={op_name=\"c\"}\n"
+                         "  %%d = f32[8,16]{1,0} add(%%c, %%b),   sharding=%s\n"
+                         "  ROOT %%t = (f32[8,16], f32[8,16]) tuple(%%c, %%d), sharding={%s, %s}\n}\n",
+                         f, f, f, f, f, f);
+        assert_true(n > 0 && (size_t)n < sizeof text);
+        check_same(f, text, (size_t)n);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_heads_and_what_follows),
         cmocka_unit_test(test_heads_inside),
+        cmocka_unit_test(test_repeated_shardings),
         cmocka_unit_test(test_every_hlo_file),
     };
     int failed = cmocka_run_group_tests_name("coarse tokens", tests, NULL, NULL);
