@@ -392,9 +392,30 @@ static bool compatible(const Tiling *a, const Tiling *b, Tiling *u)
 {
     if (a->rank != b->rank)
         return false;
-    bool sa = tiling_n_atoms(a) > 0, sb = tiling_n_atoms(b) > 0;
+    int32_t na = tiling_n_atoms(a), nb = tiling_n_atoms(b);
+    bool sa = na > 0, sb = nb > 0;
     if (sa && sb && a->perm != b->perm)
         return false;
+    if (!sa || !sb) { /* one side unsplit: the other's runs, when no atom repeats */
+        const Tiling *s = sa ? a : b;
+        int32_t ns = sa ? na : nb;
+        uint32_t used = 0;
+        for (int32_t k = 0; k < ns; k++) {
+            if ((used >> s->atoms[k]) & 1u)
+                return false;
+            used |= 1u << s->atoms[k];
+        }
+        if (u) {
+            Tiling r;
+            memset(&r, 0, sizeof r);
+            r.rank = a->rank;
+            r.perm = s->perm;
+            memcpy(r.n, s->n, (size_t)a->rank);
+            memcpy(r.atoms, s->atoms, (size_t)ns);
+            *u = r;
+        }
+        return true;
+    }
     Tiling r;
     tiling_replicated(&r, a->rank);
     r.perm = sa ? a->perm : b->perm;
@@ -1468,6 +1489,12 @@ static int64_t proposal_cost(const Engine *e, int32_t lf, const Tiling *t, const
     return q->consumer ? reshard_cost(e->mesh, e->lshape[lf], t, &q->t) : reshard_cost(e->mesh, e->lshape[lf], &q->t, t);
 }
 
+/* The atoms proposal q's state uses. */
+static uint32_t proposal_used(const Engine *e, const Proposal *q)
+{
+    return q->pst >= ST_FIRST ? e->pused[q->pst] : tiling_used(&q->t);
+}
+
 /* Merges the proposals of one leaf and applies the result. */
 static void apply_leaf(Engine *e, int32_t lf, Proposal **ps, int32_t n)
 {
@@ -1539,25 +1566,26 @@ static void apply_leaf(Engine *e, int32_t lf, Proposal **ps, int32_t n)
      * order, the chosen one first) that holds them */
     uint32_t had = e->pused[e->st[lf]]; /* ST_NONE: 0 */
     const Proposal *pc = ps[chosen];
+    uint32_t now = pst >= ST_FIRST ? e->pused[pst] : tiling_used(&acc);
     /* share the proposal's table when it says where every atom came from
      * (a NULL table means "the proposal's lorg", right only when that will
      * be the leaf's lorg too) */
-    if (had == 0 && (n == 1 || (tiling_used(&acc) & ~tiling_used(&pc->t)) == 0) &&
+    if (had == 0 && (n == 1 || (now & ~proposal_used(e, pc)) == 0) &&
         (pc->aorg || e->lorg[lf] < 0 || e->lorg[lf] == pc->lorg)) {
         e->aorg[lf] = pc->aorg;
     } else {
-        uint32_t gained = tiling_used(&acc) & ~had;
         int32_t *t = ARENA_ARRAY(e->a, int32_t, e->n_atoms > 0 ? e->n_atoms : 1);
-        for (int32_t k = 0; k < e->n_atoms; k++) {
+        for (int32_t k = 0; k < e->n_atoms; k++)
             t[k] = (had >> k) & 1u ? (e->aorg[lf] ? e->aorg[lf][k] : e->lorg[lf]) : -1;
-            if (!((gained >> k) & 1u))
-                continue;
-            for (int32_t j = -1; j < n; j++) {
-                const Proposal *q = j < 0 ? pc : ps[j];
-                if ((tiling_used(&q->t) >> k) & 1u) {
-                    t[k] = q->aorg ? q->aorg[k] : q->lorg;
-                    break;
-                }
+        /* each gained atom from the first proposal that holds it */
+        uint32_t left = now & ~had;
+        for (int32_t j = -1; j < n && left; j++) {
+            const Proposal *q = j < 0 ? pc : ps[j];
+            uint32_t take = proposal_used(e, q) & left;
+            left &= ~take;
+            for (; take; take &= take - 1) {
+                int32_t k = __builtin_ctz(take);
+                t[k] = q->aorg ? q->aorg[k] : q->lorg;
             }
         }
         e->aorg[lf] = t;
