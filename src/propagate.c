@@ -1883,21 +1883,22 @@ static void setup_index(Engine *e)
     e->lshape = ARENA_ARRAY(e->a, const Shape *, cap);
     e->lrank = ARENA_ARRAY(e->a, int8_t, cap);
     e->linst = ARENA_ARRAY(e->a, int32_t, cap);
+    int32_t *icomp = e->icomp, *leaf0 = e->leaf0, *sid = e->sid, n_special = 0, n_sharded = 0;
     for (int32_t c = 0, gi = 0; c < m->n_comps; c++)
         for (int32_t i = 0; i < m->comps[c].n_insts; i++, gi++) {
             const HloInst *in = &m->comps[c].insts[i];
             const Shape *sh = &in->shape;
-            e->icomp[gi] = c;
-            e->leaf0[gi] = k;
+            icomp[gi] = c;
+            leaf0[gi] = k;
             if (is_special(in->op))
-                e->special[e->n_special++] = gi;
+                e->special[n_special++] = gi;
             if (in->sharding)
-                e->sharded[e->n_sharded++] = gi;
-            e->sid[gi] = shape_id(&ids, sh);
+                e->sharded[n_sharded++] = gi;
+            sid[gi] = shape_id(&ids, sh);
             if (!shape_is_tuple(sh)) {
-                e->lrank[k] = (int8_t)sh->rank;
                 e->lshape[k] = sh;
-                e->linst[k++] = gi;
+                e->linst[k] = gi;
+                e->lrank[k++] = (int8_t)sh->rank; /* a byte store: last */
                 continue;
             }
             int32_t nl = shape_leaf_count(sh);
@@ -1917,6 +1918,8 @@ static void setup_index(Engine *e)
                 e->lrank[l] = (int8_t)(shape_is_array(e->lshape[l]) ? e->lshape[l]->rank : 0);
             }
         }
+    e->n_special = n_special;
+    e->n_sharded = n_sharded;
     free(ids.slot);
     free(ids.rep);
     int32_t L = k;
@@ -2086,62 +2089,83 @@ static bool setup_classes(Engine *e, const bool *df)
     HloModule *m = e->m;
     int32_t n = e->n_insts, n_pairs = 0, cap_pairs = 0, n_opl = 0, cap_opl = 0;
     int32_t *pairs = NULL; /* (operand, user) */
-    e->ustart = ARENA_ARRAY(e->a, int32_t, n + 1);
-    e->opl_start = ARENA_ARRAY(e->a, int32_t, n + 1);
-    e->rid = ARENA_ARRAY(e->a, int32_t, n + 1);
+    int32_t *ustart = e->ustart = ARENA_ARRAY(e->a, int32_t, n + 1);
+    int32_t *opl_start = e->opl_start = ARENA_ARRAY(e->a, int32_t, n + 1);
+    int32_t *rid = e->rid = ARENA_ARRAY(e->a, int32_t, n + 1);
+    int32_t *opl = NULL;
+    const int32_t *leaf0 = e->leaf0, *sid = e->sid;
+    uint8_t *iflag = e->iflag, *lfl = e->lfl;
+    /* per opcode whose class does not depend on the instruction: its flags
+     * but IF_IDMAP and IF_ARRAY (0xff: not seen yet) */
+    uint8_t by_op[HLO_OPCODE_COUNT];
+    memset(by_op, 0xff, sizeof by_op);
     RuleKeys keys;
     memset(&keys, 0, sizeof keys);
     bool ok = true;
     for (int32_t c = 0, gi = 0; c < m->n_comps; c++) {
         const HloComputation *comp = &m->comps[c];
-        for (int32_t i = 0; i < comp->n_insts; i++, gi++) {
+        int32_t base = e->comp_first[c], n_insts = comp->n_insts;
+        for (int32_t i = 0; i < n_insts; i++, gi++) {
             const HloInst *in = &comp->insts[i];
-            OpRuleClass cls = oprule_class(m, c, i);
-            uint8_t f = (uint8_t)(oprule_tier(in->op) << IF_TIER_SHIFT);
-            if (!df[c] || cls == RULE_OPAQUE)
-                f |= IF_FIXED;
-            else if (cls == RULE_FACTORS)
-                f |= IF_FACTOR | (identity_map(e, comp, in, gi) ? IF_IDMAP : 0);
-            else if (cls == RULE_IDENTITY || cls == RULE_DATAFLOW)
-                f |= IF_IDENTITY_EDGE;
-            if (e->sid[gi] >= 0)
+            uint8_t f;
+            if ((unsigned)in->op < HLO_OPCODE_COUNT && by_op[in->op] != 0xff && df[c]) {
+                f = by_op[in->op];
+            } else {
+                OpRuleClass cls = oprule_class(m, c, i);
+                f = (uint8_t)(oprule_tier(in->op) << IF_TIER_SHIFT);
+                if (!df[c] || cls == RULE_OPAQUE)
+                    f |= IF_FIXED;
+                else if (cls == RULE_FACTORS)
+                    f |= IF_FACTOR;
+                else if (cls == RULE_IDENTITY || cls == RULE_DATAFLOW)
+                    f |= IF_IDENTITY_EDGE;
+                if (df[c] && (unsigned)in->op < HLO_OPCODE_COUNT && oprule_class_by_opcode(in->op))
+                    by_op[in->op] = f;
+            }
+            if ((f & IF_FACTOR) && identity_map(e, comp, in, gi))
+                f |= IF_IDMAP;
+            if (sid[gi] >= 0)
                 f |= IF_ARRAY;
-            e->iflag[gi] = f;
-            e->opl_start[gi] = n_opl;
-            e->rid[gi] = -1;
+            iflag[gi] = f;
+            opl_start[gi] = n_opl;
+            rid[gi] = -1;
             if (f & IF_FIXED)
-                for (int32_t l = e->leaf0[gi]; l < e->leaf0[gi + 1]; l++)
-                    e->lfl[l] |= LF_FIXED;
+                for (int32_t l = leaf0[gi]; l < leaf0[gi + 1]; l++)
+                    lfl[l] |= LF_FIXED;
             if (!(f & IF_FACTOR))
                 continue;
-            for (int32_t k = 0; k < in->n_operands && ok; k++)
-                ok = in->operands[k] >= 0 && in->operands[k] < comp->n_insts;
+            int32_t no = in->n_operands;
+            const int32_t *ops = in->operands;
+            for (int32_t k = 0; k < no && ok; k++)
+                ok = ops[k] >= 0 && ops[k] < n_insts;
             if (!ok)
                 break;
-            e->rid[gi] = rule_index(e, &keys, in, gi);
-            while (n_opl + in->n_operands > cap_opl) {
-                cap_opl = cap_opl ? cap_opl * 2 : 1024;
-                e->opl = xrealloc(e->opl, sizeof(int32_t) * (size_t)cap_opl);
+            rid[gi] = rule_index(e, &keys, in, gi);
+            if (n_opl + no > cap_opl) {
+                while (n_opl + no > cap_opl)
+                    cap_opl = cap_opl ? cap_opl * 2 : 1024;
+                opl = xrealloc(opl, sizeof(int32_t) * (size_t)cap_opl);
             }
-            for (int32_t k = 0; k < in->n_operands; k++)
-                e->opl[n_opl++] = e->leaf0[e->comp_first[c] + in->operands[k]];
-            for (int32_t k = 0; k < in->n_operands && ok; k++) {
-                int32_t o = e->comp_first[c] + in->operands[k];
-                if (!ok || (k > 0 && in->operands[k - 1] == in->operands[k]))
-                    continue; /* the same operand twice in a row: one user entry */
-                if (n_pairs + 2 > cap_pairs) {
+            if (n_pairs + 2 * no > cap_pairs) {
+                while (n_pairs + 2 * no > cap_pairs)
                     cap_pairs = cap_pairs ? cap_pairs * 2 : 1024;
-                    pairs = xrealloc(pairs, sizeof(int32_t) * (size_t)cap_pairs);
-                }
+                pairs = xrealloc(pairs, sizeof(int32_t) * (size_t)cap_pairs);
+            }
+            for (int32_t k = 0; k < no; k++) {
+                int32_t o = base + ops[k];
+                opl[n_opl++] = leaf0[o];
+                if (k > 0 && ops[k - 1] == ops[k])
+                    continue; /* the same operand twice in a row: one user entry */
                 pairs[n_pairs++] = o;
                 pairs[n_pairs++] = gi;
-                e->ustart[o + 1]++;
+                ustart[o + 1]++;
             }
         }
         if (!ok)
             break;
     }
-    e->opl_start[n] = n_opl;
+    e->opl = opl;
+    opl_start[n] = n_opl;
     free(keys.slot);
     free(keys.hash);
     free((void *)keys.attrs);
@@ -2149,12 +2173,12 @@ static bool setup_classes(Engine *e, const bool *df)
     free(keys.ids);
     if (ok) {
         for (int32_t gi = 0; gi < n; gi++)
-            e->ustart[gi + 1] += e->ustart[gi];
-        e->users = ARENA_ARRAY(e->a, int32_t, e->ustart[n] + 1);
+            ustart[gi + 1] += ustart[gi];
+        int32_t *users = e->users = ARENA_ARRAY(e->a, int32_t, ustart[n] + 1);
         int32_t *fill = ARENA_ARRAY(e->a, int32_t, n + 1);
-        memcpy(fill, e->ustart, sizeof(int32_t) * (size_t)n);
+        memcpy(fill, ustart, sizeof(int32_t) * (size_t)n);
         for (int32_t p = 0; p < n_pairs; p += 2)
-            e->users[fill[pairs[p]]++] = pairs[p + 1];
+            users[fill[pairs[p]]++] = pairs[p + 1];
     }
     free(pairs);
     return ok;
