@@ -1693,20 +1693,29 @@ static void set_activation(Engine *e, bool start)
                     !(start && (f & IF_SETTLED));
 }
 
-static void activate_op(Engine *e, int32_t gi)
+/* The ops a step evaluates, gathered in locals (the engine's fields would be
+ * reloaded after every store into its arrays). */
+typedef struct Activation {
+    const bool *act;           /* e->act */
+    const uint8_t *iflag;
+    int32_t *op_stamp, *ops;
+    int32_t n_ops, cap_ops, step;
+} Activation;
+
+static inline void activate_op(Activation *ac, int32_t gi)
 {
-    if (!e->act[e->iflag[gi]] || e->op_stamp[gi] == e->step)
+    if (!ac->act[ac->iflag[gi]] || ac->op_stamp[gi] == ac->step)
         return;
-    e->op_stamp[gi] = e->step;
-    GROW(e->ops, e->n_ops, e->cap_ops);
-    e->ops[e->n_ops++] = gi;
+    ac->op_stamp[gi] = ac->step;
+    GROW(ac->ops, ac->n_ops, ac->cap_ops);
+    ac->ops[ac->n_ops++] = gi;
 }
 
 /* Everything next to leaf lf: identity neighbours (proposed at once), its
  * defining op and, for an array instruction, the ops that use it. */
-static void activate_leaf(Engine *e, int32_t lf, bool start, int32_t cause)
+static inline void activate_leaf(Engine *e, Activation *ac, int32_t lf, bool idents, int32_t cause)
 {
-    if (!start || e->phase == 0) {
+    if (idents) {
         for (int32_t k = e->nstart[lf]; k < e->nstart[lf + 1]; k++)
             propose_identity(e, lf, e->nbr[k], e->nvia[k]);
         for (int32_t k = e->bstart ? e->bstart[lf] : 0; e->bstart && k < e->bstart[lf + 1]; k++)
@@ -1714,11 +1723,11 @@ static void activate_leaf(Engine *e, int32_t lf, bool start, int32_t cause)
     }
     int32_t gi = e->linst[lf];
     if (gi != cause)
-        activate_op(e, gi);
-    if (e->iflag[gi] & IF_ARRAY)
-        for (int32_t u = e->ustart[gi]; u < e->ustart[gi + 1]; u++)
+        activate_op(ac, gi);
+    if (ac->iflag[gi] & IF_ARRAY)
+        for (int32_t u = e->ustart[gi], end = e->ustart[gi + 1]; u < end; u++)
             if (e->users[u] != cause)
-                activate_op(e, e->users[u]);
+                activate_op(ac, e->users[u]);
 }
 
 /* One step: evaluate what the frontier (or, at a phase start, everything
@@ -1727,10 +1736,14 @@ static void run_step(Engine *e, const int32_t *leaves, const int32_t *cause, int
 {
     e->step++;
     e->n_steps++;
-    e->n_ops = 0;
     set_activation(e, start);
+    Activation ac = {e->act, e->iflag, e->op_stamp, e->ops, 0, e->cap_ops, e->step};
+    bool idents = !start || e->phase == 0; /* identity edges carry states at once: once per phase */
     for (int32_t k = 0; k < n; k++)
-        activate_leaf(e, leaves[k], start, cause ? cause[k] : -1);
+        activate_leaf(e, &ac, leaves[k], idents, cause ? cause[k] : -1);
+    e->ops = ac.ops;
+    e->n_ops = ac.n_ops;
+    e->cap_ops = ac.cap_ops;
     /* in instruction order: the engine's per-instruction arrays are read
      * front to back */
     if (e->n_ops > e->cap_ops_scratch) {
@@ -2719,7 +2732,14 @@ static void materialize(HloModule *m, const Engine *e, bool named)
                 record_origin(m, e, c, i, seen);
                 continue;
             }
-            if (e ? e->sid[gi] >= 0 || !shape_is_tuple(&in->shape) : !shape_is_tuple(&in->shape)) {
+            if (e && e->sid[gi] >= 0) { /* an inferred array: record_origin's case of one leaf */
+                int32_t lf = e->leaf0[gi], st = e->st[lf];
+                in->sharding = shared_leaf(m, e, lf, named, by_pool, by_rank);
+                in->sharding_origin = st != ST_NONE && !(e->lfl[lf] & LF_FIXED) ? local_in(e, e->lorg[lf], c) : -1;
+                in->sharding_dim_origin = st >= ST_FIRST && e->aorg[lf] ? dim_origins(m, e, lf, c, seen) : NULL;
+                continue;
+            }
+            if (e ? !shape_is_tuple(&in->shape) : !shape_is_tuple(&in->shape)) {
                 if (e) {
                     in->sharding = shared_leaf(m, e, e->leaf0[gi], named, by_pool, by_rank);
                 } else {
