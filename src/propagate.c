@@ -1713,7 +1713,7 @@ static inline void activate_op(Activation *ac, int32_t gi)
 
 /* Everything next to leaf lf: identity neighbours (proposed at once), its
  * defining op and, for an array instruction, the ops that use it. */
-static inline void activate_leaf(Engine *e, Activation *ac, int32_t lf, bool idents, int32_t cause)
+static inline __attribute__((always_inline)) void activate_leaf(Engine *e, Activation *ac, int32_t lf, bool idents, int32_t cause)
 {
     if (idents) {
         for (int32_t k = e->nstart[lf]; k < e->nstart[lf + 1]; k++)
@@ -2020,19 +2020,21 @@ typedef struct RuleKeys {
     const HloAttrs **attrs;
     int32_t *start, *ids; /* per rule: ids[start[x] .. start[x+1]) = op, n, result sid, operand sids */
     int32_t n_ids, cap_ids, cap_start;
+    int32_t *osid, cap_osid; /* the shape ids of the operands of the op being looked up */
     uint32_t cap;
 } RuleKeys;
 
-/* The rule index of factor op gi (its operands in range): one per
- * distinct key, new ones unbuilt. */
+/* The rule index of factor op gi (its operands in range, their shape ids
+ * in k->osid): one per distinct key, new ones unbuilt. */
 static int32_t rule_index(Engine *e, RuleKeys *k, const HloInst *in, int32_t gi)
 {
-    int32_t base = e->comp_first[e->icomp[gi]], nk = 3 + in->n_operands;
+    int32_t nk = 3 + in->n_operands;
+    const int32_t *osid = k->osid;
     uint64_t h = hash_mix(hash_mix(hash_mix(0x51ed27u, (uint64_t)in->op), (uint64_t)(uintptr_t)in->attrs),
                           (uint64_t)in->n_operands);
     h = hash_mix(h, (uint64_t)(uint32_t)e->sid[gi]);
     for (int32_t j = 0; j < in->n_operands; j++)
-        h = hash_mix(h, (uint64_t)(uint32_t)e->sid[base + in->operands[j]]);
+        h = hash_mix(h, (uint64_t)(uint32_t)osid[j]);
     if ((uint32_t)(e->n_rules + 1) * 2 > k->cap) {
         uint32_t cap = k->cap ? k->cap * 2 : 64;
         int32_t *slot = xmalloc(sizeof(int32_t) * cap);
@@ -2056,7 +2058,7 @@ static int32_t rule_index(Engine *e, RuleKeys *k, const HloInst *in, int32_t gi)
             continue;
         bool same = true;
         for (int32_t q = 0; q < in->n_operands && same; q++)
-            same = id[3 + q] == e->sid[base + in->operands[q]];
+            same = id[3 + q] == osid[q];
         if (same)
             return x;
     }
@@ -2085,7 +2087,7 @@ static int32_t rule_index(Engine *e, RuleKeys *k, const HloInst *in, int32_t gi)
     id[1] = in->n_operands;
     id[2] = e->sid[gi];
     for (int32_t q = 0; q < in->n_operands; q++)
-        id[3 + q] = e->sid[base + in->operands[q]];
+        id[3 + q] = osid[q];
     k->n_ids += nk;
     k->start[x + 1] = k->n_ids;
     k->slot[j] = x;
@@ -2149,11 +2151,10 @@ static bool setup_classes(Engine *e, const bool *df)
                 continue;
             int32_t no = in->n_operands;
             const int32_t *ops = in->operands;
-            for (int32_t k = 0; k < no && ok; k++)
-                ok = ops[k] >= 0 && ops[k] < n_insts;
-            if (!ok)
-                break;
-            rid[gi] = rule_index(e, &keys, in, gi);
+            if (no > keys.cap_osid) {
+                keys.cap_osid = no * 2;
+                keys.osid = xrealloc(keys.osid, sizeof(int32_t) * (size_t)keys.cap_osid);
+            }
             if (n_opl + no > cap_opl) {
                 while (n_opl + no > cap_opl)
                     cap_opl = cap_opl ? cap_opl * 2 : 1024;
@@ -2165,14 +2166,22 @@ static bool setup_classes(Engine *e, const bool *df)
                 pairs = xrealloc(pairs, sizeof(int32_t) * (size_t)cap_pairs);
             }
             for (int32_t k = 0; k < no; k++) {
+                if (ops[k] < 0 || ops[k] >= n_insts) {
+                    ok = false;
+                    break;
+                }
                 int32_t o = base + ops[k];
                 opl[n_opl++] = leaf0[o];
+                keys.osid[k] = sid[o];
                 if (k > 0 && ops[k - 1] == ops[k])
                     continue; /* the same operand twice in a row: one user entry */
                 pairs[n_pairs++] = o;
                 pairs[n_pairs++] = gi;
                 ustart[o + 1]++;
             }
+            if (!ok)
+                break;
+            rid[gi] = rule_index(e, &keys, in, gi);
         }
         if (!ok)
             break;
@@ -2184,6 +2193,7 @@ static bool setup_classes(Engine *e, const bool *df)
     free((void *)keys.attrs);
     free(keys.start);
     free(keys.ids);
+    free(keys.osid);
     if (ok) {
         for (int32_t gi = 0; gi < n; gi++)
             ustart[gi + 1] += ustart[gi];
