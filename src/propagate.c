@@ -913,9 +913,10 @@ static void memo_start(MemoKey *key, int32_t rid, int32_t phase, int32_t nt)
 
 /* Tensor k's words of a key: leaf lf's state, fixed bit, closed dims and
  * forbidden atoms. */
-static void memo_word(const Engine *e, MemoKey *key, int32_t k, int32_t lf)
+static inline __attribute__((always_inline)) void memo_word(const Engine *e, MemoKey *key, int32_t k, int32_t lf)
 {
-    key->w[1 + 2 * k] = (uint64_t)(uint32_t)e->st[lf] | (uint64_t)(e->lfl[lf] & LF_FIXED) << 32;
+    uint32_t fixed = e->lfl[lf] & LF_FIXED;
+    key->w[1 + 2 * k] = (uint64_t)(uint32_t)e->st[lf] | (uint64_t)fixed << 32;
     key->w[2 + 2 * k] = (uint64_t)leaf_closed(e, lf) | (uint64_t)leaf_forbid(e, lf) << 32;
 }
 
@@ -1642,7 +1643,8 @@ static bool tier_active(int32_t phase, PropTier t, bool start)
 }
 
 /* Sorts the step's ops ascending: insertion sort for a few, else an LSD
- * radix sort on 11-bit digits through tmp (n entries; gi < 2^31). */
+ * radix sort through tmp (n entries; gi < 2^31) on 8-bit digits, or 11-bit
+ * ones for many ops (a digit's pass costs its buckets plus n). */
 static void sort_ops(int32_t *a, int32_t *tmp, int32_t n)
 {
     if (n < 48) {
@@ -1663,14 +1665,17 @@ static void sort_ops(int32_t *a, int32_t *tmp, int32_t n)
     }
     if (sorted)
         return;
-    for (int32_t shift = 0; shift < 32 && (max >> shift) != 0; shift += 11) {
-        int32_t cnt[2049] = {0};
+    int32_t bits = n < 4096 ? 8 : 11;
+    uint32_t mask = (1u << bits) - 1;
+    for (int32_t shift = 0; shift < 32 && (max >> shift) != 0; shift += bits) {
+        int32_t cnt[2049];
+        memset(cnt, 0, sizeof(int32_t) * (mask + 2));
         for (int32_t i = 0; i < n; i++)
-            cnt[(((uint32_t)src[i] >> shift) & 2047u) + 1]++;
-        for (int32_t d = 0; d < 2048; d++)
+            cnt[(((uint32_t)src[i] >> shift) & mask) + 1]++;
+        for (uint32_t d = 0; d < mask; d++)
             cnt[d + 1] += cnt[d];
         for (int32_t i = 0; i < n; i++)
-            dst[cnt[((uint32_t)src[i] >> shift) & 2047u]++] = src[i];
+            dst[cnt[((uint32_t)src[i] >> shift) & mask]++] = src[i];
         int32_t *t = src;
         src = dst;
         dst = t;
