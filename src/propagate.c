@@ -1559,8 +1559,12 @@ static void apply_leaf(Engine *e, int32_t lf, Proposal **ps, int32_t n)
         GROW(e->conf, e->n_conf, e->cap_conf);
         e->conf[e->n_conf++] = (Conflict){e->linst[lf], lf, first, nc, pick};
     }
-    /* one proposal: acc is its state, interned already when it was replayed */
-    int32_t pst = n == 1 ? ps[0]->pst : ST_NONE;
+    /* one proposal, or several of one interned state reaching a leaf that
+     * had none: acc is that state */
+    bool one_state = n > 1 && !conflict && e->st[lf] == ST_NONE && ps[0]->pst >= ST_FIRST;
+    for (int32_t j = 1; j < n && one_state; j++)
+        one_state = ps[j]->pst == ps[0]->pst;
+    int32_t pst = n == 1 || one_state ? ps[0]->pst : ST_NONE;
     if (pst >= ST_FIRST ? pst == e->st[lf] : tiling_equal(&acc, &cur)) /* pst splits: never cur when unsplit */
         return;
     /* provenance: the new atoms come from the first proposal (canonical
@@ -1996,13 +2000,22 @@ static bool *dataflow_comps(const Engine *e)
     return df;
 }
 
-/* oprule_identity_map of factor op gi from the shape ids (the operands'
- * shapes are read only when their ids differ from the result's). */
-static bool identity_map(const Engine *e, const HloComputation *comp, const HloInst *in, int32_t gi)
+enum { NOT_ELEMENTWISE = -2 };
+
+/* The arity of opcode op (hlo_opcode_arity) if its rule is elementwise,
+ * else NOT_ELEMENTWISE. */
+static int32_t elementwise_arity(HloOpcode op)
 {
-    if (!oprule_is_elementwise(in->op) || e->sid[gi] < 0)
+    return oprule_is_elementwise(op) ? hlo_opcode_arity(op) : NOT_ELEMENTWISE;
+}
+
+/* oprule_identity_map of factor op gi from the shape ids (the operands'
+ * shapes are read only when their ids differ from the result's); arity is
+ * elementwise_arity of its opcode. */
+static bool identity_map(const Engine *e, const HloComputation *comp, const HloInst *in, int32_t gi, int32_t arity)
+{
+    if (arity == NOT_ELEMENTWISE || e->sid[gi] < 0)
         return false;
-    int arity = hlo_opcode_arity(in->op);
     if (arity >= 0 && in->n_operands != arity)
         return false;
     int32_t base = e->comp_first[e->icomp[gi]];
@@ -2119,6 +2132,9 @@ static bool setup_classes(Engine *e, const bool *df)
      * but IF_IDMAP and IF_ARRAY (0xff: not seen yet) */
     uint8_t by_op[HLO_OPCODE_COUNT];
     memset(by_op, 0xff, sizeof by_op);
+    int32_t arity[HLO_OPCODE_COUNT]; /* elementwise_arity, once per opcode (INT32_MIN: not yet) */
+    for (int32_t op = 0; op < HLO_OPCODE_COUNT; op++)
+        arity[op] = INT32_MIN;
     RuleKeys keys;
     memset(&keys, 0, sizeof keys);
     bool ok = true;
@@ -2142,8 +2158,13 @@ static bool setup_classes(Engine *e, const bool *df)
                 if (df[c] && (unsigned)in->op < HLO_OPCODE_COUNT && oprule_class_by_opcode(in->op))
                     by_op[in->op] = f;
             }
-            if ((f & IF_FACTOR) && identity_map(e, comp, in, gi))
-                f |= IF_IDMAP;
+            if (f & IF_FACTOR) {
+                int32_t ar = (unsigned)in->op < HLO_OPCODE_COUNT ? arity[in->op] : elementwise_arity(in->op);
+                if (ar == INT32_MIN)
+                    ar = arity[in->op] = elementwise_arity(in->op);
+                if (identity_map(e, comp, in, gi, ar))
+                    f |= IF_IDMAP;
+            }
             if (sid[gi] >= 0)
                 f |= IF_ARRAY;
             iflag[gi] = f;
