@@ -2039,6 +2039,7 @@ typedef struct RuleKeys {
     int32_t *start, *ids; /* per rule: ids[start[x] .. start[x+1]) = op, n, result sid, operand sids */
     int32_t n_ids, cap_ids, cap_start;
     int32_t *osid, cap_osid; /* the shape ids of the operands of the op being looked up */
+    int32_t recent[256];     /* 1 + the rule last found for a cheap hash of (opcode, attributes, result), 0 */
     uint32_t cap;
 } RuleKeys;
 
@@ -2048,6 +2049,21 @@ static int32_t rule_index(Engine *e, RuleKeys *k, const HloInst *in, int32_t gi)
 {
     int32_t nk = 3 + in->n_operands;
     const int32_t *osid = k->osid;
+    /* a stack of layers repeats its ops: first the rule last found for
+     * this opcode, attributes and result shape */
+    uint32_t r = (uint32_t)(((uint64_t)(uintptr_t)in->attrs ^ (uint64_t)in->op * 0x9e3779b97f4a7c15ull ^
+                             (uint64_t)(uint32_t)e->sid[gi] * 0xc2b2ae3d27d4eb4full) >>
+                            56);
+    if (k->recent[r] > 0) {
+        int32_t x = k->recent[r] - 1;
+        const int32_t *id = k->ids + k->start[x];
+        bool same = k->attrs[x] == in->attrs && k->start[x + 1] - k->start[x] == nk && id[0] == (int32_t)in->op &&
+                    id[1] == in->n_operands && id[2] == e->sid[gi];
+        for (int32_t q = 0; q < in->n_operands && same; q++)
+            same = id[3 + q] == osid[q];
+        if (same)
+            return x;
+    }
     uint64_t h = hash_mix(hash_mix(hash_mix(0x51ed27u, (uint64_t)in->op), (uint64_t)(uintptr_t)in->attrs),
                           (uint64_t)in->n_operands);
     h = hash_mix(h, (uint64_t)(uint32_t)e->sid[gi]);
@@ -2077,8 +2093,10 @@ static int32_t rule_index(Engine *e, RuleKeys *k, const HloInst *in, int32_t gi)
         bool same = true;
         for (int32_t q = 0; q < in->n_operands && same; q++)
             same = id[3 + q] == osid[q];
-        if (same)
+        if (same) {
+            k->recent[r] = x + 1;
             return x;
+        }
     }
     int32_t x = e->n_rules++;
     if (x + 1 >= e->cap_rules) {
@@ -2109,6 +2127,7 @@ static int32_t rule_index(Engine *e, RuleKeys *k, const HloInst *in, int32_t gi)
     k->n_ids += nk;
     k->start[x + 1] = k->n_ids;
     k->slot[j] = x;
+    k->recent[r] = x + 1;
     return x;
 }
 
