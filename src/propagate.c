@@ -2139,12 +2139,14 @@ static int32_t rule_index(Engine *e, RuleKeys *k, const HloInst *in, int32_t gi)
 static bool setup_classes(Engine *e, const bool *df)
 {
     HloModule *m = e->m;
-    int32_t n = e->n_insts, n_pairs = 0, cap_pairs = 0, n_opl = 0, cap_opl = 0;
-    int32_t *pairs = NULL; /* (operand, user) */
+    int32_t n = e->n_insts, n_pairs = 0, n_opl = 0;
+    /* room for two operands an instruction (pages never written cost nothing) */
+    int32_t cap_opl = 2 * n + 1024, cap_pairs = 2 * cap_opl;
+    int32_t *pairs = xmalloc(sizeof(int32_t) * (size_t)cap_pairs); /* (operand, user) */
     int32_t *ustart = e->ustart = ARENA_ARRAY(e->a, int32_t, n + 1);
     int32_t *opl_start = e->opl_start = ARENA_ARRAY(e->a, int32_t, n + 1);
     int32_t *rid = e->rid = ARENA_ARRAY(e->a, int32_t, n + 1);
-    int32_t *opl = NULL;
+    int32_t *opl = xmalloc(sizeof(int32_t) * (size_t)cap_opl);
     const int32_t *leaf0 = e->leaf0, *sid = e->sid;
     uint8_t *iflag = e->iflag, *lfl = e->lfl;
     /* per opcode whose class does not depend on the instruction: its flags
@@ -2202,12 +2204,12 @@ static bool setup_classes(Engine *e, const bool *df)
             }
             if (n_opl + no > cap_opl) {
                 while (n_opl + no > cap_opl)
-                    cap_opl = cap_opl ? cap_opl * 2 : 1024;
+                    cap_opl *= 2;
                 opl = xrealloc(opl, sizeof(int32_t) * (size_t)cap_opl);
             }
             if (n_pairs + 2 * no > cap_pairs) {
                 while (n_pairs + 2 * no > cap_pairs)
-                    cap_pairs = cap_pairs ? cap_pairs * 2 : 1024;
+                    cap_pairs *= 2;
                 pairs = xrealloc(pairs, sizeof(int32_t) * (size_t)cap_pairs);
             }
             for (int32_t k = 0; k < no; k++) {
