@@ -1827,6 +1827,7 @@ typedef struct ShapeIds {
     const Shape **rep;   /* [n_rep]: each array id's first shape */
     uint32_t cap;
     int32_t n_rep, cap_rep, n_other;
+    int32_t recent[256]; /* 1 + the id last found for a cheap hash of the type, rank and outer dims, 0 */
 } ShapeIds;
 
 static uint64_t array_hash(const Shape *s)
@@ -1851,6 +1852,14 @@ static int32_t shape_id(ShapeIds *t, const Shape *s)
 {
     if (!shape_is_array(s) || s->rank < 0 || s->rank > SPMDC_MAX_RANK)
         return -2 - t->n_other++;
+    /* the shapes of a stack of layers repeat: first the id last found for
+     * this cheap hash */
+    uint64_t q = ((uint64_t)s->type << 8 | (uint64_t)s->rank) * 0x9e3779b97f4a7c15ull;
+    if (s->rank > 0)
+        q ^= ((uint64_t)s->dims[0] * 0xc2b2ae3d27d4eb4full) ^ ((uint64_t)s->dims[s->rank - 1] * 0x165667b19e3779f9ull);
+    uint32_t r = (uint32_t)(q >> 56);
+    if (t->recent[r] > 0 && array_same(t->rep[t->recent[r] - 1], s))
+        return t->recent[r] - 1;
     if ((uint32_t)(t->n_rep + 1) * 2 > t->cap) {
         uint32_t cap = t->cap ? t->cap * 2 : 64;
         int32_t *slot = xmalloc(sizeof(int32_t) * cap);
@@ -1869,11 +1878,14 @@ static int32_t shape_id(ShapeIds *t, const Shape *s)
     }
     uint32_t j = (uint32_t)array_hash(s) & (t->cap - 1);
     for (; t->slot[j] >= 0; j = (j + 1) & (t->cap - 1))
-        if (array_same(t->rep[t->slot[j]], s))
+        if (array_same(t->rep[t->slot[j]], s)) {
+            t->recent[r] = t->slot[j] + 1;
             return t->slot[j];
+        }
     GROW(t->rep, t->n_rep, t->cap_rep);
     t->rep[t->n_rep] = s;
     t->slot[j] = t->n_rep;
+    t->recent[r] = t->n_rep + 1;
     return t->n_rep++;
 }
 
@@ -1900,7 +1912,8 @@ static void setup_index(Engine *e)
     e->special = ARENA_ARRAY(e->a, int32_t, n + 1);
     e->sharded = ARENA_ARRAY(e->a, int32_t, n + 1);
     e->sid = ARENA_ARRAY(e->a, int32_t, n + 1);
-    ShapeIds ids = {NULL, NULL, 0, 0, 0, 0};
+    ShapeIds ids;
+    memset(&ids, 0, sizeof ids);
     int32_t cap = n + 1, k = 0;
     e->lshape = ARENA_ARRAY(e->a, const Shape *, cap);
     e->lrank = ARENA_ARRAY(e->a, int8_t, cap);
@@ -2742,7 +2755,7 @@ static void record_origin(HloModule *m, const Engine *e, int32_t c, int32_t i, D
 
 /* The shared sharding of array leaf lf (one per distinct final state, in
  * the module arena: shardings are never changed in place). */
-static Sharding *shared_leaf(HloModule *m, const Engine *e, int32_t lf, bool named, Sharding **by_pool,
+static inline __attribute__((always_inline)) Sharding *shared_leaf(HloModule *m, const Engine *e, int32_t lf, bool named, Sharding **by_pool,
                              Sharding **by_rank)
 {
     int32_t st = e ? e->st[lf] : ST_NONE;
