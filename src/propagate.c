@@ -1754,12 +1754,20 @@ static void run_step(Engine *e, const int32_t *leaves, const int32_t *cause, int
     e->n_ops = ac.n_ops;
     e->cap_ops = ac.cap_ops;
     /* in instruction order: the engine's per-instruction arrays are read
-     * front to back */
-    if (e->n_ops > e->cap_ops_scratch) {
-        e->cap_ops_scratch = e->cap_ops;
-        e->ops_scratch = xrealloc(e->ops_scratch, sizeof(int32_t) * (size_t)e->cap_ops_scratch);
+     * front to back.  The ops are those stamped with this step: when they
+     * are many, a scan of the stamps lists them in order */
+    if (e->n_ops > e->n_insts / 8) {
+        int32_t k = 0;
+        for (int32_t gi = 0; gi < e->n_insts; gi++)
+            if (e->op_stamp[gi] == e->step)
+                e->ops[k++] = gi;
+    } else {
+        if (e->n_ops > e->cap_ops_scratch) {
+            e->cap_ops_scratch = e->cap_ops;
+            e->ops_scratch = xrealloc(e->ops_scratch, sizeof(int32_t) * (size_t)e->cap_ops_scratch);
+        }
+        sort_ops(e->ops, e->ops_scratch, e->n_ops);
     }
-    sort_ops(e->ops, e->ops_scratch, e->n_ops);
     for (int32_t k = 0; k < e->n_ops; k++)
         eval_op(e, e->ops[k]);
     apply_step(e);
