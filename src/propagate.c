@@ -472,11 +472,14 @@ static int64_t add_cost(int64_t a, int64_t b)
 
 /* ================================================================ proposals */
 
+/* A proposal to leaf: the caller sets its state (t), src, via and lorg. */
 static Proposal *new_proposal(Engine *e, int32_t leaf)
 {
     GROW(e->props, e->n_props, e->cap_props);
     Proposal *p = &e->props[e->n_props];
-    memset(p, 0, sizeof *p);
+    p->aorg = NULL;
+    p->pst = ST_NONE;
+    p->manual = p->consumer = false;
     p->leaf = leaf;
     p->next = e->pend[leaf];
     if (p->next == 0) {
@@ -504,6 +507,7 @@ static void propose_manual(Engine *e, int32_t leaf, int32_t src, int32_t via)
     if ((e->lfl[leaf] & LF_FIXED) || e->st[leaf] == ST_MANUAL || leaf_ann(e, leaf) >= 0)
         return;
     Proposal *p = new_proposal(e, leaf);
+    memset(&p->t, 0, sizeof p->t);
     p->manual = true;
     p->src = src;
     p->via = via;
@@ -1001,6 +1005,16 @@ static void memo_replay(Engine *e, const OpEval *o, const MemoEntry *me)
         e->iflag[o->gi] &= (uint8_t)~IF_SETTLED;
 }
 
+/* The arena of one op's temporaries (ops with many tensors), emptied
+ * first when it holds RULE_ARENA_LIMIT bytes: nothing in it outlives the
+ * evaluation that allocates it. */
+static Arena *op_arena(Engine *e)
+{
+    if (arena_bytes_used(e->ra) > RULE_ARENA_LIMIT)
+        arena_reset(e->ra);
+    return e->ra;
+}
+
 /* What an identity-map op does with its tensors' states (eval_idmap):
  * the merged tiling M, the tensor whose state is M (src_k; -1 when M
  * takes atoms from several, first_k the first of them), and the tensors
@@ -1042,7 +1056,7 @@ static bool eval_idmap(Engine *e, int32_t gi)
     IdmapPlan pl;
     int32_t k_small[MEMO_TENSORS];
     Tiling out_small[MEMO_TENSORS];
-    pl.k = nt <= MEMO_TENSORS ? k_small : ARENA_ARRAY(e->ra, int32_t, nt);
+    pl.k = nt <= MEMO_TENSORS ? k_small : ARENA_ARRAY(op_arena(e), int32_t, nt);
     pl.out = nt <= MEMO_TENSORS ? out_small : ARENA_ARRAY(e->ra, Tiling, nt);
     if (me) {
         pl.conflict = !me->settled;
@@ -1272,8 +1286,6 @@ static void eval_op(Engine *e, int32_t gi)
 {
     if ((e->iflag[gi] & IF_IDMAP) && eval_idmap(e, gi))
         return;
-    if (arena_bytes_used(e->ra) > RULE_ARENA_LIMIT)
-        arena_reset(e->ra);
     const OpRule *rp = rule_of(e, gi);
     if (!rp)
         return;
@@ -1294,7 +1306,7 @@ static void eval_op(Engine *e, int32_t gi)
         o.gives = gv_small;
         o.takes = tk_small;
     } else {
-        o.lf = ARENA_ARRAY(e->ra, int32_t, o.nt);
+        o.lf = ARENA_ARRAY(op_arena(e), int32_t, o.nt);
         o.has = ARENA_ARRAY(e->ra, bool, o.nt);
         o.fs = ARENA_ARRAY(e->ra, FactorSharding, o.nt);
         o.gives = ARENA_ARRAY(e->ra, uint64_t, o.nt);
