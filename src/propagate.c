@@ -993,7 +993,7 @@ static void memo_add(Engine *e, const MemoKey *key, uint64_t h, const MemoProp *
 static void memo_replay(Engine *e, const OpEval *o, const MemoEntry *me)
 {
     int32_t giver[OPRULE_MAX_FACTORS];
-    for (int32_t f = 0; f < o->r->n_factors; f++) /* what op_origins reads of it */
+    for (int32_t f = 0; f < o->r->n_factors && me->n > 0; f++) /* what op_origins reads of it */
         giver[f] = me->giver[f];
     for (int32_t q = 0; q < me->n; q++) {
         const MemoProp *mp = &e->mprops[me->first + q];
