@@ -1734,7 +1734,8 @@ static inline void activate_op(Activation *ac, int32_t gi)
 
 /* Everything next to leaf lf: identity neighbours (proposed at once), its
  * defining op and, for an array instruction, the ops that use it. */
-static inline __attribute__((always_inline)) void activate_leaf(Engine *e, Activation *ac, int32_t lf, bool idents, int32_t cause)
+static inline __attribute__((always_inline)) void activate_leaf(Engine *e, Activation *ac, int32_t lf, bool idents,
+                                                                int32_t cause)
 {
     if (idents) {
         for (int32_t k = e->nstart[lf]; k < e->nstart[lf + 1]; k++)
@@ -2775,8 +2776,8 @@ static void record_origin(HloModule *m, const Engine *e, int32_t c, int32_t i, D
 
 /* The shared sharding of array leaf lf (one per distinct final state, in
  * the module arena: shardings are never changed in place). */
-static inline __attribute__((always_inline)) Sharding *shared_leaf(HloModule *m, const Engine *e, int32_t lf, bool named, Sharding **by_pool,
-                             Sharding **by_rank)
+static inline __attribute__((always_inline)) Sharding *shared_leaf(HloModule *m, const Engine *e, int32_t lf, bool named,
+                                                                    Sharding **by_pool, Sharding **by_rank)
 {
     int32_t st = e ? e->st[lf] : ST_NONE;
     if (e && e->lman && e->lman[lf] && st != ST_MANUAL) { /* a few values: one sharding each */
