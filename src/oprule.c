@@ -1137,6 +1137,11 @@ OpRuleClass oprule_class(const HloModule *m, int32_t c, int32_t i)
     return REG[in->op].cls;
 }
 
+bool oprule_class_by_opcode(HloOpcode op)
+{
+    return op != HLO_CUSTOM_CALL && op != HLO_BITCAST_CONVERT && op != HLO_BITCAST; /* oprule_class's cases */
+}
+
 bool oprule_is_elementwise(HloOpcode op) { return (unsigned)op < HLO_OPCODE_COUNT && REG[op].build == b_elementwise; }
 
 bool oprule_identity_map(const HloModule *m, int32_t c, int32_t i)

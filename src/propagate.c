@@ -392,9 +392,30 @@ static bool compatible(const Tiling *a, const Tiling *b, Tiling *u)
 {
     if (a->rank != b->rank)
         return false;
-    bool sa = tiling_n_atoms(a) > 0, sb = tiling_n_atoms(b) > 0;
+    int32_t na = tiling_n_atoms(a), nb = tiling_n_atoms(b);
+    bool sa = na > 0, sb = nb > 0;
     if (sa && sb && a->perm != b->perm)
         return false;
+    if (!sa || !sb) { /* one side unsplit: the other's runs, when no atom repeats */
+        const Tiling *s = sa ? a : b;
+        int32_t ns = sa ? na : nb;
+        uint32_t used = 0;
+        for (int32_t k = 0; k < ns; k++) {
+            if ((used >> s->atoms[k]) & 1u)
+                return false;
+            used |= 1u << s->atoms[k];
+        }
+        if (u) {
+            Tiling r;
+            memset(&r, 0, sizeof r);
+            r.rank = a->rank;
+            r.perm = s->perm;
+            memcpy(r.n, s->n, (size_t)a->rank);
+            memcpy(r.atoms, s->atoms, (size_t)ns);
+            *u = r;
+        }
+        return true;
+    }
     Tiling r;
     tiling_replicated(&r, a->rank);
     r.perm = sa ? a->perm : b->perm;
@@ -451,11 +472,14 @@ static int64_t add_cost(int64_t a, int64_t b)
 
 /* ================================================================ proposals */
 
+/* A proposal to leaf: the caller sets its state (t), src, via and lorg. */
 static Proposal *new_proposal(Engine *e, int32_t leaf)
 {
     GROW(e->props, e->n_props, e->cap_props);
     Proposal *p = &e->props[e->n_props];
-    memset(p, 0, sizeof *p);
+    p->aorg = NULL;
+    p->pst = ST_NONE;
+    p->manual = p->consumer = false;
     p->leaf = leaf;
     p->next = e->pend[leaf];
     if (p->next == 0) {
@@ -483,6 +507,7 @@ static void propose_manual(Engine *e, int32_t leaf, int32_t src, int32_t via)
     if ((e->lfl[leaf] & LF_FIXED) || e->st[leaf] == ST_MANUAL || leaf_ann(e, leaf) >= 0)
         return;
     Proposal *p = new_proposal(e, leaf);
+    memset(&p->t, 0, sizeof p->t);
     p->manual = true;
     p->src = src;
     p->via = via;
@@ -892,9 +917,10 @@ static void memo_start(MemoKey *key, int32_t rid, int32_t phase, int32_t nt)
 
 /* Tensor k's words of a key: leaf lf's state, fixed bit, closed dims and
  * forbidden atoms. */
-static void memo_word(const Engine *e, MemoKey *key, int32_t k, int32_t lf)
+static inline __attribute__((always_inline)) void memo_word(const Engine *e, MemoKey *key, int32_t k, int32_t lf)
 {
-    key->w[1 + 2 * k] = (uint64_t)(uint32_t)e->st[lf] | (uint64_t)(e->lfl[lf] & LF_FIXED) << 32;
+    uint32_t fixed = e->lfl[lf] & LF_FIXED;
+    key->w[1 + 2 * k] = (uint64_t)(uint32_t)e->st[lf] | (uint64_t)fixed << 32;
     key->w[2 + 2 * k] = (uint64_t)leaf_closed(e, lf) | (uint64_t)leaf_forbid(e, lf) << 32;
 }
 
@@ -967,7 +993,7 @@ static void memo_add(Engine *e, const MemoKey *key, uint64_t h, const MemoProp *
 static void memo_replay(Engine *e, const OpEval *o, const MemoEntry *me)
 {
     int32_t giver[OPRULE_MAX_FACTORS];
-    for (int32_t f = 0; f < o->r->n_factors; f++) /* what op_origins reads of it */
+    for (int32_t f = 0; f < o->r->n_factors && me->n > 0; f++) /* what op_origins reads of it */
         giver[f] = me->giver[f];
     for (int32_t q = 0; q < me->n; q++) {
         const MemoProp *mp = &e->mprops[me->first + q];
@@ -977,6 +1003,16 @@ static void memo_replay(Engine *e, const OpEval *o, const MemoEntry *me)
         e->iflag[o->gi] |= IF_SETTLED;
     else
         e->iflag[o->gi] &= (uint8_t)~IF_SETTLED;
+}
+
+/* The arena of one op's temporaries (ops with many tensors), emptied
+ * first when it holds RULE_ARENA_LIMIT bytes: nothing in it outlives the
+ * evaluation that allocates it. */
+static Arena *op_arena(Engine *e)
+{
+    if (arena_bytes_used(e->ra) > RULE_ARENA_LIMIT)
+        arena_reset(e->ra);
+    return e->ra;
 }
 
 /* What an identity-map op does with its tensors' states (eval_idmap):
@@ -1020,7 +1056,7 @@ static bool eval_idmap(Engine *e, int32_t gi)
     IdmapPlan pl;
     int32_t k_small[MEMO_TENSORS];
     Tiling out_small[MEMO_TENSORS];
-    pl.k = nt <= MEMO_TENSORS ? k_small : ARENA_ARRAY(e->ra, int32_t, nt);
+    pl.k = nt <= MEMO_TENSORS ? k_small : ARENA_ARRAY(op_arena(e), int32_t, nt);
     pl.out = nt <= MEMO_TENSORS ? out_small : ARENA_ARRAY(e->ra, Tiling, nt);
     if (me) {
         pl.conflict = !me->settled;
@@ -1250,8 +1286,6 @@ static void eval_op(Engine *e, int32_t gi)
 {
     if ((e->iflag[gi] & IF_IDMAP) && eval_idmap(e, gi))
         return;
-    if (arena_bytes_used(e->ra) > RULE_ARENA_LIMIT)
-        arena_reset(e->ra);
     const OpRule *rp = rule_of(e, gi);
     if (!rp)
         return;
@@ -1272,7 +1306,7 @@ static void eval_op(Engine *e, int32_t gi)
         o.gives = gv_small;
         o.takes = tk_small;
     } else {
-        o.lf = ARENA_ARRAY(e->ra, int32_t, o.nt);
+        o.lf = ARENA_ARRAY(op_arena(e), int32_t, o.nt);
         o.has = ARENA_ARRAY(e->ra, bool, o.nt);
         o.fs = ARENA_ARRAY(e->ra, FactorSharding, o.nt);
         o.gives = ARENA_ARRAY(e->ra, uint64_t, o.nt);
@@ -1468,6 +1502,12 @@ static int64_t proposal_cost(const Engine *e, int32_t lf, const Tiling *t, const
     return q->consumer ? reshard_cost(e->mesh, e->lshape[lf], t, &q->t) : reshard_cost(e->mesh, e->lshape[lf], &q->t, t);
 }
 
+/* The atoms proposal q's state uses. */
+static uint32_t proposal_used(const Engine *e, const Proposal *q)
+{
+    return q->pst >= ST_FIRST ? e->pused[q->pst] : tiling_used(&q->t);
+}
+
 /* Merges the proposals of one leaf and applies the result. */
 static void apply_leaf(Engine *e, int32_t lf, Proposal **ps, int32_t n)
 {
@@ -1531,33 +1571,38 @@ static void apply_leaf(Engine *e, int32_t lf, Proposal **ps, int32_t n)
         GROW(e->conf, e->n_conf, e->cap_conf);
         e->conf[e->n_conf++] = (Conflict){e->linst[lf], lf, first, nc, pick};
     }
-    /* one proposal: acc is its state, interned already when it was replayed */
-    int32_t pst = n == 1 ? ps[0]->pst : ST_NONE;
+    /* one proposal, or several of one interned state reaching a leaf that
+     * had none: acc is that state */
+    bool one_state = n > 1 && !conflict && e->st[lf] == ST_NONE && ps[0]->pst >= ST_FIRST;
+    for (int32_t j = 1; j < n && one_state; j++)
+        one_state = ps[j]->pst == ps[0]->pst;
+    int32_t pst = n == 1 || one_state ? ps[0]->pst : ST_NONE;
     if (pst >= ST_FIRST ? pst == e->st[lf] : tiling_equal(&acc, &cur)) /* pst splits: never cur when unsplit */
         return;
     /* provenance: the new atoms come from the first proposal (canonical
      * order, the chosen one first) that holds them */
     uint32_t had = e->pused[e->st[lf]]; /* ST_NONE: 0 */
     const Proposal *pc = ps[chosen];
+    uint32_t now = pst >= ST_FIRST ? e->pused[pst] : tiling_used(&acc);
     /* share the proposal's table when it says where every atom came from
      * (a NULL table means "the proposal's lorg", right only when that will
      * be the leaf's lorg too) */
-    if (had == 0 && (n == 1 || (tiling_used(&acc) & ~tiling_used(&pc->t)) == 0) &&
+    if (had == 0 && (n == 1 || (now & ~proposal_used(e, pc)) == 0) &&
         (pc->aorg || e->lorg[lf] < 0 || e->lorg[lf] == pc->lorg)) {
         e->aorg[lf] = pc->aorg;
     } else {
-        uint32_t gained = tiling_used(&acc) & ~had;
         int32_t *t = ARENA_ARRAY(e->a, int32_t, e->n_atoms > 0 ? e->n_atoms : 1);
-        for (int32_t k = 0; k < e->n_atoms; k++) {
+        for (int32_t k = 0; k < e->n_atoms; k++)
             t[k] = (had >> k) & 1u ? (e->aorg[lf] ? e->aorg[lf][k] : e->lorg[lf]) : -1;
-            if (!((gained >> k) & 1u))
-                continue;
-            for (int32_t j = -1; j < n; j++) {
-                const Proposal *q = j < 0 ? pc : ps[j];
-                if ((tiling_used(&q->t) >> k) & 1u) {
-                    t[k] = q->aorg ? q->aorg[k] : q->lorg;
-                    break;
-                }
+        /* each gained atom from the first proposal that holds it */
+        uint32_t left = now & ~had;
+        for (int32_t j = -1; j < n && left; j++) {
+            const Proposal *q = j < 0 ? pc : ps[j];
+            uint32_t take = proposal_used(e, q) & left;
+            left &= ~take;
+            for (; take; take &= take - 1) {
+                int32_t k = __builtin_ctz(take);
+                t[k] = q->aorg ? q->aorg[k] : q->lorg;
             }
         }
         e->aorg[lf] = t;
@@ -1614,7 +1659,8 @@ static bool tier_active(int32_t phase, PropTier t, bool start)
 }
 
 /* Sorts the step's ops ascending: insertion sort for a few, else an LSD
- * radix sort on 11-bit digits through tmp (n entries; gi < 2^31). */
+ * radix sort through tmp (n entries; gi < 2^31) on 8-bit digits, or 11-bit
+ * ones for many ops (a digit's pass costs its buckets plus n). */
 static void sort_ops(int32_t *a, int32_t *tmp, int32_t n)
 {
     if (n < 48) {
@@ -1635,14 +1681,17 @@ static void sort_ops(int32_t *a, int32_t *tmp, int32_t n)
     }
     if (sorted)
         return;
-    for (int32_t shift = 0; shift < 32 && (max >> shift) != 0; shift += 11) {
-        int32_t cnt[2049] = {0};
+    int32_t bits = n < 4096 ? 8 : 11;
+    uint32_t mask = (1u << bits) - 1;
+    for (int32_t shift = 0; shift < 32 && (max >> shift) != 0; shift += bits) {
+        int32_t cnt[2049];
+        memset(cnt, 0, sizeof(int32_t) * (mask + 2));
         for (int32_t i = 0; i < n; i++)
-            cnt[(((uint32_t)src[i] >> shift) & 2047u) + 1]++;
-        for (int32_t d = 0; d < 2048; d++)
+            cnt[(((uint32_t)src[i] >> shift) & mask) + 1]++;
+        for (uint32_t d = 0; d < mask; d++)
             cnt[d + 1] += cnt[d];
         for (int32_t i = 0; i < n; i++)
-            dst[cnt[((uint32_t)src[i] >> shift) & 2047u]++] = src[i];
+            dst[cnt[((uint32_t)src[i] >> shift) & mask]++] = src[i];
         int32_t *t = src;
         src = dst;
         dst = t;
@@ -1665,20 +1714,30 @@ static void set_activation(Engine *e, bool start)
                     !(start && (f & IF_SETTLED));
 }
 
-static void activate_op(Engine *e, int32_t gi)
+/* The ops a step evaluates, gathered in locals (the engine's fields would be
+ * reloaded after every store into its arrays). */
+typedef struct Activation {
+    const bool *act;           /* e->act */
+    const uint8_t *iflag;
+    int32_t *op_stamp, *ops;
+    int32_t n_ops, cap_ops, step;
+} Activation;
+
+static inline void activate_op(Activation *ac, int32_t gi)
 {
-    if (!e->act[e->iflag[gi]] || e->op_stamp[gi] == e->step)
+    if (!ac->act[ac->iflag[gi]] || ac->op_stamp[gi] == ac->step)
         return;
-    e->op_stamp[gi] = e->step;
-    GROW(e->ops, e->n_ops, e->cap_ops);
-    e->ops[e->n_ops++] = gi;
+    ac->op_stamp[gi] = ac->step;
+    GROW(ac->ops, ac->n_ops, ac->cap_ops);
+    ac->ops[ac->n_ops++] = gi;
 }
 
 /* Everything next to leaf lf: identity neighbours (proposed at once), its
  * defining op and, for an array instruction, the ops that use it. */
-static void activate_leaf(Engine *e, int32_t lf, bool start, int32_t cause)
+static inline __attribute__((always_inline)) void activate_leaf(Engine *e, Activation *ac, int32_t lf, bool idents,
+                                                                int32_t cause)
 {
-    if (!start || e->phase == 0) {
+    if (idents) {
         for (int32_t k = e->nstart[lf]; k < e->nstart[lf + 1]; k++)
             propose_identity(e, lf, e->nbr[k], e->nvia[k]);
         for (int32_t k = e->bstart ? e->bstart[lf] : 0; e->bstart && k < e->bstart[lf + 1]; k++)
@@ -1686,11 +1745,11 @@ static void activate_leaf(Engine *e, int32_t lf, bool start, int32_t cause)
     }
     int32_t gi = e->linst[lf];
     if (gi != cause)
-        activate_op(e, gi);
-    if (e->iflag[gi] & IF_ARRAY)
-        for (int32_t u = e->ustart[gi]; u < e->ustart[gi + 1]; u++)
+        activate_op(ac, gi);
+    if (ac->iflag[gi] & IF_ARRAY)
+        for (int32_t u = e->ustart[gi], end = e->ustart[gi + 1]; u < end; u++)
             if (e->users[u] != cause)
-                activate_op(e, e->users[u]);
+                activate_op(ac, e->users[u]);
 }
 
 /* One step: evaluate what the frontier (or, at a phase start, everything
@@ -1699,17 +1758,29 @@ static void run_step(Engine *e, const int32_t *leaves, const int32_t *cause, int
 {
     e->step++;
     e->n_steps++;
-    e->n_ops = 0;
     set_activation(e, start);
+    Activation ac = {e->act, e->iflag, e->op_stamp, e->ops, 0, e->cap_ops, e->step};
+    bool idents = !start || e->phase == 0; /* identity edges carry states at once: once per phase */
     for (int32_t k = 0; k < n; k++)
-        activate_leaf(e, leaves[k], start, cause ? cause[k] : -1);
+        activate_leaf(e, &ac, leaves[k], idents, cause ? cause[k] : -1);
+    e->ops = ac.ops;
+    e->n_ops = ac.n_ops;
+    e->cap_ops = ac.cap_ops;
     /* in instruction order: the engine's per-instruction arrays are read
-     * front to back */
-    if (e->n_ops > e->cap_ops_scratch) {
-        e->cap_ops_scratch = e->cap_ops;
-        e->ops_scratch = xrealloc(e->ops_scratch, sizeof(int32_t) * (size_t)e->cap_ops_scratch);
+     * front to back.  The ops are those stamped with this step: when they
+     * are many, a scan of the stamps lists them in order */
+    if (e->n_ops > e->n_insts / 8) {
+        int32_t k = 0;
+        for (int32_t gi = 0; gi < e->n_insts; gi++)
+            if (e->op_stamp[gi] == e->step)
+                e->ops[k++] = gi;
+    } else {
+        if (e->n_ops > e->cap_ops_scratch) {
+            e->cap_ops_scratch = e->cap_ops;
+            e->ops_scratch = xrealloc(e->ops_scratch, sizeof(int32_t) * (size_t)e->cap_ops_scratch);
+        }
+        sort_ops(e->ops, e->ops_scratch, e->n_ops);
     }
-    sort_ops(e->ops, e->ops_scratch, e->n_ops);
     for (int32_t k = 0; k < e->n_ops; k++)
         eval_op(e, e->ops[k]);
     apply_step(e);
@@ -1777,6 +1848,7 @@ typedef struct ShapeIds {
     const Shape **rep;   /* [n_rep]: each array id's first shape */
     uint32_t cap;
     int32_t n_rep, cap_rep, n_other;
+    int32_t recent[256]; /* 1 + the id last found for a cheap hash of the type, rank and outer dims, 0 */
 } ShapeIds;
 
 static uint64_t array_hash(const Shape *s)
@@ -1801,6 +1873,14 @@ static int32_t shape_id(ShapeIds *t, const Shape *s)
 {
     if (!shape_is_array(s) || s->rank < 0 || s->rank > SPMDC_MAX_RANK)
         return -2 - t->n_other++;
+    /* the shapes of a stack of layers repeat: first the id last found for
+     * this cheap hash */
+    uint64_t q = ((uint64_t)s->type << 8 | (uint64_t)s->rank) * 0x9e3779b97f4a7c15ull;
+    if (s->rank > 0)
+        q ^= ((uint64_t)s->dims[0] * 0xc2b2ae3d27d4eb4full) ^ ((uint64_t)s->dims[s->rank - 1] * 0x165667b19e3779f9ull);
+    uint32_t r = (uint32_t)(q >> 56);
+    if (t->recent[r] > 0 && array_same(t->rep[t->recent[r] - 1], s))
+        return t->recent[r] - 1;
     if ((uint32_t)(t->n_rep + 1) * 2 > t->cap) {
         uint32_t cap = t->cap ? t->cap * 2 : 64;
         int32_t *slot = xmalloc(sizeof(int32_t) * cap);
@@ -1819,11 +1899,14 @@ static int32_t shape_id(ShapeIds *t, const Shape *s)
     }
     uint32_t j = (uint32_t)array_hash(s) & (t->cap - 1);
     for (; t->slot[j] >= 0; j = (j + 1) & (t->cap - 1))
-        if (array_same(t->rep[t->slot[j]], s))
+        if (array_same(t->rep[t->slot[j]], s)) {
+            t->recent[r] = t->slot[j] + 1;
             return t->slot[j];
+        }
     GROW(t->rep, t->n_rep, t->cap_rep);
     t->rep[t->n_rep] = s;
     t->slot[j] = t->n_rep;
+    t->recent[r] = t->n_rep + 1;
     return t->n_rep++;
 }
 
@@ -1850,26 +1933,28 @@ static void setup_index(Engine *e)
     e->special = ARENA_ARRAY(e->a, int32_t, n + 1);
     e->sharded = ARENA_ARRAY(e->a, int32_t, n + 1);
     e->sid = ARENA_ARRAY(e->a, int32_t, n + 1);
-    ShapeIds ids = {NULL, NULL, 0, 0, 0, 0};
+    ShapeIds ids;
+    memset(&ids, 0, sizeof ids);
     int32_t cap = n + 1, k = 0;
     e->lshape = ARENA_ARRAY(e->a, const Shape *, cap);
     e->lrank = ARENA_ARRAY(e->a, int8_t, cap);
     e->linst = ARENA_ARRAY(e->a, int32_t, cap);
+    int32_t *icomp = e->icomp, *leaf0 = e->leaf0, *sid = e->sid, n_special = 0, n_sharded = 0;
     for (int32_t c = 0, gi = 0; c < m->n_comps; c++)
         for (int32_t i = 0; i < m->comps[c].n_insts; i++, gi++) {
             const HloInst *in = &m->comps[c].insts[i];
             const Shape *sh = &in->shape;
-            e->icomp[gi] = c;
-            e->leaf0[gi] = k;
+            icomp[gi] = c;
+            leaf0[gi] = k;
             if (is_special(in->op))
-                e->special[e->n_special++] = gi;
+                e->special[n_special++] = gi;
             if (in->sharding)
-                e->sharded[e->n_sharded++] = gi;
-            e->sid[gi] = shape_id(&ids, sh);
+                e->sharded[n_sharded++] = gi;
+            sid[gi] = shape_id(&ids, sh);
             if (!shape_is_tuple(sh)) {
-                e->lrank[k] = (int8_t)sh->rank;
                 e->lshape[k] = sh;
-                e->linst[k++] = gi;
+                e->linst[k] = gi;
+                e->lrank[k++] = (int8_t)sh->rank; /* a byte store: last */
                 continue;
             }
             int32_t nl = shape_leaf_count(sh);
@@ -1889,6 +1974,8 @@ static void setup_index(Engine *e)
                 e->lrank[l] = (int8_t)(shape_is_array(e->lshape[l]) ? e->lshape[l]->rank : 0);
             }
         }
+    e->n_special = n_special;
+    e->n_sharded = n_sharded;
     free(ids.slot);
     free(ids.rep);
     int32_t L = k;
@@ -1947,13 +2034,22 @@ static bool *dataflow_comps(const Engine *e)
     return df;
 }
 
-/* oprule_identity_map of factor op gi from the shape ids (the operands'
- * shapes are read only when their ids differ from the result's). */
-static bool identity_map(const Engine *e, const HloComputation *comp, const HloInst *in, int32_t gi)
+enum { NOT_ELEMENTWISE = -2 };
+
+/* The arity of opcode op (hlo_opcode_arity) if its rule is elementwise,
+ * else NOT_ELEMENTWISE. */
+static int32_t elementwise_arity(HloOpcode op)
 {
-    if (!oprule_is_elementwise(in->op) || e->sid[gi] < 0)
+    return oprule_is_elementwise(op) ? hlo_opcode_arity(op) : NOT_ELEMENTWISE;
+}
+
+/* oprule_identity_map of factor op gi from the shape ids (the operands'
+ * shapes are read only when their ids differ from the result's); arity is
+ * elementwise_arity of its opcode. */
+static bool identity_map(const Engine *e, const HloComputation *comp, const HloInst *in, int32_t gi, int32_t arity)
+{
+    if (arity == NOT_ELEMENTWISE || e->sid[gi] < 0)
         return false;
-    int arity = hlo_opcode_arity(in->op);
     if (arity >= 0 && in->n_operands != arity)
         return false;
     int32_t base = e->comp_first[e->icomp[gi]];
@@ -1976,19 +2072,37 @@ typedef struct RuleKeys {
     const HloAttrs **attrs;
     int32_t *start, *ids; /* per rule: ids[start[x] .. start[x+1]) = op, n, result sid, operand sids */
     int32_t n_ids, cap_ids, cap_start;
+    int32_t *osid, cap_osid; /* the shape ids of the operands of the op being looked up */
+    int32_t recent[256];     /* 1 + the rule last found for a cheap hash of (opcode, attributes, result), 0 */
     uint32_t cap;
 } RuleKeys;
 
-/* The rule index of factor op gi (its operands in range): one per
- * distinct key, new ones unbuilt. */
+/* The rule index of factor op gi (its operands in range, their shape ids
+ * in k->osid): one per distinct key, new ones unbuilt. */
 static int32_t rule_index(Engine *e, RuleKeys *k, const HloInst *in, int32_t gi)
 {
-    int32_t base = e->comp_first[e->icomp[gi]], nk = 3 + in->n_operands;
+    int32_t nk = 3 + in->n_operands;
+    const int32_t *osid = k->osid;
+    /* a stack of layers repeats its ops: first the rule last found for
+     * this opcode, attributes and result shape */
+    uint32_t r = (uint32_t)(((uint64_t)(uintptr_t)in->attrs ^ (uint64_t)in->op * 0x9e3779b97f4a7c15ull ^
+                             (uint64_t)(uint32_t)e->sid[gi] * 0xc2b2ae3d27d4eb4full) >>
+                            56);
+    if (k->recent[r] > 0) {
+        int32_t x = k->recent[r] - 1;
+        const int32_t *id = k->ids + k->start[x];
+        bool same = k->attrs[x] == in->attrs && k->start[x + 1] - k->start[x] == nk && id[0] == (int32_t)in->op &&
+                    id[1] == in->n_operands && id[2] == e->sid[gi];
+        for (int32_t q = 0; q < in->n_operands && same; q++)
+            same = id[3 + q] == osid[q];
+        if (same)
+            return x;
+    }
     uint64_t h = hash_mix(hash_mix(hash_mix(0x51ed27u, (uint64_t)in->op), (uint64_t)(uintptr_t)in->attrs),
                           (uint64_t)in->n_operands);
     h = hash_mix(h, (uint64_t)(uint32_t)e->sid[gi]);
     for (int32_t j = 0; j < in->n_operands; j++)
-        h = hash_mix(h, (uint64_t)(uint32_t)e->sid[base + in->operands[j]]);
+        h = hash_mix(h, (uint64_t)(uint32_t)osid[j]);
     if ((uint32_t)(e->n_rules + 1) * 2 > k->cap) {
         uint32_t cap = k->cap ? k->cap * 2 : 64;
         int32_t *slot = xmalloc(sizeof(int32_t) * cap);
@@ -2012,9 +2126,11 @@ static int32_t rule_index(Engine *e, RuleKeys *k, const HloInst *in, int32_t gi)
             continue;
         bool same = true;
         for (int32_t q = 0; q < in->n_operands && same; q++)
-            same = id[3 + q] == e->sid[base + in->operands[q]];
-        if (same)
+            same = id[3 + q] == osid[q];
+        if (same) {
+            k->recent[r] = x + 1;
             return x;
+        }
     }
     int32_t x = e->n_rules++;
     if (x + 1 >= e->cap_rules) {
@@ -2041,10 +2157,11 @@ static int32_t rule_index(Engine *e, RuleKeys *k, const HloInst *in, int32_t gi)
     id[1] = in->n_operands;
     id[2] = e->sid[gi];
     for (int32_t q = 0; q < in->n_operands; q++)
-        id[3 + q] = e->sid[base + in->operands[q]];
+        id[3 + q] = osid[q];
     k->n_ids += nk;
     k->start[x + 1] = k->n_ids;
     k->slot[j] = x;
+    k->recent[r] = x + 1;
     return x;
 }
 
@@ -2056,77 +2173,116 @@ static int32_t rule_index(Engine *e, RuleKeys *k, const HloInst *in, int32_t gi)
 static bool setup_classes(Engine *e, const bool *df)
 {
     HloModule *m = e->m;
-    int32_t n = e->n_insts, n_pairs = 0, cap_pairs = 0, n_opl = 0, cap_opl = 0;
-    int32_t *pairs = NULL; /* (operand, user) */
-    e->ustart = ARENA_ARRAY(e->a, int32_t, n + 1);
-    e->opl_start = ARENA_ARRAY(e->a, int32_t, n + 1);
-    e->rid = ARENA_ARRAY(e->a, int32_t, n + 1);
+    int32_t n = e->n_insts, n_pairs = 0, n_opl = 0;
+    /* room for two operands an instruction (pages never written cost nothing) */
+    int32_t cap_opl = 2 * n + 1024, cap_pairs = 2 * cap_opl;
+    int32_t *pairs = xmalloc(sizeof(int32_t) * (size_t)cap_pairs); /* (operand, user) */
+    int32_t *ustart = e->ustart = ARENA_ARRAY(e->a, int32_t, n + 1);
+    int32_t *opl_start = e->opl_start = ARENA_ARRAY(e->a, int32_t, n + 1);
+    int32_t *rid = e->rid = ARENA_ARRAY(e->a, int32_t, n + 1);
+    int32_t *opl = xmalloc(sizeof(int32_t) * (size_t)cap_opl);
+    const int32_t *leaf0 = e->leaf0, *sid = e->sid;
+    uint8_t *iflag = e->iflag, *lfl = e->lfl;
+    /* per opcode whose class does not depend on the instruction: its flags
+     * but IF_IDMAP and IF_ARRAY (0xff: not seen yet) */
+    uint8_t by_op[HLO_OPCODE_COUNT];
+    memset(by_op, 0xff, sizeof by_op);
+    int32_t arity[HLO_OPCODE_COUNT]; /* elementwise_arity, once per opcode (INT32_MIN: not yet) */
+    for (int32_t op = 0; op < HLO_OPCODE_COUNT; op++)
+        arity[op] = INT32_MIN;
     RuleKeys keys;
     memset(&keys, 0, sizeof keys);
     bool ok = true;
     for (int32_t c = 0, gi = 0; c < m->n_comps; c++) {
         const HloComputation *comp = &m->comps[c];
-        for (int32_t i = 0; i < comp->n_insts; i++, gi++) {
+        int32_t base = e->comp_first[c], n_insts = comp->n_insts;
+        for (int32_t i = 0; i < n_insts; i++, gi++) {
             const HloInst *in = &comp->insts[i];
-            OpRuleClass cls = oprule_class(m, c, i);
-            uint8_t f = (uint8_t)(oprule_tier(in->op) << IF_TIER_SHIFT);
-            if (!df[c] || cls == RULE_OPAQUE)
-                f |= IF_FIXED;
-            else if (cls == RULE_FACTORS)
-                f |= IF_FACTOR | (identity_map(e, comp, in, gi) ? IF_IDMAP : 0);
-            else if (cls == RULE_IDENTITY || cls == RULE_DATAFLOW)
-                f |= IF_IDENTITY_EDGE;
-            if (e->sid[gi] >= 0)
+            uint8_t f;
+            if ((unsigned)in->op < HLO_OPCODE_COUNT && by_op[in->op] != 0xff && df[c]) {
+                f = by_op[in->op];
+            } else {
+                OpRuleClass cls = oprule_class(m, c, i);
+                f = (uint8_t)(oprule_tier(in->op) << IF_TIER_SHIFT);
+                if (!df[c] || cls == RULE_OPAQUE)
+                    f |= IF_FIXED;
+                else if (cls == RULE_FACTORS)
+                    f |= IF_FACTOR;
+                else if (cls == RULE_IDENTITY || cls == RULE_DATAFLOW)
+                    f |= IF_IDENTITY_EDGE;
+                if (df[c] && (unsigned)in->op < HLO_OPCODE_COUNT && oprule_class_by_opcode(in->op))
+                    by_op[in->op] = f;
+            }
+            if (f & IF_FACTOR) {
+                int32_t ar = (unsigned)in->op < HLO_OPCODE_COUNT ? arity[in->op] : elementwise_arity(in->op);
+                if (ar == INT32_MIN)
+                    ar = arity[in->op] = elementwise_arity(in->op);
+                if (identity_map(e, comp, in, gi, ar))
+                    f |= IF_IDMAP;
+            }
+            if (sid[gi] >= 0)
                 f |= IF_ARRAY;
-            e->iflag[gi] = f;
-            e->opl_start[gi] = n_opl;
-            e->rid[gi] = -1;
+            iflag[gi] = f;
+            opl_start[gi] = n_opl;
+            rid[gi] = -1;
             if (f & IF_FIXED)
-                for (int32_t l = e->leaf0[gi]; l < e->leaf0[gi + 1]; l++)
-                    e->lfl[l] |= LF_FIXED;
+                for (int32_t l = leaf0[gi]; l < leaf0[gi + 1]; l++)
+                    lfl[l] |= LF_FIXED;
             if (!(f & IF_FACTOR))
                 continue;
-            for (int32_t k = 0; k < in->n_operands && ok; k++)
-                ok = in->operands[k] >= 0 && in->operands[k] < comp->n_insts;
-            if (!ok)
-                break;
-            e->rid[gi] = rule_index(e, &keys, in, gi);
-            while (n_opl + in->n_operands > cap_opl) {
-                cap_opl = cap_opl ? cap_opl * 2 : 1024;
-                e->opl = xrealloc(e->opl, sizeof(int32_t) * (size_t)cap_opl);
+            int32_t no = in->n_operands;
+            const int32_t *ops = in->operands;
+            if (no > keys.cap_osid) {
+                keys.cap_osid = no * 2;
+                keys.osid = xrealloc(keys.osid, sizeof(int32_t) * (size_t)keys.cap_osid);
             }
-            for (int32_t k = 0; k < in->n_operands; k++)
-                e->opl[n_opl++] = e->leaf0[e->comp_first[c] + in->operands[k]];
-            for (int32_t k = 0; k < in->n_operands && ok; k++) {
-                int32_t o = e->comp_first[c] + in->operands[k];
-                if (!ok || (k > 0 && in->operands[k - 1] == in->operands[k]))
-                    continue; /* the same operand twice in a row: one user entry */
-                if (n_pairs + 2 > cap_pairs) {
-                    cap_pairs = cap_pairs ? cap_pairs * 2 : 1024;
-                    pairs = xrealloc(pairs, sizeof(int32_t) * (size_t)cap_pairs);
+            if (n_opl + no > cap_opl) {
+                while (n_opl + no > cap_opl)
+                    cap_opl *= 2;
+                opl = xrealloc(opl, sizeof(int32_t) * (size_t)cap_opl);
+            }
+            if (n_pairs + 2 * no > cap_pairs) {
+                while (n_pairs + 2 * no > cap_pairs)
+                    cap_pairs *= 2;
+                pairs = xrealloc(pairs, sizeof(int32_t) * (size_t)cap_pairs);
+            }
+            for (int32_t k = 0; k < no; k++) {
+                if (ops[k] < 0 || ops[k] >= n_insts) {
+                    ok = false;
+                    break;
                 }
+                int32_t o = base + ops[k];
+                opl[n_opl++] = leaf0[o];
+                keys.osid[k] = sid[o];
+                if (k > 0 && ops[k - 1] == ops[k])
+                    continue; /* the same operand twice in a row: one user entry */
                 pairs[n_pairs++] = o;
                 pairs[n_pairs++] = gi;
-                e->ustart[o + 1]++;
+                ustart[o + 1]++;
             }
+            if (!ok)
+                break;
+            rid[gi] = rule_index(e, &keys, in, gi);
         }
         if (!ok)
             break;
     }
-    e->opl_start[n] = n_opl;
+    e->opl = opl;
+    opl_start[n] = n_opl;
     free(keys.slot);
     free(keys.hash);
     free((void *)keys.attrs);
     free(keys.start);
     free(keys.ids);
+    free(keys.osid);
     if (ok) {
         for (int32_t gi = 0; gi < n; gi++)
-            e->ustart[gi + 1] += e->ustart[gi];
-        e->users = ARENA_ARRAY(e->a, int32_t, e->ustart[n] + 1);
+            ustart[gi + 1] += ustart[gi];
+        int32_t *users = e->users = ARENA_ARRAY(e->a, int32_t, ustart[n] + 1);
         int32_t *fill = ARENA_ARRAY(e->a, int32_t, n + 1);
-        memcpy(fill, e->ustart, sizeof(int32_t) * (size_t)n);
+        memcpy(fill, ustart, sizeof(int32_t) * (size_t)n);
         for (int32_t p = 0; p < n_pairs; p += 2)
-            e->users[fill[pairs[p]]++] = pairs[p + 1];
+            users[fill[pairs[p]]++] = pairs[p + 1];
     }
     free(pairs);
     return ok;
@@ -2620,8 +2776,8 @@ static void record_origin(HloModule *m, const Engine *e, int32_t c, int32_t i, D
 
 /* The shared sharding of array leaf lf (one per distinct final state, in
  * the module arena: shardings are never changed in place). */
-static Sharding *shared_leaf(HloModule *m, const Engine *e, int32_t lf, bool named, Sharding **by_pool,
-                             Sharding **by_rank)
+static inline __attribute__((always_inline)) Sharding *shared_leaf(HloModule *m, const Engine *e, int32_t lf, bool named,
+                                                                    Sharding **by_pool, Sharding **by_rank)
 {
     int32_t st = e ? e->st[lf] : ST_NONE;
     if (e && e->lman && e->lman[lf] && st != ST_MANUAL) { /* a few values: one sharding each */
@@ -2667,7 +2823,14 @@ static void materialize(HloModule *m, const Engine *e, bool named)
                 record_origin(m, e, c, i, seen);
                 continue;
             }
-            if (e ? e->sid[gi] >= 0 || !shape_is_tuple(&in->shape) : !shape_is_tuple(&in->shape)) {
+            if (e && e->sid[gi] >= 0) { /* an inferred array: record_origin's case of one leaf */
+                int32_t lf = e->leaf0[gi], st = e->st[lf];
+                in->sharding = shared_leaf(m, e, lf, named, by_pool, by_rank);
+                in->sharding_origin = st != ST_NONE && !(e->lfl[lf] & LF_FIXED) ? local_in(e, e->lorg[lf], c) : -1;
+                in->sharding_dim_origin = st >= ST_FIRST && e->aorg[lf] ? dim_origins(m, e, lf, c, seen) : NULL;
+                continue;
+            }
+            if (e ? !shape_is_tuple(&in->shape) : !shape_is_tuple(&in->shape)) {
                 if (e) {
                     in->sharding = shared_leaf(m, e, e->leaf0[gi], named, by_pool, by_rank);
                 } else {

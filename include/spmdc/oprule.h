@@ -111,6 +111,11 @@ typedef enum OpRuleClass {
 
 /* The class of instruction i of computation c (custom-calls by target). */
 OpRuleClass oprule_class(const HloModule *m, int32_t c, int32_t i);
+
+/* Whether oprule_class is the same for every instruction of opcode op (false
+ * for custom-calls, classed by target, and bitcasts, classed by shapes), so
+ * a caller may class such instructions once per opcode. */
+bool oprule_class_by_opcode(HloOpcode op);
 /* When sharding propagation uses an op's rule (Shardy's op-priority
  * schedule, three phases, each run to a fixed point before the next):
  * phase 0 pass-through ops only, phase 1 also the pass-through factors of
