@@ -86,6 +86,12 @@ int32_t hlo_add_computation(HloModule *m, const char *name, bool is_entry)
 int32_t hlo_add_inst(HloModule *m, int32_t ci, HloOpcode op, const char *name, const Shape *shape,
                      const int32_t *operands, int32_t n_operands)
 {
+    return hlo_add_inst_n(m, ci, op, name, strlen(name), shape, operands, n_operands);
+}
+
+int32_t hlo_add_inst_n(HloModule *m, int32_t ci, HloOpcode op, const char *name, size_t name_len, const Shape *shape,
+                       const int32_t *operands, int32_t n_operands)
+{
     HloComputation *c = &m->comps[ci];
     if (c->n_insts == c->cap_insts) {
         int32_t cap = c->cap_insts ? c->cap_insts * 2 : 16;
@@ -98,7 +104,7 @@ int32_t hlo_add_inst(HloModule *m, int32_t ci, HloOpcode op, const char *name, c
     memset(in, 0, sizeof *in);
     in->op = op;
     in->sharding_origin = -1;
-    in->name = arena_strdup(m->arena, name);
+    in->name = arena_strndup(m->arena, name, name_len);
     in->shape = hlo_copy_shape(m, shape);
     in->n_operands = n_operands;
     if (n_operands) in->operands = arena_memdup(m->arena, operands, sizeof(int32_t) * (size_t)n_operands);

@@ -471,7 +471,8 @@ static void lower_inst(Lower *lw, const AstInst *ai)
     }
     if (oe && ok && !ai->shape) infer_shape(lw, ci, ai, op, ops, n, attrs, &shape);
     name_inst(lw, ai, idx);
-    int32_t got = hlo_add_inst(lw->m, ci, oe ? op : HLO_PARAMETER, ast_tok_str(lw->tmp, ai->name), &shape, ops, n);
+    int32_t got = hlo_add_inst_n(lw->m, ci, oe ? op : HLO_PARAMETER, ai->name.s ? ai->name.s : "", ai->name.n, &shape,
+                                 ops, n);
     SPMDC_ASSERT(got == idx);
     HloInst *in = hlo_inst(lw->m, ci, got);
     in->span = ast_span(lw->cx, &ai->loc);

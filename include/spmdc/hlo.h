@@ -248,6 +248,9 @@ int32_t hlo_add_computation(HloModule *m, const char *name, bool is_entry);
  * attrs are left NULL.  Returns the instruction's index.  Does not check. */
 int32_t hlo_add_inst(HloModule *m, int32_t c, HloOpcode op, const char *name, const Shape *shape,
                      const int32_t *operands, int32_t n_operands);
+/* hlo_add_inst with the name given as name[0..name_len) (no NUL needed). */
+int32_t hlo_add_inst_n(HloModule *m, int32_t c, HloOpcode op, const char *name, size_t name_len, const Shape *shape,
+                       const int32_t *operands, int32_t n_operands);
 /* The instruction's attributes for writing (allocated on first use, with
  * to_apply/select/condition/body = -1; a shared set is copied first). */
 HloAttrs *hlo_attrs_mut(HloModule *m, HloInst *inst);
