@@ -1485,7 +1485,7 @@ int32_t part_operand(Part *p, int32_t i, int32_t k, const Tiling *want)
 /* ================================================================ checks */
 
 /* Errors for shardings this version cannot partition (manual, ...). */
-static bool check_leaf(Part *p, const HloInst *in, const Sharding *sh, const Shape *ls)
+static bool check_leaf(Part *p, const HloInst *in, const Sharding *sh, const Shape *ls, const DeclEnt **found)
 {
     DiagEngine *d = p->cx->diag;
     if (sh && sh->kind == SHARDING_MANUAL)
@@ -1508,19 +1508,21 @@ static bool check_leaf(Part *p, const HloInst *in, const Sharding *sh, const Sha
             return false;
         }
     }
+    *found = e;
     return true;
 }
 
 /* check_leaf on every array leaf of shape s (flat order from leaf *k). */
 static bool check_leaves(Part *p, const HloInst *in, const Shape *s, int32_t *k)
 {
+    const DeclEnt *e;
     if (shape_is_tuple(s)) {
-        for (int32_t e = 0; e < s->n_elems; e++)
-            if (!check_leaves(p, in, &s->elems[e], k))
+        for (int32_t x = 0; x < s->n_elems; x++)
+            if (!check_leaves(p, in, &s->elems[x], k))
                 return false;
         return true;
     }
-    return check_leaf(p, in, leaf_sharding(in->sharding, (*k)++), s);
+    return check_leaf(p, in, leaf_sharding(in->sharding, (*k)++), s, &e);
 }
 
 /* Checks every instruction's sharding against its shape and sets the leaf
@@ -1542,6 +1544,16 @@ static bool check_computation(Part *p)
             diag_error(p->cx->diag, in->span, "%s: its tuple sharding has %d elements for %d leaves", in->name,
                        (int)in->sharding->n_elems, (int)n);
             ok = false;
+            continue;
+        }
+        const DeclEnt *de = NULL;
+        if (!shape_is_tuple(&in->shape)) {
+            /* the check finds the declared state part_decl_leaves shares (a
+             * manual value's is reset once the masks are known) */
+            if (!check_leaf(p, in, leaf_sharding(in->sharding, 0), &in->shape, &de))
+                ok = false;
+            else if (de)
+                p->vals[i].decl = &de->decl;
             continue;
         }
         int32_t k = 0;
@@ -1733,6 +1745,9 @@ static bool run_computation(Part *p, const Tiling *root_want)
 {
     if (!check_computation(p) || !part_manual_masks(p))
         return false;
+    for (int32_t i = 0; (p->param_manual || p->manual_sources) && i < p->in->comps[p->ic].n_insts; i++)
+        if (p->vals[i].manual)
+            p->vals[i].decl = NULL; /* part_decl_leaves strips the manual atoms */
     p->oc = new_computation(p->mod, p->ic, !p->parent);
     const HloComputation *ic = &p->in->comps[p->ic];
     /* the input names and about as many derived ones: no rehash on the way */
