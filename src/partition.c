@@ -150,7 +150,9 @@ static void put_desc(Part *p, StrBuf *b, const Sharding *sh, const Tiling *t, ui
     PartModule *pm = p->mod;
     if (!pm->descs)
         pm->descs = ARENA_ARRAY(pm->scratch, DescEnt, PART_DESCS);
-    DescEnt *e = &pm->descs[(h ^ (h >> 29)) & (PART_DESCS - 1)];
+    /* shardings and tilings in halves of their own: a reason that words one
+     * of each does not have them evict each other */
+    DescEnt *e = &pm->descs[((h ^ (h >> 29)) & (PART_DESCS / 2 - 1)) + (sh ? PART_DESCS / 2 : 0)];
     if (!e->full || e->sh != sh || (!sh && memcmp(&e->t, t, sizeof *t) != 0)) {
         size_t start = b->len;
         if (sh)
@@ -903,7 +905,7 @@ static void decl_walk(const Shape *s, const Sharding *sh, int32_t *k, int32_t n,
     (*k)++;
 }
 
-const Tiling *part_decl_leaves(const Part *p, int32_t i)
+const Tiling *part_decl_leaves_make(const Part *p, int32_t i)
 {
     PVal *pv = &p->vals[i];
     if (!pv->decl) {

@@ -259,8 +259,14 @@ void part_put_story(Part *p, StrBuf *b, int32_t i);
 
 /* Declared (propagated) state of leaf `leaf` of input instruction i. */
 void part_decl(const Part *p, int32_t i, int32_t leaf, Tiling *out);
-/* All leaves of the declared state (scratch array of p->vals[i].n_leaves). */
-const Tiling *part_decl_leaves(const Part *p, int32_t i);
+/* All leaves of the declared state (scratch array of p->vals[i].n_leaves):
+ * made on first use (an array's is found while its sharding is checked). */
+const Tiling *part_decl_leaves_make(const Part *p, int32_t i);
+static inline const Tiling *part_decl_leaves(const Part *p, int32_t i)
+{
+    const Tiling *d = p->vals[i].decl;
+    return d ? d : part_decl_leaves_make(p, i);
+}
 /* The declared leaves of any input instruction (another computation's too),
  * in scratch. */
 Tiling *part_inst_decl(Part *p, const HloInst *in);
