@@ -945,6 +945,8 @@ const VState *part_primary(const Part *p, int32_t i) { return p->vals[i].states;
 
 static bool leaves_equal(const Tiling *a, const Tiling *b, int32_t n)
 {
+    if (a == b)
+        return true;
     for (int32_t k = 0; k < n; k++)
         if (!tiling_equal(&a[k], &b[k]))
             return false;
@@ -1660,7 +1662,8 @@ static bool partition_body(Part *p, const Tiling *want)
         ArenaMark mk = arena_mark(p->tmp);
         padding_warnings(p, i);
         bool ok = part_handle(p, i);
-        arena_release(p->tmp, mk);
+        if (arena_bytes_used(p->tmp) != mk.total) /* many instructions take nothing from it */
+            arena_release(p->tmp, mk);
         if (!ok)
             return false;
     }

@@ -935,7 +935,8 @@ static bool emit_clone(Part *p, const RuleCtx *rc, const RuleChoice *ch, const i
 bool part_rule_emit(Part *p, const RuleCtx *rc, const RuleChoice *ch)
 {
     const HloInst *in = part_in(p, rc->inst);
-    int32_t *ops = ARENA_ARRAY(p->tmp, int32_t, in->n_operands + 1);
+    int32_t few[8]; /* most ops: nothing of the instruction's own goes to Part.tmp */
+    int32_t *ops = in->n_operands <= 8 ? few : ARENA_ARRAY(p->tmp, int32_t, in->n_operands + 1);
     if (part_rule_operands(p, rc, ch, ops) < 0)
         return false;
     Tiling *leaves = part_result_leaves(p, rc, ch);
