@@ -782,6 +782,70 @@ static void order_callee_first(PartModule *pm)
 
 /* ================================================================ values */
 
+/* The words of t that say what it is (tiling_equal's fields, and perm as
+ * it is): rank, kind, perm and partial; n[0..rank) (the rest masked off);
+ * atoms[0..used), eight a word, the last word's unused bytes masked off.
+ * Returns how many of w[0..2 + SPMDC_MAX_ATOMS / 8) it wrote. */
+static int32_t tiling_words(const Tiling *t, uint64_t *w)
+{
+    _Static_assert(SPMDC_MAX_RANK == 8 && SPMDC_MAX_ATOMS % 8 == 0, "n[] is one word, atoms[] whole words");
+    int32_t rank = t->rank > 0 ? t->rank : 0, k = 2;
+    uint64_t n;
+    memcpy(&n, t->n, sizeof n);
+    if (rank < 8)
+        n &= (1ull << (8 * rank)) - 1;
+    uint32_t used = (uint32_t)((n * 0x0101010101010101ull) >> 56); /* the bytes' sum (<= SPMDC_MAX_ATOMS) */
+    w[0] = (uint64_t)(uint8_t)t->rank | (uint64_t)t->kind << 8 | (uint64_t)t->perm << 16 | (uint64_t)t->partial << 32;
+    w[1] = n;
+    for (uint32_t j = 0; j < used && j < SPMDC_MAX_ATOMS; j += 8) {
+        uint64_t a;
+        memcpy(&a, t->atoms + j, sizeof a);
+        if (used - j < 8)
+            a &= (1ull << (8 * (used - j))) - 1;
+        w[k++] = a;
+    }
+    return k;
+}
+
+const Tiling *part_tiling_canon(PartModule *pm, const Tiling *t)
+{
+    uint64_t w[2 + SPMDC_MAX_ATOMS / 8], h = 0x9e3779b97f4a7c15ull;
+    int32_t n = tiling_words(t, w);
+    for (int32_t k = 0; k < n; k++) {
+        h = (h ^ w[k]) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    if (2 * (pm->canon_n + 1) > pm->canon_cap) {
+        uint32_t cap = pm->canon_cap ? 2 * pm->canon_cap : 256;
+        const Tiling **slot = ARENA_ARRAY(pm->scratch, const Tiling *, cap);
+        uint64_t *hash = ARENA_ARRAY(pm->scratch, uint64_t, cap);
+        for (uint32_t j = 0; j < pm->canon_cap; j++) {
+            if (!pm->canon[j])
+                continue;
+            uint32_t x = (uint32_t)pm->canon_hash[j] & (cap - 1);
+            while (slot[x])
+                x = (x + 1) & (cap - 1);
+            slot[x] = pm->canon[j];
+            hash[x] = pm->canon_hash[j];
+        }
+        pm->canon = slot;
+        pm->canon_hash = hash;
+        pm->canon_cap = cap;
+    }
+    uint32_t mask = pm->canon_cap - 1, j = (uint32_t)h & mask;
+    for (; pm->canon[j]; j = (j + 1) & mask) {
+        const Tiling *c = pm->canon[j];
+        if (pm->canon_hash[j] == h && c->perm == t->perm && tiling_equal(c, t)) /* what the words say */
+            return c;
+    }
+    Tiling *c = ARENA_NEW(pm->scratch, Tiling);
+    *c = *t;
+    pm->canon[j] = c;
+    pm->canon_hash[j] = h;
+    pm->canon_n++;
+    return c;
+}
+
 static const Sharding *leaf_sharding(const Sharding *sh, int32_t leaf)
 {
     if (sh && sh->kind == SHARDING_TUPLE)
@@ -799,6 +863,7 @@ typedef struct DeclEnt {
     int32_t rank;               /* -1: a free slot */
     bool ok;
     Tiling decl;
+    const Tiling *canon;        /* decl's canonical copy (part_tiling_canon) */
 } DeclEnt;
 
 static const DeclEnt *find_decl(PartModule *pm, const Sharding *sh, int32_t rank);
@@ -884,6 +949,7 @@ static const DeclEnt *find_decl(PartModule *pm, const Sharding *sh, int32_t rank
     e->ok = sharding_to_tiling(sh, rank, &e->decl);
     if (!e->ok)
         tiling_replicated(&e->decl, rank);
+    e->canon = part_tiling_canon(pm, &e->decl);
     pm->decl_n++;
     return e;
 }
@@ -912,7 +978,7 @@ const Tiling *part_decl_leaves_make(const Part *p, int32_t i)
         const HloInst *in = part_in(p, i);
         if (pv->n_leaves == 1 && !shape_is_tuple(&in->shape) && !pv->manual) {
             /* one shared copy per (sharding, rank) */
-            pv->decl = &sharding_tiling(p->mod, leaf_sharding(in->sharding, 0), in->shape.rank)->decl;
+            pv->decl = sharding_tiling(p->mod, leaf_sharding(in->sharding, 0), in->shape.rank)->canon;
             return pv->decl;
         }
         int32_t n = pv->n_leaves, k = 0;
@@ -920,7 +986,7 @@ const Tiling *part_decl_leaves_make(const Part *p, int32_t i)
         decl_walk(&part_in(p, i)->shape, part_in(p, i)->sharding, &k, n, s);
         for (int32_t l = 0; pv->manual && l < n; l++)
             s[l] = part_strip_atoms(s[l], pv->manual);
-        pv->decl = s;
+        pv->decl = n == 1 ? part_tiling_canon(p->mod, s) : s; /* one leaf: canonical, as every state */
     }
     return pv->decl;
 }
@@ -961,6 +1027,14 @@ static VState *find_state(Part *p, int32_t v, const Tiling *want)
     return NULL;
 }
 
+int32_t part_held_canon(const Part *p, int32_t v, const Tiling *want)
+{
+    for (const VState *s = p->vals[v].states; s; s = s->next)
+        if (s->leaves == want)
+            return s->local;
+    return -1;
+}
+
 int32_t part_held(Part *p, int32_t v, const Tiling *want)
 {
     const VState *s = find_state(p, v, want);
@@ -978,8 +1052,11 @@ static void add_state(Part *p, int32_t v, int32_t local, const Tiling *leaves, i
     VState *s = p->vs_free++;
     p->vs_left--;
     s->local = local;
-    /* the declared state (the common case) is not stored twice */
-    if (pv->decl && pv->n_leaves > 0 && leaves_equal(leaves, pv->decl, pv->n_leaves))
+    /* an array's state is its canonical copy (the declared one, the common
+     * case, is not stored twice); other values' are not stored twice either */
+    if (pv->n_leaves == 1)
+        s->leaves = leaves == pv->decl ? leaves : part_tiling_canon(p->mod, leaves);
+    else if (pv->decl && pv->n_leaves > 0 && leaves_equal(leaves, pv->decl, pv->n_leaves))
         s->leaves = pv->decl;
     else
         s->leaves = arena_memdup(p->scratch, leaves, sizeof(Tiling) * (size_t)(pv->n_leaves ? pv->n_leaves : 1));
@@ -1557,7 +1634,7 @@ static bool check_computation(Part *p)
             if (!check_leaf(p, in, leaf_sharding(in->sharding, 0), &in->shape, &de))
                 ok = false;
             else if (de)
-                p->vals[i].decl = &de->decl;
+                p->vals[i].decl = de->canon;
             continue;
         }
         int32_t k = 0;

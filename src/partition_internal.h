@@ -118,6 +118,11 @@ typedef struct PartModule {
     int32_t n_bufs;
     struct DescEnt *descs;      /* the texts of tilings and shardings described so far (part_put_tiling;
                                    direct-mapped, in scratch, made on first use) */
+    /* one copy of every distinct array state (part_tiling_canon; open
+     * addressing, in scratch) */
+    const Tiling **canon;
+    uint64_t *canon_hash;
+    uint32_t canon_cap, canon_n;
 } PartModule;
 
 /* One computation being partitioned (the entry, or a loop body, condition,
@@ -181,6 +186,12 @@ typedef struct Cause {
     int32_t inst;               /* input instruction that needs the new state (-1: none) */
     const char *reason;         /* words, or NULL to describe the transition */
 } Cause;
+
+/* The one copy (in scratch) of every tiling equal to t in what tiling_equal
+ * compares and in perm: the states (VState.leaves) and the declared state
+ * (PVal.decl) of a value with one leaf are these copies, so equal states
+ * are equal pointers (part_by_rule's memo keys on them). */
+const Tiling *part_tiling_canon(PartModule *pm, const Tiling *t);
 
 /* ---- partition.c: emission helpers */
 
@@ -283,6 +294,10 @@ int64_t part_cost(Part *p, int32_t v, const Tiling *want);
 /* The local instruction that already holds value v in state want (leaves),
  * what part_get returns without a reshard; -1 if none does. */
 int32_t part_held(Part *p, int32_t v, const Tiling *want);
+/* The same for an array value (one leaf) and a canonical want
+ * (part_tiling_canon): its states are canonical too, so equal is the same
+ * address. */
+int32_t part_held_canon(const Part *p, int32_t v, const Tiling *want);
 /* Local instruction holding value v in state want (leaves), resharding if
  * needed.  cause: the consumer.  -1 after reporting an error. */
 int32_t part_get(Part *p, int32_t v, const Tiling *want, const Cause *cause);
