@@ -1606,12 +1606,31 @@ static bool check_leaves(Part *p, const HloInst *in, const Shape *s, int32_t *k)
     return check_leaf(p, in, leaf_sharding(in->sharding, (*k)++), s, &e);
 }
 
+/* Whether the array shape s split by the canonical tiling t pads nothing
+ * (tiling_is_even, or nothing split); the last answers are kept by (t, s):
+ * a program's values share few (state, shape) pairs. */
+static bool pads_nothing(PartModule *pm, const Tiling *t, const Shape *s)
+{
+    if (tiling_n_atoms(t) == 0)
+        return true;
+    int32_t rank = s->rank < SPMDC_MAX_RANK ? s->rank : SPMDC_MAX_RANK;
+    EvenEnt *e = &pm->even[((uintptr_t)t >> 4 ^ (uintptr_t)s->dims[0] ^ (uintptr_t)rank) & (PART_EVEN_CACHE - 1)];
+    if (e->t == t && e->rank == rank && memcmp(e->dims, s->dims, sizeof(int64_t) * (size_t)(rank > 0 ? rank : 0)) == 0)
+        return e->even;
+    e->t = t;
+    e->rank = rank;
+    memcpy(e->dims, s->dims, sizeof e->dims);
+    e->even = tiling_is_even(t, pm->mesh, s, NULL);
+    return e->even;
+}
+
 /* Checks every instruction's sharding against its shape and sets the leaf
  * counts of p->vals. */
 static bool check_computation(Part *p)
 {
     const HloComputation *e = &p->in->comps[p->ic];
     bool ok = true;
+    p->no_pad = ARENA_ARRAY(p->scratch, uint8_t, e->n_insts + 1);
     for (int32_t i = 0; i < e->n_insts; i++) {
         const HloInst *in = &e->insts[i];
         int32_t n = shape_leaf_count(&in->shape);
@@ -1631,10 +1650,12 @@ static bool check_computation(Part *p)
         if (!shape_is_tuple(&in->shape)) {
             /* the check finds the declared state part_decl_leaves shares (a
              * manual value's is reset once the masks are known) */
-            if (!check_leaf(p, in, leaf_sharding(in->sharding, 0), &in->shape, &de))
+            if (!check_leaf(p, in, leaf_sharding(in->sharding, 0), &in->shape, &de)) {
                 ok = false;
-            else if (de)
+            } else if (de) {
                 p->vals[i].decl = de->canon;
+                p->no_pad[i] = shape_is_array(&in->shape) && pads_nothing(p->mod, de->canon, &in->shape);
+            }
             continue;
         }
         int32_t k = 0;
@@ -1698,7 +1719,7 @@ static void padding_walk(Part *p, const HloInst *in, const Shape *s, const Tilin
 /* padding_warning for every padded array leaf of instruction i. */
 static void padding_warnings(Part *p, int32_t i)
 {
-    if (!p->rep)
+    if (!p->rep || p->no_pad[i])
         return;
     int32_t k = 0;
     padding_walk(p, part_in(p, i), &part_in(p, i)->shape, part_decl_leaves(p, i), &k);
@@ -1828,8 +1849,10 @@ static bool run_computation(Part *p, const Tiling *root_want)
     if (!check_computation(p) || !part_manual_masks(p))
         return false;
     for (int32_t i = 0; (p->param_manual || p->manual_sources) && i < p->in->comps[p->ic].n_insts; i++)
-        if (p->vals[i].manual)
+        if (p->vals[i].manual) {
             p->vals[i].decl = NULL; /* part_decl_leaves strips the manual atoms */
+            p->no_pad[i] = 0;
+        }
     p->oc = new_computation(p->mod, p->ic, !p->parent);
     const HloComputation *ic = &p->in->comps[p->ic];
     /* the input names and about as many derived ones: no rehash on the way */

@@ -74,6 +74,15 @@ typedef struct GroupsEnt {
 } GroupsEnt;
 typedef struct TableEnt TableEnt;
 
+/* Whether a (canonical tiling, shape) pads nothing (pads_nothing). */
+#define PART_EVEN_CACHE 16
+typedef struct EvenEnt {
+    const Tiling *t;            /* NULL: empty */
+    int32_t rank;
+    bool even;
+    int64_t dims[SPMDC_MAX_RANK];
+} EvenEnt;
+
 /* What every computation's partitioning shares: the input and output
  * modules, the report, the reducers and channel ids of the collectives. */
 typedef struct PartModule {
@@ -123,6 +132,7 @@ typedef struct PartModule {
     const Tiling **canon;
     uint64_t *canon_hash;
     uint32_t canon_cap, canon_n;
+    EvenEnt even[PART_EVEN_CACHE]; /* pads_nothing's last answers */
 } PartModule;
 
 /* One computation being partitioned (the entry, or a loop body, condition,
@@ -173,6 +183,10 @@ typedef struct Part {
     void *halo_buf[4];          /* partition_window.c's per-device arrays for costing candidates */
     struct HaloMemo *halos;     /* exchanges already emitted, reused by a second identical one (uthash) */
     int32_t identity[REDUCE_OR + 1][ET_COUNT]; /* scalar identity constants + 1 (0: none yet) */
+    uint8_t *const_id;          /* per instruction of ic: a constant's identity bits for part_by_rule's key
+                                   (0x80 | bits once known; in scratch, made on first use) */
+    uint8_t *no_pad;            /* per instruction of ic: 1 if its declared state is known to pad nothing
+                                   (found while its sharding is checked; the padding warning is skipped) */
     HloUsers users;             /* users of ic's instructions (partition_shape.c), once have_users */
     bool have_users;
     VState *vs_free;            /* zeroed VStates allocated ahead (add_state) */

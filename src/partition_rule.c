@@ -55,6 +55,8 @@ typedef struct Decision {
     uint32_t moved_none;           /* bit k: moved_reason of tensor k is known to be NULL */
     uint32_t *forced;              /* [n_in] */
     const Tiling **want_canon;     /* [n_in] ch.want's canonical copies (part_held_canon) */
+    int32_t n_slots;               /* the op's operands */
+    int32_t *slot_tensor;          /* [n_slots] oprule_operand_tensor of each */
     uint32_t mask_known;           /* bit k (k < 32): mask_padding of tensor k is known to do nothing */
     bool have_local;               /* local and partial below are known */
     bool partial;                  /* some result leaf is a pending reduction */
@@ -839,10 +841,31 @@ static const char *moved_reason(Part *p, const RuleCtx *rc, const Tiling *want, 
     return r;
 }
 
+/* A kept decision's operands when each is already held in its wanted state
+ * and known to need no mask (the common case of a repeated op); false
+ * (ops partly written) otherwise. */
+static bool operands_held(const Part *p, const Decision *d, const HloInst *in, int32_t *ops)
+{
+    if (in->n_operands != d->n_slots)
+        return false;
+    for (int32_t s = 0; s < d->n_slots; s++) {
+        int32_t k = d->slot_tensor[s];
+        if (k < 0 || k >= 32 || !((d->mask_known >> k) & 1u))
+            return false;
+        if ((ops[s] = part_held_canon(p, in->operands[s], d->want_canon[k])) < 0)
+            return false;
+    }
+    return true;
+}
+
 int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int32_t *ops)
 {
     const OpRule *r = &rc->rule;
     const HloInst *in = part_in(p, rc->inst);
+    if (rc->dec && in->n_operands > 0 && operands_held(p, rc->dec, in, ops)) {
+        p->limit_dims = 0;
+        return 0;
+    }
     for (int32_t s = 0; s < in->n_operands; s++) {
         int32_t k = oprule_operand_tensor(r, s);
         const Tiling *want = k >= 0 ? &ch->want[k] : NULL;
@@ -1065,9 +1088,14 @@ static bool decision_key(Part *p, int32_t i, DecisionKey *key)
         if (!shape_is_array(&vi->shape) || p->vals[v].n_leaves != 1 || !p->vals[v].states)
             return false;
         uint32_t id = 0;
-        if (vi->op == HLO_CONSTANT)
-            id = 1u | (is_reduce_identity(p->in, p->ic, v, REDUCE_SUM) ? 2u : 0u) |
-                 (is_reduce_identity(p->in, p->ic, v, REDUCE_PROD) ? 4u : 0u);
+        if (vi->op == HLO_CONSTANT) {
+            if (!p->const_id)
+                p->const_id = ARENA_ARRAY(p->scratch, uint8_t, p->in->comps[p->ic].n_insts + 1);
+            if (!p->const_id[v]) /* a constant's answer is kept (0x80: known) */
+                p->const_id[v] = (uint8_t)(0x80u | 1u | (is_reduce_identity(p->in, p->ic, v, REDUCE_SUM) ? 2u : 0u) |
+                                           (is_reduce_identity(p->in, p->ic, v, REDUCE_PROD) ? 4u : 0u));
+            id = p->const_id[v] & 0x7fu;
+        }
         if (!key_shape(&k, &vi->shape, id, 0))
             return false;
         for (const VState *st = p->vals[v].states; st; st = st->next) { /* canonical (add_state) */
@@ -1134,6 +1162,10 @@ static Decision *decision_add(Part *p, struct RuleMemo *m, const DecisionKey *k,
         d->want_canon = ARENA_ARRAY(p->scratch, const Tiling *, r->n_in + 1);
         for (int32_t t = 0; t < r->n_in; t++)
             d->want_canon[t] = part_tiling_canon(p->mod, &ch->want[t]);
+        d->n_slots = part_in(p, rc->inst)->n_operands;
+        d->slot_tensor = ARENA_ARRAY(p->scratch, int32_t, d->n_slots + 1);
+        for (int32_t s = 0; s < d->n_slots; s++)
+            d->slot_tensor[s] = oprule_operand_tensor(r, s);
         d->rc.dec = d;
     }
     m->slot[at] = d;
