@@ -111,6 +111,29 @@ const char *part_axes_mask_text(Part *p, uint32_t mask)
     return part_axes_text(p, a, n);
 }
 
+void part_put_atoms(Part *p, StrBuf *b, const int8_t *atoms, int32_t n)
+{
+    PartModule *pm = p->mod;
+    if (n < 0 || n > SPMDC_MAX_ATOMS) {
+        mesh_atoms_name(b, p->mesh, atoms, n);
+        return;
+    }
+    for (int32_t k = 0; k < pm->n_atom_names; k++) {
+        AtomsName *e = &pm->atom_names[k];
+        if (e->n == n && memcmp(e->atoms, atoms, (size_t)n) == 0) {
+            sb_putn(b, e->text, e->len);
+            return;
+        }
+    }
+    size_t start = b->len;
+    mesh_atoms_name(b, p->mesh, atoms, n);
+    AtomsName *e = &pm->atom_names[pm->n_atom_names < PART_ATOM_NAMES ? pm->n_atom_names++ : PART_ATOM_NAMES - 1];
+    e->n = n;
+    memcpy(e->atoms, atoms, (size_t)n);
+    e->len = (uint32_t)(b->len - start);
+    e->text = arena_strndup(pm->scratch, b->data + start, e->len);
+}
+
 StrBuf part_buf_take(Part *p)
 {
     PartModule *pm = p->mod;
@@ -192,9 +215,11 @@ static const char *unique_name(Part *p, const char *cand) { return names_unique(
 
 const char *part_name(Part *p, const char *base, const char *role)
 {
-    /* the candidate is a temporary (names_unique keeps its own copy) */
+    /* the candidate is a temporary (names_unique keeps its own copy): on
+     * the stack when it fits */
     size_t nb = strlen(base), nr = strlen(role);
-    char *cand = arena_alloc(p->tmp, nb + nr + 2, 1);
+    char few[128];
+    char *cand = nb + nr + 2 <= sizeof few ? few : arena_alloc(p->tmp, nb + nr + 2, 1);
     memcpy(cand, base, nb);
     cand[nb] = '.';
     memcpy(cand + nb + 1, role, nr + 1);
@@ -905,11 +930,19 @@ static bool decl_same(const DeclEnt *e, const Sharding *sh, int32_t rank)
 /* The entry of (sh, rank), made on first use.  An entry's contents never
  * change, and the tables a resize leaves behind stay in scratch, so the
  * entries held by PartModule.decl_recent (and PVal.decl) stay valid. */
-static const DeclEnt *sharding_tiling(PartModule *pm, const Sharding *sh, int32_t rank)
+static const DeclEnt *sharding_tiling_miss(PartModule *pm, const Sharding *sh, int32_t rank, uint32_t r);
+
+static inline const DeclEnt *sharding_tiling(PartModule *pm, const Sharding *sh, int32_t rank)
 {
     uint32_t r = (uint32_t)((((uintptr_t)sh >> 4) ^ (uintptr_t)(uint32_t)rank) & (PART_DECL_RECENT - 1));
     if (pm->decl_recent[r].e && pm->decl_recent[r].sh == sh && pm->decl_recent[r].rank == rank)
         return pm->decl_recent[r].e;
+    return sharding_tiling_miss(pm, sh, rank, r);
+}
+
+/* sharding_tiling when the recent entries do not have it. */
+static const DeclEnt *sharding_tiling_miss(PartModule *pm, const Sharding *sh, int32_t rank, uint32_t r)
+{
     const DeclEnt *e = find_decl(pm, sh, rank);
     pm->decl_recent[r].sh = sh;
     pm->decl_recent[r].rank = rank;
@@ -1052,14 +1085,18 @@ static void add_state(Part *p, int32_t v, int32_t local, const Tiling *leaves, i
     VState *s = p->vs_free++;
     p->vs_left--;
     s->local = local;
-    /* an array's state is its canonical copy (the declared one, the common
-     * case, is not stored twice); other values' are not stored twice either */
-    if (pv->n_leaves == 1)
-        s->leaves = leaves == pv->decl ? leaves : part_tiling_canon(p->mod, leaves);
-    else if (pv->decl && pv->n_leaves > 0 && leaves_equal(leaves, pv->decl, pv->n_leaves))
+    /* a one-leaf value's state is its canonical copy (the declared state,
+     * the common case, is one already); a tuple's declared state is not
+     * stored twice */
+    if (pv->n_leaves == 1) {
+        const Tiling *d = pv->decl;
+        bool same = leaves == d || (d && tiling_equal(leaves, d) && leaves->perm == d->perm);
+        s->leaves = same ? d : part_tiling_canon(p->mod, leaves);
+    } else if (pv->decl && pv->n_leaves > 0 && leaves_equal(leaves, pv->decl, pv->n_leaves)) {
         s->leaves = pv->decl;
-    else
+    } else {
         s->leaves = arena_memdup(p->scratch, leaves, sizeof(Tiling) * (size_t)(pv->n_leaves ? pv->n_leaves : 1));
+    }
     s->origin = origin;
     s->origin_reason = why;
     if (!pv->states) {
@@ -1136,10 +1173,11 @@ static void put_line(Part *p, StrBuf *b, int32_t i)
 
 int32_t part_split_origin(const Part *p, int32_t v, const Tiling *s, int32_t d)
 {
-    Tiling decl;
-    part_decl(p, v, 0, &decl);
-    if (d < 0 || d >= decl.rank || d >= s->rank || tiling_dim_n(&decl, d) == 0 || tiling_dim_n(s, d) == 0 ||
-        tiling_dim(&decl, d)[0] != tiling_dim(s, d)[0])
+    if (p->vals[v].n_leaves < 1)
+        return PART_NOT_OWN; /* part_decl's replicated rank-0 tiling splits no dim */
+    const Tiling *decl = part_decl_leaves(p, v);
+    if (d < 0 || d >= decl->rank || d >= s->rank || tiling_dim_n(decl, d) == 0 || tiling_dim_n(s, d) == 0 ||
+        tiling_dim(decl, d)[0] != tiling_dim(s, d)[0])
         return PART_NOT_OWN;
     return part_origin(p, v, d);
 }
@@ -1615,8 +1653,13 @@ static bool pads_nothing(PartModule *pm, const Tiling *t, const Shape *s)
         return true;
     int32_t rank = s->rank < SPMDC_MAX_RANK ? s->rank : SPMDC_MAX_RANK;
     EvenEnt *e = &pm->even[((uintptr_t)t >> 4 ^ (uintptr_t)s->dims[0] ^ (uintptr_t)rank) & (PART_EVEN_CACHE - 1)];
-    if (e->t == t && e->rank == rank && memcmp(e->dims, s->dims, sizeof(int64_t) * (size_t)(rank > 0 ? rank : 0)) == 0)
-        return e->even;
+    if (e->t == t && e->rank == rank) {
+        int32_t d = 0;
+        while (d < rank && e->dims[d] == s->dims[d])
+            d++;
+        if (d >= rank)
+            return e->even;
+    }
     e->t = t;
     e->rank = rank;
     memcpy(e->dims, s->dims, sizeof e->dims);
@@ -1783,8 +1826,15 @@ void part_param_memory(Part *p, int32_t i, const Shape *local)
 {
     if (!p->rep || p->parent)
         return;
-    p->param_global = bytes_add_sat(p->param_global, shape_byte_size(&part_in(p, i)->shape));
-    p->param_local = bytes_add_sat(p->param_local, shape_byte_size(local));
+    part_param_bytes(p, shape_byte_size(&part_in(p, i)->shape), shape_byte_size(local));
+}
+
+void part_param_bytes(Part *p, int64_t global, int64_t local)
+{
+    if (!p->rep || p->parent)
+        return;
+    p->param_global = bytes_add_sat(p->param_global, global);
+    p->param_local = bytes_add_sat(p->param_local, local);
 }
 
 /* The entry parameters' bytes (part_param_memory's sums) into the report. */

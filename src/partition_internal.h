@@ -74,6 +74,15 @@ typedef struct GroupsEnt {
 } GroupsEnt;
 typedef struct TableEnt TableEnt;
 
+/* The words of an atom run worded lately (part_put_atoms). */
+#define PART_ATOM_NAMES 8
+typedef struct AtomsName {
+    int32_t n;
+    int8_t atoms[SPMDC_MAX_ATOMS];
+    uint32_t len;
+    const char *text;           /* in scratch */
+} AtomsName;
+
 /* Whether a (canonical tiling, shape) pads nothing (pads_nothing). */
 #define PART_EVEN_CACHE 16
 typedef struct EvenEnt {
@@ -133,6 +142,8 @@ typedef struct PartModule {
     uint64_t *canon_hash;
     uint32_t canon_cap, canon_n;
     EvenEnt even[PART_EVEN_CACHE]; /* pads_nothing's last answers */
+    AtomsName atom_names[PART_ATOM_NAMES]; /* part_put_atoms' runs so far (the last slot is replaced) */
+    int32_t n_atom_names;
 } PartModule;
 
 /* One computation being partitioned (the entry, or a loop body, condition,
@@ -183,6 +194,8 @@ typedef struct Part {
     void *halo_buf[4];          /* partition_window.c's per-device arrays for costing candidates */
     struct HaloMemo *halos;     /* exchanges already emitted, reused by a second identical one (uthash) */
     int32_t identity[REDUCE_OR + 1][ET_COUNT]; /* scalar identity constants + 1 (0: none yet) */
+    struct ParamEnt *param_cache; /* h_parameter's shapes and bytes by (state, shape) (partition_ops.c; in
+                                   scratch, made on first use) */
     uint8_t *const_id;          /* per instruction of ic: a constant's identity bits for part_by_rule's key
                                    (0x80 | bits once known; in scratch, made on first use) */
     uint8_t *no_pad;            /* per instruction of ic: 1 if its declared state is known to pad nothing
@@ -244,6 +257,8 @@ CommRecord *part_record(Part *p, CollectiveKind kind, int32_t local, const int8_
 const char *part_spec_text(Part *p, const Tiling *s);
 const char *part_axes_text(Part *p, const int8_t *atoms, int32_t n);
 const char *part_axes_mask_text(Part *p, uint32_t mask);
+/* Appends mesh_atoms_name(atoms[0..n)), each run worded once. */
+void part_put_atoms(Part *p, StrBuf *b, const int8_t *atoms, int32_t n);
 /* printf into scratch. */
 const char *part_fmt(Part *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* An empty text buffer, one a part_buf_give kept if any (the report's words
@@ -328,6 +343,8 @@ Shape part_local_shape(Part *p, const Shape *global, const Tiling *leaves);
  * (that of its declared state) in the report's parameter bytes; nothing
  * inside other computations or without a report. */
 void part_param_memory(Part *p, int32_t i, const Shape *local);
+/* The same from the bytes: whole (global) and per device (local). */
+void part_param_bytes(Part *p, int64_t global, int64_t local);
 /* Emits a copy of input instruction i (attributes deep-copied, called
  * computations remapped) with new operands and shape. */
 int32_t part_clone(Part *p, int32_t i, const char *name, const Shape *shape, const int32_t *ops, int32_t n);

@@ -688,7 +688,7 @@ bool part_put_split_dims(Part *p, StrBuf *b, int32_t i, int32_t k, const Tiling 
         started = true;
         if (axes) {
             sb_puts(b, " on '");
-            mesh_atoms_name(b, p->mesh, tiling_dim(s, d), tiling_dim_n(s, d));
+            part_put_atoms(p, b, tiling_dim(s, d), tiling_dim_n(s, d));
             sb_putc(b, '\'');
         }
         if (mixed && org[j] != -1) {
@@ -935,7 +935,7 @@ void part_rule_result(Part *p, const RuleCtx *rc, const RuleChoice *ch, int32_t 
                 why = src->origin_reason;
             }
     }
-    Tiling *leaves = part_result_leaves(p, rc, ch);
+    Tiling *leaves = rc->dec && rc->dec->leaves ? rc->dec->leaves : part_result_leaves(p, rc, ch);
     part_set_result(p, rc->inst, local, leaves, origin, why);
 }
 
@@ -965,7 +965,7 @@ bool part_rule_emit(Part *p, const RuleCtx *rc, const RuleChoice *ch)
     int32_t *ops = in->n_operands <= 8 ? few : ARENA_ARRAY(p->tmp, int32_t, in->n_operands + 1);
     if (part_rule_operands(p, rc, ch, ops) < 0)
         return false;
-    Tiling *leaves = part_result_leaves(p, rc, ch);
+    Tiling *leaves = rc->dec && rc->dec->leaves ? rc->dec->leaves : part_result_leaves(p, rc, ch);
     Decision *d = rc->dec;
     if (!d || !d->have_local) { /* a decision's result is an array whose shape is in its key */
         bool partial = false;
@@ -1078,7 +1078,7 @@ static bool decision_key(Part *p, int32_t i, DecisionKey *key)
     const Tiling *decl = part_decl_leaves(p, i); /* one leaf: canonical */
     KeyPen k = {key->w, key->w + DECISION_KEY_WORDS, 0x9e3779b97f4a7c15ull};
     key_word(&k, (uint64_t)in->op | (uint64_t)(uint32_t)in->n_operands << 32);
-    key_word(&k, (uint64_t)(uintptr_t)hlo_attrs(in));
+    key_word(&k, (uint64_t)(uintptr_t)in->attrs); /* NULL: the defaults */
     if (!key_shape(&k, &in->shape, 0, 1))
         return false;
     key_word(&k, (uint64_t)(uintptr_t)decl);
