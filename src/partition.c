@@ -111,6 +111,29 @@ const char *part_axes_mask_text(Part *p, uint32_t mask)
     return part_axes_text(p, a, n);
 }
 
+void part_put_atoms(Part *p, StrBuf *b, const int8_t *atoms, int32_t n)
+{
+    PartModule *pm = p->mod;
+    if (n < 0 || n > SPMDC_MAX_ATOMS) {
+        mesh_atoms_name(b, p->mesh, atoms, n);
+        return;
+    }
+    for (int32_t k = 0; k < pm->n_atom_names; k++) {
+        AtomsName *e = &pm->atom_names[k];
+        if (e->n == n && memcmp(e->atoms, atoms, (size_t)n) == 0) {
+            sb_putn(b, e->text, e->len);
+            return;
+        }
+    }
+    size_t start = b->len;
+    mesh_atoms_name(b, p->mesh, atoms, n);
+    AtomsName *e = &pm->atom_names[pm->n_atom_names < PART_ATOM_NAMES ? pm->n_atom_names++ : PART_ATOM_NAMES - 1];
+    e->n = n;
+    memcpy(e->atoms, atoms, (size_t)n);
+    e->len = (uint32_t)(b->len - start);
+    e->text = arena_strndup(pm->scratch, b->data + start, e->len);
+}
+
 StrBuf part_buf_take(Part *p)
 {
     PartModule *pm = p->mod;
@@ -150,7 +173,9 @@ static void put_desc(Part *p, StrBuf *b, const Sharding *sh, const Tiling *t, ui
     PartModule *pm = p->mod;
     if (!pm->descs)
         pm->descs = ARENA_ARRAY(pm->scratch, DescEnt, PART_DESCS);
-    DescEnt *e = &pm->descs[(h ^ (h >> 29)) & (PART_DESCS - 1)];
+    /* shardings and tilings in halves of their own: a reason that words one
+     * of each does not have them evict each other */
+    DescEnt *e = &pm->descs[((h ^ (h >> 29)) & (PART_DESCS / 2 - 1)) + (sh ? PART_DESCS / 2 : 0)];
     if (!e->full || e->sh != sh || (!sh && memcmp(&e->t, t, sizeof *t) != 0)) {
         size_t start = b->len;
         if (sh)
@@ -190,9 +215,11 @@ static const char *unique_name(Part *p, const char *cand) { return names_unique(
 
 const char *part_name(Part *p, const char *base, const char *role)
 {
-    /* the candidate is a temporary (names_unique keeps its own copy) */
+    /* the candidate is a temporary (names_unique keeps its own copy): on
+     * the stack when it fits */
     size_t nb = strlen(base), nr = strlen(role);
-    char *cand = arena_alloc(p->tmp, nb + nr + 2, 1);
+    char few[128];
+    char *cand = nb + nr + 2 <= sizeof few ? few : arena_alloc(p->tmp, nb + nr + 2, 1);
     memcpy(cand, base, nb);
     cand[nb] = '.';
     memcpy(cand + nb + 1, role, nr + 1);
@@ -780,6 +807,70 @@ static void order_callee_first(PartModule *pm)
 
 /* ================================================================ values */
 
+/* The words of t that say what it is (tiling_equal's fields, and perm as
+ * it is): rank, kind, perm and partial; n[0..rank) (the rest masked off);
+ * atoms[0..used), eight a word, the last word's unused bytes masked off.
+ * Returns how many of w[0..2 + SPMDC_MAX_ATOMS / 8) it wrote. */
+static int32_t tiling_words(const Tiling *t, uint64_t *w)
+{
+    _Static_assert(SPMDC_MAX_RANK == 8 && SPMDC_MAX_ATOMS % 8 == 0, "n[] is one word, atoms[] whole words");
+    int32_t rank = t->rank > 0 ? t->rank : 0, k = 2;
+    uint64_t n;
+    memcpy(&n, t->n, sizeof n);
+    if (rank < 8)
+        n &= (1ull << (8 * rank)) - 1;
+    uint32_t used = (uint32_t)((n * 0x0101010101010101ull) >> 56); /* the bytes' sum (<= SPMDC_MAX_ATOMS) */
+    w[0] = (uint64_t)(uint8_t)t->rank | (uint64_t)t->kind << 8 | (uint64_t)t->perm << 16 | (uint64_t)t->partial << 32;
+    w[1] = n;
+    for (uint32_t j = 0; j < used && j < SPMDC_MAX_ATOMS; j += 8) {
+        uint64_t a;
+        memcpy(&a, t->atoms + j, sizeof a);
+        if (used - j < 8)
+            a &= (1ull << (8 * (used - j))) - 1;
+        w[k++] = a;
+    }
+    return k;
+}
+
+const Tiling *part_tiling_canon(PartModule *pm, const Tiling *t)
+{
+    uint64_t w[2 + SPMDC_MAX_ATOMS / 8], h = 0x9e3779b97f4a7c15ull;
+    int32_t n = tiling_words(t, w);
+    for (int32_t k = 0; k < n; k++) {
+        h = (h ^ w[k]) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    if (2 * (pm->canon_n + 1) > pm->canon_cap) {
+        uint32_t cap = pm->canon_cap ? 2 * pm->canon_cap : 256;
+        const Tiling **slot = ARENA_ARRAY(pm->scratch, const Tiling *, cap);
+        uint64_t *hash = ARENA_ARRAY(pm->scratch, uint64_t, cap);
+        for (uint32_t j = 0; j < pm->canon_cap; j++) {
+            if (!pm->canon[j])
+                continue;
+            uint32_t x = (uint32_t)pm->canon_hash[j] & (cap - 1);
+            while (slot[x])
+                x = (x + 1) & (cap - 1);
+            slot[x] = pm->canon[j];
+            hash[x] = pm->canon_hash[j];
+        }
+        pm->canon = slot;
+        pm->canon_hash = hash;
+        pm->canon_cap = cap;
+    }
+    uint32_t mask = pm->canon_cap - 1, j = (uint32_t)h & mask;
+    for (; pm->canon[j]; j = (j + 1) & mask) {
+        const Tiling *c = pm->canon[j];
+        if (pm->canon_hash[j] == h && c->perm == t->perm && tiling_equal(c, t)) /* what the words say */
+            return c;
+    }
+    Tiling *c = ARENA_NEW(pm->scratch, Tiling);
+    *c = *t;
+    pm->canon[j] = c;
+    pm->canon_hash[j] = h;
+    pm->canon_n++;
+    return c;
+}
+
 static const Sharding *leaf_sharding(const Sharding *sh, int32_t leaf)
 {
     if (sh && sh->kind == SHARDING_TUPLE)
@@ -797,6 +888,7 @@ typedef struct DeclEnt {
     int32_t rank;               /* -1: a free slot */
     bool ok;
     Tiling decl;
+    const Tiling *canon;        /* decl's canonical copy (part_tiling_canon) */
 } DeclEnt;
 
 static const DeclEnt *find_decl(PartModule *pm, const Sharding *sh, int32_t rank);
@@ -838,11 +930,19 @@ static bool decl_same(const DeclEnt *e, const Sharding *sh, int32_t rank)
 /* The entry of (sh, rank), made on first use.  An entry's contents never
  * change, and the tables a resize leaves behind stay in scratch, so the
  * entries held by PartModule.decl_recent (and PVal.decl) stay valid. */
-static const DeclEnt *sharding_tiling(PartModule *pm, const Sharding *sh, int32_t rank)
+static const DeclEnt *sharding_tiling_miss(PartModule *pm, const Sharding *sh, int32_t rank, uint32_t r);
+
+static inline const DeclEnt *sharding_tiling(PartModule *pm, const Sharding *sh, int32_t rank)
 {
     uint32_t r = (uint32_t)((((uintptr_t)sh >> 4) ^ (uintptr_t)(uint32_t)rank) & (PART_DECL_RECENT - 1));
     if (pm->decl_recent[r].e && pm->decl_recent[r].sh == sh && pm->decl_recent[r].rank == rank)
         return pm->decl_recent[r].e;
+    return sharding_tiling_miss(pm, sh, rank, r);
+}
+
+/* sharding_tiling when the recent entries do not have it. */
+static const DeclEnt *sharding_tiling_miss(PartModule *pm, const Sharding *sh, int32_t rank, uint32_t r)
+{
     const DeclEnt *e = find_decl(pm, sh, rank);
     pm->decl_recent[r].sh = sh;
     pm->decl_recent[r].rank = rank;
@@ -882,6 +982,7 @@ static const DeclEnt *find_decl(PartModule *pm, const Sharding *sh, int32_t rank
     e->ok = sharding_to_tiling(sh, rank, &e->decl);
     if (!e->ok)
         tiling_replicated(&e->decl, rank);
+    e->canon = part_tiling_canon(pm, &e->decl);
     pm->decl_n++;
     return e;
 }
@@ -903,14 +1004,14 @@ static void decl_walk(const Shape *s, const Sharding *sh, int32_t *k, int32_t n,
     (*k)++;
 }
 
-const Tiling *part_decl_leaves(const Part *p, int32_t i)
+const Tiling *part_decl_leaves_make(const Part *p, int32_t i)
 {
     PVal *pv = &p->vals[i];
     if (!pv->decl) {
         const HloInst *in = part_in(p, i);
         if (pv->n_leaves == 1 && !shape_is_tuple(&in->shape) && !pv->manual) {
             /* one shared copy per (sharding, rank) */
-            pv->decl = &sharding_tiling(p->mod, leaf_sharding(in->sharding, 0), in->shape.rank)->decl;
+            pv->decl = sharding_tiling(p->mod, leaf_sharding(in->sharding, 0), in->shape.rank)->canon;
             return pv->decl;
         }
         int32_t n = pv->n_leaves, k = 0;
@@ -918,7 +1019,7 @@ const Tiling *part_decl_leaves(const Part *p, int32_t i)
         decl_walk(&part_in(p, i)->shape, part_in(p, i)->sharding, &k, n, s);
         for (int32_t l = 0; pv->manual && l < n; l++)
             s[l] = part_strip_atoms(s[l], pv->manual);
-        pv->decl = s;
+        pv->decl = n == 1 ? part_tiling_canon(p->mod, s) : s; /* one leaf: canonical, as every state */
     }
     return pv->decl;
 }
@@ -943,6 +1044,8 @@ const VState *part_primary(const Part *p, int32_t i) { return p->vals[i].states;
 
 static bool leaves_equal(const Tiling *a, const Tiling *b, int32_t n)
 {
+    if (a == b)
+        return true;
     for (int32_t k = 0; k < n; k++)
         if (!tiling_equal(&a[k], &b[k]))
             return false;
@@ -955,6 +1058,14 @@ static VState *find_state(Part *p, int32_t v, const Tiling *want)
         if (leaves_equal(s->leaves, want, p->vals[v].n_leaves))
             return s;
     return NULL;
+}
+
+int32_t part_held_canon(const Part *p, int32_t v, const Tiling *want)
+{
+    for (const VState *s = p->vals[v].states; s; s = s->next)
+        if (s->leaves == want)
+            return s->local;
+    return -1;
 }
 
 int32_t part_held(Part *p, int32_t v, const Tiling *want)
@@ -974,11 +1085,18 @@ static void add_state(Part *p, int32_t v, int32_t local, const Tiling *leaves, i
     VState *s = p->vs_free++;
     p->vs_left--;
     s->local = local;
-    /* the declared state (the common case) is not stored twice */
-    if (pv->decl && pv->n_leaves > 0 && leaves_equal(leaves, pv->decl, pv->n_leaves))
+    /* a one-leaf value's state is its canonical copy (the declared state,
+     * the common case, is one already); a tuple's declared state is not
+     * stored twice */
+    if (pv->n_leaves == 1) {
+        const Tiling *d = pv->decl;
+        bool same = leaves == d || (d && tiling_equal(leaves, d) && leaves->perm == d->perm);
+        s->leaves = same ? d : part_tiling_canon(p->mod, leaves);
+    } else if (pv->decl && pv->n_leaves > 0 && leaves_equal(leaves, pv->decl, pv->n_leaves)) {
         s->leaves = pv->decl;
-    else
+    } else {
         s->leaves = arena_memdup(p->scratch, leaves, sizeof(Tiling) * (size_t)(pv->n_leaves ? pv->n_leaves : 1));
+    }
     s->origin = origin;
     s->origin_reason = why;
     if (!pv->states) {
@@ -1055,10 +1173,11 @@ static void put_line(Part *p, StrBuf *b, int32_t i)
 
 int32_t part_split_origin(const Part *p, int32_t v, const Tiling *s, int32_t d)
 {
-    Tiling decl;
-    part_decl(p, v, 0, &decl);
-    if (d < 0 || d >= decl.rank || d >= s->rank || tiling_dim_n(&decl, d) == 0 || tiling_dim_n(s, d) == 0 ||
-        tiling_dim(&decl, d)[0] != tiling_dim(s, d)[0])
+    if (p->vals[v].n_leaves < 1)
+        return PART_NOT_OWN; /* part_decl's replicated rank-0 tiling splits no dim */
+    const Tiling *decl = part_decl_leaves(p, v);
+    if (d < 0 || d >= decl->rank || d >= s->rank || tiling_dim_n(decl, d) == 0 || tiling_dim_n(s, d) == 0 ||
+        tiling_dim(decl, d)[0] != tiling_dim(s, d)[0])
         return PART_NOT_OWN;
     return part_origin(p, v, d);
 }
@@ -1485,7 +1604,7 @@ int32_t part_operand(Part *p, int32_t i, int32_t k, const Tiling *want)
 /* ================================================================ checks */
 
 /* Errors for shardings this version cannot partition (manual, ...). */
-static bool check_leaf(Part *p, const HloInst *in, const Sharding *sh, const Shape *ls)
+static bool check_leaf(Part *p, const HloInst *in, const Sharding *sh, const Shape *ls, const DeclEnt **found)
 {
     DiagEngine *d = p->cx->diag;
     if (sh && sh->kind == SHARDING_MANUAL)
@@ -1508,19 +1627,44 @@ static bool check_leaf(Part *p, const HloInst *in, const Sharding *sh, const Sha
             return false;
         }
     }
+    *found = e;
     return true;
 }
 
 /* check_leaf on every array leaf of shape s (flat order from leaf *k). */
 static bool check_leaves(Part *p, const HloInst *in, const Shape *s, int32_t *k)
 {
+    const DeclEnt *e;
     if (shape_is_tuple(s)) {
-        for (int32_t e = 0; e < s->n_elems; e++)
-            if (!check_leaves(p, in, &s->elems[e], k))
+        for (int32_t x = 0; x < s->n_elems; x++)
+            if (!check_leaves(p, in, &s->elems[x], k))
                 return false;
         return true;
     }
-    return check_leaf(p, in, leaf_sharding(in->sharding, (*k)++), s);
+    return check_leaf(p, in, leaf_sharding(in->sharding, (*k)++), s, &e);
+}
+
+/* Whether the array shape s split by the canonical tiling t pads nothing
+ * (tiling_is_even, or nothing split); the last answers are kept by (t, s):
+ * a program's values share few (state, shape) pairs. */
+static bool pads_nothing(PartModule *pm, const Tiling *t, const Shape *s)
+{
+    if (tiling_n_atoms(t) == 0)
+        return true;
+    int32_t rank = s->rank < SPMDC_MAX_RANK ? s->rank : SPMDC_MAX_RANK;
+    EvenEnt *e = &pm->even[((uintptr_t)t >> 4 ^ (uintptr_t)s->dims[0] ^ (uintptr_t)rank) & (PART_EVEN_CACHE - 1)];
+    if (e->t == t && e->rank == rank) {
+        int32_t d = 0;
+        while (d < rank && e->dims[d] == s->dims[d])
+            d++;
+        if (d >= rank)
+            return e->even;
+    }
+    e->t = t;
+    e->rank = rank;
+    memcpy(e->dims, s->dims, sizeof e->dims);
+    e->even = tiling_is_even(t, pm->mesh, s, NULL);
+    return e->even;
 }
 
 /* Checks every instruction's sharding against its shape and sets the leaf
@@ -1529,6 +1673,7 @@ static bool check_computation(Part *p)
 {
     const HloComputation *e = &p->in->comps[p->ic];
     bool ok = true;
+    p->no_pad = ARENA_ARRAY(p->scratch, uint8_t, e->n_insts + 1);
     for (int32_t i = 0; i < e->n_insts; i++) {
         const HloInst *in = &e->insts[i];
         int32_t n = shape_leaf_count(&in->shape);
@@ -1542,6 +1687,18 @@ static bool check_computation(Part *p)
             diag_error(p->cx->diag, in->span, "%s: its tuple sharding has %d elements for %d leaves", in->name,
                        (int)in->sharding->n_elems, (int)n);
             ok = false;
+            continue;
+        }
+        const DeclEnt *de = NULL;
+        if (!shape_is_tuple(&in->shape)) {
+            /* the check finds the declared state part_decl_leaves shares (a
+             * manual value's is reset once the masks are known) */
+            if (!check_leaf(p, in, leaf_sharding(in->sharding, 0), &in->shape, &de)) {
+                ok = false;
+            } else if (de) {
+                p->vals[i].decl = de->canon;
+                p->no_pad[i] = shape_is_array(&in->shape) && pads_nothing(p->mod, de->canon, &in->shape);
+            }
             continue;
         }
         int32_t k = 0;
@@ -1605,7 +1762,7 @@ static void padding_walk(Part *p, const HloInst *in, const Shape *s, const Tilin
 /* padding_warning for every padded array leaf of instruction i. */
 static void padding_warnings(Part *p, int32_t i)
 {
-    if (!p->rep)
+    if (!p->rep || p->no_pad[i])
         return;
     int32_t k = 0;
     padding_walk(p, part_in(p, i), &part_in(p, i)->shape, part_decl_leaves(p, i), &k);
@@ -1646,7 +1803,8 @@ static bool partition_body(Part *p, const Tiling *want)
         ArenaMark mk = arena_mark(p->tmp);
         padding_warnings(p, i);
         bool ok = part_handle(p, i);
-        arena_release(p->tmp, mk);
+        if (arena_bytes_used(p->tmp) != mk.total) /* many instructions take nothing from it */
+            arena_release(p->tmp, mk);
         if (!ok)
             return false;
     }
@@ -1668,8 +1826,15 @@ void part_param_memory(Part *p, int32_t i, const Shape *local)
 {
     if (!p->rep || p->parent)
         return;
-    p->param_global = bytes_add_sat(p->param_global, shape_byte_size(&part_in(p, i)->shape));
-    p->param_local = bytes_add_sat(p->param_local, shape_byte_size(local));
+    part_param_bytes(p, shape_byte_size(&part_in(p, i)->shape), shape_byte_size(local));
+}
+
+void part_param_bytes(Part *p, int64_t global, int64_t local)
+{
+    if (!p->rep || p->parent)
+        return;
+    p->param_global = bytes_add_sat(p->param_global, global);
+    p->param_local = bytes_add_sat(p->param_local, local);
 }
 
 /* The entry parameters' bytes (part_param_memory's sums) into the report. */
@@ -1733,6 +1898,11 @@ static bool run_computation(Part *p, const Tiling *root_want)
 {
     if (!check_computation(p) || !part_manual_masks(p))
         return false;
+    for (int32_t i = 0; (p->param_manual || p->manual_sources) && i < p->in->comps[p->ic].n_insts; i++)
+        if (p->vals[i].manual) {
+            p->vals[i].decl = NULL; /* part_decl_leaves strips the manual atoms */
+            p->no_pad[i] = 0;
+        }
     p->oc = new_computation(p->mod, p->ic, !p->parent);
     const HloComputation *ic = &p->in->comps[p->ic];
     /* the input names and about as many derived ones: no rehash on the way */

@@ -74,6 +74,24 @@ typedef struct GroupsEnt {
 } GroupsEnt;
 typedef struct TableEnt TableEnt;
 
+/* The words of an atom run worded lately (part_put_atoms). */
+#define PART_ATOM_NAMES 8
+typedef struct AtomsName {
+    int32_t n;
+    int8_t atoms[SPMDC_MAX_ATOMS];
+    uint32_t len;
+    const char *text;           /* in scratch */
+} AtomsName;
+
+/* Whether a (canonical tiling, shape) pads nothing (pads_nothing). */
+#define PART_EVEN_CACHE 16
+typedef struct EvenEnt {
+    const Tiling *t;            /* NULL: empty */
+    int32_t rank;
+    bool even;
+    int64_t dims[SPMDC_MAX_RANK];
+} EvenEnt;
+
 /* What every computation's partitioning shares: the input and output
  * modules, the report, the reducers and channel ids of the collectives. */
 typedef struct PartModule {
@@ -118,6 +136,14 @@ typedef struct PartModule {
     int32_t n_bufs;
     struct DescEnt *descs;      /* the texts of tilings and shardings described so far (part_put_tiling;
                                    direct-mapped, in scratch, made on first use) */
+    /* one copy of every distinct array state (part_tiling_canon; open
+     * addressing, in scratch) */
+    const Tiling **canon;
+    uint64_t *canon_hash;
+    uint32_t canon_cap, canon_n;
+    EvenEnt even[PART_EVEN_CACHE]; /* pads_nothing's last answers */
+    AtomsName atom_names[PART_ATOM_NAMES]; /* part_put_atoms' runs so far (the last slot is replaced) */
+    int32_t n_atom_names;
 } PartModule;
 
 /* One computation being partitioned (the entry, or a loop body, condition,
@@ -168,6 +194,12 @@ typedef struct Part {
     void *halo_buf[4];          /* partition_window.c's per-device arrays for costing candidates */
     struct HaloMemo *halos;     /* exchanges already emitted, reused by a second identical one (uthash) */
     int32_t identity[REDUCE_OR + 1][ET_COUNT]; /* scalar identity constants + 1 (0: none yet) */
+    struct ParamEnt *param_cache; /* h_parameter's shapes and bytes by (state, shape) (partition_ops.c; in
+                                   scratch, made on first use) */
+    uint8_t *const_id;          /* per instruction of ic: a constant's identity bits for part_by_rule's key
+                                   (0x80 | bits once known; in scratch, made on first use) */
+    uint8_t *no_pad;            /* per instruction of ic: 1 if its declared state is known to pad nothing
+                                   (found while its sharding is checked; the padding warning is skipped) */
     HloUsers users;             /* users of ic's instructions (partition_shape.c), once have_users */
     bool have_users;
     VState *vs_free;            /* zeroed VStates allocated ahead (add_state) */
@@ -181,6 +213,12 @@ typedef struct Cause {
     int32_t inst;               /* input instruction that needs the new state (-1: none) */
     const char *reason;         /* words, or NULL to describe the transition */
 } Cause;
+
+/* The one copy (in scratch) of every tiling equal to t in what tiling_equal
+ * compares and in perm: the states (VState.leaves) and the declared state
+ * (PVal.decl) of a value with one leaf are these copies, so equal states
+ * are equal pointers (part_by_rule's memo keys on them). */
+const Tiling *part_tiling_canon(PartModule *pm, const Tiling *t);
 
 /* ---- partition.c: emission helpers */
 
@@ -219,6 +257,8 @@ CommRecord *part_record(Part *p, CollectiveKind kind, int32_t local, const int8_
 const char *part_spec_text(Part *p, const Tiling *s);
 const char *part_axes_text(Part *p, const int8_t *atoms, int32_t n);
 const char *part_axes_mask_text(Part *p, uint32_t mask);
+/* Appends mesh_atoms_name(atoms[0..n)), each run worded once. */
+void part_put_atoms(Part *p, StrBuf *b, const int8_t *atoms, int32_t n);
 /* printf into scratch. */
 const char *part_fmt(Part *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* An empty text buffer, one a part_buf_give kept if any (the report's words
@@ -259,8 +299,14 @@ void part_put_story(Part *p, StrBuf *b, int32_t i);
 
 /* Declared (propagated) state of leaf `leaf` of input instruction i. */
 void part_decl(const Part *p, int32_t i, int32_t leaf, Tiling *out);
-/* All leaves of the declared state (scratch array of p->vals[i].n_leaves). */
-const Tiling *part_decl_leaves(const Part *p, int32_t i);
+/* All leaves of the declared state (scratch array of p->vals[i].n_leaves):
+ * made on first use (an array's is found while its sharding is checked). */
+const Tiling *part_decl_leaves_make(const Part *p, int32_t i);
+static inline const Tiling *part_decl_leaves(const Part *p, int32_t i)
+{
+    const Tiling *d = p->vals[i].decl;
+    return d ? d : part_decl_leaves_make(p, i);
+}
 /* The declared leaves of any input instruction (another computation's too),
  * in scratch. */
 Tiling *part_inst_decl(Part *p, const HloInst *in);
@@ -277,6 +323,10 @@ int64_t part_cost(Part *p, int32_t v, const Tiling *want);
 /* The local instruction that already holds value v in state want (leaves),
  * what part_get returns without a reshard; -1 if none does. */
 int32_t part_held(Part *p, int32_t v, const Tiling *want);
+/* The same for an array value (one leaf) and a canonical want
+ * (part_tiling_canon): its states are canonical too, so equal is the same
+ * address. */
+int32_t part_held_canon(const Part *p, int32_t v, const Tiling *want);
 /* Local instruction holding value v in state want (leaves), resharding if
  * needed.  cause: the consumer.  -1 after reporting an error. */
 int32_t part_get(Part *p, int32_t v, const Tiling *want, const Cause *cause);
@@ -293,6 +343,8 @@ Shape part_local_shape(Part *p, const Shape *global, const Tiling *leaves);
  * (that of its declared state) in the report's parameter bytes; nothing
  * inside other computations or without a report. */
 void part_param_memory(Part *p, int32_t i, const Shape *local);
+/* The same from the bytes: whole (global) and per device (local). */
+void part_param_bytes(Part *p, int64_t global, int64_t local);
 /* Emits a copy of input instruction i (attributes deep-copied, called
  * computations remapped) with new operands and shape. */
 int32_t part_clone(Part *p, int32_t i, const char *name, const Shape *shape, const int32_t *ops, int32_t n);

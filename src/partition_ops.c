@@ -115,6 +115,39 @@ static bool h_maximal_parameter(Part *p, int32_t i, int64_t dev)
     return true;
 }
 
+/* An array parameter's per-device shape and bytes, kept by (canonical
+ * declared state, shape): a program's parameters share few. */
+typedef struct ParamEnt {
+    const Tiling *t;            /* NULL: empty */
+    ElemType type;
+    int32_t rank;
+    int64_t dims[SPMDC_MAX_RANK];
+    Shape local;
+    int64_t global_bytes, local_bytes;
+} ParamEnt;
+
+#define PARAM_CACHE 8
+
+static const ParamEnt *param_ent(Part *p, const Tiling *t, const Shape *s)
+{
+    if (!p->param_cache)
+        p->param_cache = ARENA_ARRAY(p->scratch, ParamEnt, PARAM_CACHE);
+    uintptr_t h = (uintptr_t)t >> 4 ^ (uintptr_t)s->dims[0] ^ (uintptr_t)s->type;
+    ParamEnt *e = &p->param_cache[h & (PARAM_CACHE - 1)];
+    int32_t rank = s->rank < SPMDC_MAX_RANK ? s->rank : SPMDC_MAX_RANK;
+    if (e->t == t && e->type == s->type && e->rank == s->rank &&
+        memcmp(e->dims, s->dims, sizeof(int64_t) * (size_t)(rank > 0 ? rank : 0)) == 0)
+        return e;
+    e->t = t;
+    e->type = s->type;
+    e->rank = s->rank;
+    memcpy(e->dims, s->dims, sizeof e->dims);
+    e->local = tiling_local_shape(t, p->mesh, s);
+    e->global_bytes = shape_byte_size(s);
+    e->local_bytes = shape_byte_size(&e->local);
+    return e;
+}
+
 static bool h_parameter(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
@@ -123,8 +156,15 @@ static bool h_parameter(Part *p, int32_t i)
         return h_maximal_parameter(p, i, in->sharding->device);
     const Tiling *leaves = k >= 0 && k < p->n_params && p->param_leaves[k] ? p->param_leaves[k]
                                                                             : part_decl_leaves(p, i);
-    Shape l = part_local_shape(p, &in->shape, leaves);
-    part_param_memory(p, i, &l); /* the entry's are in their declared state */
+    Shape l;
+    if (leaves == p->vals[i].decl && p->vals[i].n_leaves == 1 && shape_is_array(&in->shape)) { /* canonical */
+        const ParamEnt *e = param_ent(p, leaves, &in->shape);
+        l = e->local;
+        part_param_bytes(p, e->global_bytes, e->local_bytes);
+    } else {
+        l = part_local_shape(p, &in->shape, leaves);
+        part_param_memory(p, i, &l); /* the entry's are in their declared state */
+    }
     int32_t r = part_clone(p, i, part_result_name(p, i, leaves, "arg"), &l, NULL, 0);
     part_set_result(p, i, r, leaves, -1, NULL);
     return true;

@@ -45,7 +45,7 @@
 typedef struct Decision {
     uint64_t hash;
     uint32_t key_n;
-    const uint8_t *key;
+    const uint64_t *key;
     bool chosen;                   /* false: the default action (no rule, or no candidate) */
     int8_t localize;               /* 0: not known yet, 1: the attributes stay, 2: they change */
     RuleCtx rc;                    /* rule arrays and cur in scratch */
@@ -54,6 +54,9 @@ typedef struct Decision {
     uint32_t forced_known;         /* bit k (k < 32): forced[k] is known */
     uint32_t moved_none;           /* bit k: moved_reason of tensor k is known to be NULL */
     uint32_t *forced;              /* [n_in] */
+    const Tiling **want_canon;     /* [n_in] ch.want's canonical copies (part_held_canon) */
+    int32_t n_slots;               /* the op's operands */
+    int32_t *slot_tensor;          /* [n_slots] oprule_operand_tensor of each */
     uint32_t mask_known;           /* bit k (k < 32): mask_padding of tensor k is known to do nothing */
     bool have_local;               /* local and partial below are known */
     bool partial;                  /* some result leaf is a pending reduction */
@@ -685,7 +688,7 @@ bool part_put_split_dims(Part *p, StrBuf *b, int32_t i, int32_t k, const Tiling 
         started = true;
         if (axes) {
             sb_puts(b, " on '");
-            mesh_atoms_name(b, p->mesh, tiling_dim(s, d), tiling_dim_n(s, d));
+            part_put_atoms(p, b, tiling_dim(s, d), tiling_dim_n(s, d));
             sb_putc(b, '\'');
         }
         if (mixed && org[j] != -1) {
@@ -838,10 +841,31 @@ static const char *moved_reason(Part *p, const RuleCtx *rc, const Tiling *want, 
     return r;
 }
 
+/* A kept decision's operands when each is already held in its wanted state
+ * and known to need no mask (the common case of a repeated op); false
+ * (ops partly written) otherwise. */
+static bool operands_held(const Part *p, const Decision *d, const HloInst *in, int32_t *ops)
+{
+    if (in->n_operands != d->n_slots)
+        return false;
+    for (int32_t s = 0; s < d->n_slots; s++) {
+        int32_t k = d->slot_tensor[s];
+        if (k < 0 || k >= 32 || !((d->mask_known >> k) & 1u))
+            return false;
+        if ((ops[s] = part_held_canon(p, in->operands[s], d->want_canon[k])) < 0)
+            return false;
+    }
+    return true;
+}
+
 int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int32_t *ops)
 {
     const OpRule *r = &rc->rule;
     const HloInst *in = part_in(p, rc->inst);
+    if (rc->dec && in->n_operands > 0 && operands_held(p, rc->dec, in, ops)) {
+        p->limit_dims = 0;
+        return 0;
+    }
     for (int32_t s = 0; s < in->n_operands; s++) {
         int32_t k = oprule_operand_tensor(r, s);
         const Tiling *want = k >= 0 ? &ch->want[k] : NULL;
@@ -850,7 +874,8 @@ int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int
             Tiling *rep = part_replicated_leaves_in(p->tmp, &part_in(p, in->operands[s])->shape, &n);
             p->limit_dims = PART_LIMIT_ALL;
             ops[s] = part_operand(p, rc->inst, s, rep);
-        } else if ((ops[s] = part_held(p, in->operands[s], want)) < 0) {
+        } else if ((ops[s] = rc->dec ? part_held_canon(p, in->operands[s], rc->dec->want_canon[k])
+                                     : part_held(p, in->operands[s], want)) < 0) {
             /* the dims only matter to a reshard (part_get's remat warning) */
             Decision *d = rc->dec;
             bool kept = d && k < 32;
@@ -910,14 +935,15 @@ void part_rule_result(Part *p, const RuleCtx *rc, const RuleChoice *ch, int32_t 
                 why = src->origin_reason;
             }
     }
-    Tiling *leaves = part_result_leaves(p, rc, ch);
+    Tiling *leaves = rc->dec && rc->dec->leaves ? rc->dec->leaves : part_result_leaves(p, rc, ch);
     part_set_result(p, rc->inst, local, leaves, origin, why);
 }
 
 Tiling *part_result_leaves(Part *p, const RuleCtx *rc, const RuleChoice *ch)
 {
     if (rc->dec && rc->dec->leaves)
-        return rc->dec->leaves; /* the callers only read them */
+        return rc->dec->leaves; /* the callers only read them (a canonical copy: part_set_result keeps the
+                                   same address) */
     const OpRule *r = &rc->rule;
     int32_t n;
     Tiling *leaves = part_replicated_leaves_in(rc->dec ? p->scratch : p->tmp, &part_in(p, rc->inst)->shape, &n);
@@ -925,7 +951,7 @@ Tiling *part_result_leaves(Part *p, const RuleCtx *rc, const RuleChoice *ch)
         if (r->t[r->n_in + l].leaf < n)
             leaves[r->t[r->n_in + l].leaf] = ch->res[l];
     if (rc->dec)
-        rc->dec->leaves = leaves;
+        rc->dec->leaves = leaves = n == 1 ? (Tiling *)part_tiling_canon(p->mod, leaves) : leaves;
     return leaves;
 }
 
@@ -935,10 +961,11 @@ static bool emit_clone(Part *p, const RuleCtx *rc, const RuleChoice *ch, const i
 bool part_rule_emit(Part *p, const RuleCtx *rc, const RuleChoice *ch)
 {
     const HloInst *in = part_in(p, rc->inst);
-    int32_t *ops = ARENA_ARRAY(p->tmp, int32_t, in->n_operands + 1);
+    int32_t few[8]; /* most ops: nothing of the instruction's own goes to Part.tmp */
+    int32_t *ops = in->n_operands <= 8 ? few : ARENA_ARRAY(p->tmp, int32_t, in->n_operands + 1);
     if (part_rule_operands(p, rc, ch, ops) < 0)
         return false;
-    Tiling *leaves = part_result_leaves(p, rc, ch);
+    Tiling *leaves = rc->dec && rc->dec->leaves ? rc->dec->leaves : part_result_leaves(p, rc, ch);
     Decision *d = rc->dec;
     if (!d || !d->have_local) { /* a decision's result is an array whose shape is in its key */
         bool partial = false;
@@ -990,135 +1017,108 @@ static bool emit_clone(Part *p, const RuleCtx *rc, const RuleChoice *ch, const i
  * the same decision, so a program made of repeated layers decides each kind
  * of op once and then only emits it.  Not used with the explain sink (it
  * records every candidate weighed). */
-#define DECISION_KEY_MAX 1024
+#define DECISION_KEY_WORDS 128
 #define DECISION_MAX 4096 /* entries kept (each ~1.5 KB); later decisions are made afresh */
 
+/* The key is 64-bit words, hashed as they are written.  A tiling is its
+ * canonical copy's address (part_tiling_canon: equal tilings, equal
+ * addresses); every other piece says how many words follow it (an operand
+ * count, a rank), so equal keys are equal contents. */
 typedef struct DecisionKey {
-    uint32_t n;
-    bool over;                     /* did not fit: no memo */
-    uint8_t b[DECISION_KEY_MAX];
+    uint32_t n;                    /* words */
+    uint64_t h;                    /* hash of w[0..n) */
+    uint64_t w[DECISION_KEY_WORDS];
 } DecisionKey;
-
 
 struct RuleMemo {
     Decision **slot;               /* open addressing, NULL = free, at most half full */
     uint32_t cap, n;
 };
 
-static void key_put(DecisionKey *k, const void *v, size_t n)
+/* A key being written: the next word, the end of the room, the running
+ * hash (a local of decision_key's: the compiler keeps it in registers). */
+typedef struct KeyPen {
+    uint64_t *w, *end;
+    uint64_t h;
+} KeyPen;
+
+static inline void key_word(KeyPen *k, uint64_t v)
 {
-    if (k->n + n > sizeof k->b) {
-        k->over = true;
-        return;
-    }
-    memcpy(k->b + k->n, v, n);
-    k->n += (uint32_t)n;
+    *k->w++ = v;
+    k->h = (k->h ^ v) * 0x9fb21c651e98df25ull;
 }
 
-_Static_assert(offsetof(Tiling, partial) + sizeof(uint32_t) - offsetof(Tiling, kind) == 7 &&
-                   offsetof(Tiling, perm) == offsetof(Tiling, kind) + 1,
-               "kind, perm and partial are the last 7 bytes of a Tiling");
-
-/* The fields of t that tiling_equal compares (and perm as it is): a header,
- * n[0..rank) and atoms[0..used).  The arrays are copied whole (fixed sizes
- * the compiler turns into a few moves) and the key advanced by the bytes
- * that count; what lies past them is overwritten by the next piece or never
- * read (key_hash and decision_find read k->n bytes). */
-static void key_tiling(DecisionKey *k, const Tiling *t)
+/* Element type, rank, `extra` (8 bits) and dims[0..rank); false if they do
+ * not fit (with the `more` words the caller writes next). */
+static inline bool key_shape(KeyPen *k, const Shape *s, uint32_t extra, int32_t more)
 {
-    if (k->n + 8 + sizeof t->n + sizeof t->atoms > sizeof k->b) {
-        k->over = true;
-        return;
-    }
-    int32_t rank = t->rank > 0 ? t->rank : 0, used = 0;
+    int32_t rank = s->rank > 0 ? (s->rank < SPMDC_MAX_RANK ? s->rank : SPMDC_MAX_RANK) : 0;
+    if (k->end - k->w < 1 + rank + more)
+        return false;
+    key_word(k, (uint64_t)(uint32_t)s->type | (uint64_t)(extra & 0xffu) << 24 | (uint64_t)(uint32_t)s->rank << 32);
     for (int32_t d = 0; d < rank; d++)
-        used += t->n[d];
-    /* header: rank, then kind, perm and partial as they lie (adjacent) */
-    uint8_t *w = k->b + k->n;
-    w[0] = (uint8_t)t->rank;
-    memcpy(w + 1, (const uint8_t *)t + offsetof(Tiling, kind), 7);
-    memcpy(w + 8, t->n, sizeof t->n);
-    memcpy(w + 8 + rank, t->atoms, sizeof t->atoms);
-    k->n += (uint32_t)(8 + rank + used);
-}
-
-/* Element type, rank and dims[0..rank) (copied whole, as key_tiling). */
-static void key_shape(DecisionKey *k, const Shape *s)
-{
-    if (k->n + 8 + sizeof s->dims > sizeof k->b) {
-        k->over = true;
-        return;
-    }
-    int32_t hdr[2] = {(int32_t)s->type, s->rank};
-    uint8_t *w = k->b + k->n;
-    memcpy(w, hdr, sizeof hdr);
-    memcpy(w + sizeof hdr, s->dims, sizeof s->dims);
-    k->n += (uint32_t)(sizeof hdr + sizeof(int64_t) * (size_t)(s->rank > 0 ? s->rank : 0));
+        key_word(k, (uint64_t)s->dims[d]);
+    return true;
 }
 
 /* The key of instruction i's decision; false when it has none (a tuple, an
  * operand not yet partitioned, too long). */
-static bool decision_key(Part *p, int32_t i, DecisionKey *k)
+static bool decision_key(Part *p, int32_t i, DecisionKey *key)
 {
     const HloInst *in = part_in(p, i);
-    k->n = 0;
-    k->over = false;
+    key->n = 0;
     if (!shape_is_array(&in->shape) || p->vals[i].n_leaves != 1)
         return false;
-    const HloAttrs *a = hlo_attrs(in);
-    int32_t hdr[2] = {(int32_t)in->op, in->n_operands};
-    key_put(k, hdr, sizeof hdr);
-    key_put(k, &a, sizeof a);
-    key_shape(k, &in->shape);
-    key_tiling(k, &part_decl_leaves(p, i)[0]);
     for (int32_t s = 0; s < in->n_operands && s < 8; s++) { /* their misses overlap */
         const HloInst *vi = part_in(p, in->operands[s]);
         __builtin_prefetch(&vi->op);
         __builtin_prefetch(&vi->shape);
         __builtin_prefetch(&p->vals[in->operands[s]]);
     }
+    const Tiling *decl = part_decl_leaves(p, i); /* one leaf: canonical */
+    KeyPen k = {key->w, key->w + DECISION_KEY_WORDS, 0x9e3779b97f4a7c15ull};
+    key_word(&k, (uint64_t)in->op | (uint64_t)(uint32_t)in->n_operands << 32);
+    key_word(&k, (uint64_t)(uintptr_t)in->attrs); /* NULL: the defaults */
+    if (!key_shape(&k, &in->shape, 0, 1))
+        return false;
+    key_word(&k, (uint64_t)(uintptr_t)decl);
     for (int32_t s = 0; s < in->n_operands; s++) {
         int32_t v = in->operands[s];
         const HloInst *vi = part_in(p, v);
         if (!shape_is_array(&vi->shape) || p->vals[v].n_leaves != 1 || !p->vals[v].states)
             return false;
-        key_shape(k, &vi->shape);
-        uint8_t id = 0;
-        if (vi->op == HLO_CONSTANT)
-            id = (uint8_t)(1u | (is_reduce_identity(p->in, p->ic, v, REDUCE_SUM) ? 2u : 0u) |
-                           (is_reduce_identity(p->in, p->ic, v, REDUCE_PROD) ? 4u : 0u));
-        key_put(k, &id, 1);
-        for (const VState *st = p->vals[v].states; st; st = st->next)
-            key_tiling(k, &st->leaves[0]);
-        uint8_t end = 0xff; /* no tiling starts with rank 255 */
-        key_put(k, &end, 1);
+        uint32_t id = 0;
+        if (vi->op == HLO_CONSTANT) {
+            if (!p->const_id)
+                p->const_id = ARENA_ARRAY(p->scratch, uint8_t, p->in->comps[p->ic].n_insts + 1);
+            if (!p->const_id[v]) /* a constant's answer is kept (0x80: known) */
+                p->const_id[v] = (uint8_t)(0x80u | 1u | (is_reduce_identity(p->in, p->ic, v, REDUCE_SUM) ? 2u : 0u) |
+                                           (is_reduce_identity(p->in, p->ic, v, REDUCE_PROD) ? 4u : 0u));
+            id = p->const_id[v] & 0x7fu;
+        }
+        if (!key_shape(&k, &vi->shape, id, 0))
+            return false;
+        for (const VState *st = p->vals[v].states; st; st = st->next) { /* canonical (add_state) */
+            if (k.end == k.w)
+                return false;
+            key_word(&k, (uint64_t)(uintptr_t)st->leaves);
+        }
+        if (k.end == k.w)
+            return false;
+        key_word(&k, 0); /* no address */
     }
-    return !k->over;
+    key->n = (uint32_t)(k.w - key->w);
+    key->h = k.h;
+    return true;
 }
 
-/* Both halves of the 128-bit product folded (wyhash's mixing step). */
-static uint64_t mum(uint64_t a, uint64_t b)
-{
-    __uint128_t r = (__uint128_t)a * b;
-    return (uint64_t)r ^ (uint64_t)(r >> 64);
-}
-
+/* The running hash, mixed down to the low bits the slots use. */
 static uint64_t key_hash(const DecisionKey *k)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ k->n;
-    uint32_t j = 0;
-    for (; j + 16 <= k->n; j += 16) { /* 16 bytes per multiply */
-        uint64_t a, b;
-        memcpy(&a, k->b + j, 8);
-        memcpy(&b, k->b + j + 8, 8);
-        h = mum(a ^ h ^ 0xa0761d6478bd642full, b ^ 0xe7037ed1a0b428dbull);
-    }
-    uint64_t a = 0, b = 0;
-    uint32_t left = k->n - j;
-    memcpy(&a, k->b + j, left < 8 ? left : 8);
-    if (left > 8)
-        memcpy(&b, k->b + j + 8, left - 8);
-    return mum(a ^ h ^ 0xa0761d6478bd642full, b ^ 0x8ebc6af09c88c6e3ull);
+    uint64_t h = k->h ^ k->n;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 32);
 }
 
 static Decision *decision_find(const struct RuleMemo *m, const DecisionKey *k, uint64_t h, uint32_t *at)
@@ -1126,7 +1126,7 @@ static Decision *decision_find(const struct RuleMemo *m, const DecisionKey *k, u
     uint32_t mask = m->cap - 1, j = (uint32_t)h & mask;
     for (; m->slot[j]; j = (j + 1) & mask) {
         const Decision *d = m->slot[j];
-        if (d->hash == h && d->key_n == k->n && memcmp(d->key, k->b, k->n) == 0)
+        if (d->hash == h && d->key_n == k->n && memcmp(d->key, k->w, sizeof(uint64_t) * k->n) == 0)
             return m->slot[j];
     }
     *at = j;
@@ -1143,7 +1143,7 @@ static Decision *decision_add(Part *p, struct RuleMemo *m, const DecisionKey *k,
     Decision *d = ARENA_NEW(p->scratch, Decision);
     d->hash = h;
     d->key_n = k->n;
-    d->key = arena_memdup(p->scratch, k->b, k->n);
+    d->key = arena_memdup(p->scratch, k->w, sizeof(uint64_t) * k->n);
     d->chosen = ch != NULL;
     if (ch) {
         const OpRule *r = &rc->rule;
@@ -1159,6 +1159,13 @@ static Decision *decision_add(Part *p, struct RuleMemo *m, const DecisionKey *k,
         d->ch.want = arena_memdup(p->scratch, ch->want, sizeof(Tiling) * (size_t)(r->n_in + 1));
         d->ch.res = arena_memdup(p->scratch, ch->res, sizeof(Tiling) * (size_t)(r->n_out + 1));
         d->forced = ARENA_ARRAY(p->scratch, uint32_t, r->n_in + 1);
+        d->want_canon = ARENA_ARRAY(p->scratch, const Tiling *, r->n_in + 1);
+        for (int32_t t = 0; t < r->n_in; t++)
+            d->want_canon[t] = part_tiling_canon(p->mod, &ch->want[t]);
+        d->n_slots = part_in(p, rc->inst)->n_operands;
+        d->slot_tensor = ARENA_ARRAY(p->scratch, int32_t, d->n_slots + 1);
+        for (int32_t s = 0; s < d->n_slots; s++)
+            d->slot_tensor[s] = oprule_operand_tensor(r, s);
         d->rc.dec = d;
     }
     m->slot[at] = d;

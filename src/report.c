@@ -61,6 +61,37 @@ static char *dup_or_null(const char *s)
     return p;
 }
 
+/* A block of record strings; blocks are chained newest first and freed
+ * with the report. */
+struct ReportText {
+    struct ReportText *next;
+    size_t used, cap;
+    char data[];
+};
+
+/* Copies of s[0..n) and a NUL in the report's newest text block (a new
+ * block, twice the last one's size up to 4 MiB, when it is full). */
+static char *text_dup(CommReport *r, const char *s, size_t n)
+{
+    struct ReportText *t = r->text;
+    if (!t || t->cap - t->used < n + 1) {
+        size_t cap = t ? (t->cap < ((size_t)4 << 20) ? 2 * t->cap : t->cap) : (size_t)64 << 10;
+        if (cap < n + 1) cap = n + 1;
+        struct ReportText *b = xmalloc(sizeof *b + cap);
+        b->next = t;
+        b->used = 0;
+        b->cap = cap;
+        r->text = t = b;
+    }
+    char *p = t->data + t->used;
+    memcpy(p, s, n);
+    p[n] = 0;
+    t->used += n + 1;
+    return p;
+}
+
+static char *text_dup_or_null(CommReport *r, const char *s) { return s ? text_dup(r, s, strlen(s)) : NULL; }
+
 void report_init(CommReport *r, const char *module, const Mesh *mesh)
 {
     memset(r, 0, sizeof *r);
@@ -70,10 +101,9 @@ void report_init(CommReport *r, const char *module, const Mesh *mesh)
 
 void report_free(CommReport *r)
 {
-    for (int32_t i = 0; i < r->n_records; i++) {
-        free(r->records[i].instruction);
-        free(r->records[i].cause_instruction);
-        free(r->records[i].reason);
+    for (struct ReportText *t = r->text, *n; t; t = n) {
+        n = t->next;
+        free(t);
     }
     for (int32_t i = 0; i < r->n_warnings; i++) {
         free(r->warnings[i].kind);
@@ -99,10 +129,10 @@ CommRecord *report_add(CommReport *r, CollectiveKind kind, const char *instructi
     CommRecord *c = &r->records[r->n_records++];
     memset(c, 0, sizeof *c);
     c->kind = kind;
-    c->instruction = dup_or_null(instruction);
-    c->cause_instruction = dup_or_null(cause_instruction);
+    c->instruction = text_dup_or_null(r, instruction);
+    c->cause_instruction = text_dup_or_null(r, cause_instruction);
     c->cause_line = cause_line;
-    c->reason = dup_or_null(reason);
+    c->reason = text_dup_or_null(r, reason);
     c->multiplier = 1;
     c->group_size = 1;
     c->num_groups = 1;

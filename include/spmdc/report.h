@@ -36,7 +36,7 @@ int64_t comm_bytes_per_device(CollectiveKind k, int64_t n, int64_t operand_bytes
 
 typedef struct CommRecord {
     CollectiveKind kind;
-    char *instruction;         /* name in the emitted program (heap) */
+    char *instruction;         /* name in the emitted program (the report's text blocks) */
     ElemType dtype;
     int32_t operand_rank, result_rank;
     int64_t operand_dims[SPMDC_MAX_RANK], result_dims[SPMDC_MAX_RANK]; /* per device */
@@ -50,9 +50,9 @@ typedef struct CommRecord {
                                   counts one trip of that loop */
     bool from_input;           /* written by the user (a collective inside a manual region), not
                                   inserted by the partitioner */
-    char *cause_instruction;   /* input instruction whose sharding forced it (heap) */
+    char *cause_instruction;   /* input instruction whose sharding forced it (the report's text blocks) */
     uint32_t cause_line;       /* its line in the input (0 if none) */
-    char *reason;              /* words (heap), without the cause's name: "contracting dim 1 of lhs
+    char *reason;              /* words (the report's text blocks), without the cause's name: "contracting dim 1 of lhs
                                   sharded on 'model'"; the printers add "dot.7 (line 7): " (a
                                   leading "dot.7: " is tolerated and dropped) */
     int32_t halo_dim;          /* a collective of a halo exchange: the dim of the per-device operand
@@ -102,6 +102,9 @@ typedef struct CommReport {
     /* Optional sink of the partitioner's decisions and of each collective's
      * chain (explain.h; `compile --explain`); NULL: off.  Not owned. */
     struct Explain *explain;
+    /* The records' strings, packed into blocks the report owns (report.c):
+     * one copy per record instead of three heap strings. */
+    struct ReportText *text;
 } CommReport;
 
 /* An empty report for module (copied) on mesh (copied; NULL = no mesh). */
