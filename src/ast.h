@@ -290,6 +290,8 @@ typedef struct ScanState {
     int depth;             /* open ( [ { T( */
     AstLoc open_loc[AST_MAX_NESTING + 1]; /* where each open bracket is */
     int fa_depth;          /* depth inside frontend_attributes={ ... }, 0 outside */
+    bool in_body;          /* the open depth-1 '{' is a computation's body (not an attribute's value):
+                              at depth 1 after a ',' an ATTRNAME is an instruction's attribute */
     int blob_depth;
     AstLoc blob_start;
     bool dead;             /* a fatal lexical error was reported: only EOF follows */
@@ -459,7 +461,8 @@ bool ast_scan_int_group(ScanState *st, const AstLoc *loc, AstTok *tok);
  * of its `%name`, which the scanner then returns alone (NAME_PCT), and the
  * rest token by token. */
 uint32_t ast_scan_inst_head(ScanState *st, const AstLoc *loc, AstTok *tok);
-/* An instruction's `sharding=` (depth 1) was just scanned; the avail bytes
+/* An instruction's `sharding=` (depth 1 in a computation's body, after a
+ * ',') was just scanned; the avail bytes
  * after it are in flex's buffer.  When st->coarse is set and a brace group
  * follows on the same line within avail bytes (strings without escapes,
  * no comment), and an earlier instruction's sharding had the same text,

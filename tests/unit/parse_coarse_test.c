@@ -282,6 +282,18 @@ static void test_repeated_shardings(void **state)
         assert_true(n > 0 && (size_t)n < sizeof text);
         check_same(f, text, (size_t)n);
     }
+    /* `sharding=` texts that are no instruction's sharding (a header
+     * attribute's group, another attribute's value) are not taken for one:
+     * the later instructions' same text still keeps the first parse */
+    static const char *const nested[] = {
+        "HloModule m, foo={sharding={replicated}}\n\nENTRY %main (p: f32[8]) -> f32[8] {\n"
+        "  ROOT %p = f32[8] parameter(0), sharding={replicated}\n}\n",
+        "HloModule m, foo={a=1, sharding={replicated}}\n\nENTRY %main (p: f32[8]) -> f32[8] {\n"
+        "  ROOT %p = f32[8] parameter(0), sharding={replicated}\n}\n",
+        "HloModule m\n\nENTRY %main (p: f32[8]) -> f32[8] {\n  %p = f32[8] parameter(0), foo=sharding={replicated}\n"
+        "  ROOT %n = f32[8] negate(%p), sharding={replicated}\n}\n",
+    };
+    for (size_t k = 0; k < sizeof nested / sizeof nested[0]; k++) check_same(nested[k], nested[k], strlen(nested[k]));
 }
 
 int main(void)
