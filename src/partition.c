@@ -832,6 +832,13 @@ static int32_t tiling_words(const Tiling *t, uint64_t *w)
     return k;
 }
 
+/* Equal array states: what tiling_words says, and the permutation. */
+static bool canon_same(const void *stored, const void *item)
+{
+    const Tiling *a = stored, *b = item;
+    return a->perm == b->perm && tiling_equal(a, b);
+}
+
 const Tiling *part_tiling_canon(PartModule *pm, const Tiling *t)
 {
     uint64_t w[2 + SPMDC_MAX_ATOMS / 8], h = 0x9e3779b97f4a7c15ull;
@@ -840,34 +847,12 @@ const Tiling *part_tiling_canon(PartModule *pm, const Tiling *t)
         h = (h ^ w[k]) * 0xff51afd7ed558ccdull;
         h ^= h >> 32;
     }
-    if (2 * (pm->canon_n + 1) > pm->canon_cap) {
-        uint32_t cap = pm->canon_cap ? 2 * pm->canon_cap : 256;
-        const Tiling **slot = ARENA_ARRAY(pm->scratch, const Tiling *, cap);
-        uint64_t *hash = ARENA_ARRAY(pm->scratch, uint64_t, cap);
-        for (uint32_t j = 0; j < pm->canon_cap; j++) {
-            if (!pm->canon[j])
-                continue;
-            uint32_t x = (uint32_t)pm->canon_hash[j] & (cap - 1);
-            while (slot[x])
-                x = (x + 1) & (cap - 1);
-            slot[x] = pm->canon[j];
-            hash[x] = pm->canon_hash[j];
-        }
-        pm->canon = slot;
-        pm->canon_hash = hash;
-        pm->canon_cap = cap;
-    }
-    uint32_t mask = pm->canon_cap - 1, j = (uint32_t)h & mask;
-    for (; pm->canon[j]; j = (j + 1) & mask) {
-        const Tiling *c = pm->canon[j];
-        if (pm->canon_hash[j] == h && c->perm == t->perm && tiling_equal(c, t)) /* what the words say */
-            return c;
-    }
+    uint32_t at = 0;
+    const Tiling *found = intern_find(&pm->canon, h, t, canon_same, &at);
+    if (found) return found;
     Tiling *c = ARENA_NEW(pm->scratch, Tiling);
     *c = *t;
-    pm->canon[j] = c;
-    pm->canon_hash[j] = h;
-    pm->canon_n++;
+    intern_add(&pm->canon, at, h, c);
     return c;
 }
 
@@ -1999,6 +1984,7 @@ bool partition_module(const HloModule *in, HloModule **out, CommReport *rep, Pas
     for (int32_t k = 0; k < pm.n_bufs; k++)
         sb_free(&pm.bufs[k]);
     arena_destroy(pm.tmp);
+    intern_free(&pm.canon);
     arena_destroy(pm.scratch);
     return ok;
 }

@@ -24,6 +24,7 @@
 
 #include "spmdc/halo.h"
 #include "spmdc/hlo.h"
+#include "spmdc/intern.h"
 #include "spmdc/names.h"
 #include "spmdc/oprule.h"
 #include "spmdc/partition.h"
@@ -136,11 +137,9 @@ typedef struct PartModule {
     int32_t n_bufs;
     struct DescEnt *descs;      /* the texts of tilings and shardings described so far (part_put_tiling;
                                    direct-mapped, in scratch, made on first use) */
-    /* one copy of every distinct array state (part_tiling_canon; open
-     * addressing, in scratch) */
-    const Tiling **canon;
-    uint64_t *canon_hash;
-    uint32_t canon_cap, canon_n;
+    /* one copy of every distinct array state (part_tiling_canon: the
+     * copies in scratch, the set's arrays freed with the module's pass) */
+    InternSet canon;
     EvenEnt even[PART_EVEN_CACHE]; /* pads_nothing's last answers */
     AtomsName atom_names[PART_ATOM_NAMES]; /* part_put_atoms' runs so far (the last slot is replaced) */
     int32_t n_atom_names;
