@@ -109,20 +109,25 @@ int64_t tiling_shard_size(int64_t n, int64_t tiles)
     return n / tiles + (n % tiles != 0);
 }
 
+/* The tiles of a dim split by the run of n atoms at *a (the product of
+ * their sizes); *a is moved past the run. */
+static inline int64_t run_tiles(const Mesh *m, const int8_t **a, int32_t n)
+{
+    int64_t tiles = 1;
+    for (int32_t i = 0; i < n; i++)
+        tiles *= m->atom_size[*(*a)++];
+    return tiles;
+}
+
 /* The two walk the dims' runs in order (each starts where the last ended),
  * and an unsplit dim costs no division. */
 Shape tiling_local_shape(const Tiling *t, const Mesh *m, const Shape *global)
 {
     Shape l = shape_array(global->type, global->rank, global->dims);
     const int8_t *a = t->atoms;
-    for (int32_t d = 0; d < global->rank && d < t->rank; d++) {
-        if (t->n[d] == 0)
-            continue;
-        int64_t tiles = 1;
-        for (int32_t i = 0; i < t->n[d]; i++)
-            tiles *= m->atom_size[*a++];
-        l.dims[d] = tiling_shard_size(global->dims[d], tiles);
-    }
+    for (int32_t d = 0; d < global->rank && d < t->rank; d++)
+        if (t->n[d] != 0)
+            l.dims[d] = tiling_shard_size(global->dims[d], run_tiles(m, &a, t->n[d]));
     return l;
 }
 
@@ -132,10 +137,7 @@ bool tiling_is_even(const Tiling *t, const Mesh *m, const Shape *global, int32_t
     for (int32_t d = 0; d < t->rank && d < global->rank; d++) {
         if (t->n[d] == 0)
             continue;
-        int64_t tiles = 1;
-        for (int32_t i = 0; i < t->n[d]; i++)
-            tiles *= m->atom_size[*a++];
-        if (global->dims[d] % tiles != 0) {
+        if (global->dims[d] % run_tiles(m, &a, t->n[d]) != 0) {
             if (bad_dim)
                 *bad_dim = d;
             return false;
