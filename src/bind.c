@@ -72,31 +72,42 @@ static bool same_mesh(const ShardingSyntax *a, const ShardingSyntax *b)
 }
 
 /* Records one sharding (recursing into tuples); reports named meshes that
- * disagree with the first one. */
-static void gather(MeshEvidence *ev, const ShardingSyntax *s, DiagEngine *diag)
+ * disagree with the first one.  dry: records and reports nothing, and
+ * says whether it would keep s (or a leaf) or report: only then are its
+ * spans read (hlo_sharding_syntax). */
+static bool gather(MeshEvidence *ev, const ShardingSyntax *s, bool dry, DiagEngine *diag)
 {
     if (s->kind == SSYN_TUPLE) {
-        for (int32_t i = 0; i < s->n_elems; i++)
-            gather(ev, &s->elems[i], diag);
-        return;
+        bool any = false;
+        for (int32_t i = 0; i < s->n_elems && !(dry && any); i++)
+            any |= gather(ev, &s->elems[i], dry, diag);
+        return any;
     }
+    bool kept = false;
     if (s->kind == SSYN_TILED && !ev->positional) {
+        if (dry) return true;
         int64_t p = 1;
         for (int32_t t = 0; t < s->n_tile_dims && p <= SPMDC_MAX_DEVICES; t++)
             p *= s->tile_dims[t] > 0 ? s->tile_dims[t] : 1;
         ev->positional = s;
         ev->positional_devices = p;
+        kept = true;
     }
     if (s->kind == SSYN_MAXIMAL && s->device >= 0 && s->device < SPMDC_MAX_DEVICES &&
-        (!ev->maximal || s->device > ev->maximal->device))
+        (!ev->maximal || s->device > ev->maximal->device)) {
+        if (dry) return true;
         ev->maximal = s;
+        kept = true;
+    }
     if (s->kind != SSYN_NAMED || s->n_mesh_axes == 0)
-        return;
+        return kept;
     if (!ev->named) {
+        if (dry) return true;
         ev->named = s;
-        return;
+        return true;
     }
     if (!same_mesh(ev->named, s)) {
+        if (dry) return true;
         StrBuf a = {0}, b = {0};
         print_syntax_mesh(&a, s);
         print_syntax_mesh(&b, ev->named);
@@ -105,7 +116,9 @@ static void gather(MeshEvidence *ev, const ShardingSyntax *s, DiagEngine *diag)
         sb_free(&a);
         sb_free(&b);
         ev->ok = false;
+        return true;
     }
+    return kept;
 }
 
 /* A mesh of one axis d0 = n. */
@@ -350,6 +363,13 @@ static int bind_sdy(HloModule *m, HloInst *inst, bool user_mesh, DiagEngine *dia
     return 0;
 }
 
+/* The instruction's written sharding with its spans where its own text is
+ * (hlo_sharding_syntax); comp is m's, inst one of comp's. */
+static const ShardingSyntax *syntax_here(HloModule *m, const HloComputation *comp, const HloInst *inst)
+{
+    return hlo_sharding_syntax(m, (int32_t)(comp - m->comps), (int32_t)(inst - comp->insts));
+}
+
 /* Whether the instruction carries a Shardy sharding string. */
 static bool has_sdy_string(const HloInst *inst)
 {
@@ -586,11 +606,26 @@ static bool bound_same(const void *stored, const void *item)
     return a->rank == b->rank && same_syntax(a->syn, b->syn);
 }
 
-/* The annotations bound so far, and where their records live. */
+/* The annotations bound so far, and where their records live.  by_syn: the
+ * record last found for a syntax by its address and rank (direct-mapped):
+ * the instructions of one sharding text share one syntax (HloSyntaxMove),
+ * so most find their record there without hashing the syntax. */
+#define BIND_BY_SYN 64
 typedef struct BindMemo {
     InternSet set;
     Arena *a;
+    struct {
+        const ShardingSyntax *syn;
+        int32_t rank;
+        BoundSyntax *b;
+    } by_syn[BIND_BY_SYN];
 } BindMemo;
+
+static uint32_t by_syn_slot(const ShardingSyntax *syn, int32_t rank)
+{
+    uint64_t k = ((uint64_t)(uintptr_t)syn >> 4) * 0x9e3779b97f4a7c15ull + (uint64_t)rank;
+    return (uint32_t)(k >> 58) % BIND_BY_SYN;
+}
 
 /* Binds one instruction's written sharding (see bind_all); false after an
  * error. */
@@ -604,7 +639,7 @@ static bool bind_inst(HloModule *m, const HloComputation *comp, HloInst *inst, b
     if (sdy_moved && inst->sharding_src && has_positional_tiling(inst->sharding_src)) {
         StrBuf b = {0};
         put_user_mesh(&b, user, &m->mesh);
-        diag_warning(diag, inst->sharding_src->span,
+        diag_warning(diag, syntax_here(m, comp, inst)->span,
                      "%s: ignoring its positional sharding, written for the export's own mesh, which %s "
                      "reorders or resizes; propagation decides it", inst->name, sb_cstr(&b));
         sb_free(&b);
@@ -632,16 +667,27 @@ static bool bind_inst(HloModule *m, const HloComputation *comp, HloInst *inst, b
     }
     if (!inst->sharding_src || has_unknown(inst->sharding_src))
         return true;
-    if (inst->op == HLO_OUTFEED && inst->n_operands > 0)
+    if (inst->op == HLO_OUTFEED && inst->n_operands > 0) {
+        syntax_here(m, comp, inst);
         return bind_outfeed(m, comp, inst, ARENA_NEW(m->arena, Sharding), diag);
+    }
+    /* the content serves the memo; spans are read only by sharding_bind */
     const ShardingSyntax *syn = inst->sharding_src;
     bool keyed = syn->kind != SSYN_TUPLE && !shape_is_tuple(&inst->shape);
     BoundSyntax probe = {syn, keyed ? inst->shape.rank : 0, {0}, NULL}, *seen = NULL;
     uint64_t h = 0;
     uint32_t at = 0;
-    if (keyed) {
+    uint32_t slot = keyed ? by_syn_slot(syn, probe.rank) : 0;
+    if (keyed && memo->by_syn[slot].syn == syn && memo->by_syn[slot].rank == probe.rank) {
+        seen = memo->by_syn[slot].b;
+    } else if (keyed) {
         h = syntax_hash(syn, probe.rank);
         seen = intern_find(&memo->set, h, &probe, bound_same, &at);
+        if (seen) {
+            memo->by_syn[slot].syn = syn;
+            memo->by_syn[slot].rank = probe.rank;
+            memo->by_syn[slot].b = seen;
+        }
     }
     if (seen && inst->op != HLO_CUSTOM_CALL) { /* open_unspecified_dims reads custom-calls only */
         inst->sharding = seen->kept;
@@ -651,7 +697,7 @@ static bool bind_inst(HloModule *m, const HloComputation *comp, HloInst *inst, b
     Sharding s;
     if (seen)
         s = seen->s;
-    else if (!sharding_bind(syn, &m->mesh, &inst->shape, &s, m->arena, diag))
+    else if (!sharding_bind(syntax_here(m, comp, inst), &m->mesh, &inst->shape, &s, m->arena, diag))
         return false;
     Sharding written = s;
     open_unspecified_dims(inst, &s);
@@ -663,6 +709,9 @@ static bool bind_inst(HloModule *m, const HloComputation *comp, HloInst *inst, b
         b->s = written;
         b->kept = keep_sharding(m, set, &written);
         intern_add(&memo->set, at, h, b);
+        memo->by_syn[slot].syn = syn;
+        memo->by_syn[slot].rank = probe.rank;
+        memo->by_syn[slot].b = b;
     }
     return true;
 }
@@ -686,7 +735,9 @@ static bool bind_all(HloModule *m, const BindItem *items, int32_t n_items, bool 
 {
     bool ok = true;
     ShardingSet set = {0};
-    BindMemo memo = {{0}, arena_create()};
+    BindMemo memo;
+    memset(&memo, 0, sizeof memo);
+    memo.a = arena_create();
     for (int32_t k = 0; k < n_items; k++) {
         HloComputation *comp = &m->comps[items[k].c];
         HloInst *inst = &comp->insts[items[k].i];
@@ -695,13 +746,15 @@ static bool bind_all(HloModule *m, const BindItem *items, int32_t n_items, bool 
         if (inst->sharding)
             inst->sharding_src = NULL;
         else if (inst->sharding_src && m->syntax_arena)
-            inst->sharding_src = sharding_syntax_copy(inst->sharding_src, m->arena);
+            inst->sharding_src = sharding_syntax_copy(syntax_here(m, comp, inst), m->arena);
     }
     intern_free(&set);
     intern_free(&memo.set);
     arena_destroy(memo.a);
     arena_destroy(m->syntax_arena);
     m->syntax_arena = NULL;
+    m->syntax_moves = NULL;
+    m->n_syntax_moves = m->cap_syntax_moves = 0;
     return ok;
 }
 
@@ -713,8 +766,8 @@ bool bind_shardings(HloModule *m, PassCtx *cx)
     for (int32_t c = 0; c < m->n_comps; c++)
         for (int32_t i = 0; i < m->comps[c].n_insts; i++) {
             const HloInst *in = &m->comps[c].insts[i];
-            if (in->sharding_src)
-                gather(&ev, in->sharding_src, cx->diag);
+            if (in->sharding_src && gather(&ev, in->sharding_src, true, cx->diag))
+                gather(&ev, hlo_sharding_syntax(m, c, i), false, cx->diag);
             if (!in->sharding_src && !(in->attrs && in->attrs->n_raw > 0))
                 continue;
             if (n_items == cap_items) {

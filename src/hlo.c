@@ -49,6 +49,56 @@ HloModule *hlo_module_new(const char *name)
     return m;
 }
 
+void hlo_note_syntax_move(HloModule *m, int32_t c, int32_t i, const ShardingSyntax *shared, uint32_t line,
+                          int32_t dcol)
+{
+    if (m->n_syntax_moves == m->cap_syntax_moves) {
+        int32_t cap = m->cap_syntax_moves ? m->cap_syntax_moves * 2 : 64;
+        m->syntax_moves = arena_realloc(m->syntax_arena, m->syntax_moves,
+                                        sizeof(HloSyntaxMove) * (size_t)m->cap_syntax_moves,
+                                        sizeof(HloSyntaxMove) * (size_t)cap, _Alignof(HloSyntaxMove));
+        m->cap_syntax_moves = cap;
+    }
+    if (m->n_syntax_moves > 0) {
+        const HloSyntaxMove *last = &m->syntax_moves[m->n_syntax_moves - 1];
+        if (last->comp > c || (last->comp == c && last->inst >= i)) m->syntax_moves_unsorted = true;
+    }
+    m->syntax_moves[m->n_syntax_moves++] = (HloSyntaxMove){c, i, shared, line, dcol};
+}
+
+static int cmp_move(const void *pa, const void *pb)
+{
+    const HloSyntaxMove *a = pa, *b = pb;
+    if (a->comp != b->comp) return a->comp < b->comp ? -1 : 1;
+    return a->inst < b->inst ? -1 : a->inst > b->inst;
+}
+
+const ShardingSyntax *hlo_sharding_syntax(HloModule *m, int32_t c, int32_t i)
+{
+    HloInst *in = &m->comps[c].insts[i];
+    if (!in->sharding_src || m->n_syntax_moves == 0 || !m->syntax_arena) return in->sharding_src;
+    if (m->syntax_moves_unsorted) {
+        /* the parse records an instruction once, so keys are distinct */
+        qsort(m->syntax_moves, (size_t)m->n_syntax_moves, sizeof(HloSyntaxMove), cmp_move);
+        m->syntax_moves_unsorted = false;
+    }
+    int32_t lo = 0, hi = m->n_syntax_moves;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        const HloSyntaxMove *x = &m->syntax_moves[mid];
+        if (x->comp < c || (x->comp == c && x->inst < i)) lo = mid + 1;
+        else hi = mid;
+    }
+    for (; lo < m->n_syntax_moves && m->syntax_moves[lo].comp == c && m->syntax_moves[lo].inst == i; lo++) {
+        HloSyntaxMove *x = &m->syntax_moves[lo];
+        if (x->shared != in->sharding_src) continue;
+        in->sharding_src = sharding_syntax_moved(x->shared, x->line, x->dcol, m->syntax_arena);
+        x->shared = NULL; /* resolved: the instruction holds its own copy now */
+        break;
+    }
+    return in->sharding_src;
+}
+
 /* The shared attribute sets of a module, each stored once. */
 struct HloAttrsTable {
     InternSet set;

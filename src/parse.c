@@ -433,6 +433,7 @@ static void lower_inst(Lower *lw, const AstInst *ai)
     if (have_shape && !lower_shape(lw, ai->shape, &shape)) ok = have_shape = false;
     InstOut out = {ATTRS_DEFAULT, false, NULL, 0};
     int32_t n = 0, *ops = NULL;
+    lw->move.shared = NULL;
     if (oe && (op == HLO_PARAMETER || op == HLO_CONSTANT)) {
         if (!ai->shape || have_shape) ok = lower_leaf_operand(lw, ai, op, &shape, have_shape, &out) && ok;
     } else {
@@ -477,6 +478,8 @@ static void lower_inst(Lower *lw, const AstInst *ai)
     HloInst *in = hlo_inst(lw->m, ci, got);
     in->span = ast_span(lw->cx, &ai->loc);
     in->sharding_src = out.sharding;
+    if (lw->move.shared && lw->move.shared == out.sharding)
+        hlo_note_syntax_move(lw->m, ci, got, out.sharding, lw->move.line, lw->move.dcol);
     in->param_number = out.param_number;
     if (hit) {
         if (hit->attrs) {

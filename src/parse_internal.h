@@ -140,9 +140,12 @@ typedef struct Lower {
     uint32_t cap_memo, n_memo;
     /* The parse without LAC: the syntax read for each distinct one-line
      * sharding text of an instruction (SharedSyntax, lw->keep), so a SHARED
-     * token (AV_SHARED) gets a copy of it (parse_lower_sharding). */
+     * token (AV_SHARED) gets the same syntax (parse_lower_sharding). */
     bool share_shardings;
     InternSet shared_syntax;
+    /* The instruction being lowered got a shared syntax (shared != NULL):
+     * where its text is, recorded on the module once it has its index. */
+    HloSyntaxMove move;
     bool has_header;
     AstTok module_name;
     AstLoc module_name_loc;

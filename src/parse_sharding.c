@@ -440,46 +440,9 @@ static bool shared_same(const void *stored, const void *item)
     return a->n == b->n && memcmp(a->s, b->s, a->n) == 0;
 }
 
-/* A span of a syntax read at (line, col0) moved to a text at (line, col0 + dcol). */
-static void rebase_span(SrcSpan *sp, uint32_t line, int64_t dcol)
-{
-    if (!sp->begin.line) return; /* no position */
-    sp->begin.line = sp->end.line = line;
-    sp->begin.col = (uint32_t)(sp->begin.col + dcol);
-    sp->end.col = (uint32_t)(sp->end.col + dcol);
-}
-
-static AxisRefSyntax *rebase_refs(Arena *a, const AxisRefSyntax *refs, int32_t n, uint32_t line, int64_t dcol)
-{
-    if (!refs || n <= 0) return (AxisRefSyntax *)refs;
-    AxisRefSyntax *r = ARENA_ARRAY(a, AxisRefSyntax, n);
-    memcpy(r, refs, sizeof *r * (size_t)n);
-    for (int32_t k = 0; k < n; k++) rebase_span(&r[k].span, line, dcol);
-    return r;
-}
-
-/* *dst = src with every span moved by rebase_span; the arrays that hold
- * spans are copied into a, the others shared (the syntax is read-only). */
-static void rebase_syntax(Arena *a, ShardingSyntax *dst, const ShardingSyntax *src, uint32_t line, int64_t dcol)
-{
-    *dst = *src;
-    rebase_span(&dst->span, line, dcol);
-    if (src->dim_axes && src->n_dims > 0) {
-        dst->dim_axes = ARENA_ARRAY(a, AxisRefSyntax *, src->n_dims);
-        for (int32_t d = 0; d < src->n_dims; d++)
-            dst->dim_axes[d] = rebase_refs(a, src->dim_axes[d], src->dim_n_axes[d], line, dcol);
-    }
-    dst->replicated_axes = rebase_refs(a, src->replicated_axes, src->n_replicated_axes, line, dcol);
-    dst->unreduced_axes = rebase_refs(a, src->unreduced_axes, src->n_unreduced_axes, line, dcol);
-    dst->manual_axes = rebase_refs(a, src->manual_axes, src->n_manual_axes, line, dcol);
-    if (src->elems && src->n_elems > 0) {
-        dst->elems = ARENA_ARRAY(a, ShardingSyntax, src->n_elems);
-        for (int32_t k = 0; k < src->n_elems; k++) rebase_syntax(a, &dst->elems[k], &src->elems[k], line, dcol);
-    }
-}
-
-/* An AV_SHARED value: a copy of the syntax an earlier instruction's
- * sharding of the same text gave, its spans moved to this text.  The
+/* An AV_SHARED value: the syntax an earlier instruction's sharding of the
+ * same text gave; lw->move says where this text is (the instruction's
+ * HloSyntaxMove, recorded by lower_inst once it has its index).  The
  * scanner makes a SHARDING token only of a text it saw before after an
  * instruction's `sharding=`, where it was lowered here (the parse without
  * LAC, whose module is kept only when it reported nothing); should it not
@@ -495,9 +458,8 @@ static const ShardingSyntax *shared_sharding(Lower *lw, const AstVal *v)
         return NULL;
     }
     SrcLoc at = ast_span(lw->cx, &v->loc).begin;
-    ShardingSyntax *s = ARENA_NEW(lw->m->syntax_arena, ShardingSyntax);
-    rebase_syntax(lw->m->syntax_arena, s, e->syn, at.line, (int64_t)at.col - (int64_t)e->col);
-    return s;
+    lw->move = (HloSyntaxMove){-1, -1, e->syn, at.line, (int32_t)((int64_t)at.col - (int64_t)e->col)};
+    return e->syn;
 }
 
 /* Keeps syn, read from the brace group v of an instruction's sharding, for

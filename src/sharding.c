@@ -724,6 +724,51 @@ ShardingSyntax *sharding_syntax_copy(const ShardingSyntax *s, Arena *a)
     return c;
 }
 
+/* A span of a syntax read at (line, col0) moved to a text at (line, col0 + dcol). */
+static void rebase_span(SrcSpan *sp, uint32_t line, int64_t dcol)
+{
+    if (!sp->begin.line) return; /* no position */
+    sp->begin.line = sp->end.line = line;
+    sp->begin.col = (uint32_t)(sp->begin.col + dcol);
+    sp->end.col = (uint32_t)(sp->end.col + dcol);
+}
+
+static AxisRefSyntax *rebase_refs(Arena *a, const AxisRefSyntax *refs, int32_t n, uint32_t line, int64_t dcol)
+{
+    if (!refs || n <= 0) return (AxisRefSyntax *)refs;
+    AxisRefSyntax *r = ARENA_ARRAY(a, AxisRefSyntax, n);
+    memcpy(r, refs, sizeof *r * (size_t)n);
+    for (int32_t k = 0; k < n; k++) rebase_span(&r[k].span, line, dcol);
+    return r;
+}
+
+/* *dst = src with every span moved by rebase_span; the arrays that hold
+ * spans are copied into a, the others shared (sharding_syntax_moved). */
+static void rebase_syntax(Arena *a, ShardingSyntax *dst, const ShardingSyntax *src, uint32_t line, int64_t dcol)
+{
+    *dst = *src;
+    rebase_span(&dst->span, line, dcol);
+    if (src->dim_axes && src->n_dims > 0) {
+        dst->dim_axes = ARENA_ARRAY(a, AxisRefSyntax *, src->n_dims);
+        for (int32_t d = 0; d < src->n_dims; d++)
+            dst->dim_axes[d] = rebase_refs(a, src->dim_axes[d], src->dim_n_axes[d], line, dcol);
+    }
+    dst->replicated_axes = rebase_refs(a, src->replicated_axes, src->n_replicated_axes, line, dcol);
+    dst->unreduced_axes = rebase_refs(a, src->unreduced_axes, src->n_unreduced_axes, line, dcol);
+    dst->manual_axes = rebase_refs(a, src->manual_axes, src->n_manual_axes, line, dcol);
+    if (src->elems && src->n_elems > 0) {
+        dst->elems = ARENA_ARRAY(a, ShardingSyntax, src->n_elems);
+        for (int32_t k = 0; k < src->n_elems; k++) rebase_syntax(a, &dst->elems[k], &src->elems[k], line, dcol);
+    }
+}
+
+ShardingSyntax *sharding_syntax_moved(const ShardingSyntax *s, uint32_t line, int64_t dcol, Arena *a)
+{
+    ShardingSyntax *c = ARENA_NEW(a, ShardingSyntax);
+    rebase_syntax(a, c, s, line, dcol);
+    return c;
+}
+
 /* ================================================================ binding */
 
 /* The syntax's text in tmp (for messages). */

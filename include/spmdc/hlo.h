@@ -222,6 +222,11 @@ typedef struct HloModule {
     /* The parsed sharding syntax (sharding_src), which bind_shardings
      * releases once it has bound it (NULL afterwards). */
     Arena *syntax_arena;
+    /* Instructions whose sharding_src is shared with an earlier one's
+     * (HloSyntaxMove), in syntax_arena; released with it. */
+    struct HloSyntaxMove *syntax_moves;
+    int32_t n_syntax_moves, cap_syntax_moves;
+    bool syntax_moves_unsorted; /* appended out of (comp, inst) order */
     HloAttrsTable *attrs_table; /* the shared attribute sets (hlo_set_attrs), or NULL */
     const char *name;
     int32_t n_comps, cap_comps;
@@ -235,6 +240,21 @@ typedef struct HloModule {
     bool has_mesh;
     SrcSpan span;              /* the header's module name in the input (line 0: none) */
 } HloModule;
+
+/* A sharding_src shared with an earlier instruction whose one-line
+ * sharding text is the same: the parse reads each such text once and
+ * hands every later instruction of that text the same syntax, whose spans
+ * are therefore the first text's.  This instruction's text is on `line`,
+ * `dcol` columns right of the first text (left if negative).  A move
+ * applies only while the instruction's sharding_src is still `shared`.
+ * hlo_sharding_syntax gives the syntax with its spans where this
+ * instruction's text is; the content is the same either way. */
+typedef struct HloSyntaxMove {
+    int32_t comp, inst;
+    const ShardingSyntax *shared;
+    uint32_t line;
+    int32_t dcol;
+} HloSyntaxMove;
 
 /* ---------------------------------------------------------------- building */
 
@@ -251,6 +271,19 @@ int32_t hlo_add_inst(HloModule *m, int32_t c, HloOpcode op, const char *name, co
 /* hlo_add_inst with the name given as name[0..name_len) (no NUL needed). */
 int32_t hlo_add_inst_n(HloModule *m, int32_t c, HloOpcode op, const char *name, size_t name_len, const Shape *shape,
                        const int32_t *operands, int32_t n_operands);
+/* Records that instruction (c, i)'s sharding_src is `shared`, read for a
+ * text `dcol` columns left of this one's on `line` (HloSyntaxMove).  The
+ * record lives in m->syntax_arena.  Amortized constant time. */
+void hlo_note_syntax_move(HloModule *m, int32_t c, int32_t i, const ShardingSyntax *shared, uint32_t line,
+                          int32_t dcol);
+/* Instruction (c, i)'s sharding_src with its source spans where its own
+ * text is: for a shared syntax (hlo_note_syntax_move) a copy with moved
+ * spans is made in m->syntax_arena, becomes the instruction's
+ * sharding_src, and is returned; otherwise sharding_src itself (may be
+ * NULL).  Use it wherever a span of the syntax may reach a message or be
+ * kept; reading only the content, sharding_src serves.  O(log moves),
+ * plus one sort after out-of-order records. */
+const ShardingSyntax *hlo_sharding_syntax(HloModule *m, int32_t c, int32_t i);
 /* The instruction's attributes for writing (allocated on first use, with
  * to_apply/select/condition/body = -1; a shared set is copied first). */
 HloAttrs *hlo_attrs_mut(HloModule *m, HloInst *inst);

@@ -208,5 +208,11 @@ void sharding_iota_expand(int32_t n_dims, const int64_t *dims, const int32_t *pe
 void sharding_syntax_print(StrBuf *b, const ShardingSyntax *s);
 /* A deep copy of s (its arrays and names) in a. */
 ShardingSyntax *sharding_syntax_copy(const ShardingSyntax *s, Arena *a);
+/* s read from a one-line text, moved to the same text on `line`, dcol
+ * columns to the right (left if negative): a copy in a whose spans (its
+ * own, its leaves', every axis reference's) are on that line and shifted;
+ * the arrays without spans, the names and device lists are shared with s,
+ * which must outlive the copy.  Spans with line 0 (no position) stay. */
+ShardingSyntax *sharding_syntax_moved(const ShardingSyntax *s, uint32_t line, int64_t dcol, Arena *a);
 
 #endif

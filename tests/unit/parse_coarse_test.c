@@ -27,6 +27,7 @@
 #include "spmdc/diag.h"
 #include "spmdc/hlo.h"
 #include "spmdc/parse.h"
+#include "spmdc/pass.h"
 #include "spmdc/sharding.h"
 #include "spmdc/strbuf.h"
 
@@ -86,6 +87,37 @@ static bool same_syntax_spans(const ShardingSyntax *a, const ShardingSyntax *b)
     return true;
 }
 
+/* Both parses of text[0..len), then bound (bind_shardings), agree: the
+ * same messages (bind's point into the syntax: the first parse shares one
+ * syntax between the instructions of one sharding text and moves its spans
+ * only where a message may need them, hlo_sharding_syntax) and the same
+ * bound module. */
+static void check_bind(const char *what, const char *text, size_t len)
+{
+    Parse a = parse_with(text, len, true), b = parse_with(text, len, false);
+    if (!a.m || !b.m) {
+        parse_free(&a);
+        parse_free(&b);
+        return;
+    }
+    PassCtx pa = {arena_create(), a.d, NULL}, pb = {arena_create(), b.d, NULL};
+    bool oka = bind_shardings(a.m, &pa), okb = bind_shardings(b.m, &pb);
+    StrBuf ta = {0}, tb = {0};
+    HloPrintOptions all = {true, true, true};
+    hlo_print_module(&ta, a.m, &all);
+    hlo_print_module(&tb, b.m, &all);
+    bool ok = oka == okb && strcmp(diag_text(a.d), diag_text(b.d)) == 0 && strcmp(sb_cstr(&ta), sb_cstr(&tb)) == 0;
+    if (!ok)
+        fail_msg("%s: bound, the two parsers differ\n--- without LAC first:\n%s%s\n--- LAC alone:\n%s%s", what,
+                 diag_text(a.d), sb_cstr(&ta), diag_text(b.d), sb_cstr(&tb));
+    sb_free(&ta);
+    sb_free(&tb);
+    arena_destroy(pa.scratch);
+    arena_destroy(pb.scratch);
+    parse_free(&a);
+    parse_free(&b);
+}
+
 /* Both parses of text[0..len) agree; what is the text: for the message. */
 static void check_same(const char *what, const char *text, size_t len)
 {
@@ -104,15 +136,17 @@ static void check_same(const char *what, const char *text, size_t len)
             ok = x->n_insts == y->n_insts && same_span(x->span, y->span);
             for (int32_t i = 0; ok && i < x->n_insts; i++)
                 ok = same_span(x->insts[i].span, y->insts[i].span) &&
-                     same_syntax_spans(x->insts[i].sharding_src, y->insts[i].sharding_src);
+                     same_syntax_spans(hlo_sharding_syntax(a.m, c, i), hlo_sharding_syntax(b.m, c, i));
         }
     }
     if (!ok)
         fail_msg("%s: the two parsers differ\n--- without LAC first:\n%s%s\n--- LAC alone:\n%s%s\n--- input:\n%.*s", what,
                  diag_text(a.d), a.m ? sb_cstr(&a.text) : "(no module)\n", diag_text(b.d),
                  b.m ? sb_cstr(&b.text) : "(no module)\n", (int)(len > 2000 ? 2000 : len), text);
+    bool both = a.m && b.m;
     parse_free(&a);
     parse_free(&b);
+    if (both) check_bind(what, text, len);
 }
 
 static int g_files;
@@ -294,6 +328,78 @@ static void test_repeated_shardings(void **state)
         "  ROOT %n = f32[8] negate(%p), sharding={replicated}\n}\n",
     };
     for (size_t k = 0; k < sizeof nested / sizeof nested[0]; k++) check_same(nested[k], nested[k], strlen(nested[k]));
+    /* a text that binds on its first instruction and fails on a later one,
+     * or fails on each: bind's messages point at each instruction's own text */
+    static const char *const failing[] = {
+        "HloModule m\n\nENTRY %main (p: f32[8,16]) -> f32[8] {\n"
+        "  %p = f32[8,16] parameter(0), sharding={devices=[2,1]0,1}\n"
+        "  %q = f32[8] slice(%p), slice={[0:8], [0:1]}, sharding={devices=[2,1]0,1}\n"
+        "  ROOT %r = f32[8] negate(%q),    sharding={devices=[2,1]0,1}\n}\n",
+        "HloModule m\n\nENTRY %main (p: f32[8,16]) -> f32[8] {\n"
+        "  %p = f32[8,16] parameter(0), sharding={mesh[x=2], [{x}, {}]}\n"
+        "  %q = f32[8] slice(%p), slice={[0:8], [0:1]}, sharding={mesh[x=2], [{x}, {}]}\n"
+        "  ROOT %r = f32[8] negate(%q),  sharding={mesh[x=2], [{x}, {}]}\n}\n",
+        "HloModule m\n\nENTRY %main (p: f32[8]) -> f32[8] {\n"
+        "  %p = f32[8] parameter(0), sharding={mesh[x=2], [{x}]}\n"
+        "  %q = f32[8] negate(%p), sharding={mesh[y=2], [{y}]}\n"
+        "  ROOT %r = f32[8] negate(%q),  sharding={mesh[y=2], [{y}]}\n}\n",
+        "HloModule m\n\nENTRY %main (p: f32[8]) -> f32[8] {\n"
+        "  %p = f32[8] parameter(0), sharding={mesh[x=2], [{z}]}\n"
+        "  %q = f32[8] negate(%p), sharding={mesh[x=2], [{z}]}\n"
+        "  ROOT %r = f32[8] negate(%q),   sharding={mesh[x=2], [{z}]}\n}\n",
+        "HloModule m\n\nENTRY %main (p: f32[8]) -> f32[8] {\n"
+        "  %p = f32[8] parameter(0), sharding={maximal device=3}\n"
+        "  ROOT %q = f32[8] negate(%p),  sharding={maximal device=3}\n}\n",
+        "HloModule m\n\nENTRY %main (p: f32[8]) -> f32[8] {\n"
+        "  %p = f32[8] parameter(0), sharding={mesh[x=2], [{x}]}\n"
+        "  %q = f32[8] negate(%p), sharding={devices=[4]<=[4]}\n"
+        "  ROOT %r = f32[8] negate(%q),   sharding={devices=[4]<=[4]}\n}\n",
+        "HloModule m\n\nENTRY %main (p: f32[8]) -> (f32[8], f32[8]) {\n"
+        "  %p = f32[8] parameter(0), sharding={devices=[2]<=[2]}\n"
+        "  %q = f32[8] negate(%p), sharding={devices=[2]<=[2]}\n"
+        "  ROOT %t = (f32[8], f32[8]) tuple(%p, %q), sharding={{devices=[2]<=[2]}, {mesh[a=2], [{b}]}}\n"
+        "  %u = f32[8] negate(%q),   sharding={{devices=[2]<=[2]}, {mesh[a=2], [{b}]}}\n}\n",
+        "HloModule m\n\nENTRY %main (p: f32[8]) -> f32[8] {\n"
+        "  %p = f32[8] parameter(0), sharding={unknown}\n"
+        "  ROOT %q = f32[8] negate(%p),  sharding={unknown}\n}\n",
+    };
+    for (size_t k = 0; k < sizeof failing / sizeof failing[0]; k++)
+        check_same(failing[k], failing[k], strlen(failing[k]));
+}
+
+/* The parse without LAC reads one sharding text once: later instructions
+ * of that text share its syntax (one record each, HloSyntaxMove), and
+ * hlo_sharding_syntax gives each its own spans. */
+static void test_shared_syntax(void **state)
+{
+    (void)state;
+    static const char text[] = "HloModule m\n\nENTRY %main (p: f32[8]) -> f32[8] {\n"
+                               "  %p = f32[8] parameter(0), sharding={mesh[x=2], [{x}]}\n"
+                               "  %q = f32[8] negate(%p), sharding={mesh[x=2], [{x}]}\n"
+                               "    ROOT %r = f32[8] negate(%q), sharding={mesh[x=2], [{x}]}\n}\n";
+    Parse a = parse_with(text, sizeof text - 1, true);
+    assert_non_null(a.m);
+    const HloComputation *c = &a.m->comps[a.m->entry];
+    assert_int_equal(c->n_insts, 3);
+    assert_ptr_equal(c->insts[1].sharding_src, c->insts[0].sharding_src);
+    assert_ptr_equal(c->insts[2].sharding_src, c->insts[0].sharding_src);
+    assert_int_equal(a.m->n_syntax_moves, 2);
+    const ShardingSyntax *p = hlo_sharding_syntax(a.m, a.m->entry, 0), *q = hlo_sharding_syntax(a.m, a.m->entry, 1),
+                         *r = hlo_sharding_syntax(a.m, a.m->entry, 2);
+    assert_ptr_equal(p, c->insts[0].sharding_src); /* the first keeps its own */
+    assert_ptr_not_equal(q, p);
+    /* `sharding=` at col 29 (p), 27 (q), 34 (r): each group's `{` 9 columns later */
+    assert_int_equal(p->span.begin.line, 4);
+    assert_int_equal(p->span.begin.col, 38);
+    assert_int_equal(q->span.begin.line, 5);
+    assert_int_equal(q->span.begin.col, 36);
+    assert_int_equal(q->span.end.col, p->span.end.col - 2);
+    assert_int_equal(r->span.begin.line, 6);
+    assert_int_equal(r->span.begin.col, 43);
+    assert_int_equal(r->dim_axes[0][0].span.begin.line, 6);
+    assert_int_equal(r->dim_axes[0][0].span.begin.col, p->dim_axes[0][0].span.begin.col + 5);
+    assert_ptr_equal(hlo_sharding_syntax(a.m, a.m->entry, 2), r); /* resolved once */
+    parse_free(&a);
 }
 
 int main(void)
@@ -302,6 +408,7 @@ int main(void)
         cmocka_unit_test(test_heads_and_what_follows),
         cmocka_unit_test(test_heads_inside),
         cmocka_unit_test(test_repeated_shardings),
+        cmocka_unit_test(test_shared_syntax),
         cmocka_unit_test(test_every_hlo_file),
     };
     int failed = cmocka_run_group_tests_name("coarse tokens", tests, NULL, NULL);
