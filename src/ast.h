@@ -448,19 +448,23 @@ uint32_t ast_scan_shape(ScanState *st, const AstLoc *loc, AstTok *tok);
  * INTGROUP token: tok->ints, shared by equal texts as for SHAPE; true.
  * Otherwise false, and the scanner reads it token by token. */
 bool ast_scan_int_group(ScanState *st, const AstLoc *loc, AstTok *tok);
-/* The text at loc matched the COARSE scanner's instruction-head pattern
- * (grammar/hlo.l): `%name = <array shape> opcode(<operands>)` and then
- * `, attr=<value>` pieces.  When the scanner reads every byte of it as the
+/* The COARSE scanner matched `%name =` at loc (grammar/hlo.l); b: the
+ * same bytes in flex's buffer, which holds avail bytes from b on and a
+ * NUL after them.  When the text from there on matches the instruction
+ * head pattern of grammar/hlo.l's comment (`%name = <array shape>
+ * opcode(<operands>)` and then `, attr=<value>` pieces, as many as are
+ * written so, at most 8) and the scanner reads every byte of it as the
  * LAC parser's scanner would read them token by token (depth 1 inside a
  * computation; the shape one SHAPE token, ast_scan_shape; the opcode an
  * IDENT other than `T` and `nan`; integers of at most 18 digits; attribute
  * values that are prims of the grammar, no backend_config or
- * frontend_attributes; and a blank, ',' or the end after it, so its last
- * token ends where it does), it is one INST token: tok->s/n its text,
- * tok->shape its lowered shape, and 0 is returned.  Otherwise the length
- * of its `%name`, which the scanner then returns alone (NAME_PCT), and the
- * rest token by token. */
-uint32_t ast_scan_inst_head(ScanState *st, const AstLoc *loc, AstTok *tok);
+ * frontend_attributes; and a blank or ',' after it, so its last
+ * token ends where it does), and the scan ended inside flex's buffer (the
+ * byte after the text included), it is one INST token: tok->s/n its text,
+ * tok->head its pieces (a slot of st->heads), and 0 is returned.
+ * Otherwise the length of its `%name`, which the scanner then returns
+ * alone (NAME_PCT), and the rest token by token. */
+uint32_t ast_scan_inst_head(ScanState *st, const AstLoc *loc, const char *b, size_t avail, AstTok *tok);
 /* An instruction's `sharding=` (depth 1 in a computation's body, after a
  * ',') was just scanned; the avail bytes
  * after it are in flex's buffer.  When st->coarse is set and a brace group
