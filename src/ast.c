@@ -543,29 +543,45 @@ uint32_t ast_scan_inst_head(ScanState *st, const AstLoc *loc, const char *b, siz
     return 0;
 }
 
-uint32_t ast_scan_sharding(ScanState *st, size_t avail, AstTok *tok)
+/* The bytes a sharding's scan stops at (ast_scan_sharding): braces,
+ * quotes, and what ends its one-line text (a line end, a comment, an
+ * escape, NUL: the end mark of flex's buffer). */
+static const bool SHARDING_STOP[256] = {
+    ['\0'] = true, ['{'] = true, ['}'] = true, ['"'] = true, ['\''] = true,
+    ['\n'] = true, ['\r'] = true, ['/'] = true, ['\\'] = true,
+};
+
+uint32_t ast_scan_sharding(ScanState *st, const char *b, size_t avail, AstTok *tok)
 {
-    const char *text = st->cx->text, *s = text + st->off;
-    size_t room = st->cx->len - st->off;
-    if (!st->coarse || room == 0 || s[0] != '{') return 0;
-    if (avail < room) room = avail;
-    uint32_t n = 0;
-    for (int depth = 0; n < room;) { /* to the matching '}' on this line */
-        char c = s[n++];
+    const char *s = st->cx->text + st->off;
+    if (!st->coarse || avail == 0 || b[0] != '{') return 0;
+    uint32_t n = 0, h = 2166136261u;
+    for (int depth = 0;;) { /* to the matching '}' on this line, its text hash as it goes */
+        unsigned char c = (unsigned char)b[n];
+        if (!SHARDING_STOP[c]) {
+            HEAD_FNV(h, c);
+            n++;
+            continue;
+        }
         if (c == '{') {
             depth++;
         } else if (c == '}') {
-            if (--depth == 0) break;
+            if (--depth == 0) {
+                HEAD_FNV(h, c);
+                n++;
+                break;
+            }
         } else if (c == '"' || c == '\'') { /* a string without escapes */
-            while (n < room && s[n] != c && s[n] != '\\' && s[n] != '\n') n++;
-            if (n == room || s[n] != c) return 0;
-            n++;
-        } else if (c == '\n' || c == '\r' || c == '/' || c == '\\') {
+            HEAD_FNV(h, c);
+            for (n++; b[n] != (char)c && b[n] != '\\' && b[n] != '\n' && b[n] != '\0'; n++) HEAD_FNV(h, b[n]);
+            if (b[n] != (char)c) return 0;
+        } else {
             return 0;
         }
-        if (n == room) return 0;
+        HEAD_FNV(h, c);
+        n++;
     }
-    uint32_t h = ast_name_hash(s, n), slot = 0;
+    uint32_t slot = 0;
     ScanText probe = {s, n, NULL};
     if (intern_find(&st->shardings, h, &probe, scan_text_same, &slot)) {
         memset(tok, 0, sizeof *tok);

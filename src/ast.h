@@ -466,16 +466,16 @@ bool ast_scan_int_group(ScanState *st, const AstLoc *loc, AstTok *tok);
  * alone (NAME_PCT), and the rest token by token. */
 uint32_t ast_scan_inst_head(ScanState *st, const AstLoc *loc, const char *b, size_t avail, AstTok *tok);
 /* An instruction's `sharding=` (depth 1 in a computation's body, after a
- * ',') was just scanned; the avail bytes
- * after it are in flex's buffer.  When st->coarse is set and a brace group
- * follows on the same line within avail bytes (strings without escapes,
- * no comment), and an earlier instruction's sharding had the same text,
- * the whole attribute is one SHARDING token (tok: the group's text,
- * tok->i its name hash; the lowering reuses the syntax it read for the
- * earlier one, parse_lower_sharding): the group's length is returned.
- * Otherwise the text is remembered and 0: the scanner reads it token by
+ * ',') was just scanned; b: the bytes after it in flex's buffer, avail of
+ * them and a NUL.  When st->coarse is set and a brace group follows on
+ * the same line within avail bytes (strings without escapes, no comment),
+ * and an earlier instruction's sharding had the same text, the whole
+ * attribute is one SHARDING token (tok: the group's text, tok->i its name
+ * hash; the lowering reuses the syntax it read for the earlier one,
+ * parse_lower_sharding): the group's length is returned.  Otherwise the
+ * text (when whole) is remembered and 0: the scanner reads it token by
  * token. */
-uint32_t ast_scan_sharding(ScanState *st, size_t avail, AstTok *tok);
+uint32_t ast_scan_sharding(ScanState *st, const char *b, size_t avail, AstTok *tok);
 /* Fills tok for an INT; false (after reporting) if it fits neither int64 nor uint64. */
 bool ast_scan_int(ScanState *st, const AstLoc *loc, AstTok *tok);
 /* Unescapes a STRING token's text (with the quotes) into the arena. */
