@@ -150,37 +150,79 @@ static uint32_t skip_blanks(const char *t, uint32_t i, uint32_t n)
 }
 
 /* One distinct SHAPE or INTGROUP text and its value, kept in ScanState.texts
- * under the text's name hash (a shape's text starts with a letter, a
- * group's with '{'). */
-typedef struct ScanText {
+ * under the text's name hash h (a shape's text starts with a letter, a
+ * group's with '{'); or an instruction's sharding text (ScanState.shardings). */
+struct ScanText {
     const char *s; /* in the input */
-    uint32_t n;
-    const void *val; /* Shape or AstIntGroup */
-} ScanText;
+    uint32_t n, h;
+    const void *val; /* Shape or AstIntGroup; a sharding's: its text */
+};
 /* Distinct SHAPE and INTGROUP texts a scan keeps; more are read token by token. */
 #define SCAN_MAX_SHAPES 65536
+
+/* Whether the n bytes at a and at b are equal (8 at a time, no call: the
+ * texts are short). */
+static inline bool scan_bytes_equal(const char *a, const char *b, uint32_t n)
+{
+    uint64_t x, y;
+    if (n < 8) {
+        for (uint32_t k = 0; k < n; k++)
+            if (a[k] != b[k]) return false;
+        return true;
+    }
+    for (uint32_t k = 0; k + 8 < n; k += 8) {
+        memcpy(&x, a + k, 8);
+        memcpy(&y, b + k, 8);
+        if (x != y) return false;
+    }
+    memcpy(&x, a + n - 8, 8);
+    memcpy(&y, b + n - 8, 8);
+    return x == y;
+}
 
 static bool scan_text_same(const void *stored, const void *item)
 {
     const ScanText *a = stored, *b = item;
-    return a->n == b->n && memcmp(a->s, b->s, a->n) == 0;
+    return a->n == b->n && scan_bytes_equal(a->s, b->s, a->n);
 }
 
-/* The value kept for text s[0..n) (hash h), or NULL; *at: where
- * scan_text_add puts one (intern.h). */
+/* The text s[0..n) (hash h) kept in set, or NULL; *at: where
+ * scan_text_keep puts one (intern.h).  recent (AST_SCAN_RECENT entries,
+ * by hash) remembers the last text found or kept per entry: a module
+ * repeats a few texts on every line, so most lookups end there. */
+static const ScanText *scan_text_lookup(InternSet *set, const ScanText **recent, const char *s, uint32_t n,
+                                        uint32_t h, uint32_t *at)
+{
+    const ScanText **r = &recent[h & (AST_SCAN_RECENT - 1)];
+    if (*r && (*r)->h == h && (*r)->n == n && scan_bytes_equal((*r)->s, s, n)) return *r;
+    ScanText probe = {s, n, h, NULL};
+    const ScanText *e = intern_find(set, h, &probe, scan_text_same, at);
+    if (e) *r = e;
+    return e;
+}
+
+/* Keeps text s[0..n) (hash h; not kept yet, at from scan_text_lookup) and val. */
+static void scan_text_keep(ScanState *st, InternSet *set, const ScanText **recent, const char *s, uint32_t n,
+                           uint32_t h, uint32_t at, const void *val)
+{
+    ScanText *e = ARENA_NEW(ast_scan_arena(st), ScanText);
+    *e = (ScanText){s, n, h, val};
+    intern_add(set, at, h, e);
+    recent[h & (AST_SCAN_RECENT - 1)] = e;
+}
+
+/* The value kept for SHAPE or INTGROUP text s[0..n) (hash h), or NULL;
+ * *at: where scan_text_add puts one. */
 static const void *scan_text_find(ScanState *st, const char *s, uint32_t n, uint32_t h, uint32_t *at)
 {
-    ScanText probe = {s, n, NULL};
-    const ScanText *e = intern_find(&st->texts, h, &probe, scan_text_same, at);
+    const ScanText *e = scan_text_lookup(&st->texts, st->recent_texts, s, n, h, at);
     return e ? e->val : NULL;
 }
 
-/* Keeps val for text s[0..n) (hash h; not kept yet, at from scan_text_find). */
+/* Keeps val for SHAPE or INTGROUP text s[0..n) (hash h; not kept yet, at from scan_text_find). */
 static void scan_text_add(ScanState *st, const char *s, uint32_t n, uint32_t h, uint32_t at, const void *val)
 {
-    ScanText *e = ARENA_NEW(ast_scan_arena(st), ScanText);
-    *e = (ScanText){s, n, val};
-    intern_add(&st->texts, at, h, e);
+    scan_text_keep(st, &st->texts, st->recent_texts, s, n, h, at, val);
 }
 
 /* Reads `,`-separated decimal integers of at most 18 digits from s[*p..),
@@ -347,10 +389,11 @@ static inline uint32_t head_blanks(const char *b, uint32_t i)
 }
 static inline uint32_t head_name(const char *b, uint32_t i, uint32_t *hash)
 {
+    const unsigned char *p = (const unsigned char *)b + i;
     uint32_t h = 2166136261u;
-    for (; HEAD_IS(b[i], HEAD_ID); i++) HEAD_FNV(h, b[i]);
+    for (unsigned c; HEAD_CLASS[c = *p] & HEAD_ID; p++) HEAD_FNV(h, c);
     *hash = h;
-    return i;
+    return (uint32_t)(p - (const unsigned char *)b);
 }
 static inline bool head_ints(const char *b, uint32_t *at, char close, uint32_t *hash)
 {
@@ -582,19 +625,14 @@ uint32_t ast_scan_sharding(ScanState *st, const char *b, size_t avail, AstTok *t
         n++;
     }
     uint32_t slot = 0;
-    ScanText probe = {s, n, NULL};
-    if (intern_find(&st->shardings, h, &probe, scan_text_same, &slot)) {
+    if (scan_text_lookup(&st->shardings, st->recent_shardings, b, n, h, &slot)) {
         memset(tok, 0, sizeof *tok);
         tok->s = s;
         tok->n = n;
         tok->i = h;
         return n;
     }
-    if (st->shardings.n < SCAN_MAX_SHAPES) {
-        ScanText *e = ARENA_NEW(ast_scan_arena(st), ScanText);
-        *e = (ScanText){s, n, s};
-        intern_add(&st->shardings, slot, h, e);
-    }
+    if (st->shardings.n < SCAN_MAX_SHAPES) scan_text_keep(st, &st->shardings, st->recent_shardings, s, n, h, slot, s);
     return 0;
 }
 

@@ -278,6 +278,10 @@ typedef struct ParseCtx {
 
 #define AST_MAX_NESTING 200
 #define AST_HEAD_RING 4
+#define AST_SCAN_RECENT 64
+
+/* A text the scanner keeps, with its value (ast.c). */
+typedef struct ScanText ScanText;
 
 /* Scanner state (flex extra): position, context for the `{` rules. */
 typedef struct ScanState {
@@ -307,7 +311,10 @@ typedef struct ScanState {
      * words the diagnostics stay the single ones its expected lists name. */
     bool coarse;
     InternSet texts; /* the distinct SHAPE and INTGROUP texts (ast.c); the scan's owner frees it */
-    InternSet shardings; /* the distinct texts of instructions' shardings seen (ast_scan_shared_sharding); freed so too */
+    InternSet shardings; /* the distinct texts of instructions' shardings seen (ast_scan_sharding); freed so too */
+    /* The text of each set found or kept last, per hash & (AST_SCAN_RECENT - 1) (ast.c). */
+    const struct ScanText *recent_texts[AST_SCAN_RECENT];
+    const struct ScanText *recent_shardings[AST_SCAN_RECENT];
     /* The last AST_HEAD_RING INST descriptors, in turn (a token's value
      * points at its slot; the parser holds at most two INST values at
      * once: the one being reduced and the lookahead). */
