@@ -495,7 +495,7 @@ static bool head_value_check(ScanState *st, const char *s, AstHeadPart *p)
 uint32_t ast_scan_inst_head(ScanState *st, const AstLoc *loc, const char *b, size_t avail, AstTok *tok)
 {
     const char *s = st->cx->text + loc->off;
-    AstHead *h = &st->heads[st->n_heads % AST_HEAD_RING];
+    AstHead *h = st->head_at ? st->head_at : &st->heads[st->n_heads % AST_HEAD_RING];
     uint32_t hash, name_n = head_name(b, 1, &hash);
     if (!st->coarse || st->depth != 1) return name_n;
     h->part[0] = (AstHeadPart){0, name_n, {hash}};

@@ -320,6 +320,7 @@ typedef struct ScanState {
      * once: the one being reduced and the lookahead). */
     AstHead heads[AST_HEAD_RING];
     uint32_t n_heads;
+    AstHead *head_at;      /* where the next INST descriptor goes instead (a ScanFeed's chunk), or NULL */
 } ScanState;
 
 /* ------------------------------------------------------------ scanner helpers */
@@ -468,7 +469,7 @@ bool ast_scan_int_group(ScanState *st, const AstLoc *loc, AstTok *tok);
  * frontend_attributes; and a blank or ',' after it, so its last
  * token ends where it does), and the scan ended inside flex's buffer (the
  * byte after the text included), it is one INST token: tok->s/n its text,
- * tok->head its pieces (a slot of st->heads), and 0 is returned.
+ * tok->head its pieces (at st->head_at, else a slot of st->heads), and 0 is returned.
  * Otherwise the length of its `%name`, which the scanner then returns
  * alone (NAME_PCT), and the rest token by token. */
 uint32_t ast_scan_inst_head(ScanState *st, const AstLoc *loc, const char *b, size_t avail, AstTok *tok);
