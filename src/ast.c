@@ -150,37 +150,79 @@ static uint32_t skip_blanks(const char *t, uint32_t i, uint32_t n)
 }
 
 /* One distinct SHAPE or INTGROUP text and its value, kept in ScanState.texts
- * under the text's name hash (a shape's text starts with a letter, a
- * group's with '{'). */
-typedef struct ScanText {
+ * under the text's name hash h (a shape's text starts with a letter, a
+ * group's with '{'); or an instruction's sharding text (ScanState.shardings). */
+struct ScanText {
     const char *s; /* in the input */
-    uint32_t n;
-    const void *val; /* Shape or AstIntGroup */
-} ScanText;
+    uint32_t n, h;
+    const void *val; /* Shape or AstIntGroup; a sharding's: its text */
+};
 /* Distinct SHAPE and INTGROUP texts a scan keeps; more are read token by token. */
 #define SCAN_MAX_SHAPES 65536
+
+/* Whether the n bytes at a and at b are equal (8 at a time, no call: the
+ * texts are short). */
+static inline bool scan_bytes_equal(const char *a, const char *b, uint32_t n)
+{
+    uint64_t x, y;
+    if (n < 8) {
+        for (uint32_t k = 0; k < n; k++)
+            if (a[k] != b[k]) return false;
+        return true;
+    }
+    for (uint32_t k = 0; k + 8 < n; k += 8) {
+        memcpy(&x, a + k, 8);
+        memcpy(&y, b + k, 8);
+        if (x != y) return false;
+    }
+    memcpy(&x, a + n - 8, 8);
+    memcpy(&y, b + n - 8, 8);
+    return x == y;
+}
 
 static bool scan_text_same(const void *stored, const void *item)
 {
     const ScanText *a = stored, *b = item;
-    return a->n == b->n && memcmp(a->s, b->s, a->n) == 0;
+    return a->n == b->n && scan_bytes_equal(a->s, b->s, a->n);
 }
 
-/* The value kept for text s[0..n) (hash h), or NULL; *at: where
- * scan_text_add puts one (intern.h). */
+/* The text s[0..n) (hash h) kept in set, or NULL; *at: where
+ * scan_text_keep puts one (intern.h).  recent (AST_SCAN_RECENT entries,
+ * by hash) remembers the last text found or kept per entry: a module
+ * repeats a few texts on every line, so most lookups end there. */
+static const ScanText *scan_text_lookup(InternSet *set, const ScanText **recent, const char *s, uint32_t n,
+                                        uint32_t h, uint32_t *at)
+{
+    const ScanText **r = &recent[h & (AST_SCAN_RECENT - 1)];
+    if (*r && (*r)->h == h && (*r)->n == n && scan_bytes_equal((*r)->s, s, n)) return *r;
+    ScanText probe = {s, n, h, NULL};
+    const ScanText *e = intern_find(set, h, &probe, scan_text_same, at);
+    if (e) *r = e;
+    return e;
+}
+
+/* Keeps text s[0..n) (hash h; not kept yet, at from scan_text_lookup) and val. */
+static void scan_text_keep(ScanState *st, InternSet *set, const ScanText **recent, const char *s, uint32_t n,
+                           uint32_t h, uint32_t at, const void *val)
+{
+    ScanText *e = ARENA_NEW(ast_scan_arena(st), ScanText);
+    *e = (ScanText){s, n, h, val};
+    intern_add(set, at, h, e);
+    recent[h & (AST_SCAN_RECENT - 1)] = e;
+}
+
+/* The value kept for SHAPE or INTGROUP text s[0..n) (hash h), or NULL;
+ * *at: where scan_text_add puts one. */
 static const void *scan_text_find(ScanState *st, const char *s, uint32_t n, uint32_t h, uint32_t *at)
 {
-    ScanText probe = {s, n, NULL};
-    const ScanText *e = intern_find(&st->texts, h, &probe, scan_text_same, at);
+    const ScanText *e = scan_text_lookup(&st->texts, st->recent_texts, s, n, h, at);
     return e ? e->val : NULL;
 }
 
-/* Keeps val for text s[0..n) (hash h; not kept yet, at from scan_text_find). */
+/* Keeps val for SHAPE or INTGROUP text s[0..n) (hash h; not kept yet, at from scan_text_find). */
 static void scan_text_add(ScanState *st, const char *s, uint32_t n, uint32_t h, uint32_t at, const void *val)
 {
-    ScanText *e = ARENA_NEW(ast_scan_arena(st), ScanText);
-    *e = (ScanText){s, n, val};
-    intern_add(&st->texts, at, h, e);
+    scan_text_keep(st, &st->texts, st->recent_texts, s, n, h, at, val);
 }
 
 /* Reads `,`-separated decimal integers of at most 18 digits from s[*p..),
@@ -236,11 +278,11 @@ static bool scan_lower_shape(const char *s, uint32_t n, uint32_t w, Shape *out)
 }
 
 /* The lowered shape of the SHAPE text s[0..n) (its element type word
- * s[0..w)), shared by every equal text; NULL when it is no well-formed
+ * s[0..w), h its ast_name_hash), shared by every equal text; NULL when it is no well-formed
  * array shape or the scan keeps SCAN_MAX_SHAPES texts already. */
-static const Shape *scan_shape_text(ScanState *st, const char *s, uint32_t n, uint32_t w)
+static const Shape *scan_shape_text(ScanState *st, const char *s, uint32_t n, uint32_t w, uint32_t h)
 {
-    uint32_t h = ast_name_hash(s, n), slot = 0;
+    uint32_t slot = 0;
     const Shape *found = scan_text_find(st, s, n, h, &slot);
     if (found) return found;
     Shape sh;
@@ -263,7 +305,7 @@ uint32_t ast_scan_shape(ScanState *st, const AstLoc *loc, AstTok *tok)
         uint32_t i = skip_blanks(text, st->off, st->cx->len);
         if (i < st->cx->len && text[i] == '{') return w;
     }
-    const Shape *found = scan_shape_text(st, s, n, w);
+    const Shape *found = scan_shape_text(st, s, n, w, ast_name_hash(s, n));
     if (!found) return w;
     memset(tok, 0, sizeof *tok);
     tok->s = s;
@@ -272,12 +314,13 @@ uint32_t ast_scan_shape(ScanState *st, const AstLoc *loc, AstTok *tok)
     return 0;
 }
 
-/* The integers of the INTGROUP text s[0..n) (`{}` or `{ints}`), shared by
+/* The integers of the INTGROUP text s[0..n) (`{}` or `{ints}`; h its
+ * ast_name_hash), shared by
  * every equal text; NULL when one has more than 18 digits or the scan
  * keeps SCAN_MAX_SHAPES texts already. */
-static const AstIntGroup *scan_int_group_text(ScanState *st, const char *s, uint32_t n)
+static const AstIntGroup *scan_int_group_text(ScanState *st, const char *s, uint32_t n, uint32_t h)
 {
-    uint32_t h = ast_name_hash(s, n), slot = 0;
+    uint32_t slot = 0;
     const AstIntGroup *found = scan_text_find(st, s, n, h, &slot);
     if (found) return found;
     if (st->texts.n == SCAN_MAX_SHAPES) return NULL;
@@ -308,7 +351,7 @@ bool ast_scan_int_group(ScanState *st, const AstLoc *loc, AstTok *tok)
         return false;
     const char *s = st->cx->text + loc->off;
     uint32_t n = loc->end - loc->off;
-    const AstIntGroup *found = scan_int_group_text(st, s, n);
+    const AstIntGroup *found = scan_int_group_text(st, s, n, ast_name_hash(s, n));
     if (!found) return false;
     memset(tok, 0, sizeof *tok);
     tok->s = s;
@@ -319,22 +362,56 @@ bool ast_scan_int_group(ScanState *st, const AstLoc *loc, AstTok *tok)
 
 /* ---------------------------------------------------------------- whole instruction heads */
 
-/* Byte classes of an INST text: HEAD_ID a name's bytes (IDCHAR in
- * grammar/hlo.l), HEAD_DIGIT, HEAD_BLANK (the blanks its pattern allows). */
-enum { HEAD_ID = 1, HEAD_DIGIT = 2, HEAD_BLANK = 4 };
+/* Byte classes of an instruction head (grammar/hlo.l): HEAD_ID a name's
+ * bytes (IDCHAR), HEAD_DIGIT, HEAD_BLANK (the blanks a head may hold:
+ * space and tab), HEAD_START a name's first byte (IDSTART).  NUL, the
+ * end mark of flex's buffer, is in none. */
+enum { HEAD_ID = 1, HEAD_DIGIT = 2, HEAD_BLANK = 4, HEAD_START = 8 };
 static const uint8_t HEAD_CLASS[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0,
-    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1,
-    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0,
+    0, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 0, 0, 0, 0, 9,
+    0, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 0, 0, 0, 0, 0,
 };
+#define HEAD_IS(c, cls) (HEAD_CLASS[(unsigned char)(c)] & (cls))
+/* One byte into an FNV-1a hash (ast_name_hash). */
+#define HEAD_FNV(h, c) ((h) = ((h) ^ (unsigned char)(c)) * 16777619u)
 
-/* The walkers over an INST text s[0..n) (the scanner's pattern fixed its
- * structure, so they only find where each piece ends). */
-static inline uint32_t head_skip(const char *s, uint32_t i, uint32_t n, int cls)
+/* The walkers over a head's bytes b (flex's buffer: they stop at its NUL
+ * end mark at the latest).  head_blanks: past {B}; head_name: past a
+ * name's bytes from i, its ast_name_hash into *hash; head_ints: *at past
+ * INTS (`({D}+(","{D}+)*)?`) and the byte close after them, each byte into
+ * *hash, or false and *at at the first byte that does not fit. */
+static inline uint32_t head_blanks(const char *b, uint32_t i)
 {
-    while (i < n && (HEAD_CLASS[(unsigned char)s[i]] & cls)) i++;
+    while (HEAD_IS(b[i], HEAD_BLANK)) i++;
     return i;
+}
+static inline uint32_t head_name(const char *b, uint32_t i, uint32_t *hash)
+{
+    const unsigned char *p = (const unsigned char *)b + i;
+    uint32_t h = 2166136261u;
+    for (unsigned c; HEAD_CLASS[c = *p] & HEAD_ID; p++) HEAD_FNV(h, c);
+    *hash = h;
+    return (uint32_t)(p - (const unsigned char *)b);
+}
+static inline bool head_ints(const char *b, uint32_t *at, char close, uint32_t *hash)
+{
+    uint32_t i = *at, h = *hash;
+    if (b[i] != close)
+        for (;;) {
+            if (!HEAD_IS(b[i], HEAD_DIGIT)) break;
+            do HEAD_FNV(h, b[i]); while (HEAD_IS(b[++i], HEAD_DIGIT));
+            if (b[i] != ',') break;
+            HEAD_FNV(h, ',');
+            i++;
+        }
+    *at = i;
+    if (b[i] != close) return false;
+    HEAD_FNV(h, close);
+    *hash = h;
+    *at = i + 1;
+    return true;
 }
 static inline bool head_word_is(const char *s, uint32_t n, const char *w)
 {
@@ -354,137 +431,208 @@ static bool head_prim_word(int tok)
     }
 }
 
-/* A name part s[b..e) of an INST text: its hash is of the text after a '%'. */
-static AstHeadPart head_name_part(const char *s, uint32_t b, uint32_t e)
+/* The value at b[*at] of a head (VAL of grammar/hlo.l; ops: only OPND, a
+ * `%name` or digits) as part *p (the name hash of a name or word, the
+ * text hash of an integer list, nothing yet for an integer:
+ * head_value_check), *at past it; or false and
+ * *at at the first byte that does not fit. */
+static inline bool head_value(const char *b, uint32_t *at, bool ops, AstHeadPart *p)
 {
-    AstHeadPart p = {b, e - b, {0}};
-    uint32_t k = b + (s[b] == '%');
-    p.v = ast_name_hash(s + k, e - k);
-    return p;
-}
-
-/* The prim at s[*i] of an INST text (operand or attribute value) as a
- * part, *i moved past it; false when the LAC parser's scanner would read it
- * otherwise (an integer of more than 18 digits, a word that is no prim). */
-static bool head_value_part(ScanState *st, const char *s, uint32_t n, uint32_t *i, AstHeadPart *p)
-{
-    uint32_t b = *i, e;
-    if (s[b] == '%') {
-        e = head_skip(s, b + 1, n, HEAD_ID);
-        *p = head_name_part(s, b, e);
-    } else if (s[b] == '-' || (HEAD_CLASS[(unsigned char)s[b]] & HEAD_DIGIT)) {
-        uint32_t d = b + (s[b] == '-');
-        e = head_skip(s, d, n, HEAD_DIGIT);
-        if (e - d > 18) return false;
-        int64_t v = 0;
-        for (uint32_t k = d; k < e; k++) v = v * 10 + (s[k] - '0');
-        *p = (AstHeadPart){b, e - b, {s[b] == '-' ? -v : v}};
-    } else if (s[b] == '{') {
-        for (e = b + 1; s[e] != '}'; e++) {}
-        const AstIntGroup *g = scan_int_group_text(st, s + b, ++e - b);
-        if (!g) return false;
-        *p = (AstHeadPart){b, e - b, {0}};
-        p->ints = g;
-    } else {
-        AstTok t;
-        e = head_skip(s, b, n, HEAD_ID);
-        if (!head_prim_word(ast_scan_word(s + b, e - b, st->depth, &t)) || head_word_is(s + b, e - b, "nan"))
+    uint32_t i = *at, e, hash = 0;
+    char c = b[i];
+    if (c == '%') {
+        *at = i + 1;
+        if (!HEAD_IS(b[i + 1], HEAD_START)) return false;
+        e = head_name(b, i + 1, &hash);
+    } else if (HEAD_IS(c, HEAD_DIGIT) || (c == '-' && !ops)) {
+        e = i + (c == '-');
+        *at = e;
+        if (!HEAD_IS(b[e], HEAD_DIGIT)) return false;
+        while (HEAD_IS(b[++e], HEAD_DIGIT)) {}
+    } else if (c == '{' && !ops) {
+        e = i + 1;
+        hash = (2166136261u ^ '{') * 16777619u; /* the list's text hash, for scan_int_group_text */
+        if (!head_ints(b, &e, '}', &hash)) {
+            *at = e;
             return false;
-        *p = head_name_part(s, b, e);
+        }
+    } else if (HEAD_IS(c, HEAD_START) && !ops) {
+        e = head_name(b, i, &hash);
+    } else {
+        return false;
     }
-    *i = e;
+    p->off = i;
+    p->n = e - i;
+    p->v = hash;
+    *at = e;
     return true;
 }
 
-uint32_t ast_scan_inst_head(ScanState *st, const AstLoc *loc, AstTok *tok)
+/* Whether the value part p of the head text s is one the LAC parser's
+ * scanner reads as one prim (no integer of more than 18 digits, no word
+ * that is no prim, an integer list the scan keeps, scan_int_group_text),
+ * and its integer or list into p. */
+static bool head_value_check(ScanState *st, const char *s, AstHeadPart *p)
 {
-    const char *text = st->cx->text, *s = text + loc->off;
-    uint32_t n = loc->end - loc->off, len = st->cx->len;
-    uint32_t name_n = head_skip(s, 1, n, HEAD_ID);
+    const char *t = s + p->off;
+    if (t[0] == '%') return true;
+    if (t[0] == '{') {
+        p->ints = scan_int_group_text(st, t, p->n, (uint32_t)p->v);
+        return p->ints != NULL;
+    }
+    if (t[0] == '-' || HEAD_IS(t[0], HEAD_DIGIT)) {
+        uint32_t d = t[0] == '-';
+        if (p->n - d > 18) return false;
+        int64_t v = 0;
+        for (uint32_t k = d; k < p->n; k++) v = v * 10 + (t[k] - '0');
+        p->v = d ? -v : v;
+        return true;
+    }
+    AstTok w;
+    return head_prim_word(ast_scan_word(t, p->n, st->depth, &w)) && !head_word_is(t, p->n, "nan");
+}
+
+uint32_t ast_scan_inst_head(ScanState *st, const AstLoc *loc, const char *b, size_t avail, AstTok *tok)
+{
+    const char *s = st->cx->text + loc->off;
+    AstHead *h = st->head_at ? st->head_at : &st->heads[st->n_heads % AST_HEAD_RING];
+    uint32_t hash, name_n = head_name(b, 1, &hash);
     if (!st->coarse || st->depth != 1) return name_n;
-    if (loc->end < len) { /* the last token ends here for the LAC parser's scanner too */
-        char c = text[loc->end];
-        if (c != ' ' && c != '\t' && c != '\r' && c != '\n' && c != '\f' && c != '\v' && c != ',') return name_n;
+    h->part[0] = (AstHeadPart){0, name_n, {hash}};
+    /* the pattern of grammar/hlo.l's comment, each byte read once: the
+     * shape (its text hash as it goes: the element type's, then the rest) */
+    uint32_t i = head_blanks(b, loc->end - loc->off), w, e;
+    if (!HEAD_IS(b[i], HEAD_START)) return name_n;
+    w = head_name(b, i, &hash);
+    if (b[w] != '[') return name_n;
+    HEAD_FNV(hash, '[');
+    e = w + 1;
+    if (!head_ints(b, &e, ']', &hash)) return name_n;
+    if (b[e] == '{') {
+        HEAD_FNV(hash, '{');
+        e++;
+        if (!head_ints(b, &e, '}', &hash)) return name_n;
     }
-    AstHead *h = &st->heads[st->n_heads % AST_HEAD_RING];
-    h->part[0] = head_name_part(s, 0, name_n);
-    uint32_t i = head_skip(s, head_skip(s, name_n, n, HEAD_BLANK) + 1, n, HEAD_BLANK), w = i, se;
-    while (s[w] != '[') w++;
-    for (se = w; s[se] != ']'; se++) {}
-    if (s[++se] == '{') /* a layout */
-        while (s[se++] != '}') {}
-    h->shape = scan_shape_text(st, s + i, se - i, w - i);
-    if (!h->shape) return name_n;
-    h->part[1] = (AstHeadPart){i, se - i, {0}};
-    i = head_skip(s, se, n, HEAD_BLANK);
-    uint32_t oe = head_skip(s, i, n, HEAD_ID);
-    AstTok t;
-    if (ast_scan_word(s + i, oe - i, st->depth, &t) != TOK_IDENT || head_word_is(s + i, oe - i, "T") ||
-        head_word_is(s + i, oe - i, "nan"))
-        return name_n; /* `T(` and `nan(` are tokens of their own */
-    h->part[2] = head_name_part(s, i, oe);
+    if (!HEAD_IS(b[e], HEAD_BLANK)) return name_n;
+    uint32_t shape_hash = hash;
+    h->part[1] = (AstHeadPart){i, e - i, {0}};
+    /* the opcode and at most 8 operands */
+    i = head_blanks(b, e);
+    if (!HEAD_IS(b[i], HEAD_START)) return name_n;
+    e = head_name(b, i, &hash);
+    if (b[e] != '(') return name_n;
+    h->part[2] = (AstHeadPart){i, e - i, {hash}};
     uint32_t k = 3;
-    for (i = oe + 1; s[i] != ')';) { /* operands: `%name` or an integer, then ',' or ')' */
-        if (!head_value_part(st, s, n, &i, &h->part[k++])) return name_n;
-        i = head_skip(s, i, n, HEAD_BLANK);
-        if (s[i] == ',') i = head_skip(s, i + 1, n, HEAD_BLANK);
+    i = e + 1;
+    if (b[i] != ')')
+        for (;;) {
+            if (!head_value(b, &i, true, &h->part[k++])) return name_n;
+            if (b[i] == ')') break;
+            if (k == 3 + AST_HEAD_MAX_OPS) return name_n;
+            i = head_blanks(b, i);
+            if (b[i] != ',') return name_n;
+            i = head_blanks(b, i + 1);
+        }
+    uint32_t n_ops = k - 3, end = i + 1;
+    /* at most 8 attributes `, name=value`: up to the first that is none
+     * (i: where it stops fitting), which must lie inside flex's buffer */
+    for (uint32_t a = 0; a < AST_HEAD_MAX_ATTRS; a++) {
+        i = head_blanks(b, end);
+        if (b[i] != ',') break;
+        i = head_blanks(b, i + 1);
+        if (!HEAD_IS(b[i], HEAD_START)) break;
+        e = head_name(b, i, &hash);
+        h->part[k] = (AstHeadPart){i, e - i, {hash}};
+        i = e;
+        if (b[i] != '=') break;
+        i++;
+        if (!head_value(b, &i, false, &h->part[k + 1])) break;
+        k += 2;
+        end = i;
     }
-    h->n_ops = (uint16_t)(k - 3);
-    for (i++; i < n;) { /* attributes: `, name=value` */
-        i = head_skip(s, head_skip(s, i, n, HEAD_BLANK) + 1, n, HEAD_BLANK);
-        uint32_t ae = head_skip(s, i, n, HEAD_ID);
-        if (head_word_is(s + i, ae - i, "backend_config") || head_word_is(s + i, ae - i, "frontend_attributes"))
+    /* the text [0, end) and the byte after it are in flex's buffer (the
+     * NUL at avail ends its scan); its last token ends there for the LAC
+     * parser's scanner too */
+    char c = b[end];
+    if (i >= avail || (c != ' ' && c != '\t' && c != '\r' && c != '\n' && c != '\f' && c != '\v' && c != ','))
+        return name_n;
+    /* the pieces as the LAC parser's scanner reads them, checked in the
+     * order that keeps the same shape and integer-list texts */
+    h->shape = scan_shape_text(st, s + h->part[1].off, h->part[1].n, w - h->part[1].off, shape_hash);
+    if (!h->shape) return name_n;
+    const char *op = s + h->part[2].off;
+    uint32_t op_n = h->part[2].n;
+    AstTok t;
+    if (ast_scan_word(op, op_n, st->depth, &t) != TOK_IDENT || head_word_is(op, op_n, "T") ||
+        head_word_is(op, op_n, "nan"))
+        return name_n; /* `T(` and `nan(` are tokens of their own */
+    for (uint32_t p = 3; p < 3 + n_ops; p++)
+        if (!head_value_check(st, s, &h->part[p])) return name_n;
+    for (uint32_t p = 3 + n_ops; p < k; p += 2) {
+        const char *an = s + h->part[p].off;
+        uint32_t an_n = h->part[p].n;
+        if (head_word_is(an, an_n, "backend_config") || head_word_is(an, an_n, "frontend_attributes"))
             return name_n; /* their '{' opens a blob, or a group of blobs */
-        h->part[k++] = head_name_part(s, i, ae);
-        i = ae + 1;
-        if (!head_value_part(st, s, n, &i, &h->part[k++])) return name_n;
+        if (!head_value_check(st, s, &h->part[p + 1])) return name_n;
     }
-    h->n_attrs = (uint16_t)((k - 3 - h->n_ops) / 2);
+    h->n_ops = (uint16_t)n_ops;
+    h->n_attrs = (uint16_t)((k - 3 - n_ops) / 2);
     st->n_heads++;
     if (!st->quiet) ast_prefetch_head(st->cx, s, h); /* else the parser's thread does (ast_feed_keep_head) */
     memset(tok, 0, sizeof *tok);
     tok->s = s;
-    tok->n = n;
+    tok->n = end;
     tok->head = h;
     return 0;
 }
 
-uint32_t ast_scan_sharding(ScanState *st, size_t avail, AstTok *tok)
+/* The bytes a sharding's scan stops at (ast_scan_sharding): braces,
+ * quotes, and what ends its one-line text (a line end, a comment, an
+ * escape, NUL: the end mark of flex's buffer). */
+static const bool SHARDING_STOP[256] = {
+    ['\0'] = true, ['{'] = true, ['}'] = true, ['"'] = true, ['\''] = true,
+    ['\n'] = true, ['\r'] = true, ['/'] = true, ['\\'] = true,
+};
+
+uint32_t ast_scan_sharding(ScanState *st, const char *b, size_t avail, AstTok *tok)
 {
-    const char *text = st->cx->text, *s = text + st->off;
-    size_t room = st->cx->len - st->off;
-    if (!st->coarse || room == 0 || s[0] != '{') return 0;
-    if (avail < room) room = avail;
-    uint32_t n = 0;
-    for (int depth = 0; n < room;) { /* to the matching '}' on this line */
-        char c = s[n++];
+    const char *s = st->cx->text + st->off;
+    if (!st->coarse || avail == 0 || b[0] != '{') return 0;
+    uint32_t n = 0, h = 2166136261u;
+    for (int depth = 0;;) { /* to the matching '}' on this line, its text hash as it goes */
+        unsigned char c = (unsigned char)b[n];
+        if (!SHARDING_STOP[c]) {
+            HEAD_FNV(h, c);
+            n++;
+            continue;
+        }
         if (c == '{') {
             depth++;
         } else if (c == '}') {
-            if (--depth == 0) break;
+            if (--depth == 0) {
+                HEAD_FNV(h, c);
+                n++;
+                break;
+            }
         } else if (c == '"' || c == '\'') { /* a string without escapes */
-            while (n < room && s[n] != c && s[n] != '\\' && s[n] != '\n') n++;
-            if (n == room || s[n] != c) return 0;
-            n++;
-        } else if (c == '\n' || c == '\r' || c == '/' || c == '\\') {
+            HEAD_FNV(h, c);
+            for (n++; b[n] != (char)c && b[n] != '\\' && b[n] != '\n' && b[n] != '\0'; n++) HEAD_FNV(h, b[n]);
+            if (b[n] != (char)c) return 0;
+        } else {
             return 0;
         }
-        if (n == room) return 0;
+        HEAD_FNV(h, c);
+        n++;
     }
-    uint32_t h = ast_name_hash(s, n), slot = 0;
-    ScanText probe = {s, n, NULL};
-    if (intern_find(&st->shardings, h, &probe, scan_text_same, &slot)) {
+    uint32_t slot = 0;
+    if (scan_text_lookup(&st->shardings, st->recent_shardings, b, n, h, &slot)) {
         memset(tok, 0, sizeof *tok);
         tok->s = s;
         tok->n = n;
         tok->i = h;
         return n;
     }
-    if (st->shardings.n < SCAN_MAX_SHAPES) {
-        ScanText *e = ARENA_NEW(ast_scan_arena(st), ScanText);
-        *e = (ScanText){s, n, s};
-        intern_add(&st->shardings, slot, h, e);
-    }
+    if (st->shardings.n < SCAN_MAX_SHAPES) scan_text_keep(st, &st->shardings, st->recent_shardings, s, n, h, slot, s);
     return 0;
 }
 

@@ -278,6 +278,10 @@ typedef struct ParseCtx {
 
 #define AST_MAX_NESTING 200
 #define AST_HEAD_RING 4
+#define AST_SCAN_RECENT 64
+
+/* A text the scanner keeps, with its value (ast.c). */
+typedef struct ScanText ScanText;
 
 /* Scanner state (flex extra): position, context for the `{` rules. */
 typedef struct ScanState {
@@ -307,12 +311,16 @@ typedef struct ScanState {
      * words the diagnostics stay the single ones its expected lists name. */
     bool coarse;
     InternSet texts; /* the distinct SHAPE and INTGROUP texts (ast.c); the scan's owner frees it */
-    InternSet shardings; /* the distinct texts of instructions' shardings seen (ast_scan_shared_sharding); freed so too */
+    InternSet shardings; /* the distinct texts of instructions' shardings seen (ast_scan_sharding); freed so too */
+    /* The text of each set found or kept last, per hash & (AST_SCAN_RECENT - 1) (ast.c). */
+    const struct ScanText *recent_texts[AST_SCAN_RECENT];
+    const struct ScanText *recent_shardings[AST_SCAN_RECENT];
     /* The last AST_HEAD_RING INST descriptors, in turn (a token's value
      * points at its slot; the parser holds at most two INST values at
      * once: the one being reduced and the lookahead). */
     AstHead heads[AST_HEAD_RING];
     uint32_t n_heads;
+    AstHead *head_at;      /* where the next INST descriptor goes instead (a ScanFeed's chunk), or NULL */
 } ScanState;
 
 /* ------------------------------------------------------------ scanner helpers */
@@ -448,30 +456,34 @@ uint32_t ast_scan_shape(ScanState *st, const AstLoc *loc, AstTok *tok);
  * INTGROUP token: tok->ints, shared by equal texts as for SHAPE; true.
  * Otherwise false, and the scanner reads it token by token. */
 bool ast_scan_int_group(ScanState *st, const AstLoc *loc, AstTok *tok);
-/* The text at loc matched the COARSE scanner's instruction-head pattern
- * (grammar/hlo.l): `%name = <array shape> opcode(<operands>)` and then
- * `, attr=<value>` pieces.  When the scanner reads every byte of it as the
+/* The COARSE scanner matched `%name =` at loc (grammar/hlo.l); b: the
+ * same bytes in flex's buffer, which holds avail bytes from b on and a
+ * NUL after them.  When the text from there on matches the instruction
+ * head pattern of grammar/hlo.l's comment (`%name = <array shape>
+ * opcode(<operands>)` and then `, attr=<value>` pieces, as many as are
+ * written so, at most 8) and the scanner reads every byte of it as the
  * LAC parser's scanner would read them token by token (depth 1 inside a
  * computation; the shape one SHAPE token, ast_scan_shape; the opcode an
  * IDENT other than `T` and `nan`; integers of at most 18 digits; attribute
  * values that are prims of the grammar, no backend_config or
- * frontend_attributes; and a blank, ',' or the end after it, so its last
- * token ends where it does), it is one INST token: tok->s/n its text,
- * tok->shape its lowered shape, and 0 is returned.  Otherwise the length
- * of its `%name`, which the scanner then returns alone (NAME_PCT), and the
- * rest token by token. */
-uint32_t ast_scan_inst_head(ScanState *st, const AstLoc *loc, AstTok *tok);
+ * frontend_attributes; and a blank or ',' after it, so its last
+ * token ends where it does), and the scan ended inside flex's buffer (the
+ * byte after the text included), it is one INST token: tok->s/n its text,
+ * tok->head its pieces (at st->head_at, else a slot of st->heads), and 0 is returned.
+ * Otherwise the length of its `%name`, which the scanner then returns
+ * alone (NAME_PCT), and the rest token by token. */
+uint32_t ast_scan_inst_head(ScanState *st, const AstLoc *loc, const char *b, size_t avail, AstTok *tok);
 /* An instruction's `sharding=` (depth 1 in a computation's body, after a
- * ',') was just scanned; the avail bytes
- * after it are in flex's buffer.  When st->coarse is set and a brace group
- * follows on the same line within avail bytes (strings without escapes,
- * no comment), and an earlier instruction's sharding had the same text,
- * the whole attribute is one SHARDING token (tok: the group's text,
- * tok->i its name hash; the lowering reuses the syntax it read for the
- * earlier one, parse_lower_sharding): the group's length is returned.
- * Otherwise the text is remembered and 0: the scanner reads it token by
+ * ',') was just scanned; b: the bytes after it in flex's buffer, avail of
+ * them and a NUL.  When st->coarse is set and a brace group follows on
+ * the same line within avail bytes (strings without escapes, no comment),
+ * and an earlier instruction's sharding had the same text, the whole
+ * attribute is one SHARDING token (tok: the group's text, tok->i its name
+ * hash; the lowering reuses the syntax it read for the earlier one,
+ * parse_lower_sharding): the group's length is returned.  Otherwise the
+ * text (when whole) is remembered and 0: the scanner reads it token by
  * token. */
-uint32_t ast_scan_sharding(ScanState *st, size_t avail, AstTok *tok);
+uint32_t ast_scan_sharding(ScanState *st, const char *b, size_t avail, AstTok *tok);
 /* Fills tok for an INT; false (after reporting) if it fits neither int64 nor uint64. */
 bool ast_scan_int(ScanState *st, const AstLoc *loc, AstTok *tok);
 /* Unescapes a STRING token's text (with the quotes) into the arena. */

@@ -23,6 +23,7 @@ int hlo_yylex(AstSemVal *lval, AstLoc *lloc, void *scanner);
 struct ScanFeed {
     ScanFeedReader rd;      /* the parser's side (first: ast_feed_lex reads it) */
     void *flex;             /* the flex scanner (yyscan_t) */
+    ScanState *st;          /* its state */
     bool threaded;
     /* threaded: */
     pthread_t thread;
@@ -54,19 +55,17 @@ static void *feed_scan(void *arg)
             AstSemVal v;
             memset(&v, 0, sizeof v);
             FeedTok *t = &c[n++];
+            f->st->head_at = (AstHead *)(void *)(heads + used); /* 8-byte aligned: used is kept a multiple of 8 */
             t->kind = hlo_yylex(&v, &t->loc, f->flex);
             t->tok = v.tok;
             t->mark = t->kind == TOK_NAME_PCT || t->kind == TOK_IDENT ? FEED_NAME : 0;
-            if (t->kind == TOK_INST) {
-                size_t size = ast_head_size(v.tok.head);
-                void *at = heads + used; /* 8-byte aligned: used is kept a multiple of 8 */
-                memcpy(at, v.tok.head, size);
-                t->tok.head = at;
+            if (t->kind == TOK_INST) { /* its descriptor is the chunk's next */
                 t->mark = FEED_HEAD;
-                used += (size + 7) & ~(size_t)7;
+                used += (ast_head_size(v.tok.head) + 7) & ~(size_t)7;
             }
             end = t->kind == TOK_YYEOF;
         }
+        f->st->head_at = NULL;
         pthread_mutex_lock(&f->mu);
         f->count[k % FEED_CHUNKS] = n;
         f->published = k + 1;
@@ -81,6 +80,7 @@ ScanFeed *ast_feed_start(void *flex, ScanState *st, const ParseCtx *cx, bool thr
     ScanFeed *f = calloc(1, sizeof *f);
     if (!f) spmdc_oom();
     f->flex = flex;
+    f->st = st;
     f->rd.cx = cx;
     if (!threaded || !cx->strings) return f;
     f->ring = malloc(sizeof(FeedTok) * FEED_CHUNK * FEED_CHUNKS);

@@ -402,6 +402,50 @@ static void test_shared_syntax(void **state)
     parse_free(&a);
 }
 
+/* Flex reads its input in blocks of 8 KiB (16 KiB on some hosts), and the
+ * parse without LAC takes an instruction head whole only when its scan
+ * ends inside the block read so far (ast_scan_inst_head): heads of every
+ * kind cut by a block's end at every byte, from their `%` to the byte
+ * after them, give the same module as the LAC parser's token by token,
+ * and it is the one kept. */
+static void test_heads_cut_by_read_blocks(void **state)
+{
+    (void)state;
+    static const char *const lines[][2] = { /* the name's letter, the rest after its number */
+        {"a", " = f32[8,16]{1,0} add(%a, %b), sharding={devices=[2,1]<=[2]}\n"},
+        {"r", " = f32[16]{0} reduce(%a, %z), dimensions={0}, to_apply=%add, metadata={op_name=\"r\"}\n"},
+        {"t", " = f32[16,8]{0,1} transpose(%a), dimensions={1,0}, sharding={replicated}\n"},
+        {"k", " = s32[] constant(-3)\n"},
+        {"d", " = f32[8,8]{1,0} dot(%a, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"},
+        {"i", " = s32[8,16]{1,0} iota(), iota_dimension=1, a=1, b=-2, c={}, d=x, e=%a, f={3,4}, g=5\n"},
+        {"n", " = f32[8,16] negate(%b)  ,  sharding={devices=[2,1]<=[2]}, metadata={op_name=\"n\"}\n"},
+    };
+    size_t n_lines = sizeof lines / sizeof lines[0], period = 0;
+    for (size_t k = 0; k < n_lines; k++) period += 8 + strlen(lines[k][1]); /* `  %x.` and 3 digits (near the cuts) */
+    for (size_t pad = 0; pad <= period; pad++) {
+        StrBuf b = {0};
+        sb_puts(&b, "HloModule m\n\n%add (x: f32[], y: f32[]) -> f32[] {\n  %x = f32[] parameter(0)\n"
+                    "  %y = f32[] parameter(1)\n  ROOT %s = f32[] add(%x, %y)\n}\n\n"
+                    "ENTRY %main (a: f32[8,16], b: f32[8,16], w: f32[16,8]) -> f32[8,16] {\n//");
+        for (size_t k = 0; k < pad; k++) sb_putc(&b, '-');
+        sb_puts(&b, "\n  %a = f32[8,16]{1,0} parameter(0)\n  %b = f32[8,16]{1,0} parameter(1)\n"
+                    "  %w = f32[16,8]{1,0} parameter(2)\n  %z = f32[] constant(0)\n");
+        for (size_t n = 0; b.len < 16384 + 2 * period; n++)
+            sb_printf(&b, "  %%%s.%zu%s", lines[n % n_lines][0], n, lines[n % n_lines][1]);
+        sb_puts(&b, "  ROOT %r = f32[8,16]{1,0} add(%a, %b)\n}\n");
+        char what[64];
+        snprintf(what, sizeof what, "heads after %zu bytes of padding", pad);
+        if (pad == 0) { /* a module the parsers take without a word */
+            Parse p = parse_with(b.data, b.len, true);
+            assert_non_null(p.m);
+            assert_string_equal(diag_text(p.d), "");
+            parse_free(&p);
+        }
+        check_same(what, b.data, b.len);
+        sb_free(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -409,6 +453,7 @@ int main(void)
         cmocka_unit_test(test_heads_inside),
         cmocka_unit_test(test_repeated_shardings),
         cmocka_unit_test(test_shared_syntax),
+        cmocka_unit_test(test_heads_cut_by_read_blocks),
         cmocka_unit_test(test_every_hlo_file),
     };
     int failed = cmocka_run_group_tests_name("coarse tokens", tests, NULL, NULL);
