@@ -154,10 +154,18 @@ int32_t hlo_add_inst_n(HloModule *m, int32_t ci, HloOpcode op, const char *name,
     memset(in, 0, sizeof *in);
     in->op = op;
     in->sharding_origin = -1;
-    in->name = arena_strndup(m->arena, name, name_len);
+    /* the operands and the name in one allocation */
+    size_t ob = sizeof(int32_t) * (size_t)n_operands;
+    char *blk = arena_alloc(m->arena, ob + name_len + 1, _Alignof(int32_t));
+    if (n_operands) {
+        memcpy(blk, operands, ob);
+        in->operands = (int32_t *)(void *)blk;
+    }
+    memcpy(blk + ob, name, name_len);
+    blk[ob + name_len] = 0;
+    in->name = blk + ob;
     in->shape = hlo_copy_shape(m, shape);
     in->n_operands = n_operands;
-    if (n_operands) in->operands = arena_memdup(m->arena, operands, sizeof(int32_t) * (size_t)n_operands);
     c->root = idx;
     return idx;
 }

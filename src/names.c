@@ -12,17 +12,55 @@
  */
 #include "spmdc/names.h"
 
-#include <stdio.h>
 #include <string.h>
 
-/* FNV-1a, 32 bits, and the length. */
+static uint64_t load64(const char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+static uint64_t load32(const char *p)
+{
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
+/* The hash of s[0..n), eight bytes at a time: the words in order, the last
+ * one overlapping the one before when n is not a multiple of 8 (shorter
+ * strings: two 4-byte loads, or the first, middle and last byte); the
+ * length is mixed in, so equal strings hash equal and the overlaps are
+ * harmless.  Only equality matters to the set (the names it returns do not
+ * depend on the hash). */
+static uint32_t hash_n(const char *s, size_t n)
+{
+    const uint64_t k = 0x9e3779b97f4a7c15ull;
+    uint64_t h = (uint64_t)n * k;
+    if (n >= 8) {
+        size_t i = 0;
+        for (; i + 8 < n; i += 8)
+            h = (h ^ load64(s + i)) * k;
+        h = (h ^ load64(s + n - 8)) * k;
+    } else if (n >= 4) {
+        h = (h ^ (load32(s) | load32(s + n - 4) << 32)) * k;
+    } else if (n > 0) {
+        uint64_t w = (uint64_t)(unsigned char)s[0] | (uint64_t)(unsigned char)s[n / 2] << 8 |
+                     (uint64_t)(unsigned char)s[n - 1] << 16;
+        h = (h ^ w) * k;
+    }
+    h ^= h >> 32;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+    return (uint32_t)h;
+}
+
+/* The hash of NUL-terminated s, and its length. */
 static uint32_t hash_len(const char *s, size_t *len)
 {
-    uint32_t h = 2166136261u;
-    const char *p = s;
-    for (; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
-    *len = (size_t)(p - s);
-    return h;
+    *len = strlen(s);
+    return hash_n(s, *len);
 }
 
 void names_init(NameSet *s, Arena *arena)
@@ -109,6 +147,21 @@ void names_prefetch(const NameSet *s, uint32_t h)
 
 void names_add_hashed(NameSet *s, const char *name, uint32_t h) { add_hashed(s, name, h); }
 
+/* Writes v in decimal and a NUL at p; the digits written. */
+static size_t put_decimal(char *p, unsigned long long v)
+{
+    char t[20];
+    size_t n = 0;
+    do {
+        t[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        p[i] = t[n - 1 - i];
+    p[n] = 0;
+    return n;
+}
+
 const char *names_unique(NameSet *s, const char *name, Arena *out)
 {
     size_t len;
@@ -136,14 +189,14 @@ const char *names_unique(NameSet *s, const char *name, Arena *out)
         }
         s->next_suffix[b] = 1;
     }
-    size_t n = len + 24; /* '.', 20 digits, NUL */
-    char *r = arena_alloc(out, n, 1);
+    char *r = arena_alloc(out, len + 22, 1); /* '.', up to 20 digits, NUL */
+    memcpy(r, name, len);
+    r[len] = '.';
     long long k = s->next_suffix[b];
     uint32_t rh;
     for (;; k++) {
-        snprintf(r, n, "%s.%lld", name, k);
-        size_t rl;
-        rh = hash_len(r, &rl);
+        size_t rl = len + 1 + put_decimal(r + len + 1, (unsigned long long)k);
+        rh = hash_n(r, rl);
         if (!probe(s, r, rh)->name) break;
     }
     s->next_suffix[b] = k + 1;

@@ -111,7 +111,7 @@ void report_free(CommReport *r)
         free(r->warnings[i].message);
     }
     for (int32_t i = 0; i < r->n_padding; i++) free(r->padding[i].instruction);
-    free(r->records);
+    arena_destroy(r->rows);
     free(r->warnings);
     free(r->padding);
     free(r->module);
@@ -123,8 +123,11 @@ CommRecord *report_add(CommReport *r, CollectiveKind kind, const char *instructi
                        uint32_t cause_line, const char *reason)
 {
     if (r->n_records == r->cap_records) {
-        r->cap_records = r->cap_records ? r->cap_records * 2 : 16;
-        r->records = xrealloc(r->records, sizeof(CommRecord) * (size_t)r->cap_records);
+        int32_t cap = r->cap_records ? r->cap_records * 2 : 16;
+        if (!r->rows) r->rows = arena_create();
+        r->records = arena_realloc(r->rows, r->records, sizeof(CommRecord) * (size_t)r->cap_records,
+                                   sizeof(CommRecord) * (size_t)cap, _Alignof(CommRecord));
+        r->cap_records = cap;
     }
     CommRecord *c = &r->records[r->n_records++];
     memset(c, 0, sizeof *c);

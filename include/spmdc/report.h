@@ -105,6 +105,9 @@ typedef struct CommReport {
     /* The records' strings, packed into blocks the report owns (report.c):
      * one copy per record instead of three heap strings. */
     struct ReportText *text;
+    /* Where records lives (report.c): an arena whose large blocks grow in
+     * place (mremap on Linux), so a growing report copies no rows. */
+    struct Arena *rows;
 } CommReport;
 
 /* An empty report for module (copied) on mesh (copied; NULL = no mesh). */
