@@ -405,6 +405,10 @@ static inline bool head_ints(const char *b, uint32_t *at, char close, uint32_t *
             if (b[i] != ',') break;
             HEAD_FNV(h, ',');
             i++;
+            if (!HEAD_IS(b[i], HEAD_DIGIT)) { /* INTS has no empty item: `{0,}` is no list */
+                *at = i;
+                return false;
+            }
         }
     *at = i;
     if (b[i] != close) return false;

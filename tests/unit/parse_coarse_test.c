@@ -228,6 +228,23 @@ static void test_heads_and_what_follows(void **state)
         }
 }
 
+/* An attribute's integer list with an empty item is no INTS: the LAC
+ * parser reports it, so the head may not take it (`x={0,}` was taken as
+ * {0, 0}, and the module kept without a word). */
+static void test_int_list_items(void **state)
+{
+    (void)state;
+    static const char *const after[] = {
+        ", x={0,}", ", x={1,2,}", ", x={,}", ", x={,1}", ", x={1,,2}", ", y=1, x={0,}", ", x={0,}, y=1",
+        ", x={0}", ", x={1,2}", ", dimensions={0,}",
+    };
+    char line[512];
+    for (size_t k = 0; k < sizeof after / sizeof after[0]; k++) {
+        snprintf(line, sizeof line, "  %%h = f32[8,16]{1,0} negate(%%a)%s", after[k]);
+        check_line(line);
+    }
+}
+
 static void test_heads_inside(void **state)
 {
     (void)state;
@@ -450,6 +467,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_heads_and_what_follows),
+        cmocka_unit_test(test_int_list_items),
         cmocka_unit_test(test_heads_inside),
         cmocka_unit_test(test_repeated_shardings),
         cmocka_unit_test(test_shared_syntax),
