@@ -190,6 +190,21 @@ static void clear_used(Chunk *c, size_t off, size_t size)
 }
 #endif
 
+void arena_advise_random(Arena *a, const void *p)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && !defined(SPMDC_ARENA_DEBUG)
+    for (Chunk *c = a->head; c; c = c->next)
+        if (c->dedicated && (const void *)c->data == p) {
+            /* the whole mapping, so it stays one mapping for mremap */
+            if (c->mapped) (void)madvise(c, c->map_len, MADV_HUGEPAGE);
+            return;
+        }
+#else
+    (void)a;
+    (void)p;
+#endif
+}
+
 ArenaMark arena_mark(const Arena *a)
 {
     ArenaMark m;

@@ -32,6 +32,14 @@ void *arena_alloc(Arena *a, size_t size, size_t align);
  * grown in place or moved by realloc, so a doubling array costs O(final
  * size) memory instead of leaving every old copy in the arena. */
 void *arena_realloc(Arena *a, void *p, size_t old_size, size_t new_size, size_t align);
+/* Asks the kernel to back p (a block of a's from arena_alloc or
+ * arena_realloc) with transparent huge pages when it has a mapping of its
+ * own (MAP_MIN bytes and up, Linux; otherwise nothing).  For tables read
+ * and written at random addresses (hash tables): every page of them is
+ * touched anyway, so huge pages cost no more memory, one TLB entry covers
+ * 512 pages and one fault maps them.  A block that arena_realloc grows
+ * keeps the advice. */
+void arena_advise_random(Arena *a, const void *p);
 /* Copy of s (len bytes) with a terminating NUL. */
 char *arena_strndup(Arena *a, const char *s, size_t len);
 char *arena_strdup(Arena *a, const char *s);
