@@ -35,6 +35,7 @@
  * sharding (the provenance section below).  A collective inside a loop body
  * counts once per trip when the trip count is known (Part.trips).
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1879,6 +1880,75 @@ static int32_t new_computation(PartModule *pm, int32_t c, bool is_entry)
 }
 
 /* Checks and partitions p's computation into a new output computation. */
+/* Adds the input names of computation ic to s, sized for about as many
+ * derived ones (no rehash on the way). */
+static void gather_names(NameSet *s, const HloComputation *ic)
+{
+    names_reserve(s, (uint32_t)ic->n_insts + (uint32_t)ic->n_insts / 4 + 64);
+    enum { AHEAD = 8 }; /* slots prefetched this many names ahead */
+    uint32_t h[AHEAD];
+    for (int32_t i = 0; i < ic->n_insts + AHEAD; i++) {
+        if (i >= AHEAD)
+            names_add_hashed(s, ic->insts[i - AHEAD].name, h[i % AHEAD]);
+        if (i < ic->n_insts) {
+            h[i % AHEAD] = names_hash(ic->insts[i].name);
+            names_prefetch(s, h[i % AHEAD]);
+        }
+    }
+}
+
+/* Below this many instructions the entry's names are gathered in place. */
+#define PART_NAMES_AHEAD_MIN 16384
+
+struct PartNames {
+    const HloModule *in;
+    int32_t comp;      /* the input computation whose names set holds */
+    Arena *arena;      /* set's storage */
+    NameSet set;
+    bool joined;       /* the thread has ended (or set was taken) */
+    pthread_t thread;
+};
+
+static void *names_job(void *arg)
+{
+    PartNames *a = arg;
+    gather_names(&a->set, &a->in->comps[a->comp]);
+    return NULL;
+}
+
+PartNames *partition_names_start(const HloModule *in)
+{
+    if (in->entry < 0 || in->entry >= in->n_comps || in->comps[in->entry].n_insts < PART_NAMES_AHEAD_MIN)
+        return NULL;
+    PartNames *a = xcalloc(1, sizeof *a);
+    a->in = in;
+    a->comp = in->entry;
+    a->arena = arena_create();
+    names_init(&a->set, a->arena);
+    if (pthread_create(&a->thread, NULL, names_job, a) != 0) {
+        arena_destroy(a->arena);
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+static void names_join(PartNames *a)
+{
+    if (!a->joined)
+        pthread_join(a->thread, NULL);
+    a->joined = true;
+}
+
+void partition_names_free(PartNames *a)
+{
+    if (!a)
+        return;
+    names_join(a);
+    arena_destroy(a->arena);
+    free(a);
+}
+
 static bool run_computation(Part *p, const Tiling *root_want)
 {
     if (!check_computation(p) || !part_manual_masks(p))
@@ -1889,18 +1959,13 @@ static bool run_computation(Part *p, const Tiling *root_want)
             p->no_pad[i] = 0;
         }
     p->oc = new_computation(p->mod, p->ic, !p->parent);
-    const HloComputation *ic = &p->in->comps[p->ic];
-    /* the input names and about as many derived ones: no rehash on the way */
-    names_reserve(&p->names, (uint32_t)ic->n_insts + (uint32_t)ic->n_insts / 4 + 64);
-    enum { AHEAD = 8 }; /* slots prefetched this many names ahead */
-    uint32_t h[AHEAD];
-    for (int32_t i = 0; i < ic->n_insts + AHEAD; i++) {
-        if (i >= AHEAD)
-            names_add_hashed(&p->names, ic->insts[i - AHEAD].name, h[i % AHEAD]);
-        if (i < ic->n_insts) {
-            h[i % AHEAD] = names_hash(ic->insts[i].name);
-            names_prefetch(&p->names, h[i % AHEAD]);
-        }
+    PartNames *ahead = p->mod->ahead;
+    if (!p->parent && ahead && ahead->in == p->in && ahead->comp == p->ic && p->names.n == 0) {
+        names_join(ahead);
+        p->names = ahead->set; /* the set's storage stays ahead's, freed after partition_module */
+        p->mod->ahead = NULL;
+    } else {
+        gather_names(&p->names, &p->in->comps[p->ic]);
     }
     return partition_body(p, root_want);
 }
@@ -1941,6 +2006,11 @@ int32_t part_callee(Part *p, int32_t caller, int32_t c, const Tiling *const *par
 
 bool partition_module(const HloModule *in, HloModule **out, CommReport *rep, PassCtx *cx)
 {
+    return partition_module_ahead(in, out, rep, cx, NULL);
+}
+
+bool partition_module_ahead(const HloModule *in, HloModule **out, CommReport *rep, PassCtx *cx, PartNames *ahead)
+{
     *out = NULL;
     if (in->entry < 0 || !in->has_mesh) {
         diag_error(cx->diag, SRC_SPAN_NONE, "%s", in->entry < 0 ? "the module has no entry computation"
@@ -1956,6 +2026,7 @@ bool partition_module(const HloModule *in, HloModule **out, CommReport *rep, Pas
     pm.scratch = arena_create();
     pm.tmp = arena_create();
     pm.next_channel = 1;
+    pm.ahead = ahead;
     pm.memo = reshard_memo_new(pm.scratch);
     memset(pm.reducers, 0xff, sizeof pm.reducers);
     pm.out = hlo_module_new(in->name);

@@ -108,6 +108,7 @@ typedef struct PartModule {
     int32_t *comp_map;          /* input computation -> its output copy, for computations ops apply
                                    (reducers, comparators, custom-call callees), -1 if none */
     NameSet comp_names;         /* output computation names (input names reserved) */
+    struct PartNames *ahead;    /* the entry's input names gathered ahead (partition_names_start), or NULL */
     bool *name_used;            /* per input computation: its own name went to an output computation */
     int32_t reducers[REDUCE_OR + 1][ET_COUNT]; /* output computation, or -1 */
     int64_t next_channel;

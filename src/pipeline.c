@@ -43,7 +43,10 @@ static bool run_partition(PipelineState *st, PassCtx *cx)
     report_init(&st->report, st->m->name, &st->m->mesh);
     st->report.explain = st->explain;
     st->has_report = true;
-    return partition_module(st->m, &st->out, &st->report, cx);
+    bool ok = partition_module_ahead(st->m, &st->out, &st->report, cx, st->names_ahead);
+    partition_names_free(st->names_ahead);
+    st->names_ahead = NULL;
+    return ok;
 }
 
 static const PassInfo PASSES[PASS_COUNT] = {
@@ -97,6 +100,8 @@ bool pipeline_run(PipelineState *st, PassCtx *cx, PassId first, PassId last)
     for (int k = first; k <= (int)last && ok; k++) {
         const PassInfo *p = pipeline_pass((PassId)k);
         int errors = diag_error_count(cx->diag);
+        if (p->id == PASS_PROPAGATE && last >= PASS_PARTITION && !st->names_ahead)
+            st->names_ahead = partition_names_start(st->m);
         ok = p->run(st, cx);
         /* A pass that reported an error failed, whatever it returned: no
          * later pass, output file or exit status 0 follows an error. */
@@ -107,11 +112,17 @@ bool pipeline_run(PipelineState *st, PassCtx *cx, PassId first, PassId last)
         if (ok) ok = verify_after(st, cx, p);
 #endif
     }
+    if (!ok) { /* partition will not take it */
+        partition_names_free(st->names_ahead);
+        st->names_ahead = NULL;
+    }
     return ok;
 }
 
 void pipeline_state_free(PipelineState *st)
 {
+    partition_names_free(st->names_ahead);
+    st->names_ahead = NULL;
     hlo_module_free(st->out);
     hlo_module_free(st->m);
     if (st->has_report) report_free(&st->report);

@@ -33,4 +33,19 @@
  * on error.  rep must be report_init'ed. */
 bool partition_module(const HloModule *in, HloModule **out, CommReport *rep, PassCtx *cx);
 
+/* The entry computation's input names as the partitioner's name set needs
+ * them first (every output name is checked against them), gathered on a
+ * thread of its own while the passes before partition run: the names do
+ * not depend on shardings.  From partition_names_start until the set is
+ * taken or freed, the module's computations and instruction names must not
+ * change (propagation only writes shardings).  NULL when the entry is too
+ * small to be worth a thread, or no thread can be made. */
+typedef struct PartNames PartNames;
+PartNames *partition_names_start(const HloModule *in);
+/* Waits for the thread and frees everything; NULL is a no-op. */
+void partition_names_free(PartNames *ahead);
+/* partition_module, taking the set ahead gathered for in (or NULL); the
+ * caller still frees ahead after. */
+bool partition_module_ahead(const HloModule *in, HloModule **out, CommReport *rep, PassCtx *cx, PartNames *ahead);
+
 #endif

@@ -58,6 +58,9 @@ typedef struct PipelineState {
     char *owned_text;
     int text_fd;
     struct stat text_stamp; /* with text_fd: its fstat before the text was read (driver_read_file_fd) */
+    /* The entry's input names for partition, gathered on a second thread
+     * while propagate runs (partition_names_start), or NULL. */
+    struct PartNames *names_ahead;
 } PipelineState;
 
 /* One pass: true on success; false after reporting >= 1 error through cx->diag. */

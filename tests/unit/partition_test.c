@@ -25,6 +25,7 @@
 #include "spmdc/hlo.h"
 #include "spmdc/parse.h"
 #include "spmdc/partition.h"
+#include "spmdc/pipeline.h"
 #include "spmdc/propagate.h"
 #include "spmdc/report.h"
 #include "spmdc/sim.h"
@@ -1254,6 +1255,100 @@ static void test_deep_chain(void **state)
 }
 
 
+/* The entry's input names gathered on a second thread while propagation
+ * runs (partition_names_start, what the pipeline does for an entry of 16,384
+ * instructions and more) give the program and report partition_module gives
+ * with the names gathered in place: the chain of 8,200 layers is 16,401
+ * instructions plus the extra parameters, two of which take the names the
+ * partitioner derives for layers 1 and 3 ("h1.partial", "h3.partial"), so
+ * those become "h1.partial.1" and "h3.partial.1" only if the set gathered
+ * ahead holds every input name. */
+static void test_names_gathered_ahead(void **state)
+{
+    (void)state;
+    enum { LAYERS = 8200 };
+    char *chain = mlp_chain(LAYERS);
+    /* two more parameters, unused, named like derived values */
+    StrBuf b = {0};
+    const char *body = strstr(chain, "  %x = ");
+    assert_non_null(body);
+    sb_printf(&b, "%.*s", (int)(body - chain), chain);
+    sb_printf(&b, "  %%h1.partial = f32[4] parameter(%d)\n  %%h3.partial = f32[4] parameter(%d)\n", LAYERS + 1,
+              LAYERS + 2);
+    sb_puts(&b, body);
+    char *text = strdup(sb_cstr(&b));
+    sb_free(&b);
+    /* the signature lists them too */
+    char *sig = strstr(text, ") -> f32[64,64] {");
+    assert_non_null(sig);
+    StrBuf t = {0};
+    sb_printf(&t, "%.*s, h1.partial: f32[4], h3.partial: f32[4]%s", (int)(sig - text), text, sig);
+    free(text);
+    text = strdup(sb_cstr(&t));
+    sb_free(&t);
+
+    Compiled in_place = compile_ok(text, NULL);
+    assert_int_equal(in_place.rep.n_records, LAYERS / 2);
+
+    DiagEngine *diag = diag_create(NULL);
+    diag_set_show_source(diag, false);
+    SpmdcOptions opt;
+    memset(&opt, 0, sizeof opt);
+    Arena *scratch = arena_create();
+    PassCtx cx = {scratch, diag, &opt};
+    PipelineState st;
+    memset(&st, 0, sizeof st);
+    st.text = text;
+    st.len = strlen(text);
+    st.file_id = diag_add_file(diag, "t.hlo", text, st.len);
+    st.text_fd = -1;
+    assert_true(pipeline_run(&st, &cx, PASS_PARSE, PASS_CANONICALIZE));
+    assert_int_equal(st.m->comps[st.m->entry].n_insts, 2 * LAYERS + 3);
+    /* a small entry is not worth the thread; this one is */
+    Compiled small = compile_ok(CHAIN, NULL);
+    assert_null(partition_names_start(small.in));
+    compiled_free(&small);
+    PartNames *probe = partition_names_start(st.m);
+    assert_non_null(probe);
+    partition_names_free(probe);
+    /* the pipeline starts it with propagate, when partition follows */
+    assert_true(pipeline_run(&st, &cx, PASS_PROPAGATE, PASS_PARTITION));
+    assert_null(st.names_ahead); /* taken and freed by partition */
+
+    char *pa = print_module(in_place.out), *pb = print_module(st.out);
+    assert_string_equal(pa, pb);
+    assert_non_null(strstr(pb, "%h1.partial.1 = f32[64,64] dot(%h0, %w1)"));
+    assert_non_null(strstr(pb, "%h3.partial.1 = f32[64,64] dot(%h2, %w3)"));
+    StrBuf ra = {0}, rb = {0};
+    report_print_json(&ra, &in_place.rep);
+    report_print_json(&rb, &st.report);
+    assert_string_equal(sb_cstr(&ra), sb_cstr(&rb));
+    /* layer by layer, one all-reduce of f32[64,64] per pair: 4,100 x 28,672 B */
+    assert_int_equal(report_total_bytes(&st.report), (int64_t)(LAYERS / 2) * 28672);
+
+    /* a pipeline that stops before partition frees the set it started */
+    PipelineState st2;
+    memset(&st2, 0, sizeof st2);
+    st2.text = text;
+    st2.len = st.len;
+    st2.file_id = st.file_id;
+    st2.text_fd = -1;
+    assert_true(pipeline_run(&st2, &cx, PASS_PARSE, PASS_PROPAGATE));
+    assert_null(st2.names_ahead);
+    pipeline_state_free(&st2);
+
+    sb_free(&ra);
+    sb_free(&rb);
+    free(pa);
+    free(pb);
+    pipeline_state_free(&st);
+    arena_destroy(scratch);
+    diag_destroy(diag);
+    compiled_free(&in_place);
+    free(text);
+    free(chain);
+}
+
 /* ================================================================ random programs */
 
 typedef struct RVal {
@@ -1630,6 +1725,7 @@ int main(void)
         cmocka_unit_test(test_remat_warning_tuple_leaf),
         cmocka_unit_test(test_remat_examples_silent),
         cmocka_unit_test(test_deep_chain),
+        cmocka_unit_test(test_names_gathered_ahead),
         cmocka_unit_test(test_every_opcode_partitions),
         cmocka_unit_test(test_random_programs),
     };
