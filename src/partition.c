@@ -1879,7 +1879,6 @@ static int32_t new_computation(PartModule *pm, int32_t c, bool is_entry)
     return oc;
 }
 
-/* Checks and partitions p's computation into a new output computation. */
 /* Adds the input names of computation ic to s, sized for about as many
  * derived ones (no rehash on the way). */
 static void gather_names(NameSet *s, const HloComputation *ic)
@@ -1949,6 +1948,7 @@ void partition_names_free(PartNames *a)
     free(a);
 }
 
+/* Checks and partitions p's computation into a new output computation. */
 static bool run_computation(Part *p, const Tiling *root_want)
 {
     if (!check_computation(p) || !part_manual_masks(p))
