@@ -19,9 +19,17 @@
  * equal sets) and array shapes of result and operands are those of one that
  * passed passes every check but the order of its operands, which is made
  * for each (a stack of layers repeats a few situations).
+ *
+ * A large computation (VERIFY_SPLIT_MIN instructions and up) is checked
+ * first in two halves on two threads, quietly (verify_split): the checks of
+ * one instruction read only the module and its own pass keys.  Only when
+ * one fails are its instructions checked again in order, reporting, so the
+ * messages are those of the checks in order.
  */
 #include "spmdc/verify.h"
 
+#include <pthread.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "spmdc/intern.h"
@@ -140,7 +148,22 @@ typedef struct Verifier {
     int64_t **pnum;  /* ... and their parameter numbers */
     uint8_t *bad;    /* current computation: instruction failed (or an operand did) */
     InternSet passed; /* pass keys (pass_key, in tables) of the instructions that passed */
+    bool quiet;      /* a check that fails sets failed and reports nothing (verify_split) */
+    bool failed;
 } Verifier;
+
+/* An instruction's error through v->diag, or, quiet, only marked. */
+__attribute__((format(printf, 3, 4))) static void verr(Verifier *v, SrcSpan span, const char *fmt, ...)
+{
+    if (v->quiet) {
+        v->failed = true;
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    diag_report(v->diag, DIAG_ERROR, span, fmt, ap);
+    va_end(ap);
+}
 
 /* ------------------------------------------------------------ passed situations */
 
@@ -228,12 +251,12 @@ static void check_params(Verifier *v, int32_t c)
 static bool check_callee_ref(Verifier *v, int32_t c, const HloInst *in, const char *role, int64_t callee)
 {
     if (callee < 0 || callee >= v->m->n_comps) {
-        diag_error(v->diag, in->span, "%s: %s computation index %lld does not exist", iname(in), role,
+        verr(v, in->span, "%s: %s computation index %lld does not exist", iname(in), role,
                    (long long)callee);
         return false;
     }
     if (callee >= c) {
-        diag_error(v->diag, in->span, "%s: %s computation %s must be defined before %s, which calls it", iname(in),
+        verr(v, in->span, "%s: %s computation %s must be defined before %s, which calls it", iname(in),
                    role, v->m->comps[callee].name, v->m->comps[c].name);
         return false;
     }
@@ -259,18 +282,18 @@ static bool check_operand_order(Verifier *v, const HloComputation *cc, int32_t i
 {
     const HloInst *in = &cc->insts[i];
     if (in->n_operands < 0 || (in->n_operands > 0 && !in->operands)) {
-        diag_error(v->diag, in->span, "%s: malformed operand list", iname(in));
+        verr(v, in->span, "%s: malformed operand list", iname(in));
         return false;
     }
     for (int32_t k = 0; k < in->n_operands; k++) {
         int32_t o = in->operands[k];
         if (o < 0 || o >= cc->n_insts) {
-            diag_error(v->diag, in->span, "%s: operand %d refers to instruction index %d, which does not exist",
+            verr(v, in->span, "%s: operand %d refers to instruction index %d, which does not exist",
                        iname(in), k, o);
             return false;
         }
         if (o >= i) {
-            diag_error(v->diag, in->span, "%s: operand %d, %s, is not defined before its use", iname(in), k,
+            verr(v, in->span, "%s: operand %d, %s, is not defined before its use", iname(in), k,
                        iname(&cc->insts[o]));
             return false;
         }
@@ -294,14 +317,14 @@ static bool verify_inst(Verifier *v, int32_t c, int32_t i)
         if (intern_find(&v->passed, h, key, pass_same, &at)) return check_operand_order(v, cc, i);
     }
     if (!verify_shape_ok(&in->shape, 0)) {
-        diag_error(v->diag, in->span, "%s: malformed result shape (unknown element type, rank above %d or a negative "
+        verr(v, in->span, "%s: malformed result shape (unknown element type, rank above %d or a negative "
                    "dimension)", iname(in), SPMDC_MAX_RANK);
         return false;
     }
     if (!shape_size_fits(&in->shape)) {
         StrBuf a = {0};
         verify_put_shape(&a, &in->shape, 0);
-        diag_error(v->diag, in->span, "%s: shape %s is too large: spmdc handles values of at most 2^62 bytes",
+        verr(v, in->span, "%s: shape %s is too large: spmdc handles values of at most 2^62 bytes",
                    iname(in), sb_cstr(&a));
         sb_free(&a);
         return false;
@@ -316,14 +339,14 @@ static bool verify_inst(Verifier *v, int32_t c, int32_t i)
     x.pcount = v->pcount;
     Shape got;
     if (!verify_infer_inst(&x, &got)) {
-        diag_error(v->diag, in->span, "%s: %s", iname(in), err);
+        verr(v, in->span, "%s: %s", iname(in), err);
         return false;
     }
     if (!verify_same_shape(&in->shape, &got)) {
         StrBuf a = {0}, b = {0};
         verify_put_shape(&a, &in->shape, 0);
         verify_put_shape(&b, &got, 0);
-        diag_error(v->diag, in->span, "%s: result shape %s does not match the shape inferred from its operands, %s",
+        verr(v, in->span, "%s: result shape %s does not match the shape inferred from its operands, %s",
                    iname(in), sb_cstr(&a), sb_cstr(&b));
         sb_free(&a);
         sb_free(&b);
@@ -334,10 +357,60 @@ static bool verify_inst(Verifier *v, int32_t c, int32_t i)
     return true;
 }
 
+/* Computations with at least this many instructions are checked on two
+ * threads first (verify_split). */
+#define VERIFY_SPLIT_MIN 65536
+
+typedef struct SplitJob {
+    Verifier v;      /* quiet, its own scratch and pass keys */
+    int32_t c, from, to;
+} SplitJob;
+
+static void *split_job(void *arg)
+{
+    SplitJob *j = arg;
+    for (int32_t i = j->from; i < j->to && !j->v.failed; i++) (void)verify_inst(&j->v, j->c, i);
+    return NULL;
+}
+
+/* Checks computation c's instructions, halves on two threads, quietly;
+ * true when every one passes (nothing to report: v->bad stays zero, as the
+ * checks in order would leave it).  False when one fails or no thread can
+ * be made: the caller then checks them in order, reporting as it goes. */
+static bool verify_split(Verifier *v, int32_t c)
+{
+    int32_t n = v->m->comps[c].n_insts, half = n / 2;
+    SplitJob jobs[2];
+    for (int k = 0; k < 2; k++) {
+        jobs[k].v = *v;
+        jobs[k].v.quiet = true;
+        jobs[k].v.failed = false;
+        jobs[k].v.tables = arena_create(); /* pass keys (the parameter tables stay v's, read only) */
+        jobs[k].v.scratch = arena_create();
+        memset(&jobs[k].v.passed, 0, sizeof jobs[k].v.passed);
+        jobs[k].c = c;
+        jobs[k].from = k ? half : 0;
+        jobs[k].to = k ? n : half;
+    }
+    pthread_t t;
+    bool threaded = pthread_create(&t, NULL, split_job, &jobs[1]) == 0;
+    if (threaded) {
+        split_job(&jobs[0]);
+        pthread_join(t, NULL);
+    }
+    bool ok = threaded && !jobs[0].v.failed && !jobs[1].v.failed;
+    for (int k = 0; k < 2; k++) {
+        intern_free(&jobs[k].v.passed);
+        arena_destroy(jobs[k].v.tables);
+        arena_destroy(jobs[k].v.scratch);
+    }
+    return ok;
+}
+
 bool verify_module(const HloModule *m, DiagEngine *diag)
 {
     int before = diag_error_count(diag);
-    Verifier v = {m, diag, arena_create(), arena_create(), NULL, NULL, NULL, NULL, NULL, {0}};
+    Verifier v = {m, diag, arena_create(), arena_create(), NULL, NULL, NULL, NULL, NULL, {0}, false, false};
     if (m->n_comps > 0 && (m->entry < 0 || m->entry >= m->n_comps))
         diag_error(diag, SRC_SPAN_NONE, "module %s has no ENTRY computation", m->name ? m->name : "?");
     v.ptab = ARENA_ARRAY(v.tables, int32_t *, m->n_comps > 0 ? m->n_comps : 1);
@@ -354,6 +427,8 @@ bool verify_module(const HloModule *m, DiagEngine *diag)
             diag_error(diag, cc->span, "computation %s has no ROOT instruction", cc->name ? cc->name : "?");
         check_params(&v, c);
         v.bad = ARENA_ARRAY(v.tables, uint8_t, cc->n_insts > 0 ? cc->n_insts : 1);
+        if (cc->n_insts >= VERIFY_SPLIT_MIN && verify_split(&v, c))
+            continue;
         for (int32_t i = 0; i < cc->n_insts; i++) {
             /* the attributes are scattered through the module arena: ask for
              * them a few instructions ahead */

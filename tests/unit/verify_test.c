@@ -17,6 +17,7 @@
 #include "spmdc/diag.h"
 #include "spmdc/hlo.h"
 #include "spmdc/parse.h"
+#include "spmdc/strbuf.h"
 #include "spmdc/verify.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -1079,6 +1080,77 @@ static void test_text_errors_do_not_cascade(void **state)
     diag_destroy(d);
 }
 
+/* n negates of f32[4] after a parameter n0, each of the one before
+ * (chain) or each of n0; the instructions whose numbers are in
+ * bad[0..n_bad) declare f32[3] instead.  Instruction k (k >= 1) is "n<k>"
+ * on line k + 3. */
+static char *negate_chain(int32_t n, const int32_t *bad, int n_bad, bool chain)
+{
+    StrBuf b = {0};
+    sb_puts(&b, "HloModule m\nENTRY main {\n  n0 = f32[4] parameter(0)\n");
+    for (int32_t k = 1; k <= n; k++) {
+        bool wrong = false;
+        for (int j = 0; j < n_bad; j++) wrong |= bad[j] == k;
+        sb_printf(&b, "  %sn%d = f32[%d] negate(n%d)\n", k == n ? "ROOT " : "", k, wrong ? 3 : 4, chain ? k - 1 : 0);
+    }
+    sb_puts(&b, "}\n");
+    char *r = strdup(sb_cstr(&b));
+    sb_free(&b);
+    return r;
+}
+
+/* A computation of 70,001 instructions is checked in two halves on two
+ * threads first (VERIFY_SPLIT_MIN is 65,536); the messages are those of the
+ * checks in order: an error in each half, in order, and none for the users
+ * of a failed instruction, also across the halves' boundary (35,000). */
+static void test_split_halves_report_in_order(void **state)
+{
+    (void)state;
+    enum { N = 70000 };
+    char *ok = negate_chain(N, NULL, 0, true);
+    DiagEngine *d = diag_create(NULL);
+    HloModule *m = parse_text(d, ok);
+    assert_non_null(m);
+    assert_int_equal(m->comps[m->entry].n_insts, N + 1);
+    assert_true(verify_module(m, d));
+    assert_string_equal(diag_text(d), "");
+    hlo_module_free(m);
+    diag_destroy(d);
+    free(ok);
+
+    /* n34999 (first half, line 35002) is wrong: n35000, the second half's
+     * first, and every later user are not reported; n60000 (line 60003) is
+     * wrong on its own, and so is the last, n70000 (line 70003) */
+    const int32_t bad[] = {34999, 60000, 70000};
+    char *text = negate_chain(N, bad, 3, true);
+    d = diag_create(NULL);
+    m = parse_text(d, text);
+    assert_non_null(m);
+    assert_false(verify_module(m, d));
+    assert_string_equal(diag_text(d),
+                        "t.hlo:35002:3: error: n34999: result shape f32[3] does not match the shape inferred from its "
+                        "operands, f32[4]\n");
+    hlo_module_free(m);
+    diag_destroy(d);
+    free(text);
+
+    /* independent instructions: an error in each half, reported in order */
+    const int32_t bad2[] = {100, 36000};
+    text = negate_chain(N, bad2, 2, false);
+    d = diag_create(NULL);
+    m = parse_text(d, text);
+    assert_non_null(m);
+    assert_false(verify_module(m, d));
+    assert_string_equal(diag_text(d),
+                        "t.hlo:103:3: error: n100: result shape f32[3] does not match the shape inferred from its "
+                        "operands, f32[4]\n"
+                        "t.hlo:36003:3: error: n36000: result shape f32[3] does not match the shape inferred from its "
+                        "operands, f32[4]\n");
+    hlo_module_free(m);
+    diag_destroy(d);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1120,6 +1192,7 @@ int main(void)
         cmocka_unit_test(test_diag_span_is_the_instruction),
         cmocka_unit_test(test_text_many_ops_verify),
         cmocka_unit_test(test_text_errors_do_not_cascade),
+        cmocka_unit_test(test_split_halves_report_in_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
