@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,26 @@ static void usage(FILE *f)
 
 enum { OPT_MESH = 256, OPT_REPORT, OPT_REPORT_OUT, OPT_DUMP_AFTER, OPT_HELP, OPT_EXPLAIN, OPT_DOT, OPT_KEEP_CALLS };
 
+/* The report's memory estimate (memory_fill_report), made once by the
+ * first of the two printers to get to it: the program's printer when it is
+ * done, the report's before its memory section (CommReport.memory_wait).
+ * The two run at once (driver_write_outputs), so the estimate is made on
+ * the core whose printing ends first. */
+typedef struct MemoryOnce {
+    pthread_mutex_t mu;
+    bool done;
+    PipelineState *st;
+} MemoryOnce;
+
+static void memory_once(void *ctx)
+{
+    MemoryOnce *o = ctx;
+    pthread_mutex_lock(&o->mu);
+    if (!o->done) memory_fill_report(&o->st->report, o->st->m, o->st->out);
+    o->done = true;
+    pthread_mutex_unlock(&o->mu);
+}
+
 /* What compile prints after partitioning, for the emit functions of its
  * outputs (DriverOutput). */
 typedef struct CompileText {
@@ -56,6 +77,7 @@ typedef struct CompileText {
     const Explain *ex;
     const char *report_fmt; /* "text", "json" or "none" */
     bool explain;
+    MemoryOnce *memory;     /* made after the program, if the report has not; NULL: no report */
 } CompileText;
 
 /* The per-device program. */
@@ -64,6 +86,7 @@ static void emit_program(StrBuf *b, const void *ctx)
     const CompileText *t = ctx;
     HloPrintOptions po = {false, false, false};
     hlo_print_module(b, t->st->out, &po);
+    if (t->memory) memory_once(t->memory);
 }
 
 /* The report in its format, with --explain's part. */
@@ -197,10 +220,11 @@ static int cmd_compile(int argc, char **argv)
         if (driver_write_file(out_path, sb_cstr(&prog), prog.len)) rc = 0;
         goto done;
     }
-    memory_fill_report(&st.report, st.m, st.out);
-    passtime_stage("memory");
     /* the program and a report file stream into their files (driver.h) */
-    CompileText ct = {&st, &ex, report_fmt, explain};
+    MemoryOnce mem = {PTHREAD_MUTEX_INITIALIZER, false, &st};
+    st.report.memory_wait = memory_once;
+    st.report.memory_wait_ctx = &mem;
+    CompileText ct = {&st, &ex, report_fmt, explain, strcmp(report_fmt, "none") ? &mem : NULL};
     DriverOutput files[3] = {{out_path, NULL, 0, emit_program, &ct, "print"},
                              {report_out, NULL, 0, emit_report, &ct, "report"}, {dot_path, NULL, 0, NULL, NULL, NULL}};
     int n_files = report_file ? 2 : 1;
@@ -217,6 +241,7 @@ static int cmd_compile(int argc, char **argv)
     }
     rc = 0;
 done:
+    st.report.memory_wait = NULL; /* mem ends here */
     if (rc != 0 && diag_error_count(diag) > 0)
         fprintf(stderr, "spmdc: %d error%s; no output written\n", diag_error_count(diag),
                 diag_error_count(diag) == 1 ? "" : "s");

@@ -359,6 +359,7 @@ static void print_totals(StrBuf *b, const CommReport *r)
 
 static void print_memory(StrBuf *b, const CommReport *r)
 {
+    if (r->memory_wait) r->memory_wait(r->memory_wait_ctx);
     int64_t dev = r->parameter_bytes_per_device, all = r->parameter_bytes_unpartitioned;
     sb_puts(b, "parameter memory per device: ");
     put_bytes_cell(b, dev, 0);
@@ -726,6 +727,7 @@ static void jo_totals(JsonOut *j, const CommReport *r)
 
 static void jo_memory(JsonOut *j, const CommReport *r)
 {
+    if (r->memory_wait) r->memory_wait(r->memory_wait_ctx);
     jo_key(j, "memory");
     jo_open(j, '{');
     jo_key_int(j, "parameter_bytes_per_device", r->parameter_bytes_per_device);

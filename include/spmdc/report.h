@@ -102,6 +102,13 @@ typedef struct CommReport {
     /* Optional sink of the partitioner's decisions and of each collective's
      * chain (explain.h; `compile --explain`); NULL: off.  Not owned. */
     struct Explain *explain;
+    /* Optional: when set, the memory estimate may still be in the making
+     * on another thread (main.c prints the program and the report at once
+     * and makes the estimate on whichever gets there first): the printers
+     * call memory_wait(memory_wait_ctx), which returns once the estimate
+     * is in, before they read has_memory_estimate and the fields above it. */
+    void (*memory_wait)(void *ctx);
+    void *memory_wait_ctx;
     /* The records' strings, packed into blocks the report owns (report.c):
      * one copy per record instead of three heap strings. */
     struct ReportText *text;
