@@ -445,12 +445,15 @@ void report_print_text(StrBuf *b, const CommReport *r)
 
 #define JSON_MAX_DEPTH 8
 
+struct JsonRowMemo;
+
 typedef struct JsonOut {
     StrBuf *b;
     int depth;         /* open arrays and objects, <= JSON_MAX_DEPTH */
     uint32_t nonempty; /* bit d: the container open at depth d has an element */
     bool after_key;    /* a key was written: its value follows on the same line */
     StrBuf scratch;    /* an axis name being spelled */
+    struct JsonRowMemo *rows; /* [JSON_ROW_MEMO] (jo_record), or NULL outside the collectives */
 } JsonOut;
 
 /* A newline and the indent of depth d (2*d spaces). */
@@ -651,11 +654,50 @@ static void jo_axes(JsonOut *j, const CommReport *r, const CommRecord *c)
     jo_close(j, ']');
 }
 
-static void jo_record(JsonOut *j, const CommReport *r, const CommRecord *c)
+/* The fields of a record between "dtype" and "source", which rows of one
+ * report repeat (a layer's collective is the next layer's), as the bytes a
+ * memo compares: everything jo_shape_fields reads (the report's mesh aside,
+ * which is one per document), unused dims and atoms zero. */
+typedef struct RowShapeKey {
+    int64_t operand_dims[SPMDC_MAX_RANK], result_dims[SPMDC_MAX_RANK];
+    int64_t group_size, num_groups, bytes_per_device, multiplier;
+    int32_t dtype, operand_rank, result_rank, n_atoms;
+    int8_t atoms[SPMDC_MAX_ATOMS];
+    uint8_t per_trip, from_input, pad[6];
+} RowShapeKey;
+
+/* One slot of the memo: a key and the bytes its fields print. */
+typedef struct JsonRowMemo {
+    RowShapeKey key;
+    StrBuf text;
+    bool used;
+} JsonRowMemo;
+
+static void row_shape_key(const CommRecord *c, RowShapeKey *k)
 {
-    jo_open(j, '{');
-    jo_key_str(j, "kind", collective_kind_name(c->kind));
-    jo_key_str(j, "instruction", c->instruction);
+    memset(k, 0, sizeof *k);
+    k->dtype = (int32_t)c->dtype;
+    k->operand_rank = c->operand_rank;
+    k->result_rank = c->result_rank;
+    for (int32_t d = 0; d < c->operand_rank && d < SPMDC_MAX_RANK; d++) k->operand_dims[d] = c->operand_dims[d];
+    for (int32_t d = 0; d < c->result_rank && d < SPMDC_MAX_RANK; d++) k->result_dims[d] = c->result_dims[d];
+    k->n_atoms = c->n_atoms;
+    for (int32_t a = 0; a < c->n_atoms && a < SPMDC_MAX_ATOMS; a++) k->atoms[a] = c->atoms[a];
+    k->group_size = c->group_size;
+    k->num_groups = c->num_groups;
+    k->bytes_per_device = c->bytes_per_device;
+    k->multiplier = c->multiplier;
+    k->per_trip = c->per_trip;
+    k->from_input = c->from_input;
+}
+
+/* Slots of JsonOut.rows, the memo of rendered row fields. */
+#define JSON_ROW_MEMO 16
+
+/* The record's fields from "dtype" to "source", inside its object (after
+ * "instruction"). */
+static void jo_shape_fields(JsonOut *j, const CommReport *r, const CommRecord *c)
+{
     jo_key_str(j, "dtype", elem_type_name(c->dtype));
     jo_dims(j, "operand_shape", c->operand_dims, c->operand_rank);
     jo_dims(j, "result_shape", c->result_dims, c->result_rank);
@@ -667,6 +709,45 @@ static void jo_record(JsonOut *j, const CommReport *r, const CommRecord *c)
     jo_key(j, "per_trip");
     jo_bool(j, c->per_trip);
     jo_key_str(j, "source", c->from_input ? "input" : "partitioner");
+}
+
+/* jo_shape_fields through j->rows: the same fields at the same depth (the
+ * record's object, nonempty) print the same bytes, so they are printed
+ * into a memo slot the first time and copied from it after. */
+static void jo_shape_fields_memo(JsonOut *j, const CommReport *r, const CommRecord *c)
+{
+    RowShapeKey key;
+    row_shape_key(c, &key);
+    uint64_t h = 0x9e3779b97f4a7c15ull, w;
+    for (size_t i = 0; i < sizeof key; i += 8) {
+        memcpy(&w, (const char *)&key + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+    }
+    JsonRowMemo *m = &j->rows[(h >> 32) % JSON_ROW_MEMO];
+    if (!m->used || memcmp(&m->key, &key, sizeof key) != 0) {
+        JsonOut sub = *j; /* the state here, printing into the slot */
+        sb_clear(&m->text);
+        sub.b = &m->text;
+        sub.scratch = (StrBuf){0};
+        jo_shape_fields(&sub, r, c);
+        sb_free(&sub.scratch);
+        /* it ends where it began: nonempty bits above the depth are cleared
+         * by the next jo_open before they are read */
+        SPMDC_ASSERT(sub.depth == j->depth && !sub.after_key &&
+                     ((sub.nonempty ^ j->nonempty) & ((2u << j->depth) - 1)) == 0);
+        m->key = key;
+        m->used = true;
+    }
+    sb_putn(j->b, m->text.data, m->text.len);
+}
+
+static void jo_record(JsonOut *j, const CommReport *r, const CommRecord *c)
+{
+    jo_open(j, '{');
+    jo_key_str(j, "kind", collective_kind_name(c->kind));
+    jo_key_str(j, "instruction", c->instruction);
+    if (j->rows) jo_shape_fields_memo(j, r, c);
+    else jo_shape_fields(j, r, c);
     jo_key(j, "cause");
     jo_open(j, '{');
     jo_key_str(j, "instruction", c->cause_instruction);
@@ -746,17 +827,22 @@ static void jo_memory(JsonOut *j, const CommReport *r)
  * more than about SB_SINK_CHUNK bytes of the document. */
 void report_print_json(StrBuf *b, const CommReport *r)
 {
-    JsonOut j = {b, 0, 0, false, {0}};
+    JsonOut j = {b, 0, 0, false, {0}, NULL};
     jo_open(&j, '{');
     jo_key_str(&j, "schema", "spmdc.report/v1");
     jo_key_str(&j, "module", r->module);
     jo_mesh(&j, &r->mesh);
     jo_key(&j, "collectives");
     jo_open(&j, '[');
+    JsonRowMemo rows[JSON_ROW_MEMO];
+    memset(rows, 0, sizeof rows);
+    j.rows = rows;
     for (int32_t i = 0; i < r->n_records; i++) {
         jo_record(&j, r, &r->records[i]);
         sb_flush_point(b);
     }
+    j.rows = NULL;
+    for (int k = 0; k < JSON_ROW_MEMO; k++) sb_free(&rows[k].text);
     jo_close(&j, ']');
     jo_totals(&j, r);
     jo_memory(&j, r);

@@ -535,6 +535,89 @@ static void test_json_is_janssons_layout(void **state)
     report_free(&r);
 }
 
+/* Rows that repeat their fields from "dtype" to "source" (a layer's
+ * collective is the next one's) print them from a memo of 16 slots: 400
+ * rows over 40 variants, each differing from a base in one field (dtype,
+ * a dim, a rank, an axis, the group counts, bytes, multiplier, per_trip,
+ * source), in runs and interleaved so slots are reused and evicted, must
+ * still be jansson's bytes, and the rows of each variant must print the
+ * variant's own fields. */
+static void test_json_repeated_rows_as_jansson(void **state)
+{
+    (void)state;
+    CommReport r;
+    Mesh m = mesh_xy();
+    report_init(&r, "rows", &m);
+    for (int i = 0; i < 400; i++) {
+        int v = i < 100 ? i / 25 : (i * 7) % 40; /* runs, then interleaved */
+        char name[32], cause[32];
+        snprintf(name, sizeof name, "ar.%d", i);
+        snprintf(cause, sizeof cause, "dot.%d", i);
+        CommRecord *c = report_add(&r, v % 3 ? COLL_ALL_REDUCE : COLL_ALL_GATHER, name, cause, (uint32_t)i + 1,
+                                   "contracting dim 1 of lhs sharded on 'y'");
+        int64_t d[3] = {8, 1024, 4};
+        set_dims(c, v == 1 ? ET_F32 : ET_BF16, v == 2 ? 3 : 2, d, d);
+        if (v == 3) c->result_dims[0] = 64;
+        if (v == 4) c->operand_dims[1] = 512;
+        int8_t y[2] = {1, 2}, x[1] = {0};
+        if (v == 5) set_atoms(c, 1, x, 2, 4);
+        else set_atoms(c, 2, y, 4, 2);
+        if (v == 6) c->group_size = 8;
+        if (v == 7) c->num_groups = 1;
+        c->bytes_per_device = 28672 + (v == 8 ? 1 : 0) + (v >= 12 ? v : 0);
+        c->multiplier = v == 9 ? 3 : 1;
+        c->per_trip = v == 10;
+        c->from_input = v == 11;
+        if (v == 13) c->halo_dim = 0;
+    }
+    StrBuf b = {0};
+    report_print_json(&b, &r);
+    assert_jansson_bytes(&b);
+    /* every row's fields are its record's */
+    json_error_t e;
+    json_t *doc = json_loads(sb_cstr(&b), 0, &e);
+    assert_non_null(doc);
+    json_t *rows = json_object_get(doc, "collectives");
+    assert_int_equal(json_array_size(rows), 400);
+    for (int i = 0; i < 400; i++) {
+        const CommRecord *c = &r.records[i];
+        json_t *o = json_array_get(rows, (size_t)i);
+        assert_string_equal(json_string_value(json_object_get(o, "dtype")), elem_type_name(c->dtype));
+        json_t *os = json_object_get(o, "operand_shape"), *rs = json_object_get(o, "result_shape");
+        assert_int_equal(json_array_size(os), c->operand_rank);
+        assert_int_equal(json_array_size(rs), c->result_rank);
+        for (int d = 0; d < c->operand_rank; d++) {
+            assert_int_equal(json_integer_value(json_array_get(os, (size_t)d)), c->operand_dims[d]);
+            assert_int_equal(json_integer_value(json_array_get(rs, (size_t)d)), c->result_dims[d]);
+        }
+        /* axes: x is atom 0, y atoms 1 and 2 */
+        json_t *ax = json_object_get(o, "axes");
+        assert_int_equal(json_array_size(ax), 1);
+        assert_string_equal(json_string_value(json_array_get(ax, 0)), c->n_atoms == 1 ? "x" : "y");
+        assert_int_equal(jget_int(o, "group_size"), c->group_size);
+        assert_int_equal(jget_int(o, "num_groups"), c->num_groups);
+        assert_int_equal(jget_int(o, "bytes_per_device"), c->bytes_per_device);
+        assert_int_equal(jget_int(o, "multiplier"), c->multiplier);
+        assert_int_equal(json_is_true(json_object_get(o, "per_trip")), c->per_trip);
+        assert_string_equal(json_string_value(json_object_get(o, "source")), c->from_input ? "input" : "partitioner");
+        assert_int_equal(json_object_get(o, "halo") != NULL, c->halo_dim >= 0);
+    }
+    json_decref(doc);
+    /* row 0 is variant 0 and row 100 variant 20 (bytes 28,692); rows 25 and 103 (7 * 103 = 721 = 18 * 40 + 1) are variant 1 (f32) */
+    const char *t = sb_cstr(&b);
+    const char *r100 = strstr(t, "\"instruction\": \"ar.100\"");
+    assert_non_null(r100);
+    assert_true(strncmp(strstr(r100, "\"bytes_per_device\": "), "\"bytes_per_device\": 28692,", 26) == 0);
+    const char *r25 = strstr(t, "\"instruction\": \"ar.25\"");
+    assert_non_null(r25);
+    assert_true(strncmp(strstr(r25, "\"dtype\": "), "\"dtype\": \"f32\"", 14) == 0);
+    const char *r103 = strstr(t, "\"instruction\": \"ar.103\"");
+    assert_non_null(r103);
+    assert_true(strncmp(strstr(r103, "\"dtype\": "), "\"dtype\": \"f32\"", 14) == 0);
+    sb_free(&b);
+    report_free(&r);
+}
+
 /* A string is printed as it is when jansson's json_string accepts it (valid
  * UTF-8: no overlong forms, surrogates or code points past U+10FFFF), else
  * with every byte >= 0x80 as '?'.  Random strings over the bytes that
@@ -647,6 +730,7 @@ int main(void)
         cmocka_unit_test(test_json_axes_list_and_nulls),
         cmocka_unit_test(test_output_is_deterministic),
         cmocka_unit_test(test_json_is_janssons_layout),
+        cmocka_unit_test(test_json_repeated_rows_as_jansson),
         cmocka_unit_test(test_json_utf8_as_jansson_judges_it),
         cmocka_unit_test(test_json_streams_through_a_sink),
     };
