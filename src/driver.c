@@ -2,9 +2,6 @@
  * subcommands (see driver.h). */
 #define _XOPEN_SOURCE 700 /* realpath */
 #define _DEFAULT_SOURCE     /* MAP_ANONYMOUS, MAP_POPULATE */
-#ifdef __linux__
-#define _GNU_SOURCE         /* sync_file_range */
-#endif
 #include "spmdc/driver.h"
 
 #include <errno.h>
@@ -438,19 +435,8 @@ typedef struct TempJob {
 static void *temp_job(void *arg)
 {
     TempJob *j = arg;
-    j->ok = write_text(j->fd, &j->o);
+    j->ok = write_text_close(j->fd, &j->o);
     j->err = errno;
-#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
-    /* Starts the temporary's writeback as soon as it is written, on the
-     * thread that wrote it: renaming it over an existing file makes the file
-     * system (ext4's replace-by-rename rule) write it out first, which
-     * would otherwise wait in the renames, one file after the other. */
-    if (j->ok) (void)sync_file_range(j->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-#endif
-    if (close(j->fd) != 0 && j->ok) {
-        j->ok = false;
-        j->err = errno;
-    }
     return NULL;
 }
 
