@@ -276,14 +276,29 @@ static void put_conv_labels(StrBuf *b, const ConvDims *c)
  *    opcode, the set and the module, so a set's address and the opcode key
  *    its text.  Direct mapped: a slot keeps the last key that hashed to it.
  *  - the replica groups printed last and their text: collectives carry
- *    their own sets (each has its channel_id) but mostly the same groups. */
+ *    their own sets (each has its channel_id) but mostly the same groups;
+ *  - the text of the array shapes printed last (a layer's shapes are the
+ *    next layer's), by what shape_print reads: element type, dims and
+ *    layout; direct mapped as the attribute texts. */
 #define ATTRS_MEMO_SLOTS 64
+#define SHAPE_MEMO_SLOTS 64
+#define SHAPE_MEMO_TEXT 80 /* longer shape texts are not kept */
+typedef struct ShapeMemoSlot {
+    int64_t dims[SPMDC_MAX_RANK];
+    int8_t minor_to_major[SPMDC_MAX_RANK];
+    int32_t type, rank; /* rank -1: empty slot */
+    bool layout;        /* printed with its layout */
+    uint8_t len;
+    char text[SHAPE_MEMO_TEXT];
+} ShapeMemoSlot;
 typedef struct PrintMemo {
     struct {
         const HloAttrs *a; /* NULL: empty slot */
         HloOpcode op;
         StrBuf text;
     } slot[ATTRS_MEMO_SLOTS];
+    ShapeMemoSlot shapes[SHAPE_MEMO_SLOTS];
+    StrBuf shape_text; /* a shape being spelled for its slot */
     int64_t *group_ids; /* heap copy of the last groups' ids (NULL: none yet) */
     int64_t n_groups, group_size;
     StrBuf groups_text;  /* their text after "replica_groups=" */
@@ -621,8 +636,51 @@ static void put_operands(StrBuf *b, const HloModule *m, int32_t c, const HloInst
     sb_putc(b, ')');
 }
 
+static void print_memo_init(PrintMemo *memo)
+{
+    memset(memo, 0, sizeof *memo);
+    for (int k = 0; k < SHAPE_MEMO_SLOTS; k++) memo->shapes[k].rank = -1;
+}
+
+/* shape_print through memo (NULL: none); arrays without a layout tail only. */
+static void put_shape_memo(StrBuf *b, const Shape *s, bool with_layout, PrintMemo *memo)
+{
+    if (!memo || s->type == ET_TUPLE || s->layout_tail || s->rank < 0 || s->rank > SPMDC_MAX_RANK) {
+        shape_print(b, s, with_layout);
+        return;
+    }
+    bool layout = with_layout && s->has_layout && s->rank > 0;
+    uint64_t h = (uint64_t)(uint32_t)s->type * 0x9e3779b97f4a7c15ull ^ (uint64_t)s->rank ^ (uint64_t)layout << 8;
+    for (int32_t d = 0; d < s->rank && d < SPMDC_MAX_RANK; d++) {
+        h = (h ^ (uint64_t)s->dims[d]) * 0xff51afd7ed558ccdull;
+        if (layout) h ^= (uint64_t)(uint8_t)s->minor_to_major[d] << (8 * (d & 7));
+    }
+    ShapeMemoSlot *m = &memo->shapes[(h ^ (h >> 29)) % SHAPE_MEMO_SLOTS];
+    bool same = m->rank == s->rank && m->type == (int32_t)s->type && m->layout == layout;
+    for (int32_t d = 0; same && d < s->rank && d < SPMDC_MAX_RANK; d++)
+        same = m->dims[d] == s->dims[d] && (!layout || m->minor_to_major[d] == s->minor_to_major[d]);
+    if (same) {
+        sb_putn(b, m->text, m->len);
+        return;
+    }
+    sb_clear(&memo->shape_text);
+    shape_print(&memo->shape_text, s, with_layout);
+    sb_putn(b, memo->shape_text.data, memo->shape_text.len);
+    if (memo->shape_text.len > SHAPE_MEMO_TEXT) return;
+    m->type = (int32_t)s->type;
+    m->rank = s->rank;
+    m->layout = layout;
+    for (int32_t d = 0; d < s->rank && d < SPMDC_MAX_RANK; d++) {
+        m->dims[d] = s->dims[d];
+        m->minor_to_major[d] = layout ? s->minor_to_major[d] : 0;
+    }
+    m->len = (uint8_t)memo->shape_text.len;
+    memcpy(m->text, memo->shape_text.data, m->len);
+}
+
 static void print_memo_free(PrintMemo *memo)
 {
+    sb_free(&memo->shape_text);
     for (int k = 0; k < ATTRS_MEMO_SLOTS; k++) sb_free(&memo->slot[k].text);
     free(memo->group_ids);
     sb_free(&memo->groups_text);
@@ -654,7 +712,7 @@ static void print_inst(StrBuf *b, const HloModule *m, int32_t c, int32_t i, cons
     sb_putc(b, '%');
     sb_puts(b, inst->name);
     sb_puts(b, " = ");
-    shape_print(b, &inst->shape, opt->print_layouts);
+    put_shape_memo(b, &inst->shape, opt->print_layouts, memo);
     sb_putc(b, ' ');
     sb_puts(b, hlo_opcode_name(inst->op));
     put_operands(b, m, c, inst, a);
@@ -695,7 +753,7 @@ static void print_module(StrBuf *b, const HloModule *m, const HloPrintOptions *o
         sb_printf(b, ", num_partitions=%" PRId64, m->num_partitions);
     sb_putc(b, '\n');
     PrintMemo memo;
-    memset(&memo, 0, sizeof memo);
+    print_memo_init(&memo);
     for (int32_t c = 0; c < m->n_comps; c++) {
         const HloComputation *comp = &m->comps[c];
         sb_printf(b, "\n%s%%%s", comp->is_entry ? "ENTRY " : "", comp->name);

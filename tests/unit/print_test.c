@@ -716,12 +716,101 @@ static void test_int_digits(void **state)
     sb_free(&b);
 }
 
+/* The printer spells a shape once per distinct array shape it meets (a
+ * memo of 64 slots) and copies it after: 600 instructions over 90 shapes
+ * that differ in element type, one dim, rank, layout or its absence, with
+ * and without layouts printed, and shapes whose text is longer than a slot
+ * holds, in runs and interleaved so slots are reused and evicted; then
+ * 2,600 whose shapes differ from the one before only in layout, type or
+ * the layout's absence.  Every line of the module must be the instruction
+ * as printed on its own (hlo_print_inst, no memo). */
+static void test_shape_memo_lines(void **state)
+{
+    (void)state;
+    StrBuf t = {0};
+    sb_puts(&t, "HloModule shapes\n\nENTRY %main {\n");
+    for (int i = 0; i < 600; i++) {
+        int v = i < 180 ? i / 2 : (i * 37) % 90;
+        const char *ty = v % 3 == 0 ? "f32" : v % 3 == 1 ? "bf16" : "s32";
+        char shape[200];
+        if (v >= 80) /* long: 8 dims of 14 digits */
+            snprintf(shape, sizeof shape, "%s[%d000000000000,%d000000000000,%d000000000000,%d000000000000,%d000000000000,%d000000000000,%d000000000000,%d000000000000]", ty, v, v, v, v, v, v, v, v + 1);
+        else if (v % 4 == 0)
+            snprintf(shape, sizeof shape, "%s[%d,%d]", ty, 8 + v, 16);
+        else if (v % 4 == 1)
+            snprintf(shape, sizeof shape, "%s[%d,%d]{0,1}", ty, 8 + v, 16);
+        else if (v % 4 == 2)
+            snprintf(shape, sizeof shape, "%s[%d,%d]{1,0}", ty, 8 + v, 16);
+        else
+            snprintf(shape, sizeof shape, "%s[%d,16,%d]", ty, 8 + v, v % 5);
+        sb_printf(&t, "  %%p%d = %s parameter(%d)\n", i, shape, i);
+    }
+    /* then shapes that differ only in layout, type or the layout's absence:
+     * the 24 layouts of f32[k,2,3,4], s32[k,2,3,4]{3,2,1,0} and f32[k,2,3,4]
+     * one after the other, for 100 k (26 shapes over 64 slots share some) */
+    int q = 0;
+    for (int k = 1; k <= 100; k++)
+        for (int l = 0; l < 26; l++, q++) {
+            int perm[4] = {0, 1, 2, 3}, x = l;
+            for (int a = 0; a < 4 && l < 24; a++) { /* the l-th permutation (factorial base) */
+                int f = a == 0 ? 6 : a == 1 ? 2 : 1, pick = a < 3 ? x / f : 0;
+                x = a < 3 ? x % f : 0;
+                int v = perm[a + pick];
+                memmove(perm + a + 1, perm + a, sizeof(int) * (size_t)pick);
+                perm[a] = v;
+            }
+            char shape[64];
+            if (l < 24)
+                snprintf(shape, sizeof shape, "f32[%d,2,3,4]{%d,%d,%d,%d}", k, perm[0], perm[1], perm[2], perm[3]);
+            else
+                snprintf(shape, sizeof shape, "%s[%d,2,3,4]%s", l == 24 ? "s32" : "f32", k, l == 24 ? "{3,2,1,0}" : "");
+            sb_printf(&t, "  %s%%q%d = %s parameter(%d)\n", k == 100 && l == 25 ? "ROOT " : "", q, shape, 600 + q);
+        }
+    sb_puts(&t, "}\n");
+    DiagEngine *d = diag_create(NULL);
+    diag_set_show_source(d, false);
+    const char *text = sb_cstr(&t);
+    HloModule *m = parse_hlo(text, t.len, diag_add_file(d, "s.hlo", text, t.len), d);
+    if (!m)
+        fail_msg("parse failed: %s", diag_text(d));
+    for (int layouts = 0; layouts < 2; layouts++) {
+        HloPrintOptions opt = {false, layouts == 1, false};
+        StrBuf b = {0}, one = {0};
+        hlo_print_module(&b, m, &opt);
+        const char *line = strstr(sb_cstr(&b), "{\n");
+        assert_non_null(line);
+        line += 2;
+        const HloComputation *c = &m->comps[m->entry];
+        for (int32_t i = 0; i < c->n_insts; i++) {
+            sb_clear(&one);
+            sb_puts(&one, i == c->root ? "  ROOT " : "  ");
+            hlo_print_inst(&one, m, m->entry, i, &opt);
+            sb_putc(&one, '\n');
+            assert_memory_equal(line, sb_cstr(&one), one.len);
+            line += one.len;
+        }
+        assert_string_equal(line, "}\n");
+        sb_free(&b);
+        sb_free(&one);
+    }
+    /* one hand-checked line each way */
+    StrBuf b = {0};
+    HloPrintOptions with = {false, true, false};
+    hlo_print_module(&b, m, &with);
+    assert_non_null(strstr(sb_cstr(&b), "  %p3 = bf16[9,16]{0,1} parameter(3)\n"));
+    sb_free(&b);
+    hlo_module_free(m);
+    diag_destroy(d);
+    sb_free(&t);
+}
+
 int main(void)
 {
 #define T(x) cmocka_unit_test_setup_teardown(x, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_constants), T(test_shape_ops), T(test_compute_ops), T(test_collectives), T(test_calls_and_raw),
         T(test_module),    cmocka_unit_test(test_round_trips), cmocka_unit_test(test_int_digits),
+        cmocka_unit_test(test_shape_memo_lines),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
