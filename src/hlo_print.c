@@ -279,13 +279,15 @@ static void put_conv_labels(StrBuf *b, const ConvDims *c)
  *    their own sets (each has its channel_id) but mostly the same groups;
  *  - the text of the array shapes printed last (a layer's shapes are the
  *    next layer's), by what shape_print reads: element type, dims and
- *    layout; direct mapped as the attribute texts. */
+ *    layout; two-way set associative, the less recently printed of a
+ *    pair replaced. */
 #define ATTRS_MEMO_SLOTS 64
 #define SHAPE_MEMO_SLOTS 64
 #define SHAPE_MEMO_TEXT 80 /* longer shape texts are not kept */
 typedef struct ShapeMemoSlot {
     int64_t dims[SPMDC_MAX_RANK];
     int8_t minor_to_major[SPMDC_MAX_RANK];
+    uint64_t used;      /* memo->shape_clock when last printed (0: never) */
     int32_t type, rank; /* rank -1: empty slot */
     bool layout;        /* printed with its layout */
     uint8_t len;
@@ -297,7 +299,8 @@ typedef struct PrintMemo {
         HloOpcode op;
         StrBuf text;
     } slot[ATTRS_MEMO_SLOTS];
-    ShapeMemoSlot shapes[SHAPE_MEMO_SLOTS];
+    ShapeMemoSlot shapes[SHAPE_MEMO_SLOTS]; /* pairs: two ways per set */
+    uint64_t shape_clock;
     StrBuf shape_text; /* a shape being spelled for its slot */
     int64_t *group_ids; /* heap copy of the last groups' ids (NULL: none yet) */
     int64_t n_groups, group_size;
@@ -655,14 +658,23 @@ static void put_shape_memo(StrBuf *b, const Shape *s, bool with_layout, PrintMem
         h = (h ^ (uint64_t)s->dims[d]) * 0xff51afd7ed558ccdull;
         if (layout) h ^= (uint64_t)(uint8_t)s->minor_to_major[d] << (8 * (d & 7));
     }
-    ShapeMemoSlot *m = &memo->shapes[(h ^ (h >> 29)) % SHAPE_MEMO_SLOTS];
-    bool same = m->rank == s->rank && m->type == (int32_t)s->type && m->layout == layout;
-    for (int32_t d = 0; same && d < s->rank && d < SPMDC_MAX_RANK; d++)
-        same = m->dims[d] == s->dims[d] && (!layout || m->minor_to_major[d] == s->minor_to_major[d]);
-    if (same) {
-        sb_putn(b, m->text, m->len);
-        return;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 29;
+    /* two ways: the pair at (h % slots) & ~1, the older of the two replaced */
+    ShapeMemoSlot *pair = &memo->shapes[(h % SHAPE_MEMO_SLOTS) & ~(uint64_t)1];
+    for (int w = 0; w < 2; w++) {
+        ShapeMemoSlot *m = &pair[w];
+        bool same = m->rank == s->rank && m->type == (int32_t)s->type && m->layout == layout;
+        for (int32_t d = 0; same && d < s->rank && d < SPMDC_MAX_RANK; d++)
+            same = m->dims[d] == s->dims[d] && (!layout || m->minor_to_major[d] == s->minor_to_major[d]);
+        if (same) {
+            m->used = ++memo->shape_clock;
+            sb_putn(b, m->text, m->len);
+            return;
+        }
     }
+    ShapeMemoSlot *m = pair[0].used <= pair[1].used ? &pair[0] : &pair[1];
     sb_clear(&memo->shape_text);
     shape_print(&memo->shape_text, s, with_layout);
     sb_putn(b, memo->shape_text.data, memo->shape_text.len);
@@ -676,6 +688,7 @@ static void put_shape_memo(StrBuf *b, const Shape *s, bool with_layout, PrintMem
     }
     m->len = (uint8_t)memo->shape_text.len;
     memcpy(m->text, memo->shape_text.data, m->len);
+    m->used = ++memo->shape_clock;
 }
 
 static void print_memo_free(PrintMemo *memo)

@@ -17,7 +17,7 @@ the growth of time and memory against the size before (per 10x more
 instructions), and the CPU seconds (user + system) of that run: on a machine
 other jobs share, wall time includes the waits for a core, CPU time does not.  --stages adds the per-stage breakdown of that run
 (SPMDC_TIME_PASSES: read, parse, verify, bind, canonicalize, propagate,
-partition, memory, print, report, write, free; seconds and the resident
+partition, print (with the report's memory estimate), report, write, free; seconds and the resident
 memory at the end of the stage).
 
 XLA: the same module in XLA's positional sharding form (--positional of the
