@@ -1099,6 +1099,21 @@ static char *negate_chain(int32_t n, const int32_t *bad, int n_bad, bool chain)
     return r;
 }
 
+/* Verifies negate_chain(70,000, bad, n_bad, chain), which must fail with
+ * exactly the messages want. */
+static void assert_chain_messages(const int32_t *bad, int n_bad, bool chain, const char *want)
+{
+    char *text = negate_chain(70000, bad, n_bad, chain);
+    DiagEngine *d = diag_create(NULL);
+    HloModule *m = parse_text(d, text);
+    assert_non_null(m);
+    assert_false(verify_module(m, d));
+    assert_string_equal(diag_text(d), want);
+    hlo_module_free(m);
+    diag_destroy(d);
+    free(text);
+}
+
 /* A computation of 70,001 instructions is checked in two halves on two
  * threads first (VERIFY_SPLIT_MIN is 65,536); the messages are those of the
  * checks in order: an error in each half, in order, and none for the users
@@ -1119,36 +1134,20 @@ static void test_split_halves_report_in_order(void **state)
     free(ok);
 
     /* n34999 (first half, line 35002) is wrong: n35000, the second half's
-     * first, and every later user are not reported; n60000 (line 60003) is
-     * wrong on its own, and so is the last, n70000 (line 70003) */
+     * first, and every later instruction use it, so none of them is
+     * reported, also not n60000 and n70000, which declare the wrong shape
+     * too */
     const int32_t bad[] = {34999, 60000, 70000};
-    char *text = negate_chain(N, bad, 3, true);
-    d = diag_create(NULL);
-    m = parse_text(d, text);
-    assert_non_null(m);
-    assert_false(verify_module(m, d));
-    assert_string_equal(diag_text(d),
-                        "t.hlo:35002:3: error: n34999: result shape f32[3] does not match the shape inferred from its "
-                        "operands, f32[4]\n");
-    hlo_module_free(m);
-    diag_destroy(d);
-    free(text);
-
+    assert_chain_messages(bad, 3, true,
+                          "t.hlo:35002:3: error: n34999: result shape f32[3] does not match the shape inferred from its "
+                          "operands, f32[4]\n");
     /* independent instructions: an error in each half, reported in order */
     const int32_t bad2[] = {100, 36000};
-    text = negate_chain(N, bad2, 2, false);
-    d = diag_create(NULL);
-    m = parse_text(d, text);
-    assert_non_null(m);
-    assert_false(verify_module(m, d));
-    assert_string_equal(diag_text(d),
-                        "t.hlo:103:3: error: n100: result shape f32[3] does not match the shape inferred from its "
-                        "operands, f32[4]\n"
-                        "t.hlo:36003:3: error: n36000: result shape f32[3] does not match the shape inferred from its "
-                        "operands, f32[4]\n");
-    hlo_module_free(m);
-    diag_destroy(d);
-    free(text);
+    assert_chain_messages(bad2, 2, false,
+                          "t.hlo:103:3: error: n100: result shape f32[3] does not match the shape inferred from its "
+                          "operands, f32[4]\n"
+                          "t.hlo:36003:3: error: n36000: result shape f32[3] does not match the shape inferred from its "
+                          "operands, f32[4]\n");
 }
 
 int main(void)
