@@ -27,6 +27,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,31 +278,26 @@ static void put_conv_labels(StrBuf *b, const ConvDims *c)
  *    its text.  Direct mapped: a slot keeps the last key that hashed to it.
  *  - the replica groups printed last and their text: collectives carry
  *    their own sets (each has its channel_id) but mostly the same groups;
- *  - the text of the array shapes printed last (a layer's shapes are the
- *    next layer's), by what shape_print reads: element type, dims and
- *    layout; two-way set associative, the less recently printed of a
- *    pair replaced. */
+ *  - the text of the array shapes printed lately (a layer's shapes are the
+ *    next layer's), by what shape_print reads (ShapeKey). */
 #define ATTRS_MEMO_SLOTS 64
-#define SHAPE_MEMO_SLOTS 64
-#define SHAPE_MEMO_TEXT 80 /* longer shape texts are not kept */
-typedef struct ShapeMemoSlot {
-    int64_t dims[SPMDC_MAX_RANK];
+
+/* What shape_print reads of an array shape without a layout tail (a
+ * TextMemo key of offsetof(ShapeKey, dims) + 8 * rank bytes, unused layout
+ * entries zero). */
+typedef struct ShapeKey {
+    int32_t type, rank;
     int8_t minor_to_major[SPMDC_MAX_RANK];
-    uint64_t used;      /* memo->shape_clock when last printed (0: never) */
-    int32_t type, rank; /* rank -1: empty slot */
-    bool layout;        /* printed with its layout */
-    uint8_t len;
-    char text[SHAPE_MEMO_TEXT];
-} ShapeMemoSlot;
+    uint8_t layout, pad[7]; /* layout: printed with it */
+    int64_t dims[SPMDC_MAX_RANK];
+} ShapeKey;
 typedef struct PrintMemo {
     struct {
         const HloAttrs *a; /* NULL: empty slot */
         HloOpcode op;
         StrBuf text;
     } slot[ATTRS_MEMO_SLOTS];
-    ShapeMemoSlot shapes[SHAPE_MEMO_SLOTS]; /* pairs: two ways per set */
-    uint64_t shape_clock;
-    StrBuf shape_text; /* a shape being spelled for its slot */
+    TextMemo shapes;
     int64_t *group_ids; /* heap copy of the last groups' ids (NULL: none yet) */
     int64_t n_groups, group_size;
     StrBuf groups_text;  /* their text after "replica_groups=" */
@@ -639,12 +635,6 @@ static void put_operands(StrBuf *b, const HloModule *m, int32_t c, const HloInst
     sb_putc(b, ')');
 }
 
-static void print_memo_init(PrintMemo *memo)
-{
-    memset(memo, 0, sizeof *memo);
-    for (int k = 0; k < SHAPE_MEMO_SLOTS; k++) memo->shapes[k].rank = -1;
-}
-
 /* shape_print through memo (NULL: none); arrays without a layout tail only. */
 static void put_shape_memo(StrBuf *b, const Shape *s, bool with_layout, PrintMemo *memo)
 {
@@ -652,48 +642,26 @@ static void put_shape_memo(StrBuf *b, const Shape *s, bool with_layout, PrintMem
         shape_print(b, s, with_layout);
         return;
     }
-    bool layout = with_layout && s->has_layout && s->rank > 0;
-    uint64_t h = (uint64_t)(uint32_t)s->type * 0x9e3779b97f4a7c15ull ^ (uint64_t)s->rank ^ (uint64_t)layout << 8;
-    for (int32_t d = 0; d < s->rank && d < SPMDC_MAX_RANK; d++) {
-        h = (h ^ (uint64_t)s->dims[d]) * 0xff51afd7ed558ccdull;
-        if (layout) h ^= (uint64_t)(uint8_t)s->minor_to_major[d] << (8 * (d & 7));
+    ShapeKey k;
+    memset(&k, 0, offsetof(ShapeKey, dims));
+    k.type = (int32_t)s->type;
+    k.rank = s->rank;
+    k.layout = with_layout && s->has_layout && s->rank > 0;
+    memcpy(k.dims, s->dims, sizeof(int64_t) * (size_t)s->rank);
+    if (k.layout) memcpy(k.minor_to_major, s->minor_to_major, (size_t)s->rank);
+    size_t n = offsetof(ShapeKey, dims) + sizeof(int64_t) * (size_t)s->rank;
+    const StrBuf *t = text_memo_find(&memo->shapes, &k, n);
+    if (!t) {
+        StrBuf *w = text_memo_put(&memo->shapes, &k, n);
+        shape_print(w, s, with_layout);
+        t = w;
     }
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 29;
-    /* two ways: the pair at (h % slots) & ~1, the older of the two replaced */
-    ShapeMemoSlot *pair = &memo->shapes[(h % SHAPE_MEMO_SLOTS) & ~(uint64_t)1];
-    for (int w = 0; w < 2; w++) {
-        ShapeMemoSlot *m = &pair[w];
-        bool same = m->rank == s->rank && m->type == (int32_t)s->type && m->layout == layout;
-        for (int32_t d = 0; same && d < s->rank && d < SPMDC_MAX_RANK; d++)
-            same = m->dims[d] == s->dims[d] && (!layout || m->minor_to_major[d] == s->minor_to_major[d]);
-        if (same) {
-            m->used = ++memo->shape_clock;
-            sb_putn(b, m->text, m->len);
-            return;
-        }
-    }
-    ShapeMemoSlot *m = pair[0].used <= pair[1].used ? &pair[0] : &pair[1];
-    sb_clear(&memo->shape_text);
-    shape_print(&memo->shape_text, s, with_layout);
-    sb_putn(b, memo->shape_text.data, memo->shape_text.len);
-    if (memo->shape_text.len > SHAPE_MEMO_TEXT) return;
-    m->type = (int32_t)s->type;
-    m->rank = s->rank;
-    m->layout = layout;
-    for (int32_t d = 0; d < s->rank && d < SPMDC_MAX_RANK; d++) {
-        m->dims[d] = s->dims[d];
-        m->minor_to_major[d] = layout ? s->minor_to_major[d] : 0;
-    }
-    m->len = (uint8_t)memo->shape_text.len;
-    memcpy(m->text, memo->shape_text.data, m->len);
-    m->used = ++memo->shape_clock;
+    sb_putn(b, t->data, t->len);
 }
 
 static void print_memo_free(PrintMemo *memo)
 {
-    sb_free(&memo->shape_text);
+    text_memo_free(&memo->shapes);
     for (int k = 0; k < ATTRS_MEMO_SLOTS; k++) sb_free(&memo->slot[k].text);
     free(memo->group_ids);
     sb_free(&memo->groups_text);
@@ -766,7 +734,7 @@ static void print_module(StrBuf *b, const HloModule *m, const HloPrintOptions *o
         sb_printf(b, ", num_partitions=%" PRId64, m->num_partitions);
     sb_putc(b, '\n');
     PrintMemo memo;
-    print_memo_init(&memo);
+    memset(&memo, 0, sizeof memo);
     for (int32_t c = 0; c < m->n_comps; c++) {
         const HloComputation *comp = &m->comps[c];
         sb_printf(b, "\n%s%%%s", comp->is_entry ? "ENTRY " : "", comp->name);

@@ -11,6 +11,7 @@
  * grows).
  */
 #include "spmdc/names.h"
+#include "spmdc/strbuf.h"
 
 #include <string.h>
 
@@ -148,21 +149,6 @@ void names_prefetch(const NameSet *s, uint32_t h)
 
 void names_add_hashed(NameSet *s, const char *name, uint32_t h) { add_hashed(s, name, h); }
 
-/* Writes v in decimal and a NUL at p; the digits written. */
-static size_t put_decimal(char *p, unsigned long long v)
-{
-    char t[20];
-    size_t n = 0;
-    do {
-        t[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        p[i] = t[n - 1 - i];
-    p[n] = 0;
-    return n;
-}
-
 const char *names_unique(NameSet *s, const char *name, Arena *out)
 {
     size_t len;
@@ -196,7 +182,7 @@ const char *names_unique(NameSet *s, const char *name, Arena *out)
     long long k = s->next_suffix[b];
     uint32_t rh;
     for (;; k++) {
-        size_t rl = len + 1 + put_decimal(r + len + 1, (unsigned long long)k);
+        size_t rl = len + 1 + str_put_u64(r + len + 1, (uint64_t)k);
         rh = hash_n(r, rl);
         if (!probe(s, r, rh)->name) break;
     }

@@ -445,15 +445,13 @@ void report_print_text(StrBuf *b, const CommReport *r)
 
 #define JSON_MAX_DEPTH 8
 
-struct JsonRowMemo;
-
 typedef struct JsonOut {
     StrBuf *b;
     int depth;         /* open arrays and objects, <= JSON_MAX_DEPTH */
     uint32_t nonempty; /* bit d: the container open at depth d has an element */
     bool after_key;    /* a key was written: its value follows on the same line */
     StrBuf scratch;    /* an axis name being spelled */
-    struct JsonRowMemo *rows; /* [JSON_ROW_MEMO] (jo_record), or NULL outside the collectives */
+    TextMemo *rows;    /* the rows' repeated fields (jo_shape_fields_memo), or NULL outside the collectives */
 } JsonOut;
 
 /* A newline and the indent of depth d (2*d spaces). */
@@ -666,13 +664,6 @@ typedef struct RowShapeKey {
     uint8_t per_trip, from_input, pad[6];
 } RowShapeKey;
 
-/* One slot of the memo: a key and the bytes its fields print. */
-typedef struct JsonRowMemo {
-    RowShapeKey key;
-    StrBuf text;
-    bool used;
-} JsonRowMemo;
-
 static void row_shape_key(const CommRecord *c, RowShapeKey *k)
 {
     memset(k, 0, sizeof *k);
@@ -690,9 +681,6 @@ static void row_shape_key(const CommRecord *c, RowShapeKey *k)
     k->per_trip = c->per_trip;
     k->from_input = c->from_input;
 }
-
-/* Slots of JsonOut.rows, the memo of rendered row fields. */
-#define JSON_ROW_MEMO 16
 
 /* The record's fields from "dtype" to "source", inside its object (after
  * "instruction"). */
@@ -718,16 +706,11 @@ static void jo_shape_fields_memo(JsonOut *j, const CommReport *r, const CommReco
 {
     RowShapeKey key;
     row_shape_key(c, &key);
-    uint64_t h = 0x9e3779b97f4a7c15ull, w;
-    for (size_t i = 0; i < sizeof key; i += 8) {
-        memcpy(&w, (const char *)&key + i, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-    }
-    JsonRowMemo *m = &j->rows[(h >> 32) % JSON_ROW_MEMO];
-    if (!m->used || memcmp(&m->key, &key, sizeof key) != 0) {
+    const StrBuf *t = text_memo_find(j->rows, &key, sizeof key);
+    if (!t) {
         JsonOut sub = *j; /* the state here, printing into the slot */
-        sb_clear(&m->text);
-        sub.b = &m->text;
+        StrBuf *w = text_memo_put(j->rows, &key, sizeof key);
+        sub.b = w;
         sub.scratch = (StrBuf){0};
         jo_shape_fields(&sub, r, c);
         sb_free(&sub.scratch);
@@ -735,10 +718,9 @@ static void jo_shape_fields_memo(JsonOut *j, const CommReport *r, const CommReco
          * by the next jo_open before they are read */
         SPMDC_ASSERT(sub.depth == j->depth && !sub.after_key &&
                      ((sub.nonempty ^ j->nonempty) & ((2u << j->depth) - 1)) == 0);
-        m->key = key;
-        m->used = true;
+        t = w;
     }
-    sb_putn(j->b, m->text.data, m->text.len);
+    sb_putn(j->b, t->data, t->len);
 }
 
 static void jo_record(JsonOut *j, const CommReport *r, const CommRecord *c)
@@ -834,15 +816,15 @@ void report_print_json(StrBuf *b, const CommReport *r)
     jo_mesh(&j, &r->mesh);
     jo_key(&j, "collectives");
     jo_open(&j, '[');
-    JsonRowMemo rows[JSON_ROW_MEMO];
-    memset(rows, 0, sizeof rows);
+    TextMemo *rows = xcalloc(1, sizeof *rows);
     j.rows = rows;
     for (int32_t i = 0; i < r->n_records; i++) {
         jo_record(&j, r, &r->records[i]);
         sb_flush_point(b);
     }
     j.rows = NULL;
-    for (int k = 0; k < JSON_ROW_MEMO; k++) sb_free(&rows[k].text);
+    text_memo_free(rows);
+    free(rows);
     jo_close(&j, ']');
     jo_totals(&j, r);
     jo_memory(&j, r);

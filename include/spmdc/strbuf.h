@@ -62,6 +62,9 @@ static inline void sb_puts(StrBuf *b, const char *s) { sb_putn(b, s, strlen(s));
 void sb_printf(StrBuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* v in decimal, as printf's %" PRId64 " spells it (without printf's cost). */
 void sb_int(StrBuf *b, int64_t v);
+/* u's decimal digits and a NUL written at p (room for 21 bytes); returns
+ * the digits written. */
+size_t str_put_u64(char *p, uint64_t u);
 /* Appends "{a,b,c}" style lists: open, items separated by sep, close. */
 void sb_int_list(StrBuf *b, const int64_t *v, int32_t n, const char *open, const char *sep, const char *close);
 const char *sb_cstr(const StrBuf *b);
@@ -76,5 +79,29 @@ static inline void sb_flush_point(StrBuf *b)
 {
     if (b->sink && b->len >= SB_SINK_CHUNK) sb_flush(b);
 }
+
+/* Texts by the bytes of a key, for printers that spell the same value
+ * again and again (a layer's shapes and collectives are the next layer's):
+ * TEXT_MEMO_SETS sets of two slots, the less recently used of a set
+ * replaced.  A key is a struct whose unused and padding bytes the caller
+ * zeroes, at most TEXT_MEMO_KEY bytes.  Zero-initialize; text_memo_free. */
+#define TEXT_MEMO_SETS 32
+#define TEXT_MEMO_KEY 256
+typedef struct TextMemoSlot {
+    uint64_t used; /* TextMemo.clock when last found or put (0: empty) */
+    size_t key_len;
+    unsigned char key[TEXT_MEMO_KEY];
+    StrBuf text;
+} TextMemoSlot;
+typedef struct TextMemo {
+    TextMemoSlot slot[2 * TEXT_MEMO_SETS];
+    uint64_t clock;
+} TextMemo;
+/* The text kept for key[0..n), or NULL. */
+const StrBuf *text_memo_find(TextMemo *m, const void *key, size_t n);
+/* The emptied buffer that now keeps key[0..n)'s text, for the caller to
+ * fill (it replaces the less recently used slot of the key's set). */
+StrBuf *text_memo_put(TextMemo *m, const void *key, size_t n);
+void text_memo_free(TextMemo *m);
 
 #endif

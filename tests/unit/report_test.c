@@ -536,8 +536,8 @@ static void test_json_is_janssons_layout(void **state)
 }
 
 /* Rows that repeat their fields from "dtype" to "source" (a layer's
- * collective is the next one's) print them from a memo of 16 slots: 400
- * rows over 40 variants, each differing from a base in one field (dtype,
+ * collective is the next one's) print them from a memo (TextMemo, 32
+ * sets of two slots): 400 rows over 40 variants, each differing from a base in one field (dtype,
  * a dim, a rank, an axis, the group counts, bytes, multiplier, per_trip,
  * source), in runs and interleaved so slots are reused and evicted, must
  * still be jansson's bytes, and the rows of each variant must print the
