@@ -6,15 +6,19 @@
  * asking for transparent huge pages costs more in the kernel's compaction on
  * fault than the faults it saves.
  *
- * On Linux a dedicated chunk of MAP_MIN bytes or more is its own anonymous
- * mapping, grown by arena_realloc with mremap: the kernel hands out the new
- * pages zero-filled and maps them on first touch, so a doubling array's
- * unused capacity costs address space, not resident memory (realloc would
- * need the tail cleared, which touches every page). */
+ * On Linux a chunk of MAP_MIN bytes or more (a dedicated one, or a bump
+ * chunk once the arena has grown that far) is its own anonymous mapping
+ * from pages.h, grown by arena_realloc with pages_grow (mremap): new pages
+ * are mapped on first touch, so a doubling array's unused capacity costs
+ * address space, not resident memory (realloc would need the tail cleared,
+ * which touches every page).  Freed, the mapping goes back to pages.h's
+ * cache and its resident pages serve the next large chunks; those hold old
+ * bytes up to Chunk.dirty, which are cleared as the arena hands them out. */
 #if defined(__linux__) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* mremap */
 #endif
 #include "spmdc/arena.h"
+#include "spmdc/pages.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -39,8 +43,10 @@ typedef struct Chunk {
     size_t clean;   /* data[clean..cap) is known to be zero */
     unsigned long long seq; /* creation number in its arena (arena_release) */
     bool dedicated; /* holds exactly one large allocation (arena_realloc may grow it) */
-    bool mapped;    /* its own mapping of map_len bytes (dedicated chunks of MAP_MIN and up) */
+    bool mapped;    /* its own mapping of map_len bytes from pages.h (MAP_MIN and up) */
+    bool advised;   /* mapped, with transparent huge pages asked for (arena_advise_random) */
     size_t map_len;
+    size_t dirty;   /* mapped: bytes of the mapping from here on are zero (before: maybe not) */
     _Alignas(64) unsigned char data[];
 } Chunk;
 
@@ -90,7 +96,11 @@ static void chunk_free(Chunk *c)
 {
 #ifdef __linux__
     if (c->mapped) {
-        munmap(c, c->map_len);
+#ifdef MADV_NOHUGEPAGE
+        /* whoever reuses the pages gets normal ones for the pages it adds */
+        if (c->advised) (void)madvise(c, c->map_len, MADV_NOHUGEPAGE);
+#endif
+        pages_unmap(c, c->map_len);
         return;
     }
 #endif
@@ -160,16 +170,25 @@ static size_t map_length(size_t cap)
     return (n + page - 1) & ~(page - 1);
 }
 
-/* A zeroed dedicated chunk of cap data bytes in its own mapping. */
+/* A chunk of cap data bytes in its own mapping, header set; its data may
+ * hold old bytes below dirty - sizeof(Chunk) (recycled pages). */
 static Chunk *new_mapped_chunk(size_t cap)
 {
-    size_t len = map_length(cap);
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) spmdc_oom();
-    Chunk *c = p;
+    size_t len = map_length(cap), dirty;
+    Chunk *c = pages_map(len, &dirty);
+    memset(c, 0, sizeof *c);
     c->mapped = true;
     c->map_len = len;
+    c->dirty = dirty > sizeof(Chunk) ? dirty : sizeof(Chunk);
     return c;
+}
+
+/* Bytes of c's data from off on that may hold old bytes, up to size. */
+static size_t dirty_span(const Chunk *c, size_t off, size_t size)
+{
+    size_t end = c->dirty - sizeof(Chunk);
+    if (off >= end) return 0;
+    return end - off < size ? end - off : size;
 }
 #endif
 
@@ -177,7 +196,11 @@ static Chunk *new_mapped_chunk(size_t cap)
 static Chunk *new_dedicated_chunk(size_t size)
 {
 #ifdef __linux__
-    if (size >= MAP_MIN) return new_mapped_chunk(size);
+    if (size >= MAP_MIN) {
+        Chunk *c = new_mapped_chunk(size);
+        memset(c->data, 0, dirty_span(c, 0, size));
+        return c;
+    }
 #endif
     return new_chunk(size);
 }
@@ -196,7 +219,7 @@ void arena_advise_random(Arena *a, const void *p)
     for (Chunk *c = a->head; c; c = c->next)
         if (c->dedicated && (const void *)c->data == p) {
             /* the whole mapping, so it stays one mapping for mremap */
-            if (c->mapped) (void)madvise(c, c->map_len, MADV_HUGEPAGE);
+            if (c->mapped && madvise(c, c->map_len, MADV_HUGEPAGE) == 0) c->advised = true;
             return;
         }
 #else
@@ -289,7 +312,13 @@ void *arena_alloc(Arena *a, size_t size, size_t align)
     }
     size_t cap = size + align > CHUNK_MIN ? size + align : CHUNK_MIN;
     if (c && c->cap * 2 > cap && c->cap < (64u << 20)) cap = c->cap * 2;
+#ifdef __linux__
+    Chunk *n = cap >= MAP_MIN ? new_mapped_chunk(cap) : new_chunk(cap);
+    n->clean = n->mapped ? dirty_span(n, 0, cap) : 0;
+#else
     Chunk *n = new_chunk(cap);
+    n->clean = 0;
+#endif
     n->next = a->head;
     n->cap = cap;
     n->seq = a->next_seq++;
@@ -297,7 +326,8 @@ void *arena_alloc(Arena *a, size_t size, size_t align)
     a->head = n;
     uintptr_t base = (uintptr_t)n->data;
     size_t off = (size_t)(((base + (align - 1)) & ~(uintptr_t)(align - 1)) - base);
-    n->used = n->clean = off + size;
+    n->used = off + size;
+    clear_used(n, off, size);
     return n->data + off;
 #endif
 }
@@ -312,17 +342,26 @@ void *arena_realloc(Arena *a, void *p, size_t old_size, size_t new_size, size_t 
             Chunk *c = *pp;
             if (!c->dedicated || (void *)c->data != p) continue;
 #ifdef __linux__
-            if (c->mapped) { /* the kernel zero-fills the pages mremap adds */
-                size_t len = map_length(new_size);
-                void *q = mremap(c, c->map_len, len, MREMAP_MAYMOVE);
-                if (q == MAP_FAILED) spmdc_oom();
-                c = q;
-                c->map_len = len;
+            if (c->mapped) {
+                size_t len = map_length(new_size), moved = 0;
+                if (len > c->map_len) {
+                    c = pages_grow(c, c->map_len, len, &moved);
+                    if (moved > c->map_len) c->dirty = moved; /* recycled pages after the old end */
+                    c->map_len = len;
+#ifdef MADV_HUGEPAGE
+                    if (c->advised) (void)madvise(c, len, MADV_HUGEPAGE); /* the whole mapping, as before */
+#endif
+                }
+                memset(c->data + old_size, 0, dirty_span(c, old_size, new_size - old_size));
             } else if (new_size >= MAP_MIN) {
                 Chunk *d = new_mapped_chunk(new_size);
+                Chunk h = *d;
                 memcpy(d, c, sizeof(Chunk) + old_size);
                 d->mapped = true;
-                d->map_len = map_length(new_size);
+                d->map_len = h.map_len;
+                d->dirty = h.dirty;
+                d->advised = false;
+                memset(d->data + old_size, 0, dirty_span(d, old_size, new_size - old_size));
                 free(c);
                 c = d;
             } else

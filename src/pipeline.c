@@ -1,5 +1,6 @@
 /* pipeline.c - the pass table and the loop that runs it (see pipeline.h). */
 #include "spmdc/pipeline.h"
+#include "spmdc/pages.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,8 @@ bool pipeline_run(PipelineState *st, PassCtx *cx, PassId first, PassId last)
          * later pass, output file or exit status 0 follows an error. */
         if (diag_error_count(cx->diag) > errors) ok = false;
         arena_reset(cx->scratch);
+        /* the pages the passes freed go back to the kernel before printing */
+        if (k == (int)last || !ok) pages_trim();
         passtime_stage(p->name);
 #if defined(SPMDC_VERIFY_EACH_PASS)
         if (ok) ok = verify_after(st, cx, p);

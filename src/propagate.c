@@ -475,7 +475,12 @@ static int64_t add_cost(int64_t a, int64_t b)
 /* A proposal to leaf: the caller sets its state (t), src, via and lorg. */
 static Proposal *new_proposal(Engine *e, int32_t leaf)
 {
-    GROW(e->props, e->n_props, e->cap_props);
+    if (e->n_props >= e->cap_props) { /* in the pass's arena: its pages serve the next pass (pages.h) */
+        int32_t cap = e->cap_props ? e->cap_props * 2 : 64;
+        e->props = arena_realloc(e->a, e->props, sizeof(Proposal) * (size_t)e->cap_props,
+                                 sizeof(Proposal) * (size_t)cap, _Alignof(Proposal));
+        e->cap_props = cap;
+    }
     Proposal *p = &e->props[e->n_props];
     p->aorg = NULL;
     p->pst = ST_NONE;
@@ -2176,11 +2181,12 @@ static bool setup_classes(Engine *e, const bool *df)
     int32_t n = e->n_insts, n_pairs = 0, n_opl = 0;
     /* room for two operands an instruction (pages never written cost nothing) */
     int32_t cap_opl = 2 * n + 1024, cap_pairs = 2 * cap_opl;
-    int32_t *pairs = xmalloc(sizeof(int32_t) * (size_t)cap_pairs); /* (operand, user) */
+    /* in the pass's arena: its pages serve the next pass (pages.h) */
+    int32_t *pairs = ARENA_ARRAY(e->a, int32_t, cap_pairs); /* (operand, user) */
     int32_t *ustart = e->ustart = ARENA_ARRAY(e->a, int32_t, n + 1);
     int32_t *opl_start = e->opl_start = ARENA_ARRAY(e->a, int32_t, n + 1);
     int32_t *rid = e->rid = ARENA_ARRAY(e->a, int32_t, n + 1);
-    int32_t *opl = xmalloc(sizeof(int32_t) * (size_t)cap_opl);
+    int32_t *opl = ARENA_ARRAY(e->a, int32_t, cap_opl);
     const int32_t *leaf0 = e->leaf0, *sid = e->sid;
     uint8_t *iflag = e->iflag, *lfl = e->lfl;
     /* per opcode whose class does not depend on the instruction: its flags
@@ -2237,14 +2243,18 @@ static bool setup_classes(Engine *e, const bool *df)
                 keys.osid = xrealloc(keys.osid, sizeof(int32_t) * (size_t)keys.cap_osid);
             }
             if (n_opl + no > cap_opl) {
+                int32_t was = cap_opl;
                 while (n_opl + no > cap_opl)
                     cap_opl *= 2;
-                opl = xrealloc(opl, sizeof(int32_t) * (size_t)cap_opl);
+                opl = arena_realloc(e->a, opl, sizeof(int32_t) * (size_t)was, sizeof(int32_t) * (size_t)cap_opl,
+                                    _Alignof(int32_t));
             }
             if (n_pairs + 2 * no > cap_pairs) {
+                int32_t was = cap_pairs;
                 while (n_pairs + 2 * no > cap_pairs)
                     cap_pairs *= 2;
-                pairs = xrealloc(pairs, sizeof(int32_t) * (size_t)cap_pairs);
+                pairs = arena_realloc(e->a, pairs, sizeof(int32_t) * (size_t)was, sizeof(int32_t) * (size_t)cap_pairs,
+                                      _Alignof(int32_t));
             }
             for (int32_t k = 0; k < no; k++) {
                 if (ops[k] < 0 || ops[k] >= n_insts) {
@@ -2284,7 +2294,6 @@ static bool setup_classes(Engine *e, const bool *df)
         for (int32_t p = 0; p < n_pairs; p += 2)
             users[fill[pairs[p]]++] = pairs[p + 1];
     }
-    free(pairs);
     return ok;
 }
 
@@ -2948,7 +2957,6 @@ static void engine_free(Engine *e)
     free(e->pused);
     free(e->htab);
     free(e->anns);
-    free(e->props);
     free(e->touched);
     free(e->front);
     free(e->front_cause);
@@ -2958,7 +2966,6 @@ static void engine_free(Engine *e)
     free(e->ops_scratch);
     free(e->conf);
     free(e->cands);
-    free(e->opl);
     free(e->memo);
     free(e->memo_slot);
     free(e->mprops);

@@ -7,6 +7,17 @@
 #include <string.h>
 
 #include "spmdc/arena.h"
+#include "spmdc/pages.h"
+
+#define MIB ((size_t)1 << 20)
+
+/* Whether p[0, n) is all byte v. */
+static int all_bytes(const unsigned char *p, size_t n, unsigned char v)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != v) return 0;
+    return 1;
+}
 
 static void test_alignment_and_zero(void **state)
 {
@@ -84,6 +95,51 @@ static void test_grow_in_place(void **state)
     arena_destroy(a);
 }
 
+/* Chunks of 1 MiB and up go back to the page cache (pages.h) when freed,
+ * and the next arena's large chunks take their pages, old bytes and all:
+ * every allocation from them is still zero. */
+static void test_recycled_pages_are_cleared(void **state)
+{
+    (void)state;
+    pages_trim();
+    Arena *a = arena_create();
+    unsigned char *big = arena_alloc(a, 3 * MIB, 16), *grown = arena_alloc(a, 2 * MIB, 16);
+    memset(big, 0xff, 3 * MIB);
+    memset(grown, 0xff, 2 * MIB);
+    for (int i = 0; i < 3000; i++) /* bump chunks of 64 KiB doubling to 2 MiB */
+        memset(arena_alloc(a, 1000, 8), 0xff, 1000);
+    arena_destroy(a);
+#ifndef SPMDC_ARENA_DEBUG
+    size_t cached = pages_cached();
+    assert_true(cached >= 8 * MIB); /* 3 + 2 MiB dedicated, 1 + 2 MiB of bump chunks */
+#endif
+    Arena *b = arena_create();
+    unsigned char *d = arena_alloc(b, 2 * MIB, 16);
+    assert_true(all_bytes(d, 2 * MIB, 0));
+    for (int i = 0; i < 3000; i++)
+        assert_true(all_bytes(arena_alloc(b, 1000, 8), 1000, 0));
+    /* grown from recycled pages: the old part kept, the new tail zero */
+    unsigned char *g = arena_alloc(b, MIB + 4096, 16);
+    memset(g, 0x5a, MIB + 4096);
+    g = arena_realloc(b, g, MIB + 4096, 5 * MIB, 16);
+    assert_true(all_bytes(g, MIB + 4096, 0x5a));
+    assert_true(all_bytes(g + MIB + 4096, 4 * MIB - 4096, 0));
+    /* a malloc'd block grown into a mapping of recycled pages */
+    Arena *c = arena_create();
+    memset(arena_alloc(c, 3 * MIB, 16), 0xff, 3 * MIB);
+    arena_destroy(c);
+    unsigned char *s = arena_alloc(b, 64 * 1024, 16);
+    memset(s, 0x5a, 64 * 1024);
+    s = arena_realloc(b, s, 64 * 1024, 2 * MIB, 16);
+    assert_true(all_bytes(s, 64 * 1024, 0x5a));
+    assert_true(all_bytes(s + 64 * 1024, 2 * MIB - 64 * 1024, 0));
+#ifndef SPMDC_ARENA_DEBUG
+    assert_true(pages_cached() < cached); /* b took recycled pages */
+#endif
+    arena_destroy(b);
+    pages_trim();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -91,6 +147,7 @@ int main(void)
         cmocka_unit_test(test_large_and_many),
         cmocka_unit_test(test_strings),
         cmocka_unit_test(test_grow_in_place),
+        cmocka_unit_test(test_recycled_pages_are_cleared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
