@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "spmdc/arena.h"
@@ -140,6 +141,74 @@ static void test_recycled_pages_are_cleared(void **state)
     pages_trim();
 }
 
+/* Random allocations, growths, releases and destructions over a few
+ * arenas, with sizes from bytes to megabytes so chunks go to the page cache
+ * and come back: every new byte is zero, a grown block keeps its bytes, and
+ * no two live blocks share memory (each holds its own byte to the end). */
+typedef struct LiveBlock {
+    unsigned char *p;
+    size_t n;
+    unsigned char v;
+    int arena;
+} LiveBlock;
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static void test_random_reuse(void **state)
+{
+    (void)state;
+    pages_trim();
+    enum { ARENAS = 4, MAX_LIVE = 200, STEPS = 2000 };
+    Arena *ar[ARENAS];
+    for (int k = 0; k < ARENAS; k++) ar[k] = arena_create();
+    LiveBlock *live = calloc(MAX_LIVE, sizeof *live);
+    int n_live = 0;
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    unsigned next_id = 0;
+    for (int step = 0; step < STEPS; step++) {
+        uint64_t r = rng_next(&seed);
+        int k = (int)(r % ARENAS);
+        unsigned op = (unsigned)(r >> 8) % 16;
+        if (op == 0) { /* destroy an arena: its blocks die */
+            arena_destroy(ar[k]);
+            ar[k] = arena_create();
+            int w = 0;
+            for (int i = 0; i < n_live; i++)
+                if (live[i].arena != k) live[w++] = live[i];
+            n_live = w;
+        } else if (op <= 3 && n_live > 0) { /* grow a large block */
+            LiveBlock *b = &live[(r >> 16) % (uint64_t)n_live];
+            if (b->n < 16 * 1024) continue;
+            size_t m = b->n + 1 + (size_t)((r >> 24) % (3u << 20));
+            b->p = arena_realloc(ar[b->arena], b->p, b->n, m, 16);
+            assert_true(all_bytes(b->p, b->n, b->v));
+            assert_true(all_bytes(b->p + b->n, m - b->n, 0));
+            memset(b->p + b->n, b->v, m - b->n);
+            b->n = m;
+        } else if (n_live < MAX_LIVE) { /* allocate: small, mid or large */
+            size_t n = op < 10 ? 1 + (size_t)((r >> 16) % 512)
+                     : op < 14 ? 1 + (size_t)((r >> 16) % (64 * 1024))
+                               : (1u << 20) + (size_t)((r >> 16) % (2u << 20));
+            unsigned char *p = arena_alloc(ar[k], n, 8);
+            assert_true(all_bytes(p, n, 0));
+            unsigned char v = (unsigned char)(1 + next_id++ % 255);
+            memset(p, v, n);
+            live[n_live++] = (LiveBlock){p, n, v, k};
+        }
+    }
+    for (int i = 0; i < n_live; i++)
+        assert_true(all_bytes(live[i].p, live[i].n, live[i].v));
+    for (int k = 0; k < ARENAS; k++) arena_destroy(ar[k]);
+    free(live);
+    pages_trim();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -148,6 +217,7 @@ int main(void)
         cmocka_unit_test(test_strings),
         cmocka_unit_test(test_grow_in_place),
         cmocka_unit_test(test_recycled_pages_are_cleared),
+        cmocka_unit_test(test_random_reuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
