@@ -1,0 +1,1 @@
+compile layout_without_dims.hlo -o out.hlo
