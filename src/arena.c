@@ -165,7 +165,7 @@ static Chunk *new_chunk(size_t cap) { return xcalloc(1, sizeof(Chunk) + cap); }
 #ifdef __linux__
 static size_t map_length(size_t cap)
 {
-    size_t page = 4096, n = sizeof(Chunk) + cap;
+    size_t page = pages_size(), n = sizeof(Chunk) + cap;
     if (n < cap) spmdc_oom();
     return (n + page - 1) & ~(page - 1);
 }

@@ -5,14 +5,26 @@
 #include "spmdc/pages.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "spmdc/arena.h"
 
-#define PAGE ((size_t)4096)
+size_t pages_size(void)
+{
+    static _Atomic size_t page; /* two threads may both set it, to the same value */
+    size_t p = atomic_load_explicit(&page, memory_order_relaxed);
+    if (!p) {
+        long n = sysconf(_SC_PAGESIZE);
+        p = n > 0 ? (size_t)n : 4096;
+        atomic_store_explicit(&page, p, memory_order_relaxed);
+    }
+    return p;
+}
 
 static char *map_fresh(size_t len)
 {
@@ -46,8 +58,9 @@ static size_t g_bytes;
 static void move_run(char *src, size_t len, char *dst)
 {
     if (mremap(src, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, dst) != MAP_FAILED) return;
-    if (errno == EFAULT && len > PAGE) {
-        size_t half = (len / 2) & ~(PAGE - 1);
+    size_t page = pages_size();
+    if (errno == EFAULT && len > page) {
+        size_t half = (len / 2) & ~(page - 1);
         move_run(src, half, dst);
         move_run(src + half, len - half, dst + half);
         return;

@@ -29,6 +29,10 @@
 /* The most bytes the cache holds; a run given back beyond it is unmapped. */
 #define PAGES_CACHE_MAX ((size_t)512 << 20)
 
+/* The system's page size in bytes (sysconf; 4096 if it cannot tell).
+ * Every length and address below is a multiple of it. */
+size_t pages_size(void);
+
 /* A readable, writable private mapping of len bytes (a multiple of the
  * page size, > 0).  Bytes [0, *dirty) hold what earlier owners wrote
  * (recycled pages); [*dirty, len) are zero.  Out of memory calls

@@ -147,7 +147,7 @@ static void test_run_slots(void **state)
 {
     (void)state;
     pages_trim();
-    size_t dirty, page = 4096;
+    size_t dirty, page = pages_size();
     unsigned char *p = pages_map(600 * page, &dirty);
     for (int k = 0; k < 300; k++) /* every other page: none touch */
         pages_unmap(p + 2 * k * page, page);
