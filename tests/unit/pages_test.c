@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include "spmdc/pages.h"
@@ -159,6 +160,47 @@ static void test_run_slots(void **state)
     assert_int_equal(pages_cached(), 0);
 }
 
+/* Two threads take and give back blocks at once: each block keeps the
+ * byte its thread wrote until that thread gives it back. */
+static void *churn(void *arg)
+{
+    unsigned char v = (unsigned char)(uintptr_t)arg;
+    unsigned s = v * 2654435761u;
+    int bad = 0;
+    unsigned char *prev = NULL;
+    size_t prev_len = 0;
+    for (int i = 0; i < 300 && !bad; i++) { /* holds one block while it takes the next */
+        s = s * 1103515245u + 12345u;
+        size_t dirty, len = (1 + (s >> 16) % 4) * MIB;
+        unsigned char *p = pages_map(len, &dirty);
+        if (i % 3 == 0) p = pages_grow(p, len, len + MIB, &dirty), len += MIB;
+        memset(p, v, len);
+        if (prev) {
+            bad = !all_bytes(prev, prev_len, v);
+            pages_unmap(prev, prev_len);
+        }
+        prev = p;
+        prev_len = len;
+    }
+    bad |= !all_bytes(prev, prev_len, v);
+    pages_unmap(prev, prev_len);
+    return (void *)(uintptr_t)bad;
+}
+
+static void test_two_threads(void **state)
+{
+    (void)state;
+    pages_trim();
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, churn, (void *)(uintptr_t)0x5a), 0);
+    void *mine = churn((void *)(uintptr_t)0xa5), *theirs = NULL;
+    assert_int_equal(pthread_join(t, &theirs), 0);
+    assert_null(mine);
+    assert_null(theirs);
+    pages_trim();
+    assert_int_equal(pages_cached(), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -168,6 +210,7 @@ int main(void)
         cmocka_unit_test(test_runs_across_mappings),
         cmocka_unit_test(test_cap),
         cmocka_unit_test(test_run_slots),
+        cmocka_unit_test(test_two_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
