@@ -105,7 +105,7 @@ int hlo_yylex(AstSemVal *lval, AstLoc *lloc, void *scanner);
 %token ARROW "'->'"
 %token ELLIPSIS "'...'"
 %token TPAREN "'T('"
-%token LAYOUT_LBRACE "'{' opening a layout (a dimension number, ':' or '}' next)"
+%token LAYOUT_LBRACE "layout"
 %token SECTION "stack frame section"
 
 %type <tok> name

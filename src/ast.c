@@ -1316,6 +1316,8 @@ void ast_syntax_error(ParseCtx *cx, const AstLoc *loc, bool at_eof, const char *
     sb_puts(&b, "unexpected ");
     if (unexpected_name && strcmp(unexpected_name, "element type followed by '='") == 0)
         unexpected_name = "element type"; /* the token the scanner tells apart for ast_bad_inst_name */
+    if (unexpected_name && strcmp(unexpected_name, "layout") == 0)
+        unexpected_name = "'{'"; /* a '{' after ']' where no layout goes: it is just a brace there */
     if (at_eof) {
         sb_puts(&b, "end of file");
     } else if (unexpected_name && names_text_token(unexpected_name)) {
@@ -1332,6 +1334,9 @@ void ast_syntax_error(ParseCtx *cx, const AstLoc *loc, bool at_eof, const char *
         (has_name(expected, n_expected, "identifier") || has_name(expected, n_expected, "'='")))
         diag_note(cx->diag, ast_span(cx, loc), "'name=' reads as an attribute name; an instruction needs a space "
                                        "before '=' ('name = ...')");
+    if (!at_eof && unexpected_name && strcmp(unexpected_name, "'{'") == 0 && has_name(expected, n_expected, "layout"))
+        diag_note(cx->diag, ast_span(cx, loc), "a layout after a shape starts with its dimension numbers or ':' "
+                                       "('{1,0}', '{1,0:T(8,128)}', '{:S(1)}' for a scalar)");
     sb_free(&b);
 }
 
