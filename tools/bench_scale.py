@@ -87,6 +87,11 @@ def run_spmdc(spmdc, path, tmp, runs):
     best = None
     env = dict(os.environ, SPMDC_TIME_PASSES="1")
     for _ in range(runs):
+        # every run writes new files: replacing the last run's would add ext4's writeback of the
+        # replaced files on rename (0.1-0.2 s at 1M instructions) to the runs after the first
+        for out in ("out.hlo", "report.json"):
+            if os.path.exists(os.path.join(tmp, out)):
+                os.remove(os.path.join(tmp, out))
         t0 = time.perf_counter()
         p = subprocess.run([spmdc, "compile", path, "-o", os.path.join(tmp, "out.hlo"), "--report", "json",
                             "--report-out", os.path.join(tmp, "report.json")],
