@@ -1,8 +1,9 @@
 /* arena.c - chunked bump allocator (see arena.h for the ownership rule).
  *
- * Chunks come from calloc, so a fresh chunk is zero already (glibc maps
- * large ones zero-filled without touching them): an allocation is cleared
- * only where it reuses bytes (Chunk.clean).  Big chunks keep normal pages:
+ * Chunks under MAP_MIN come from calloc, so a fresh chunk is zero already:
+ * an allocation is cleared only where it reuses bytes (Chunk.clean, which a
+ * mapped chunk of recycled pages starts at its dirty end).  Big chunks keep
+ * normal pages:
  * asking for transparent huge pages costs more in the kernel's compaction on
  * fault than the faults it saves.
  *
@@ -360,7 +361,7 @@ void *arena_realloc(Arena *a, void *p, size_t old_size, size_t new_size, size_t 
                 d->mapped = true;
                 d->map_len = h.map_len;
                 d->dirty = h.dirty;
-                d->advised = false;
+                d->advised = h.advised;
                 memset(d->data + old_size, 0, dirty_span(d, old_size, new_size - old_size));
                 free(c);
                 c = d;

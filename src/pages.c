@@ -65,7 +65,7 @@ static void move_run(char *src, size_t len, char *dst)
         move_run(src + half, len - half, dst + half);
         return;
     }
-    /* dst may have been unmapped by the failed call: map it again, then copy */
+    /* dst lies in a mapping of ours (the fresh or the grown one): map it afresh, then copy */
     if (mmap(dst, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
         spmdc_oom();
     memcpy(dst, src, len);

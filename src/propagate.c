@@ -166,7 +166,7 @@ typedef struct Engine {
     Ann *anns;
     int32_t n_anns, cap_anns;
     uint32_t *ann_closed, *ann_forbid; /* [n_anns]: in the current round (round_closures) */
-    Proposal *props;
+    Proposal *props;             /* in the pass's arena (e->a) */
     int32_t n_props, cap_props;
     int32_t *touched, n_touched, cap_touched;
     int32_t *front, n_front, cap_front;
@@ -2179,9 +2179,9 @@ static bool setup_classes(Engine *e, const bool *df)
 {
     HloModule *m = e->m;
     int32_t n = e->n_insts, n_pairs = 0, n_opl = 0;
-    /* room for two operands an instruction (pages never written cost nothing) */
+    /* room for two operands an instruction; in the pass's arena, whose pages
+     * serve the next pass (pages.h) */
     int32_t cap_opl = 2 * n + 1024, cap_pairs = 2 * cap_opl;
-    /* in the pass's arena: its pages serve the next pass (pages.h) */
     int32_t *pairs = ARENA_ARRAY(e->a, int32_t, cap_pairs); /* (operand, user) */
     int32_t *ustart = e->ustart = ARENA_ARRAY(e->a, int32_t, n + 1);
     int32_t *opl_start = e->opl_start = ARENA_ARRAY(e->a, int32_t, n + 1);
