@@ -12,15 +12,7 @@
 
 #include "spmdc/pages.h"
 
-#define MIB ((size_t)1 << 20)
-
-/* Whether p[0, n) is all byte v. */
-static int all_bytes(const unsigned char *p, size_t n, unsigned char v)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != v) return 0;
-    return 1;
-}
+#include "bytes_test_support.h"
 
 static void test_front_of_a_run(void **state)
 {
