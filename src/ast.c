@@ -26,6 +26,7 @@ size_t ast_scan_read(ScanState *st, char *buf, size_t max)
     size_t left = st->cx->len - st->fed, n = left < max ? left : max;
     memcpy(buf, st->cx->text + st->fed, n);
     st->fed += (uint32_t)n;
+    st->reads++;
     return n;
 }
 

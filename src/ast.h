@@ -288,6 +288,7 @@ typedef struct ScanState {
     ParseCtx *cx;
     uint32_t off;          /* byte offset of the next character */
     uint32_t fed;          /* bytes of cx->text handed to flex so far (ast_scan_read) */
+    uint32_t reads;        /* flex's refills so far (ast_scan_read calls): O(log) per long token */
     int last_tok;          /* kind of the last token returned */
     bool last_attr_blob;   /* last ATTRNAME was backend_config */
     bool last_attr_fa;     /* last ATTRNAME was frontend_attributes */

@@ -561,6 +561,64 @@ static void test_feed_on_thread_matches_direct_scan(void **state)
     sb_free(&b);
 }
 
+/* A token longer than flex's buffer: every refill makes flex rescan the
+ * token from its start, so the refills must fill the (doubling) buffer
+ * rather than come in fixed blocks, or a multi-megabyte string is
+ * quadratic.  Scans through YY_INPUT (ast_scan_read) as parse.c does and
+ * counts the refills: a 4 MiB string in a 64 KiB buffer that doubles takes
+ * 7 doublings (one refill each) plus the first and the last refill; fixed
+ * 8 KiB refills would take 512. */
+static void test_long_token_refills_are_logarithmic(void **state)
+{
+    (void)state;
+    const size_t body = (size_t)4 << 20;
+    const char *pre = "x=\"", *post = "\" y=1";
+    size_t len = strlen(pre) + body + strlen(post);
+    char *text = malloc(len + 1);
+    assert_non_null(text);
+    memcpy(text, pre, strlen(pre));
+    memset(text + strlen(pre), 'a', body);
+    memcpy(text + strlen(pre) + body, post, strlen(post) + 1);
+    DiagEngine *diag = diag_create(NULL);
+    uint32_t fid = diag_add_file(diag, "t.hlo", text, len);
+    Arena *arena = arena_create(), *keep = arena_create();
+    ParseCtx cx = {.arena = arena, .keep = keep, .diag = diag, .file_id = fid, .text = text, .len = (uint32_t)len};
+    ast_lines_init(&cx);
+    ScanState st;
+    memset(&st, 0, sizeof st);
+    st.cx = &cx;
+    yyscan_t sc;
+    assert_int_equal(hlo_yylex_init_extra(&st, &sc), 0);
+    int kinds[8], n = 0;
+    uint32_t string_len = 0;
+    for (;;) {
+        HLO_YYSTYPE v;
+        AstLoc loc;
+        memset(&v, 0, sizeof v);
+        int tok = hlo_yylex(&v, &loc, sc);
+        if (tok == TOK_YYEOF) break;
+        if (tok == TOK_STRING) string_len = v.tok.n;
+        if (n < 8) kinds[n] = tok;
+        n++;
+    }
+    assert_int_equal(n, 4); /* x= "a...a" y= 1 */
+    assert_int_equal(kinds[0], TOK_ATTRNAME);
+    assert_int_equal(kinds[1], TOK_STRING);
+    assert_int_equal(kinds[3], TOK_INT);
+    assert_int_equal(string_len, body);
+    assert_int_equal(st.fed, len);
+    assert_in_range(st.reads, 2, 12);
+    assert_string_equal(diag_text(diag), "");
+    hlo_yylex_destroy(sc);
+    intern_free(&st.texts);
+    intern_free(&st.shardings);
+    ast_lines_free(&cx);
+    arena_destroy(arena);
+    arena_destroy(keep);
+    diag_destroy(diag);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -584,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_lexical_errors),
         cmocka_unit_test(test_nesting_limit),
         cmocka_unit_test(test_feed_on_thread_matches_direct_scan),
+        cmocka_unit_test(test_long_token_refills_are_logarithmic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
