@@ -53,7 +53,7 @@
 #ifdef SPMDC_FAST_PARSER
 #define yylex ast_feed_lex /* the scanner's tokens through a ScanFeed (ast.h) */
 #else
-#define yylex hlo_yylex
+#define yylex ast_lac_lex /* hlo_yylex, with the rest of a bad line dropped */
 #endif
 #undef yyerror
 #define yyerror hlo_yyerror

@@ -1310,6 +1310,36 @@ static void note_open_bracket(ParseCtx *cx, bool at_eof, const char *unexpected_
                   cx->text + open->off, at_eof ? "never closed" : "still open");
 }
 
+/* After a syntax error at loc: unless loc starts its line (then it likely
+ * starts the next instruction), the LAC parser drops the tokens up to the
+ * line's end (ast_lac_lex). */
+static void skip_rest_of_line(ParseCtx *cx, bool at_eof, const AstLoc *loc)
+{
+    ScanState *st = cx->scan;
+    if (!st || at_eof || loc->off >= cx->len) return;
+    uint32_t b = loc->off;
+    while (b > 0 && (cx->text[b - 1] == ' ' || cx->text[b - 1] == '\t' || cx->text[b - 1] == '\r')) b--;
+    if (b == 0 || cx->text[b - 1] == '\n') return;
+    const char *nl = memchr(cx->text + loc->off, '\n', cx->len - loc->off);
+    st->skip_to = nl ? (uint32_t)(nl - cx->text) : cx->len;
+}
+
+int hlo_yylex(AstSemVal *lval, AstLoc *lloc, void *scanner);
+ScanState *hlo_yyget_extra(void *scanner);
+
+int ast_lac_lex(AstSemVal *lval, AstLoc *lloc, void *scanner)
+{
+    ScanState *st = hlo_yyget_extra(scanner);
+    for (;;) {
+        int t = hlo_yylex(lval, lloc, scanner);
+        if (!st->skip_to) return t;
+        if (t == TOK_YYEOF || lloc->off >= st->skip_to || (t == '}' && st->depth == 0)) {
+            st->skip_to = 0;
+            return t;
+        }
+    }
+}
+
 void ast_syntax_error(ParseCtx *cx, const AstLoc *loc, bool at_eof, const char *unexpected_name,
                       const char *const *expected, int n_expected)
 {
@@ -1331,6 +1361,7 @@ void ast_syntax_error(ParseCtx *cx, const AstLoc *loc, bool at_eof, const char *
     put_expected(&b, expected, n_expected);
     diag_error(cx->diag, ast_span(cx, loc), "%s", sb_cstr(&b));
     note_open_bracket(cx, at_eof, unexpected_name);
+    skip_rest_of_line(cx, at_eof, loc);
     if (!at_eof && unexpected_name && strcmp(unexpected_name, "attribute name") == 0 &&
         (has_name(expected, n_expected, "identifier") || has_name(expected, n_expected, "'='")))
         diag_note(cx->diag, ast_span(cx, loc), "'name=' reads as an attribute name; an instruction needs a space "

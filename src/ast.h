@@ -249,7 +249,7 @@ typedef struct ParseCtx {
     const char *text;      /* the whole input */
     uint32_t len;
     const AstSink *sink;
-    const struct ScanState *scan; /* for "opened here" notes at end of file */
+    struct ScanState *scan; /* for "opened here" notes at end of file and skip_to after a syntax error */
     struct {                      /* element types used as instruction names (ast_bad_inst_name) */
         const char *s;
         uint32_t n;
@@ -300,6 +300,8 @@ typedef struct ScanState {
     int blob_depth;
     AstLoc blob_start;
     bool dead;             /* a fatal lexical error was reported: only EOF follows */
+    uint32_t skip_to;      /* after a syntax error in mid-line: the offset of that line's end; the
+                              LAC parser's tokens before it are dropped (ast_lac_lex), 0: none */
     /* Scanning on a thread of its own (ScanFeed): errors are not reported
      * but only set failed (the parse is then run again without the
      * thread, which reports them), strings are unescaped into strings
@@ -607,6 +609,14 @@ void ast_syntax_error(ParseCtx *cx, const AstLoc *loc, bool at_eof, const char *
 /* Reports an instruction named by an element type (`s1 = ...`), which
  * XLA's parser rejects ("expects name"); loc: the element type. */
 void ast_bad_inst_name(ParseCtx *cx, const AstLoc *loc);
+/* The LAC parser's token source: the scanner's next token, except that
+ * after a syntax error in the middle of a line (ScanState.skip_to, set by
+ * ast_syntax_error) the rest of that line is dropped, up to a '}' that
+ * closes a computation's body.  Bison's own recovery (`insts: insts
+ * error`) then resumes at the next line's instruction, not inside the
+ * brackets the bad instruction left open or closed (`bf16[4]{S(1)}`
+ * would otherwise close the body at its '}'). */
+int ast_lac_lex(AstSemVal *lval, AstLoc *lloc, void *scanner);
 /* Bison's yyerror (only "memory exhausted" reaches it). */
 void hlo_yyerror(AstLoc *loc, void *scanner, ParseCtx *cx, const char *msg);
 

@@ -1,0 +1,1 @@
+compile recovery_next_line.hlo -o out.hlo
