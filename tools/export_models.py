@@ -14,6 +14,10 @@ Suites (one directory each):
             dynamic-update-slice, rng (issue 8)
   control   scan over layers, while and conditional with split state, shard_map
             (manual and partially manual regions) (issue 9)
+  numerics  pending sums in other element types and reductions: int8 and bf16
+            dots with wider accumulation, integer and unsigned reductions with
+            max/min/sum/prod, means and variances over split dims, a prefix sum
+            along a split dim, cross-entropy over a split vocabulary
 
 For every model the script builds a jax.jit function with in_shardings /
 out_shardings (NamedSharding over a jax.sharding.Mesh of 8 CPU devices),
@@ -43,7 +47,7 @@ the partitioner, the total bytes per device and one row per collective
 back gets an "error" entry instead.  Entries of models not exported in
 this run are kept.
 
-All models are f32 (indices s32) and small: the largest (embed_xent_train)
+All models but the numerics suite's are f32 (indices s32); all are small: the largest (embed_xent_train)
 does 2.6e7 flops by XLA's count, so spmdc's simulator (`spmdc verify`) runs
 every one of them in well under a second.
 
@@ -109,6 +113,10 @@ def F(*shape):
 
 def I(*shape):
     return (shape, "int32")
+
+
+def T(dtype, *shape):
+    return (shape, dtype)
 
 
 # ----------------------------------------------------------------- the models
@@ -417,6 +425,70 @@ def build_models():
                         "inside the manual region the user's psum: one all-reduce over model "
                         "of f32[8,64] (3,072 bytes, 2 groups of 4); the data split kept "
                         "automatic, no collective along data", sdy=True))
+
+    N = "numerics"
+    M8 = (("model", 8),)
+    M24 = (("data", 2), ("model", 4))
+    models.append(Model(N, "int8_matmul", lambda a, b: jnp.matmul(a, b, preferred_element_type=jnp.int32),
+                        M8, [T("int8", 8, 64) + ((None, "model"),), T("int8", 64, 16) + (("model", None),)],
+                        R, "s8[8,64] @ s8[64,16] accumulated in s32 (preferred_element_type), the "
+                        "contracting dim split over model",
+                        "local s8 x s8 -> s32 dots, then one all-reduce of the s32[8,16] partial "
+                        "sums: 2 x 7/8 x 512 = 896 bytes; the sum is exact in s32", sdy=True))
+    models.append(Model(N, "bf16_dot_f32", lambda a, b: jnp.matmul(a, b, preferred_element_type=jnp.float32),
+                        M8, [T("bfloat16", 8, 64) + ((None, "model"),), T("bfloat16", 64, 16) + (("model", None),)],
+                        R, "bf16[8,64] @ bf16[64,16] accumulated in f32, the contracting dim split",
+                        "one all-reduce of the f32[8,16] partial sums (896 bytes), not of bf16", sdy=True))
+    models.append(Model(N, "bf16_mean", lambda x: x.mean(axis=1), M8,
+                        [T("bfloat16", 8, 256) + ((None, "model"),)], R,
+                        "mean over the split dim of bf16[8,256] (JAX sums in f32)",
+                        "one all-reduce of the f32[8] partial sums: 2 x 7/8 x 32 = 56 bytes", sdy=True))
+    models.append(Model(N, "u8_minmax_sum",
+                        lambda x: x.max(axis=1) - x.min(axis=1) + x.sum(axis=1, dtype=jnp.uint8), M8,
+                        [T("uint8", 4, 64) + ((None, "model"),)], R,
+                        "max, min and a wrapping u8 sum over the split dim of u8[4,64]",
+                        "three all-reduces of u8[4] (maximum, minimum, add; 7 bytes each): 21 bytes",
+                        sdy=True))
+    models.append(Model(N, "s8_sum_wrap", lambda x: x.sum(axis=1, dtype=jnp.int8) * 3, M8,
+                        [T("int8", 8, 64) + ((None, "model"),)], R,
+                        "an s8 sum over the split dim that wraps around, times 3",
+                        "one all-reduce of s8[8] (14 bytes): modular sums of the shards give the "
+                        "same wrapped result", sdy=True))
+    models.append(Model(N, "s32_max_sum_div",
+                        lambda x: x - x.max(axis=1, keepdims=True) + x.sum(axis=1, keepdims=True) // 7,
+                        M8, [I(8, 64) + ((None, "model"),)], (None, "model"),
+                        "s32[8,64] split on dim 1: x - max(x) + sum(x) // 7 along the split dim",
+                        "two all-reduces of s32[8] (max, add; 56 bytes each): 112 bytes; the "
+                        "integer division comes after the sum is complete", sdy=True))
+    models.append(Model(N, "prod_rows", lambda x: jnp.prod(x * 0.1 + 1.0, axis=0), M8,
+                        [F(16, 4) + (("model", None),)], R,
+                        "product over the split rows of f32[16,4]",
+                        "one all-reduce (multiply) of f32[4]: 28 bytes", sdy=True))
+    models.append(Model(N, "var_2d", lambda x: jnp.var(x, ddof=1), M24,
+                        [F(16, 32) + (("data", "model"),)], R,
+                        "unbiased variance of all of f32[16,32] split over data and model",
+                        "scalar partial sums all-reduced over both axes: XLA sends 20 bytes in "
+                        "four all-reduces", sdy=True))
+    models.append(Model(N, "cumsum_rows", lambda x: jnp.cumsum(x, axis=0), M8,
+                        [F(64, 16) + (("model", None),)], ("model", None),
+                        "prefix sum along the split rows of f32[64,16]",
+                        "XLA all-gathers the rows (3,584 bytes) and sums on every device; the "
+                        "shards' totals are all that a device needs from the others", sdy=True))
+    models.append(Model(N, "layernorm_seq",
+                        lambda x, g: (x - x.mean(-1, keepdims=True))
+                        / jnp.sqrt(x.var(-1, keepdims=True) + 1e-5) * g + x,
+                        M8, [F(4, 64, 32) + ((None, "model", None),), F(32) + ((None,),)],
+                        (None, "model", None),
+                        "layer norm of f32[4,64,32] split along the sequence, over the unsplit "
+                        "features", "no collective", sdy=True))
+    models.append(Model(N, "onehot_xent",
+                        lambda lg, lb: jnp.mean(jax.nn.logsumexp(lg, axis=-1)
+                                                - (jax.nn.one_hot(lb, 64) * lg).sum(-1)),
+                        M24, [F(16, 64) + (("data", "model"),), I(16) + (("data",),)], R,
+                        "cross-entropy with the vocabulary split over model and the batch over "
+                        "data: logsumexp and a one-hot pick of the logits",
+                        "all-reduces of the row max and the row sums over model and of the "
+                        "mean over data: XLA sends 148 bytes", sdy=True))
     return models
 
 
