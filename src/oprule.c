@@ -1775,8 +1775,10 @@ bool reduce_identity(ReduceKind k, ElemType t, double *out)
     switch (k) {
     case REDUCE_SUM:
     case REDUCE_OR: *out = 0; return true;
-    case REDUCE_PROD:
-    case REDUCE_AND: *out = 1; return true;
+    case REDUCE_PROD: *out = 1; return true;
+    case REDUCE_AND: /* every bit set: true, -1 for signed integers, the top value for unsigned ones */
+        *out = elem_type_is_signed_int(t) ? -1 : elem_type_is_integral(t) ? hi : 1;
+        return true;
     case REDUCE_MAX: *out = lo; return true;
     case REDUCE_MIN: *out = hi; return true;
     case REDUCE_NONE: break;

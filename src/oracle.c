@@ -260,7 +260,8 @@ static void fill_identity(SimValue *v, ReduceKind k)
     int64_t n = shape_elem_count(&v->shape);
     bool fl = num_is_float(t);
     for (int64_t i = 0; i < n; i++) {
-        if (k == REDUCE_PROD || k == REDUCE_AND) sim_value_set_i64(v, i, 1);
+        if (k == REDUCE_PROD) sim_value_set_i64(v, i, 1);
+        else if (k == REDUCE_AND) sim_value_set_i64(v, i, t == ET_PRED ? 1 : -1); /* every bit set */
         else if (k == REDUCE_MAX && fl) sim_value_set_f64(v, i, -INFINITY);
         else if (k == REDUCE_MIN && fl) sim_value_set_f64(v, i, INFINITY);
         else if (k == REDUCE_MAX) sim_value_set_i64(v, i, elem_type_is_signed_int(t) ? num_wrap(t, INT64_MIN) : 0);

@@ -361,8 +361,10 @@ int32_t part_identity(Part *p, ReduceKind k, const Shape *s, const char *base)
         int bits = elem_type_bits(s->type);
         bool sgn = elem_type_is_signed_int(s->type);
         int64_t top = bits >= 64 ? INT64_MAX : (INT64_C(1) << (bits - 1)) - 1;
-        int64_t iv = k == REDUCE_PROD || k == REDUCE_AND ? 1 : 0;
-        if (k == REDUCE_MAX)
+        int64_t iv = k == REDUCE_PROD ? 1 : 0;
+        if (k == REDUCE_AND) /* every bit set: true for pred, -1 signed, the top value unsigned */
+            iv = s->type == ET_PRED ? 1 : sgn || bits >= 64 ? -1 : (INT64_C(1) << bits) - 1;
+        else if (k == REDUCE_MAX)
             iv = sgn ? -top - 1 : 0;
         else if (k == REDUCE_MIN)
             iv = s->type == ET_PRED ? 1 : sgn ? top : bits >= 64 ? -1 : (INT64_C(1) << bits) - 1;

@@ -1,0 +1,1 @@
+compile and_identity_uneven.hlo --mesh 4

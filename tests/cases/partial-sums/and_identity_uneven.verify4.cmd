@@ -1,0 +1,1 @@
+verify and_identity_uneven.hlo --mesh 4
