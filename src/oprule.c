@@ -1828,8 +1828,9 @@ bool op_partial_passes(const HloModule *m, int32_t c, int32_t i, ReduceKind k, u
         if (carriers != all)
             return false;
         switch (in->op) {
-        case HLO_ADD:
-        case HLO_SUBTRACT: return k == REDUCE_SUM;
+        case HLO_ADD: return k == REDUCE_SUM;
+        case HLO_SUBTRACT: /* a pred sum is an OR (a dot's), and pred subtract an XOR: not linear in it */
+            return k == REDUCE_SUM && !(shape_is_array(res) && res->type == ET_PRED);
         case HLO_MAXIMUM: return k == REDUCE_MAX;
         case HLO_MINIMUM: return k == REDUCE_MIN;
         case HLO_AND: return k == REDUCE_AND;

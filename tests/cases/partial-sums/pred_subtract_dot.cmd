@@ -1,0 +1,1 @@
+compile pred_subtract_dot.hlo --mesh 4

@@ -1,0 +1,1 @@
+verify pred_subtract_dot.hlo --mesh 4
