@@ -1333,8 +1333,20 @@ int ast_lac_lex(AstSemVal *lval, AstLoc *lloc, void *scanner)
     for (;;) {
         int t = hlo_yylex(lval, lloc, scanner);
         if (!st->skip_to) return t;
-        if (t == TOK_YYEOF || lloc->off >= st->skip_to || (t == '}' && st->depth == 0)) {
+        if (t == TOK_YYEOF || (t == '}' && st->depth == 0)) {
             st->skip_to = 0;
+            return t;
+        }
+        if (lloc->off >= st->skip_to) {
+            /* the next line starts an instruction of the body: the brackets
+             * the dropped part opened or closed are forgotten, so that a
+             * later note names no bracket of it */
+            st->skip_to = 0;
+            if (st->in_body && st->depth != 1 && t != '(' && t != '[' && t != '{' && t != TOK_TPAREN &&
+                t != TOK_LAYOUT_LBRACE && t != ')' && t != ']' && t != '}') {
+                st->depth = 1;
+                st->fa_depth = 0;
+            }
             return t;
         }
     }

@@ -1,0 +1,1 @@
+compile recovery_forgets_dropped_brackets.hlo -o out.hlo
