@@ -941,6 +941,36 @@ RawAttr *parse_make_raw(Lower *lw, const AstVal **list, int32_t n)
 
 /* ================================================================ instruction attributes */
 
+/* Whether XLA's HLO parser takes the typed attribute named name on op.
+ * Elementwise ops and the plain structural ones take none of them (only
+ * the ones every instruction may carry, which are not typed: metadata,
+ * frontend_attributes, backend_config, ... and sharding); compare takes
+ * direction and type, and iota, get-tuple-element and dynamic-slice their
+ * one attribute.  Every other op is checked by its own fields (ONLY) or
+ * takes them as written. */
+static bool attr_applies(HloOpcode op, const char *name)
+{
+    switch (op) {
+    case HLO_COMPARE: return strcmp(name, "direction") == 0 || strcmp(name, "type") == 0;
+    case HLO_IOTA: return strcmp(name, "iota_dimension") == 0;
+    case HLO_GET_TUPLE_ELEMENT: return strcmp(name, "index") == 0;
+    case HLO_DYNAMIC_SLICE: return strcmp(name, "dynamic_slice_sizes") == 0;
+    case HLO_PARAMETER:
+    case HLO_CONSTANT:
+    case HLO_PARTITION_ID:
+    case HLO_REPLICA_ID:
+    case HLO_AFTER_ALL:
+    case HLO_TUPLE:
+    case HLO_OPTIMIZATION_BARRIER:
+    case HLO_RESHAPE:
+    case HLO_BITCAST:
+    case HLO_DYNAMIC_UPDATE_SLICE: return false;
+    default: break;
+    }
+    char cat = hlo_opcode_category(op);
+    return cat != 'U' && cat != 'B' && cat != 'T';
+}
+
 /* Typed attributes into out->attrs, sharding= into out->sharding, the rest
  * verbatim.  Duplicates are errors. */
 bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
@@ -966,6 +996,8 @@ bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
             const AstVal *v = parse_attr_value(lw, at);
             out->sharding = v ? parse_lower_sharding(lw, at, v) : NULL;
             ok = out->sharding && ok;
+        } else if (ek >= 0 && !attr_applies(op, ATTR_SPECS[ek].name)) {
+            ok = parse_err(lw, &at->loc, "%s takes no attribute '%.*s'", hlo_opcode_name(op), TOKF(at->t));
         } else if (ek >= 0) {
             if (seen >> ek & 1) {
                 ok = parse_err(lw, &at->loc, "attribute '%.*s' is given twice", TOKF(at->t));

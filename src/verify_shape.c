@@ -377,9 +377,15 @@ static bool infer_binary(Infer *x, Shape *o)
         ok = t == ET_F32 || t == ET_F64, want = "f32 or f64";
         t = t == ET_F64 ? ET_C128 : ET_C64;
         break;
-    case HLO_COMPARE:
+    case HLO_COMPARE: {
+        /* XLA's verifier: integer and pred operands compare as SIGNED or UNSIGNED only */
+        const char *ct = hlo_attrs(x->in)->compare_type;
+        if (ct && (elem_type_is_integral(t) || t == ET_PRED) && (strcmp(ct, "FLOAT") == 0 || strcmp(ct, "TOTALORDER") == 0))
+            return fail(x, "compare of %s operands takes type=SIGNED or type=UNSIGNED, not type=%s", elem_type_name(t),
+                        ct);
         t = ET_PRED;
         break;
+    }
     default:
         break;
     }

@@ -589,21 +589,33 @@ static void test_attribute_errors(void **state)
                   "identifier 'LESS'\n");
     expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] reduce(a, a), dimensions={}, to_apply=nosuch"),
                   "t.hlo:4:52: error: unknown computation 'nosuch'\n");
-    expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] copy(a), window={size=3x3 stride=2}"),
-                  "t.hlo:4:40: error: window field 'stride=' has 1 dimension, but earlier fields have 2\n");
-    expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] copy(a), dim_labels=bb_io->bf"),
-                  "t.hlo:4:34: error: malformed dim_labels bb_io->bf: each part needs one b/f (i/o for the kernel) "
+    expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] all-to-all(a), window={size=3x3 stride=2}"),
+                  "t.hlo:4:46: error: window field 'stride=' has 1 dimension, but earlier fields have 2\n");
+    expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] all-to-all(a), dim_labels=bb_io->bf"),
+                  "t.hlo:4:40: error: malformed dim_labels bb_io->bf: each part needs one b/f (i/o for the kernel) "
                   "and the same spatial digits 0..n-1\n");
-    expect_errors(entry("  a = f32[8] parameter(0)\n  b = f32[8] copy(a), replica_groups={{0,1},{2}}"),
-                  "t.hlo:4:45: error: replica groups must all have the same size: this one has 1 ids, the first "
+    expect_errors(entry("  a = f32[8] parameter(0)\n  b = f32[8] all-to-all(a), replica_groups={{0,1},{2}}"),
+                  "t.hlo:4:51: error: replica groups must all have the same size: this one has 1 ids, the first "
                   "has 2\n");
-    expect_errors(entry("  a = f32[8] parameter(0)\n  b = f32[8] copy(a), replica_groups=[2,3]<=[4]"),
-                  "t.hlo:4:38: error: replica_groups [2,3] must hold exactly the 4 devices of its iota source\n");
-    expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] copy(a), window={size=99999999999999999999x1}"),
-                  "t.hlo:4:36: error: window size= expects one number per dimension like 3x3, found size "
+    expect_errors(entry("  a = f32[8] parameter(0)\n  b = f32[8] all-to-all(a), replica_groups=[2,3]<=[4]"),
+                  "t.hlo:4:44: error: replica_groups [2,3] must hold exactly the 4 devices of its iota source\n");
+    expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] all-to-all(a), window={size=99999999999999999999x1}"),
+                  "t.hlo:4:42: error: window size= expects one number per dimension like 3x3, found size "
                   "'99999999999999999999x1'\n");
-    expect_errors(entry("  a = f32[8] parameter(0)\n  b = f32[8] copy(a), source_target_pairs={{0,1,2}}"),
-                  "t.hlo:4:44: error: a source_target pair needs exactly 2 ids, found 3\n");
+    expect_errors(entry("  a = f32[8] parameter(0)\n  b = f32[8] all-to-all(a), source_target_pairs={{0,1,2}}"),
+                  "t.hlo:4:50: error: a source_target pair needs exactly 2 ids, found 3\n");
+    /* typed attributes an op does not take (XLA's parser rejects them too) */
+    expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] convert(a), direction=LT"),
+                  "t.hlo:4:26: error: convert takes no attribute 'direction'\n");
+    expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] negate(a), dimensions={0}, index=1"),
+                  "t.hlo:4:25: error: negate takes no attribute 'dimensions'\n"
+                  "t.hlo:4:41: error: negate takes no attribute 'index'\n");
+    expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] reshape(a), dimensions={0}"),
+                  "t.hlo:4:26: error: reshape takes no attribute 'dimensions'\n");
+    expect_errors(entry("  a = f32[2] parameter(0)\n  b = (f32[2]) tuple(a), index=0"),
+                  "t.hlo:4:26: error: tuple takes no attribute 'index'\n");
+    expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] get-tuple-element(a), index=0, dimensions={0}"),
+                  "t.hlo:4:45: error: get-tuple-element takes no attribute 'dimensions'\n");
 }
 
 /* ---------------------------------------------------------------- shardings */

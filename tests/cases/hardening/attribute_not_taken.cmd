@@ -1,0 +1,1 @@
+compile attribute_not_taken.hlo -o out.hlo

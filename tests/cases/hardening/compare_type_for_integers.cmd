@@ -1,0 +1,1 @@
+compile compare_type_for_integers.hlo -o out.hlo
