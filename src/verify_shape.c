@@ -562,8 +562,10 @@ static bool infer_pad(Infer *x, Shape *o)
     for (int32_t d = 0; d < s->rank; d++) {
         int64_t in = a->pad_interior.n ? a->pad_interior.v[d] : 0, n = s->dims[d];
         if (in < 0) return fail(x, "interior padding %lld of dimension %d is negative", (long long)in, d);
-        int64_t r = cadd(x, cadd(x, n, a->pad_lo.v[d]), a->pad_hi.v[d]);
+        /* the edges first: a large edge and a negative one of about its size may cancel */
+        int64_t r = cadd(x, cadd(x, a->pad_lo.v[d], a->pad_hi.v[d]), n);
         r = cadd(x, r, cmul(x, n > 0 ? n - 1 : 0, in));
+        if (x->overflow) return fail(x, "padding of dimension %d of %s overflows 64-bit integers", d, shs(x, s));
         if (r < 0)
             return fail(x, "padding makes dimension %d of %s negative (%lld)", d, shs(x, s), (long long)r);
         o->dims[d] = r;

@@ -351,6 +351,16 @@ static void test_pad(void **state)
     /* dim 0: 4 + 1 + 2 + 3*1 = 10; dim 1: 5 - 1 + 0 = 4 */
     expect_infer(&b, p, "f32[10,4]");
     expect_infer_error(&b, neg, "padding makes dimension 1 of f32[4,5] negative (-1)"); /* 5 - 4 - 2 */
+    /* edges that cancel: 4 + INT64_MAX + (4 - INT64_MAX) = 8, though 4 + INT64_MAX overflows */
+    const int64_t max_lo[2] = {INT64_MAX, 0}, cancel_hi[2] = {4 - INT64_MAX, 0}, one_hi[2] = {1, 0};
+    int32_t cancel = I(&b, HLO_PAD, "p3", "f32[8,5]", 2, x, v);
+    A(&b, cancel)->pad_lo = hlo_intlist(b.m, max_lo, 2);
+    A(&b, cancel)->pad_hi = hlo_intlist(b.m, cancel_hi, 2);
+    expect_infer(&b, cancel, "f32[8,5]");
+    int32_t big = I(&b, HLO_PAD, "p4", "f32[8,5]", 2, x, v);
+    A(&b, big)->pad_lo = hlo_intlist(b.m, max_lo, 2);
+    A(&b, big)->pad_hi = hlo_intlist(b.m, one_hi, 2);
+    expect_infer_error(&b, big, "padding of dimension 0 of f32[4,5] overflows 64-bit integers");
     done(&b);
 }
 
