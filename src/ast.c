@@ -1291,12 +1291,26 @@ static void put_expected(StrBuf *b, const char *const *expected, int n)
 
 /* Lua-style help for bracket mistakes: at end of file, where the innermost
  * open bracket is; at a closing bracket of the wrong kind, which one it met. */
-static void note_open_bracket(ParseCtx *cx, bool at_eof, const char *unexpected_name)
+/* The offset where the line holding off starts, if only blanks come before
+ * off on it; else UINT32_MAX. */
+static uint32_t line_start_before(const ParseCtx *cx, uint32_t off)
+{
+    uint32_t b = off;
+    while (b > 0 && (cx->text[b - 1] == ' ' || cx->text[b - 1] == '\t' || cx->text[b - 1] == '\r')) b--;
+    return b == 0 || cx->text[b - 1] == '\n' ? b : UINT32_MAX;
+}
+
+static void note_open_bracket(ParseCtx *cx, bool at_eof, const char *unexpected_name, const AstLoc *loc)
 {
     const ScanState *st = cx->scan;
     if (!st) return;
     const AstLoc *open = NULL;
+    uint32_t line = at_eof || loc->off >= cx->len ? UINT32_MAX : line_start_before(cx, loc->off);
     if (at_eof && st->depth > 0) {
+        open = &st->open_loc[st->depth - 1];
+    } else if (line != UINT32_MAX && st->depth > (st->in_body ? 1 : 0) && st->depth <= AST_MAX_NESTING &&
+               st->open_loc[st->depth - 1].off < line) {
+        /* the first token of a line inside a bracket an earlier line left open */
         open = &st->open_loc[st->depth - 1];
     } else if (!at_eof && unexpected_name && st->depth < AST_MAX_NESTING && unexpected_name[0] == '\'' &&
                strchr("}])", unexpected_name[1]) && unexpected_name[2] == '\'') {
@@ -1316,10 +1330,7 @@ static void note_open_bracket(ParseCtx *cx, bool at_eof, const char *unexpected_
 static void skip_rest_of_line(ParseCtx *cx, bool at_eof, const AstLoc *loc)
 {
     ScanState *st = cx->scan;
-    if (!st || at_eof || loc->off >= cx->len) return;
-    uint32_t b = loc->off;
-    while (b > 0 && (cx->text[b - 1] == ' ' || cx->text[b - 1] == '\t' || cx->text[b - 1] == '\r')) b--;
-    if (b == 0 || cx->text[b - 1] == '\n') return;
+    if (!st || at_eof || loc->off >= cx->len || line_start_before(cx, loc->off) != UINT32_MAX) return;
     const char *nl = memchr(cx->text + loc->off, '\n', cx->len - loc->off);
     st->skip_to = nl ? (uint32_t)(nl - cx->text) : cx->len;
 }
@@ -1372,12 +1383,23 @@ void ast_syntax_error(ParseCtx *cx, const AstLoc *loc, bool at_eof, const char *
     }
     put_expected(&b, expected, n_expected);
     diag_error(cx->diag, ast_span(cx, loc), "%s", sb_cstr(&b));
-    note_open_bracket(cx, at_eof, unexpected_name);
+    note_open_bracket(cx, at_eof, unexpected_name, loc);
     skip_rest_of_line(cx, at_eof, loc);
     if (!at_eof && unexpected_name && strcmp(unexpected_name, "attribute name") == 0 &&
         (has_name(expected, n_expected, "identifier") || has_name(expected, n_expected, "'='")))
         diag_note(cx->diag, ast_span(cx, loc), "'name=' reads as an attribute name; an instruction needs a space "
                                        "before '=' ('name = ...')");
+    if (!at_eof && n_expected == 1 && strcmp(expected[0], "'='") == 0 && cx->scan && cx->scan->last_loc.off == loc->off) {
+        /* `%q = f32[4] negate(%p) x` then `%r = ...`: the stray word is the name of a next instruction */
+        const AstLoc *prev = &cx->scan->prev_loc;
+        uint32_t w = prev->off;
+        while (w > 0 && (cx->text[w - 1] == ' ' || cx->text[w - 1] == '\t')) w--;
+        bool starts = line_start_before(cx, prev->off) != UINT32_MAX ||
+                      (w >= 4 && memcmp(cx->text + w - 4, "ROOT", 4) == 0 && line_start_before(cx, w - 4) != UINT32_MAX);
+        if (prev->end > prev->off && prev->end <= loc->off && !starts) /* not where a name is meant to be */
+            diag_note(cx->diag, ast_span(cx, prev), "'%.*s' reads as the name of a new instruction",
+                      (int)(prev->end - prev->off), cx->text + prev->off);
+    }
     if (!at_eof && unexpected_name && strcmp(unexpected_name, "'{'") == 0 && has_name(expected, n_expected, "layout"))
         diag_note(cx->diag, ast_span(cx, loc), "a layout after a shape starts with its dimension numbers or ':' "
                                        "('{1,0}', '{1,0:T(8,128)}', '{:S(1)}' for a scalar)");

@@ -290,6 +290,7 @@ typedef struct ScanState {
     uint32_t fed;          /* bytes of cx->text handed to flex so far (ast_scan_read) */
     uint32_t reads;        /* flex's refills so far (ast_scan_read calls): O(log) per long token */
     int last_tok;          /* kind of the last token returned */
+    AstLoc last_loc, prev_loc; /* where the last token returned and the one before it are */
     bool last_attr_blob;   /* last ATTRNAME was backend_config */
     bool last_attr_fa;     /* last ATTRNAME was frontend_attributes */
     int depth;             /* open ( [ { T( */

@@ -1,0 +1,1 @@
+compile bracket_open_from_earlier_line.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile stray_word_after_instruction.hlo -o out.hlo
