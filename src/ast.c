@@ -1353,9 +1353,10 @@ int ast_lac_lex(AstSemVal *lval, AstLoc *lloc, void *scanner)
              * the dropped part opened or closed are forgotten, so that a
              * later note names no bracket of it */
             st->skip_to = 0;
-            if (st->in_body && st->depth != 1 && t != '(' && t != '[' && t != '{' && t != TOK_TPAREN &&
+            if (st->in_body && t != '(' && t != '[' && t != '{' && t != TOK_TPAREN &&
                 t != TOK_LAYOUT_LBRACE && t != ')' && t != ']' && t != '}') {
                 st->depth = 1;
+                st->open_loc[0] = st->body_loc;
                 st->fa_depth = 0;
             }
             return t;

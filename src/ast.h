@@ -298,6 +298,7 @@ typedef struct ScanState {
     int fa_depth;          /* depth inside frontend_attributes={ ... }, 0 outside */
     bool in_body;          /* the open depth-1 '{' is a computation's body (not an attribute's value):
                               at depth 1 after a ',' an ATTRNAME is an instruction's attribute */
+    AstLoc body_loc;       /* where that '{' is (open_loc[0] again after a dropped line, ast_lac_lex) */
     int blob_depth;
     AstLoc blob_start;
     bool dead;             /* a fatal lexical error was reported: only EOF follows */
