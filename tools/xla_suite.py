@@ -1,16 +1,29 @@
 #!/usr/bin/env python3
-"""xla_suite.py - run the HLO modules of XLA's own SPMD partitioner tests
-through spmdc: compile each, verify what compiles, and count the outcomes.
+"""xla_suite.py - run the HLO modules of one of XLA's HLO test suites
+(spmd_partitioner_test.cc, sharding_propagation_test.cc) through spmdc:
+compile each, verify what compiles, and count the outcomes.
 
     python3 tools/xla_suite.py PATH/TO/xla/service/spmd/spmd_partitioner_test.cc \\
-        [--spmdc build/spmdc] [--out DIR] [--timeout 60] [--jobs 1]
+        [--spmdc build/spmdc] [--out DIR] [--timeout 60]
 
 The test file comes from an XLA checkout (it is not part of this
 repository).  Every TEST_F / TEST_P whose body holds a raw string R"(...)"
 with `HloModule` gives one module per such string, named after the test
-(suffix _2, _3, ... for further strings); its device count is the
-`/*num_devices=*/N` or the second argument of PartitionComputation, or the
-module's num_partitions.  For each module:
+(suffix _2, _3, ... for further strings).  Its device count is the first of:
+
+  1. the module header's num_partitions=N;
+  2. what the test names: `/*num_devices=*/N`, or the second argument of
+     PartitionComputation (the partitioner suite);
+  3. derived from the module's shardings (the propagation suite names no
+     count): the largest over all shardings of
+       - an explicit device list (`devices=[2,2]0,3,1,2`, `maximal
+         device=5`): the largest device id + 1;
+       - an iota tile assignment (`devices=[2,2]<=[4]`,
+         `devices=[4,2]<=[2,4]T(1,0)`): the product of the tile dims;
+       - a named-axis sharding (`{mesh[x=2,y=4], ...}`): the mesh size;
+  4. a module with no sharding at all runs at 1 device.
+
+For each module:
 
     spmdc compile M.hlo --mesh N -o /dev/null
     spmdc verify  M.hlo --mesh N                (when the compile succeeds)
@@ -33,6 +46,32 @@ RAW_RE = re.compile(r'R"\((.*?)\)"', re.S)
 ND_RE = re.compile(r"num_devices\s*=\s*\*/\s*(\d+)")
 PC_RE = re.compile(r"PartitionComputation\(\s*\w+\s*,\s*(\d+)")
 NP_RE = re.compile(r"num_partitions\s*=\s*(\d+)")
+TILE_RE = re.compile(r"devices=\[([\d,\s]+)\]\s*(<=|[\d,\s]+)")
+MAXIMAL_RE = re.compile(r"maximal\s+device=(\d+)")
+MESH_RE = re.compile(r"mesh\[([^\]]*)\]")
+
+
+def derived_devices(hlo):
+    """The device count a module's shardings imply (rule 3/4 of the docstring)."""
+    n = 1
+    for m in TILE_RE.finditer(hlo):
+        dims = [int(d) for d in m.group(1).replace(" ", "").split(",") if d]
+        if m.group(2) == "<=":
+            prod = 1
+            for d in dims:
+                prod *= d
+            n = max(n, prod)
+        else:
+            ids = [int(d) for d in m.group(2).replace(" ", "").split(",") if d]
+            n = max(n, max(ids) + 1 if ids else 1)
+    for m in MAXIMAL_RE.finditer(hlo):
+        n = max(n, int(m.group(1)) + 1)
+    for m in MESH_RE.finditer(hlo):
+        prod = 1
+        for size in re.findall(r"=\s*(\d+)", m.group(1)):
+            prod *= int(size)
+        n = max(n, prod)
+    return str(n)
 
 
 def extract(text):
@@ -48,6 +87,8 @@ def extract(text):
             np_ = NP_RE.search(hlo.split("\n", 1)[0])
             if np_:
                 nd = np_.group(1)
+            if not nd:
+                nd = derived_devices(hlo)
             out.append((name + ("_%d" % (i + 1) if i else ""), hlo, nd))
     return out
 
@@ -86,8 +127,12 @@ def main():
             outcome = "refused"
         else:
             rc, err = run([args.spmdc, "verify", path] + mesh, args.timeout)
-            outcome = {None: "timeout", 0: "verified", 1: "MISMATCH", 4: "cannot-verify"}.get(
-                rc, "crash" if rc < 0 or rc >= 128 else "verify-error")
+            if rc is None:
+                outcome = "timeout"
+            elif rc < 0 or rc >= 128:
+                outcome = "crash"
+            else:
+                outcome = {0: "verified", 1: "MISMATCH", 4: "cannot-verify"}.get(rc, "verify-error")
         totals[outcome] = totals.get(outcome, 0) + 1
         rows.append((name, nd, outcome, err))
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
