@@ -396,6 +396,11 @@ static bool eval_unary(const Interp *ip, const HloInst *inst, const SimValue *a,
 {
     if (inst->op == HLO_BITCAST_CONVERT && elem_type_bits(a->shape.type) != elem_type_bits(inst->shape.type))
         return eval_bitcast_resize(ip, inst, a, out);
+    /* copy takes any shape, a tuple too (the verifier checked it keeps the shape); it shares the buffers */
+    if (inst->op == HLO_COPY) {
+        *out = sim_value_share(a);
+        return true;
+    }
     if (!same_count(ip, inst, a)) return false;
     ElemType t = a->shape.type, rt = inst->shape.type;
     if (inst->op == HLO_CONVERT || inst->op == HLO_BITCAST_CONVERT) {
@@ -408,10 +413,6 @@ static bool eval_unary(const Interp *ip, const HloInst *inst, const SimValue *a,
             return interp_error(ip, inst, "bitcast-convert from %s to %s changes the element size", elem_type_name(t),
                                 elem_type_name(rt));
         if (out->buf) memcpy(sim_value_data(out), sim_value_data(a), out->buf->bytes);
-        return true;
-    }
-    if (inst->op == HLO_COPY) {
-        *out = sim_value_share(a);
         return true;
     }
     *out = sim_value_new(&inst->shape);

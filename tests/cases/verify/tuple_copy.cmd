@@ -1,0 +1,1 @@
+verify tuple_copy.hlo --mesh 2
