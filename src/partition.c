@@ -1549,6 +1549,7 @@ static int32_t reshard_tree(Part *p, int32_t v, int32_t local, const Shape *s, c
         return r;
     }
     int32_t *elems = ARENA_ARRAY(p->scratch, int32_t, s->n_elems ? s->n_elems : 1);
+    int32_t kstart = *k; /* this (sub)tuple's first leaf */
     for (int32_t e = 0; e < s->n_elems; e++) {
         int32_t k0 = *k;
         Shape es = local_tree_shape(p, &s->elems[e], from, &k0);
@@ -1558,8 +1559,9 @@ static int32_t reshard_tree(Part *p, int32_t v, int32_t local, const Shape *s, c
         if (elems[e] < 0)
             return -1;
     }
-    int32_t k0 = 0;
-    Shape ts = local_tree_shape(p, &part_in(p, v)->shape, to, &k0);
+    /* the shape of this level, not of the whole value: a nested tuple is
+     * rebuilt from its own leaves */
+    Shape ts = local_tree_shape(p, s, to, &kstart);
     if (!name)
         name = part_name(p, part_in(p, v)->name, "tuple");
     return part_emit(p, HLO_TUPLE, name, &ts, elems, s->n_elems);

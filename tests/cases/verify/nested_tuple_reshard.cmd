@@ -1,0 +1,1 @@
+verify nested_tuple_reshard.hlo --mesh 2
