@@ -320,6 +320,17 @@ static bool infer_shape(Lower *lw, int32_t ci, const AstInst *ai, HloOpcode op, 
         *out = t->elems[a->index];
         return true;
     }
+    if (op == HLO_WHILE && n == 1) { /* the loop state, the operand */
+        *out = c->insts[ops[0]].shape;
+        return true;
+    }
+    if (op == HLO_CALL && a->to_apply >= 0 && a->to_apply < lw->m->n_comps) { /* the callee's result */
+        const HloComputation *callee = hlo_comp(lw->m, a->to_apply);
+        if (callee->root >= 0) {
+            *out = callee->insts[callee->root].shape;
+            return true;
+        }
+    }
     bool ew = (cat == 'U' || cat == 'B' || cat == 'T') && op != HLO_CONVERT && op != HLO_BITCAST_CONVERT &&
               op != HLO_COMPLEX && op != HLO_REAL && op != HLO_IMAG;
     if (ew && n >= 1) {
@@ -329,8 +340,9 @@ static bool infer_shape(Lower *lw, int32_t ci, const AstInst *ai, HloOpcode op, 
         out->layout_tail = NULL;
         return true;
     }
-    return parse_err(lw, &ai->opcode_loc, "'%s' needs a result shape (only elementwise ops, tuple and "
-                                          "get-tuple-element may omit it)", hlo_opcode_name(op));
+    return parse_err(lw, &ai->opcode_loc, "'%s' needs a result shape (only elementwise ops, tuple, "
+                                          "get-tuple-element, while and call may omit it)",
+                     hlo_opcode_name(op));
 }
 
 /* Name bookkeeping for instruction idx: duplicates and ROOT. */

@@ -1,0 +1,1 @@
+compile shapes_omitted.hlo --mesh 4

@@ -1,0 +1,1 @@
+verify shapes_omitted.hlo --mesh 4
