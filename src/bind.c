@@ -276,14 +276,19 @@ static bool has_unknown(const ShardingSyntax *s)
 }
 
 /* An outfeed's sharding describes the data it sends (XLA's outfeed_shape,
- * its first operand), not its token result: bound against the data, then
+ * its first operand), not its token result; a tuple sharding may end in one
+ * more element, the token's (as XLA's sharding propagation writes it), which
+ * is dropped.  Bound against the data, then
  * kept on the token as replicated or {maximal device=N} when every leaf
  * is; data split across devices is not partitioned yet (an error). */
 static bool bind_outfeed(HloModule *m, const HloComputation *c, HloInst *inst, Sharding *s, DiagEngine *diag)
 {
     const Shape *data = &c->insts[inst->operands[0]].shape;
+    ShardingSyntax syn = *inst->sharding_src;
+    if (syn.kind == SSYN_TUPLE && shape_is_tuple(data) && syn.n_elems == shape_leaf_count(data) + 1)
+        syn.n_elems--; /* the token's element */
     Sharding d;
-    if (!sharding_bind(inst->sharding_src, &m->mesh, data, &d, m->arena, diag)) return false;
+    if (!sharding_bind(&syn, &m->mesh, data, &d, m->arena, diag)) return false;
     int32_t n = d.kind == SHARDING_TUPLE ? d.n_elems : 1;
     int64_t dev = -1;
     bool repl = true, same = true;

@@ -1,0 +1,1 @@
+compile outfeed_token_sharding.hlo --mesh 2

@@ -1,0 +1,1 @@
+verify outfeed_token_sharding.hlo --mesh 2
