@@ -118,7 +118,7 @@ bool part_manual_masks(Part *p)
             m = p->parent ? p->param_manual : sharding_manual(p, in->sharding);
         } else if (is_target(in, "SPMDFullToShardShape")) {
             m = sharding_manual(p, in->sharding);
-            if (!m) {
+            if (!m && !(all_atoms(p->mesh) == 0 && in->sharding && in->sharding->kind == SHARDING_MANUAL)) {
                 diag_error(p->cx->diag, in->span, "%s: SPMDFullToShardShape needs a manual sharding ({manual} or "
                            "last_tile_dims={manual, ...})", in->name);
                 return false;
@@ -226,6 +226,23 @@ bool part_manual_border(Part *p, int32_t i)
         diag_error(p->cx->diag, in->span, "%s: %s takes one array and returns one", in->name,
                    hlo_attrs(in)->custom_call_target);
         return false;
+    }
+    if (all_atoms(p->mesh) == 0) {
+        /* one device: a manual region's border is a copy (its shard is the whole value) */
+        if (!shape_equal(&in->shape, &part_in(p, in->operands[0])->shape)) {
+            diag_error(p->cx->diag, in->span, "%s: on one device %s keeps the shape of its operand", in->name,
+                       hlo_attrs(in)->custom_call_target);
+            return false;
+        }
+        const Tiling *decl = part_decl_leaves(p, i);
+        int32_t op = part_operand(p, i, 0, decl);
+        if (op < 0)
+            return false;
+        Shape l = part_local_shape(p, &in->shape, decl);
+        int32_t r = part_emit(p, HLO_COPY, in->name, &l, &op, 1);
+        part_out(p, r)->span = in->span;
+        part_set_result(p, i, r, decl, -1, NULL);
+        return true;
     }
     int32_t x = in->operands[0];
     const HloInst *xi = part_in(p, x);

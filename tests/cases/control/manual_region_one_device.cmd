@@ -1,0 +1,1 @@
+compile manual_region_one_device.hlo --mesh 1

@@ -1,0 +1,1 @@
+verify manual_region_one_device.hlo --mesh 1
