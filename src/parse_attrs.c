@@ -941,34 +941,126 @@ RawAttr *parse_make_raw(Lower *lw, const AstVal **list, int32_t n)
 
 /* ================================================================ instruction attributes */
 
-/* Whether XLA's HLO parser takes the typed attribute named name on op.
- * Elementwise ops and the plain structural ones take none of them (only
- * the ones every instruction may carry, which are not typed: metadata,
- * frontend_attributes, backend_config, ... and sharding); compare takes
- * direction and type, and iota, get-tuple-element and dynamic-slice their
- * one attribute.  Every other op is checked by its own fields (ONLY) or
- * takes them as written. */
-static bool attr_applies(HloOpcode op, const char *name)
+/* The attributes XLA's HLO parser (jaxlib 0.10.2) takes on each opcode besides
+ * the ones every instruction may carry (XLA_COMMON_ATTRS), space-separated;
+ * from its "unexpected attribute ... Allowed attributes:" message for each
+ * opcode.  XLA_KNOWN_ATTRS is every name of the table and those of the
+ * opcodes spmdc does not take (fft, reduce-precision, batch-norm-*, fusion,
+ * triangular-solve, ...): one of those on an op
+ * whose entry lacks it is an error, as in XLA; a name XLA does not know at all
+ * is kept verbatim (docs/input.md, section 5). */
+static const char XLA_COMMON_ATTRS[] = "backend_config control-predecessors frontend_attributes metadata origin parameter_replication sharding statistics";
+static const char XLA_KNOWN_ATTRS[] =
+    "algorithm api_version batch_group_count body branch_computations called_computations calls "
+    "channel_id collapsed_slice_dims condition constrain_layout convolution_kind "
+    "cross_program_prefetch_index custom_call_has_side_effect custom_call_target delta "
+    "dim_labels dimensions direction distribution domain dynamic_slice_sizes epsilon "
+    "exponent_bits false_computation feature_group_count feature_index fft_length fft_type "
+    "index index_vector_dim indices_are_sorted infeed_config inferred_dimension "
+    "input_batching_dims inserted_window_dims iota_dimension is_associative is_composite "
+    "is_host_transfer is_reverse is_stable k kind largest left_side lhs_batch_dims "
+    "lhs_contracting_dims literal lower mantissa_bits mode num_carries offset_dims "
+    "operand_batching_dims operand_layout_constraints operand_precision outfeed_config "
+    "outfeed_shape output_to_operand_aliasing padding padding_type replica_groups "
+    "result_accuracy rhs_batch_dims rhs_contracting_dims scatter scatter_dims_to_operand_dims "
+    "scatter_indices_batching_dims schedule select slice slice_sizes source_target_pairs "
+    "sparsity_config start_index_map start_indices_batching_dims to_apply transpose_a "
+    "true_computation type unique_indices unit_diagonal update_window_dims "
+    "use_global_device_ids window ";
+static const char *const XLA_OP_ATTRS[HLO_OPCODE_COUNT] = {
+    [HLO_IOTA] = "iota_dimension",
+    [HLO_GET_TUPLE_ELEMENT] = "index",
+    [HLO_EXP] = "result_accuracy",
+    [HLO_EXPM1] = "result_accuracy",
+    [HLO_LOG] = "result_accuracy",
+    [HLO_LOG1P] = "result_accuracy",
+    [HLO_SQRT] = "result_accuracy",
+    [HLO_RSQRT] = "result_accuracy",
+    [HLO_CBRT] = "result_accuracy",
+    [HLO_TANH] = "result_accuracy",
+    [HLO_LOGISTIC] = "result_accuracy",
+    [HLO_SINE] = "result_accuracy",
+    [HLO_COSINE] = "result_accuracy",
+    [HLO_TAN] = "result_accuracy",
+    [HLO_ERF] = "result_accuracy",
+    [HLO_COMPARE] = "direction type",
+    [HLO_BROADCAST] = "dimensions",
+    [HLO_RESHAPE] = "inferred_dimension",
+    [HLO_TRANSPOSE] = "dimensions",
+    [HLO_SLICE] = "slice",
+    [HLO_DYNAMIC_SLICE] = "dynamic_slice_sizes",
+    [HLO_PAD] = "padding",
+    [HLO_CONCATENATE] = "dimensions",
+    [HLO_REVERSE] = "dimensions",
+    [HLO_GATHER] = "collapsed_slice_dims index_vector_dim indices_are_sorted offset_dims operand_batching_dims slice_sizes start_index_map start_indices_batching_dims",
+    [HLO_SCATTER] = "index_vector_dim indices_are_sorted input_batching_dims inserted_window_dims scatter_dims_to_operand_dims scatter_indices_batching_dims to_apply unique_indices update_window_dims",
+    [HLO_SORT] = "dimensions is_stable to_apply",
+    [HLO_TOPK] = "k largest",
+    [HLO_DOT] = "algorithm lhs_batch_dims lhs_contracting_dims operand_precision rhs_batch_dims rhs_contracting_dims",
+    [HLO_CONVOLUTION] = "batch_group_count convolution_kind dim_labels feature_group_count operand_precision sparsity_config window",
+    [HLO_REDUCE] = "dimensions to_apply",
+    [HLO_REDUCE_WINDOW] = "to_apply window",
+    [HLO_SELECT_AND_SCATTER] = "scatter select window",
+    [HLO_MAP] = "dimensions to_apply",
+    [HLO_RNG] = "distribution",
+    [HLO_RNG_BIT_GENERATOR] = "algorithm",
+    [HLO_WHILE] = "body condition",
+    [HLO_CONDITIONAL] = "branch_computations false_computation true_computation",
+    [HLO_CALL] = "is_composite to_apply",
+    [HLO_CUSTOM_CALL] = "api_version batch_group_count called_computations custom_call_has_side_effect custom_call_target dim_labels feature_group_count literal operand_layout_constraints operand_precision output_to_operand_aliasing padding_type schedule to_apply window",
+    [HLO_ALL_REDUCE] = "channel_id constrain_layout mode replica_groups to_apply use_global_device_ids",
+    [HLO_ALL_GATHER] = "channel_id constrain_layout dimensions replica_groups use_global_device_ids",
+    [HLO_REDUCE_SCATTER] = "channel_id constrain_layout dimensions mode replica_groups to_apply use_global_device_ids",
+    [HLO_ALL_TO_ALL] = "channel_id constrain_layout dimensions replica_groups",
+    [HLO_COLLECTIVE_PERMUTE] = "channel_id slice_sizes source_target_pairs",
+    [HLO_INFEED] = "infeed_config",
+    [HLO_OUTFEED] = "outfeed_config outfeed_shape",
+    [HLO_SEND] = "channel_id is_host_transfer",
+    [HLO_SEND_DONE] = "channel_id is_host_transfer",
+    [HLO_RECV] = "channel_id is_host_transfer",
+    [HLO_RECV_DONE] = "channel_id is_host_transfer",
+};
+
+/* Calls f(ctx, word, length) for each word of the space-separated list. */
+static void each_word(const char *list, void (*f)(Lower *, const char *, uint32_t, int32_t), Lower *lw, int32_t arg)
 {
-    switch (op) {
-    case HLO_COMPARE: return strcmp(name, "direction") == 0 || strcmp(name, "type") == 0;
-    case HLO_IOTA: return strcmp(name, "iota_dimension") == 0;
-    case HLO_GET_TUPLE_ELEMENT: return strcmp(name, "index") == 0;
-    case HLO_DYNAMIC_SLICE: return strcmp(name, "dynamic_slice_sizes") == 0;
-    case HLO_PARAMETER:
-    case HLO_CONSTANT:
-    case HLO_PARTITION_ID:
-    case HLO_REPLICA_ID:
-    case HLO_AFTER_ALL:
-    case HLO_TUPLE:
-    case HLO_OPTIMIZATION_BARRIER:
-    case HLO_RESHAPE:
-    case HLO_BITCAST:
-    case HLO_DYNAMIC_UPDATE_SLICE: return false;
-    default: break;
+    for (const char *p = list; p && *p;) {
+        while (*p == ' ') p++;
+        size_t k = strcspn(p, " ");
+        if (k) f(lw, p, (uint32_t)k, arg);
+        p += k;
     }
-    char cat = hlo_opcode_category(op);
-    return cat != 'U' && cat != 'B' && cat != 'T';
+}
+
+static void add_known(Lower *lw, const char *w, uint32_t n, int32_t arg)
+{
+    (void)arg;
+    if (kw_find(&lw->xla_attrs, w, n) >= 0) return;
+    if (lw->n_xla_attrs == PARSE_MAX_XLA_ATTRS) abort(); /* XLA_KNOWN_ATTRS outgrew the bit sets: every parse stops */
+    kw_add(&lw->xla_attrs, w, n, lw->n_xla_attrs++);
+}
+
+static void drop_known(Lower *lw, const char *w, uint32_t n, int32_t arg)
+{
+    (void)arg;
+    int32_t k = kw_find(&lw->xla_attrs, w, n);
+    if (k >= 0) kw_add(&lw->xla_attrs, w, n, -1); /* taken by every op: as if unknown */
+}
+
+static void allow_attr(Lower *lw, const char *w, uint32_t n, int32_t op)
+{
+    int32_t k = kw_find(&lw->xla_attrs, w, n);
+    if (k >= 0) lw->xla_op_attrs[op][k / 64] |= (uint64_t)1 << (k % 64);
+}
+
+/* An attribute XLA's parser knows but does not take on op (one it does not
+ * know at all, or one every op takes, is kept verbatim); at: the name token
+ * (its hash in t.i). */
+static bool xla_rejects_attr(const Lower *lw, HloOpcode op, AstTok at)
+{
+    int32_t k = kw_find_tok(&lw->xla_attrs, at);
+    if (k < 0) return false;
+    return op >= HLO_OPCODE_COUNT || !(lw->xla_op_attrs[op][k / 64] >> (k % 64) & 1);
 }
 
 /* Typed attributes into out->attrs, sharding= into out->sharding, the rest
@@ -996,7 +1088,7 @@ bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
             const AstVal *v = parse_attr_value(lw, at);
             out->sharding = v ? parse_lower_sharding(lw, at, v) : NULL;
             ok = out->sharding && ok;
-        } else if (ek >= 0 && !attr_applies(op, ATTR_SPECS[ek].name)) {
+        } else if (xla_rejects_attr(lw, op, at->t)) {
             ok = parse_err(lw, &at->loc, "%s takes no attribute '%.*s'", hlo_opcode_name(op), TOKF(at->t));
         } else if (ek >= 0) {
             if (seen >> ek & 1) {
@@ -1036,4 +1128,11 @@ void parse_attrs_init(Lower *lw)
     kw_init(lw->keep, &lw->attr_specs, (uint32_t)N_ATTR_SPECS);
     for (int32_t k = 0; k < N_ATTR_SPECS; k++)
         kw_add(&lw->attr_specs, ATTR_SPECS[k].name, (uint32_t)strlen(ATTR_SPECS[k].name), k);
+    /* XLA's attribute names: an index each, and per opcode the set it takes */
+    kw_init(lw->keep, &lw->xla_attrs, PARSE_MAX_XLA_ATTRS);
+    lw->n_xla_attrs = 0;
+    each_word(XLA_KNOWN_ATTRS, add_known, lw, 0);
+    each_word(XLA_COMMON_ATTRS, drop_known, lw, 0);
+    memset(lw->xla_op_attrs, 0, sizeof lw->xla_op_attrs);
+    for (int32_t op = 0; op < HLO_OPCODE_COUNT; op++) each_word(XLA_OP_ATTRS[op], allow_attr, lw, op);
 }

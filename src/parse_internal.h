@@ -60,6 +60,9 @@ typedef struct KwEnt {
     int32_t idx;
 } KwEnt;
 
+/* The most attribute names XLA's parser knows that parse_attrs.c can hold. */
+#define PARSE_MAX_XLA_ATTRS 128
+
 typedef struct KwTable {
     KwEnt *ents;            /* [mask + 1], key NULL = free */
     uint32_t mask;
@@ -136,6 +139,9 @@ typedef struct Lower {
     InstNames inst_names;   /* current computation: name -> index (comp_arena) */
     KwTable opcodes;        /* opcode spelling -> HloOpcode */
     KwTable attr_specs;     /* attribute name -> ATTR_SPECS index (parse_attrs.c) */
+    KwTable xla_attrs;      /* attribute names XLA's parser knows -> bit index (-1: every op takes it) */
+    int32_t n_xla_attrs;
+    uint64_t xla_op_attrs[HLO_OPCODE_COUNT][PARSE_MAX_XLA_ATTRS / 64]; /* per opcode: the names it takes */
     AttrsMemo *memo;        /* [cap_memo] */
     uint32_t cap_memo, n_memo;
     /* The parse without LAC: the syntax read for each distinct one-line

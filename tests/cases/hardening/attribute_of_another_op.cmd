@@ -1,0 +1,1 @@
+compile attribute_of_another_op.hlo -o out.hlo
