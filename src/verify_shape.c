@@ -1167,13 +1167,15 @@ static bool infer_custom_call(Infer *x, Shape *o)
     const char *target = x->a->custom_call_target;
     if (!target) return fail(x, "custom-call needs custom_call_target");
     /* XLA's sharding remover and HLO verifier: a Sharding annotation is an
-     * identity on exactly one operand. */
-    if (strcmp(target, "Sharding") == 0) {
+     * identity on exactly one operand; so is Shardy's xla.sdy.FuncResultSharding
+     * (XLA's Shardy import replaces it by its operand, and aborts on another
+     * operand count). */
+    if (strcmp(target, "Sharding") == 0 || strcmp(target, "xla.sdy.FuncResultSharding") == 0) {
         if (x->in->n_operands != 1)
-            return fail(x, "a Sharding custom-call annotates exactly one operand, got %d", x->in->n_operands);
+            return fail(x, "a %s custom-call annotates exactly one operand, got %d", target, x->in->n_operands);
         if (!verify_same_shape(&x->in->shape, ops(x, 0)))
-            return fail(x, "a Sharding custom-call cannot change the shape: operand %s, result %s", shs(x, ops(x, 0)),
-                        shs(x, &x->in->shape));
+            return fail(x, "a %s custom-call cannot change the shape: operand %s, result %s", target,
+                        shs(x, ops(x, 0)), shs(x, &x->in->shape));
     }
     if ((strcmp(target, "SPMDFullToShardShape") == 0 || strcmp(target, "SPMDShardToFullShape") == 0) &&
         x->in->n_operands != 1)

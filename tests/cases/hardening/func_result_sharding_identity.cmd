@@ -1,0 +1,1 @@
+compile func_result_sharding_identity.hlo -o out.hlo
