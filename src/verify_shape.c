@@ -378,11 +378,18 @@ static bool infer_binary(Infer *x, Shape *o)
         t = t == ET_F64 ? ET_C128 : ET_C64;
         break;
     case HLO_COMPARE: {
-        /* XLA's verifier: integer and pred operands compare as SIGNED or UNSIGNED only */
+        /* XLA's verifier: signed integers compare as SIGNED, unsigned ones and
+         * pred as UNSIGNED, floating point as FLOAT or TOTALORDER, complex as
+         * FLOAT. */
         const char *ct = hlo_attrs(x->in)->compare_type;
-        if (ct && (elem_type_is_integral(t) || t == ET_PRED) && (strcmp(ct, "FLOAT") == 0 || strcmp(ct, "TOTALORDER") == 0))
-            return fail(x, "compare of %s operands takes type=SIGNED or type=UNSIGNED, not type=%s", elem_type_name(t),
-                        ct);
+        bool fp = elem_type_is_float(t);
+        const char *want_ct = elem_type_is_signed_int(t) ? "SIGNED"
+                              : elem_type_is_unsigned_int(t) || t == ET_PRED ? "UNSIGNED"
+                              : elem_type_is_complex(t) || fp ? "FLOAT"
+                                                              : NULL;
+        if (ct && want_ct && strcmp(ct, want_ct) != 0 && !(fp && strcmp(ct, "TOTALORDER") == 0))
+            return fail(x, "compare of %s operands takes type=%s%s, not type=%s", elem_type_name(t), want_ct,
+                        fp ? " or type=TOTALORDER" : "", ct);
         t = ET_PRED;
         break;
     }

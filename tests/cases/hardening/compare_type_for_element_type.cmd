@@ -1,0 +1,1 @@
+compile compare_type_for_element_type.hlo -o out.hlo
