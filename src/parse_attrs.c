@@ -269,6 +269,26 @@ bool parse_lower_literal(Lower *lw, const Shape *s, const AstVal *v, Literal *ou
         out->elided = true; /* `{...}`: values unspecified, none stored */
         return true;
     }
+    if (s->rank > 0 && n > 0 && !is_group(v, AV_BRACE)) {
+        /* one value for an array: XLA's parser sets the first element to it
+         * and the others to zero (f32[2,3] constant(7) is {{7,0,0},{0,0,0}}) */
+        LitFill one = {s->type, s, 1, 0, 0, NULL, NULL};
+        if (!lit_scalar(lw, &one, v)) return false;
+        one.cap = 1;
+        one.k = 0;
+        if (elem_type_is_float(s->type) || elem_type_is_complex(s->type))
+            one.f = ARENA_ARRAY(lw->m->arena, double, n * (elem_type_is_complex(s->type) ? 2 : 1));
+        else
+            one.i = ARENA_ARRAY(lw->m->arena, int64_t, n);
+        lit_scalar(lw, &one, v);
+        out->i = one.i;
+        out->f = one.f;
+        diag_warning(lw->diag, ast_span(lw->cx, &v->loc),
+                     "a %s constant given one value sets its first element to it and the others to zero, as XLA's "
+                     "parser reads it; write {...} with every element, or broadcast a scalar, for a splat",
+                     parse_shape_str(lw, s));
+        return true;
+    }
     /* Pass 1 checks the structure and every value without storing (so a
      * short text claiming a huge shape allocates nothing); pass 2 stores. */
     LitFill lf = {s->type, s, n, 0, 0, NULL, NULL};

@@ -1,0 +1,1 @@
+compile constant_one_value.hlo --mesh 2 --report none

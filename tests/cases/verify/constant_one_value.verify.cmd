@@ -1,0 +1,1 @@
+verify constant_one_value.hlo --mesh 2
