@@ -391,6 +391,10 @@ Tiling part_strip_atoms(Tiling t, uint32_t mask);
 bool part_manual_masks(Part *p);
 /* SPMDFullToShardShape / SPMDShardToFullShape. */
 bool part_manual_border(Part *p, int32_t i);
+/* Instruction i (one operand, an identity: a Sharding custom-call, a
+ * manual border on one device) as a copy of its operand resharded to i's
+ * declared sharding; false after an error. */
+bool part_copy_as_declared(Part *p, int32_t i);
 /* all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute
  * written in the input: kept inside a manual region, an error elsewhere. */
 bool part_user_collective(Part *p, int32_t i);

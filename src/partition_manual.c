@@ -234,15 +234,7 @@ bool part_manual_border(Part *p, int32_t i)
                        hlo_attrs(in)->custom_call_target);
             return false;
         }
-        const Tiling *decl = part_decl_leaves(p, i);
-        int32_t op = part_operand(p, i, 0, decl);
-        if (op < 0)
-            return false;
-        Shape l = part_local_shape(p, &in->shape, decl);
-        int32_t r = part_emit(p, HLO_COPY, in->name, &l, &op, 1);
-        part_out(p, r)->span = in->span;
-        part_set_result(p, i, r, decl, -1, NULL);
-        return true;
+        return part_copy_as_declared(p, i);
     }
     int32_t x = in->operands[0];
     const HloInst *xi = part_in(p, x);

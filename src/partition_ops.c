@@ -264,6 +264,12 @@ static bool h_custom_call(Part *p, int32_t i)
         return part_manual_border(p, i);
     if (!target || strcmp(target, "Sharding") != 0 || in->n_operands != 1)
         return part_default(p, i);
+    return part_copy_as_declared(p, i);
+}
+
+bool part_copy_as_declared(Part *p, int32_t i)
+{
+    const HloInst *in = part_in(p, i);
     const Tiling *decl = part_decl_leaves(p, i);
     int32_t op = part_operand(p, i, 0, decl);
     if (op < 0)
