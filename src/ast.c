@@ -1289,8 +1289,6 @@ static void put_expected(StrBuf *b, const char *const *expected, int n)
     put_list(b, expected, n, NULL);
 }
 
-/* Lua-style help for bracket mistakes: at end of file, where the innermost
- * open bracket is; at a closing bracket of the wrong kind, which one it met. */
 /* The offset where the line holding off starts, if only blanks come before
  * off on it; else UINT32_MAX. */
 static uint32_t line_start_before(const ParseCtx *cx, uint32_t off)
@@ -1300,6 +1298,10 @@ static uint32_t line_start_before(const ParseCtx *cx, uint32_t off)
     return b == 0 || cx->text[b - 1] == '\n' ? b : UINT32_MAX;
 }
 
+/* Lua-style help for bracket mistakes at the unexpected token loc: at end of
+ * file, where the innermost open bracket is; at the first token of a line
+ * inside a bracket an earlier line opened, that bracket; at a closing
+ * bracket of the wrong kind, which one it met. */
 static void note_open_bracket(ParseCtx *cx, bool at_eof, const char *unexpected_name, const AstLoc *loc)
 {
     const ScanState *st = cx->scan;
