@@ -966,9 +966,11 @@ RawAttr *parse_make_raw(Lower *lw, const AstVal **list, int32_t n)
  * from its "unexpected attribute ... Allowed attributes:" message for each
  * opcode.  XLA_KNOWN_ATTRS is every name of the table and those of the
  * opcodes spmdc does not take (fft, reduce-precision, batch-norm-*, fusion,
- * triangular-solve, ...): one of those on an op
- * whose entry lacks it is an error, as in XLA; a name XLA does not know at all
- * is kept verbatim (docs/input.md, section 5). */
+ * triangular-solve, ...): one of those on an op whose entry lacks it is an
+ * error, as in XLA; a name XLA does not know at all is kept verbatim
+ * (docs/input.md, section 5).  parse_attrs_init turns the lists into a name
+ * table (Lower.xla_attrs) and a bit set per opcode (Lower.xla_op_attrs), so
+ * the check is one probe per attribute. */
 static const char XLA_COMMON_ATTRS[] = "backend_config control-predecessors frontend_attributes metadata origin parameter_replication sharding statistics";
 static const char XLA_KNOWN_ATTRS[] =
     "algorithm api_version batch_group_count body branch_computations called_computations calls "
