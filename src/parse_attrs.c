@@ -828,7 +828,7 @@ static const AttrSpec ATTR_SPECS[] = {
     {"called_computations", at_complist, F(called), false, 0},
     {"custom_call_target", at_string, F(custom_call_target), false, 0},
     {"direction", at_direction, 0, false, 0},
-    {"type", at_compare_type, 0, false, 0}, /* compare only; elsewhere kept verbatim */
+    {"type", at_compare_type, 0, false, 0}, /* compare only (xla_rejects_attr) */
     {"distribution", at_distribution, 0, false, 0},
     {"slice", at_slice, 0, false, ONLY(HLO_SLICE)},
     {"padding", at_padding, 0, false, ONLY(HLO_PAD)},
@@ -1095,11 +1095,7 @@ bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
     const AstVal **raw = n_all ? ARENA_ARRAY(lw->tmp, const AstVal *, n_all) : NULL;
     bool ok = true;
     for (const AstVal *at = ai->attrs; at; at = at->next) {
-        int32_t ek = kw_find_tok(&lw->attr_specs, at->t);
-        if (ek >= 0 && ATTR_SPECS[ek].fn == at_compare_type && op != HLO_COMPARE) ek = -1;
-        if (ek >= 0 && op != HLO_TOPK &&
-            (strcmp(ATTR_SPECS[ek].name, "k") == 0 || strcmp(ATTR_SPECS[ek].name, "largest") == 0))
-            ek = -1; /* topk only; elsewhere kept verbatim */
+        int32_t ek = kw_find_tok(&lw->attr_specs, at->t); /* an op that does not take it: xla_rejects_attr */
         if (ast_tok_eq(at->t, "sharding")) {
             if (sharding) {
                 ok = parse_err(lw, &at->loc, "attribute 'sharding' is given twice");
