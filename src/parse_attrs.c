@@ -967,8 +967,8 @@ RawAttr *parse_make_raw(Lower *lw, const AstVal **list, int32_t n)
  * opcode.  XLA_KNOWN_ATTRS is every name of the table and those of the
  * opcodes spmdc does not take (fft, reduce-precision, batch-norm-*, fusion,
  * triangular-solve, ...): one of those on an op whose entry lacks it is an
- * error, as in XLA; a name XLA does not know at all is kept verbatim
- * (docs/input.md, section 5).  parse_attrs_init turns the lists into a name
+ * error, as in XLA, and so is a name XLA does not know at all (unknown_attr;
+ * docs/input.md, section 5).  parse_attrs_init turns the lists into a name
  * table (Lower.xla_attrs) and a bit set per opcode (Lower.xla_op_attrs), so
  * the check is one probe per attribute. */
 static const char XLA_COMMON_ATTRS[] = "backend_config control-predecessors frontend_attributes metadata origin parameter_replication sharding statistics";
@@ -1062,11 +1062,13 @@ static void add_known(Lower *lw, const char *w, uint32_t n, int32_t arg)
     kw_add(&lw->xla_attrs, w, n, lw->n_xla_attrs++);
 }
 
-static void drop_known(Lower *lw, const char *w, uint32_t n, int32_t arg)
+/* Index of a name every op takes in Lower.xla_attrs (no bit of its own). */
+#define XLA_ATTR_COMMON (-2)
+
+static void add_common(Lower *lw, const char *w, uint32_t n, int32_t arg)
 {
     (void)arg;
-    int32_t k = kw_find(&lw->xla_attrs, w, n);
-    if (k >= 0) kw_add(&lw->xla_attrs, w, n, -1); /* taken by every op: as if unknown */
+    kw_add(&lw->xla_attrs, w, n, XLA_ATTR_COMMON);
 }
 
 static void allow_attr(Lower *lw, const char *w, uint32_t n, int32_t op)
@@ -1076,7 +1078,7 @@ static void allow_attr(Lower *lw, const char *w, uint32_t n, int32_t op)
 }
 
 /* An attribute XLA's parser knows but does not take on op (one it does not
- * know at all, or one every op takes, is kept verbatim); at: the name token
+ * know at all is unknown_attr's; one every op takes is kept verbatim); at: the name token
  * (its hash in t.i). */
 static bool xla_rejects_attr(const Lower *lw, HloOpcode op, AstTok at)
 {
@@ -1085,8 +1087,78 @@ static bool xla_rejects_attr(const Lower *lw, HloOpcode op, AstTok at)
     return op >= HLO_OPCODE_COUNT || !(lw->xla_op_attrs[op][k / 64] >> (k % 64) & 1);
 }
 
-/* Typed attributes into out->attrs, sharding= into out->sharding, the rest
- * verbatim.  Duplicates are errors. */
+/* Edit distance (insertions, deletions, substitutions, adjacent swaps) of
+ * a[0..na) and b[0..nb), or limit + 1 once it exceeds limit (names longer
+ * than 63 bytes: limit + 1). */
+static int name_distance(const char *a, uint32_t na, const char *b, uint32_t nb, int limit)
+{
+    enum { MAX = 64 };
+    if (na >= MAX || nb >= MAX || (na > nb ? na - nb : nb - na) > (uint32_t)limit) return limit + 1;
+    int d[3][MAX]; /* rows i-2, i-1, i of the table, by i % 3 */
+    for (uint32_t j = 0; j <= nb; j++) d[0][j] = (int)j;
+    for (uint32_t i = 1; i <= na; i++) {
+        int *r = d[i % 3], *p = d[(i + 2) % 3], *pp = d[(i + 1) % 3], best = limit + 1;
+        r[0] = (int)i;
+        for (uint32_t j = 1; j <= nb; j++) {
+            int c = p[j - 1] + (a[i - 1] != b[j - 1]);
+            if (p[j] + 1 < c) c = p[j] + 1;
+            if (r[j - 1] + 1 < c) c = r[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && pp[j - 2] + 1 < c) c = pp[j - 2] + 1;
+            r[j] = c;
+            if (c < best) best = c;
+        }
+        if (best > limit) return limit + 1;
+    }
+    return d[na % 3][nb];
+}
+
+typedef struct NearAttr {
+    const Lower *lw;
+    HloOpcode op;
+    AstTok name;
+    const char *best;
+    uint32_t best_n;
+    int best_d;
+} NearAttr;
+
+static void near_word(NearAttr *s, const char *w, uint32_t n, bool common)
+{
+    int32_t k = kw_find(&s->lw->xla_attrs, w, n);
+    if (!common && (k < 0 || !(s->lw->xla_op_attrs[s->op][k / 64] >> (k % 64) & 1))) return;
+    int d = name_distance(s->name.s, s->name.n, w, n, s->best_d - 1);
+    if (d < s->best_d) {
+        s->best = w;
+        s->best_n = n;
+        s->best_d = d;
+    }
+}
+
+static void near_list(NearAttr *s, const char *list, bool common)
+{
+    for (const char *p = list; *p;) {
+        while (*p == ' ') p++;
+        size_t k = strcspn(p, " ");
+        if (k) near_word(s, p, (uint32_t)k, common);
+        p += k;
+    }
+}
+
+/* The error for an attribute name XLA's parser does not know, with the
+ * nearest name op takes (at most 2 edits, 1 for names under 5 bytes) as a
+ * note.  False. */
+static bool unknown_attr(Lower *lw, HloOpcode op, const AstVal *at)
+{
+    bool ok = parse_err(lw, &at->loc, "unknown attribute '%.*s'", TOKF(at->t));
+    NearAttr s = {lw, op, at->t, NULL, 0, at->t.n < 5 ? 2 : 3};
+    near_list(&s, XLA_COMMON_ATTRS, true);
+    near_list(&s, XLA_KNOWN_ATTRS, false);
+    if (s.best) parse_note(lw, &at->loc, "did you mean '%.*s'?", (int)s.best_n, s.best);
+    return ok;
+}
+
+/* Typed attributes into out->attrs, sharding= into out->sharding, the
+ * other names XLA takes on op verbatim.  Duplicates, names op does not take
+ * and names XLA does not know are errors. */
 bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
 {
     uint64_t seen = 0;
@@ -1127,6 +1199,8 @@ bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
                 out->any_attr = true;
             }
             ok = v && spec->fn(lw, at, v, dst, spec) && ok;
+        } else if (op < HLO_OPCODE_COUNT && kw_find_tok(&lw->xla_attrs, at->t) == -1) {
+            ok = unknown_attr(lw, op, at);
         } else {
             raw[n_raw++] = at;
         }
@@ -1150,7 +1224,7 @@ void parse_attrs_init(Lower *lw)
     kw_init(lw->keep, &lw->xla_attrs, PARSE_MAX_XLA_ATTRS);
     lw->n_xla_attrs = 0;
     each_word(XLA_KNOWN_ATTRS, add_known, lw, 0);
-    each_word(XLA_COMMON_ATTRS, drop_known, lw, 0);
+    each_word(XLA_COMMON_ATTRS, add_common, lw, 0);
     memset(lw->xla_op_attrs, 0, sizeof lw->xla_op_attrs);
     for (int32_t op = 0; op < HLO_OPCODE_COUNT; op++) each_word(XLA_OP_ATTRS[op], allow_attr, lw, op);
 }

@@ -548,8 +548,8 @@ static void test_raw_attrs_verbatim(void **state)
         "  a = f32[2] parameter(0), metadata={op_type=\"Add\" op_name=\"jit(f)/add\" source_line=12}, "
         "frontend_attributes={_xla_compute_type=\"host\",xla.sdy.sharding=\"#sdy.sharding<@mesh, [{\\\"x\\\"}]>\"}\n"
         "  b = f32[2] copy(a), backend_config={\"flag_configs\":[],\"x\":{\"y\":\"}\"}}, "
-        "control-predecessors={%a}, some_new_attr=[1:2]<=[3], statistics={visualizing_index=1,stat-val=0.5}\n"
-        "  c = f32[2] negate(b), type_x=x, algorithm_x=rng_default"));
+        "control-predecessors={%a}, statistics={visualizing_index=1,stat-val=0.5}\n"
+        "  c = f32[2] exponential(b), result_accuracy={tolerance={atol=0,rtol=0,ulps=1}}"));
     const HloAttrs *a = hlo_attrs(find(p.m, "e", "a"));
     assert_int_equal(a->n_raw, 2);
     assert_string_equal(a->raw[0].name, "metadata");
@@ -558,18 +558,16 @@ static void test_raw_attrs_verbatim(void **state)
     assert_string_equal(a->raw[1].text,
                         "{_xla_compute_type=\"host\",xla.sdy.sharding=\"#sdy.sharding<@mesh, [{\\\"x\\\"}]>\"}");
     const HloAttrs *b = hlo_attrs(find(p.m, "e", "b"));
-    assert_int_equal(b->n_raw, 4);
+    assert_int_equal(b->n_raw, 3);
     assert_string_equal(b->raw[0].name, "backend_config");
     assert_string_equal(b->raw[0].text, "{\"flag_configs\":[],\"x\":{\"y\":\"}\"}}");
     assert_string_equal(b->raw[1].name, "control-predecessors");
     assert_string_equal(b->raw[1].text, "{%a}");
-    assert_string_equal(b->raw[2].name, "some_new_attr");
-    assert_string_equal(b->raw[2].text, "[1:2]<=[3]");
-    assert_string_equal(b->raw[3].text, "{visualizing_index=1,stat-val=0.5}");
+    assert_string_equal(b->raw[2].text, "{visualizing_index=1,stat-val=0.5}");
     const HloAttrs *c = hlo_attrs(find(p.m, "e", "c"));
-    assert_int_equal(c->n_raw, 2); /* names XLA does not know are kept */
-    assert_string_equal(c->raw[0].name, "type_x");
-    assert_null(c->compare_type);
+    assert_int_equal(c->n_raw, 1); /* a name XLA takes on the op and spmdc does not read is kept */
+    assert_string_equal(c->raw[0].name, "result_accuracy");
+    assert_string_equal(c->raw[0].text, "{tolerance={atol=0,rtol=0,ulps=1}}");
     parsed_free(&p);
 }
 
@@ -582,8 +580,16 @@ static void test_attribute_errors(void **state)
     expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] reverse(a), dimensions={0}, dimensions={0}"),
                   "t.hlo:4:42: error: attribute 'dimensions' is given twice\n"
                   "t.hlo:4:26: note: first given here\n");
-    expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] copy(a), foo=1, foo=2"),
-                  "t.hlo:4:30: error: attribute 'foo' is given twice\nt.hlo:4:23: note: first given here\n");
+    expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] copy(a), origin=1, origin=2"),
+                  "t.hlo:4:33: error: attribute 'origin' is given twice\nt.hlo:4:23: note: first given here\n");
+    /* a name XLA does not know: an error, with the nearest name the op takes */
+    expect_errors(entry("  a = f32[2] parameter(0), shardng={replicated}"),
+                  "t.hlo:3:28: error: unknown attribute 'shardng'\nt.hlo:3:28: note: did you mean 'sharding'?\n");
+    expect_errors(entry("  a = f32[2,2] parameter(0)\n  d = f32[2,2] dot(a, a), lhs_contracting_dim={1}"),
+                  "t.hlo:4:27: error: unknown attribute 'lhs_contracting_dim'\n"
+                  "t.hlo:4:27: note: did you mean 'lhs_contracting_dims'?\n");
+    expect_errors(entry("  a = f32[2] parameter(0)\n  b = f32[2] copy(a), some_new_attr=[1:2]<=[3]"),
+                  "t.hlo:4:23: error: unknown attribute 'some_new_attr'\n");
     expect_errors(entry("  a = f32[2] parameter(0)\n  b = pred[2] compare(a, a), direction=LESS"),
                   "t.hlo:4:40: error: attribute 'direction' expects one of EQ, NE, LT, LE, GT, GE, found "
                   "identifier 'LESS'\n");

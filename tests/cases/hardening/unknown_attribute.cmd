@@ -1,0 +1,1 @@
+compile unknown_attribute.hlo -o out.hlo
