@@ -6,8 +6,10 @@
  * at_* function each (integer lists, computation references, enums, slice,
  * padding, window, dim_labels, replica groups in both the list and the iota
  * form, source-target pairs); `sharding=` goes to parse_sharding.c; anything
- * else (metadata, frontend_attributes, backend_config, unknown names) is kept
- * verbatim as RawAttr.  A name given twice is an error.
+ * else XLA takes on the op (metadata, frontend_attributes, backend_config,
+ * ...) is kept verbatim as RawAttr, metadata and frontend_attributes after
+ * a check of their syntax (check_metadata, check_frontend).  A name given
+ * twice, one the op does not take and one XLA does not know are errors.
  * parse_lower_literal turns `constant(...)` text into a Literal: it checks
  * the nesting and every value against the shape before it allocates, so a
  * short text that claims a huge shape costs nothing.
@@ -1156,6 +1158,202 @@ static bool unknown_attr(Lower *lw, HloOpcode op, const AstVal *at)
     return ok;
 }
 
+/* ================================================================ verbatim values XLA checks */
+
+/* A scan of a verbatim attribute value: s[0..n) at offset base of the input. */
+typedef struct RawScan {
+    Lower *lw;
+    const char *s;
+    uint32_t i, n, base;
+    const char *what; /* the attribute's name, for messages */
+} RawScan;
+
+static AstLoc raw_loc(const RawScan *r, uint32_t from, uint32_t to) { return (AstLoc){r->base + from, r->base + to}; }
+
+/* The end of the value that starts at from: the next blank, ',' or '}'
+ * outside quotes (for underlining a value of the wrong kind). */
+static uint32_t raw_value_end(const RawScan *r, uint32_t from)
+{
+    uint32_t j = from;
+    bool quoted = false;
+    for (; j < r->n; j++) {
+        char c = r->s[j];
+        if (quoted && c == '\\') j++;
+        else if (c == '"') quoted = !quoted;
+        else if (!quoted && (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == '}')) break;
+    }
+    return j > r->n ? r->n : j > from ? j : from + 1;
+}
+
+static void raw_blank(RawScan *r)
+{
+    while (r->i < r->n && (r->s[r->i] == ' ' || r->s[r->i] == '\t' || r->s[r->i] == '\n' || r->s[r->i] == '\r')) r->i++;
+}
+
+static bool raw_err_here(RawScan *r, const char *want)
+{
+    uint32_t end = r->i < r->n ? r->i + 1 : r->i;
+    AstLoc at = raw_loc(r, r->i, end);
+    if (r->i >= r->n) return parse_err(r->lw, &at, "%s ends where %s was expected", r->what, want);
+    char c = r->s[r->i];
+    if (c > ' ' && c < 127) return parse_err(r->lw, &at, "unexpected '%c' in %s, expected %s", c, r->what, want);
+    return parse_err(r->lw, &at, "unexpected byte in %s, expected %s", r->what, want);
+}
+
+/* A name: a letter or '_', then letters, digits, '_' and (dotted) '.' and '-'. */
+static bool raw_name(RawScan *r, bool dotted, uint32_t *from)
+{
+    *from = r->i;
+    char c = r->i < r->n ? r->s[r->i] : 0;
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_')) return raw_err_here(r, "a field name");
+    for (r->i++; r->i < r->n; r->i++) {
+        c = r->s[r->i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                  (dotted && (c == '.' || c == '-'));
+        if (!ok) break;
+    }
+    return true;
+}
+
+static bool raw_char(RawScan *r, char c, const char *want)
+{
+    raw_blank(r);
+    if (r->i < r->n && r->s[r->i] == c) {
+        r->i++;
+        return true;
+    }
+    return raw_err_here(r, want);
+}
+
+/* A quoted string ('\' escapes the next byte), the value of field[0..flen). */
+static bool raw_string(RawScan *r, const char *field, uint32_t flen)
+{
+    raw_blank(r);
+    if (r->i >= r->n || r->s[r->i] != '"') {
+        AstLoc at = raw_loc(r, r->i, r->i < r->n ? raw_value_end(r, r->i) : r->i);
+        return parse_err(r->lw, &at, "%s field '%.*s' takes a quoted string", r->what, (int)flen, field);
+    }
+    uint32_t open = r->i++;
+    for (; r->i < r->n && r->s[r->i] != '"'; r->i++)
+        if (r->s[r->i] == '\\') r->i++;
+    if (r->i >= r->n) {
+        AstLoc at = raw_loc(r, open, open + 1);
+        return parse_err(r->lw, &at, "string in %s is not closed", r->what);
+    }
+    r->i++;
+    return true;
+}
+
+/* A decimal integer in [INT32_MIN, INT32_MAX], as XLA's metadata fields hold. */
+static bool raw_int32(RawScan *r, const char *field, uint32_t flen)
+{
+    raw_blank(r);
+    uint32_t from = r->i;
+    if (r->i < r->n && r->s[r->i] == '-') r->i++;
+    uint32_t digits = r->i;
+    int64_t v = 0;
+    bool big = false;
+    for (; r->i < r->n && r->s[r->i] >= '0' && r->s[r->i] <= '9'; r->i++) {
+        v = v * 10 + (r->s[r->i] - '0');
+        big |= v > (int64_t)INT32_MAX + 1;
+        if (big) v = (int64_t)INT32_MAX + 2;
+    }
+    bool neg = digits > from;
+    char c = r->i < r->n ? r->s[r->i] : 0;
+    bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '.' || c == '"';
+    AstLoc at = raw_loc(r, from, r->i == digits || word ? raw_value_end(r, from) : r->i);
+    if (r->i == digits || word)
+        return parse_err(r->lw, &at, "%s field '%.*s' takes an integer", r->what, (int)flen, field);
+    if (big || v > (int64_t)INT32_MAX + neg)
+        return parse_err(r->lw, &at, "%s field '%.*s' is out of range (a 32-bit integer)", r->what, (int)flen, field);
+    return true;
+}
+
+/* The fields of XLA's OpMetadata that its HLO parser reads: kind 's' a
+ * string, 'i' a 32-bit integer, 'l' a list of integers {1,2}. */
+static const struct {
+    const char *name;
+    char kind;
+} METADATA_FIELDS[] = {
+    {"op_type", 's'},         {"op_name", 's'},           {"source_file", 's'},       {"source_line", 'i'},
+    {"source_end_line", 'i'}, {"source_column", 'i'},     {"source_end_column", 'i'}, {"profile_type", 'l'},
+    {"deduplicated_name", 's'}, {"scheduling_name", 's'}, {"stack_frame_id", 'i'},
+};
+#define N_METADATA_FIELDS ((int)(sizeof METADATA_FIELDS / sizeof METADATA_FIELDS[0]))
+
+/* metadata={op_name="..." source_line=12 ...} as XLA's parser takes it:
+ * fields in any order, each at most once, separated by blanks or a comma
+ * (one comma also before the first field, none after the last). */
+static bool check_metadata(Lower *lw, const AstVal *at)
+{
+    uint32_t off = at->child->loc.off, end = at->loc.end;
+    RawScan r = {lw, lw->cx->text + off, 0, end > off ? end - off : 0, off, "metadata"};
+    if (!raw_char(&r, '{', "'{'")) return false;
+    uint32_t seen = 0;
+    for (;;) {
+        raw_blank(&r);
+        if (r.i < r.n && r.s[r.i] == '}') break;
+        if (r.i < r.n && r.s[r.i] == ',') {
+            r.i++;
+            raw_blank(&r);
+        }
+        uint32_t from;
+        if (!raw_name(&r, false, &from)) return false;
+        const char *f = r.s + from;
+        uint32_t flen = r.i - from;
+        int k = 0;
+        while (k < N_METADATA_FIELDS && !(strlen(METADATA_FIELDS[k].name) == flen && memcmp(METADATA_FIELDS[k].name, f, flen) == 0)) k++;
+        AstLoc floc = raw_loc(&r, from, r.i);
+        if (k == N_METADATA_FIELDS) return parse_err(lw, &floc, "metadata has no field '%.*s'", (int)flen, f);
+        if (seen >> k & 1) return parse_err(lw, &floc, "metadata field '%.*s' is given twice", (int)flen, f);
+        seen |= 1u << k;
+        if (!raw_char(&r, '=', "'='")) return false;
+        bool ok;
+        if (METADATA_FIELDS[k].kind == 's') {
+            ok = raw_string(&r, f, flen);
+        } else if (METADATA_FIELDS[k].kind == 'i') {
+            ok = raw_int32(&r, f, flen);
+        } else {
+            ok = raw_char(&r, '{', "'{'");
+            raw_blank(&r);
+            bool first = true;
+            while (ok && !(r.i < r.n && r.s[r.i] == '}')) {
+                if (!first) ok = raw_char(&r, ',', "',' or '}'");
+                ok = ok && raw_int32(&r, f, flen);
+                raw_blank(&r);
+                first = false;
+            }
+            ok = ok && raw_char(&r, '}', "'}'");
+        }
+        if (!ok) return false;
+    }
+    r.i++;
+    raw_blank(&r);
+    return r.i >= r.n || raw_err_here(&r, "the end of metadata");
+}
+
+/* frontend_attributes={name="value",...} as XLA's parser takes it: names
+ * with '.' and '-' allowed, string values, separated by commas. */
+static bool check_frontend(Lower *lw, const AstVal *at)
+{
+    uint32_t off = at->child->loc.off, end = at->loc.end;
+    RawScan r = {lw, lw->cx->text + off, 0, end > off ? end - off : 0, off, "frontend_attributes"};
+    if (!raw_char(&r, '{', "'{'")) return false;
+    raw_blank(&r);
+    for (bool first = true; !(r.i < r.n && r.s[r.i] == '}'); first = false) {
+        if (!first && !raw_char(&r, ',', "',' or '}'")) return false;
+        raw_blank(&r);
+        uint32_t from;
+        if (!raw_name(&r, true, &from)) return false;
+        uint32_t flen = r.i - from;
+        if (!raw_char(&r, '=', "'='") || !raw_string(&r, r.s + from, flen)) return false;
+        raw_blank(&r);
+    }
+    r.i++;
+    raw_blank(&r);
+    return r.i >= r.n || raw_err_here(&r, "the end of frontend_attributes");
+}
+
 /* Typed attributes into out->attrs, sharding= into out->sharding, the
  * other names XLA takes on op verbatim.  Duplicates, names op does not take
  * and names XLA does not know are errors. */
@@ -1202,6 +1400,8 @@ bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
         } else if (op < HLO_OPCODE_COUNT && kw_find_tok(&lw->xla_attrs, at->t) == -1) {
             ok = unknown_attr(lw, op, at);
         } else {
+            if (ast_tok_eq(at->t, "metadata")) ok = check_metadata(lw, at) && ok;
+            else if (ast_tok_eq(at->t, "frontend_attributes")) ok = check_frontend(lw, at) && ok;
             raw[n_raw++] = at;
         }
     }

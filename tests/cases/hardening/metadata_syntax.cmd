@@ -1,0 +1,1 @@
+compile metadata_syntax.hlo -o out.hlo
