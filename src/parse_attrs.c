@@ -898,8 +898,8 @@ static bool check_required(Lower *lw, const AstInst *ai, HloOpcode op, uint64_t 
         !(attr_seen(lw, seen, "true_computation") && attr_seen(lw, seen, "false_computation")))
         ok = parse_err(lw, &ai->opcode_loc, "conditional needs true_computation= and false_computation=, or "
                                             "branch_computations=");
-    for (size_t k = 0; k < sizeof REQUIRED_ATTRS / sizeof REQUIRED_ATTRS[0]; k++) {
-        if (REQUIRED_ATTRS[k].op != op) continue;
+    int k = op < HLO_OPCODE_COUNT ? lw->required_attrs[op] : -1;
+    if (k >= 0) {
         for (int j = 0; j < 6 && REQUIRED_ATTRS[k].names[j]; j++)
             if (!attr_seen(lw, seen, REQUIRED_ATTRS[k].names[j]))
                 ok = parse_err(lw, &ai->opcode_loc, "%s needs attribute %s=%s", hlo_opcode_name(op),
@@ -1423,6 +1423,10 @@ void parse_attrs_init(Lower *lw)
     /* XLA's attribute names: an index each, and per opcode the set it takes */
     kw_init(lw->keep, &lw->xla_attrs, PARSE_MAX_XLA_ATTRS);
     lw->n_xla_attrs = 0;
+    _Static_assert(sizeof REQUIRED_ATTRS / sizeof REQUIRED_ATTRS[0] < 128, "Lower.required_attrs holds int8_t");
+    memset(lw->required_attrs, -1, sizeof lw->required_attrs);
+    for (size_t k = 0; k < sizeof REQUIRED_ATTRS / sizeof REQUIRED_ATTRS[0]; k++)
+        lw->required_attrs[REQUIRED_ATTRS[k].op] = (int8_t)k; /* one entry per opcode */
     each_word(XLA_KNOWN_ATTRS, add_known, lw, 0);
     each_word(XLA_COMMON_ATTRS, add_common, lw, 0);
     memset(lw->xla_op_attrs, 0, sizeof lw->xla_op_attrs);

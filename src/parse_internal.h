@@ -139,9 +139,10 @@ typedef struct Lower {
     InstNames inst_names;   /* current computation: name -> index (comp_arena) */
     KwTable opcodes;        /* opcode spelling -> HloOpcode */
     KwTable attr_specs;     /* attribute name -> ATTR_SPECS index (parse_attrs.c) */
-    KwTable xla_attrs;      /* attribute names XLA's parser knows -> bit index (-1: every op takes it) */
+    KwTable xla_attrs;      /* attribute names XLA's parser knows -> bit index (-2: every op takes it) */
     int32_t n_xla_attrs;
     uint64_t xla_op_attrs[HLO_OPCODE_COUNT][PARSE_MAX_XLA_ATTRS / 64]; /* per opcode: the names it takes */
+    int8_t required_attrs[HLO_OPCODE_COUNT]; /* per opcode: its REQUIRED_ATTRS entry (parse_attrs.c), -1: none */
     AttrsMemo *memo;        /* [cap_memo] */
     uint32_t cap_memo, n_memo;
     /* The parse without LAC: the syntax read for each distinct one-line
