@@ -580,8 +580,8 @@ static bool at_padding(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs 
         const char *x = memchr(s, 'x', (size_t)(e - s));
         if (!x) x = e;
         int n;
-        if (r == SPMDC_MAX_RANK || !split_nums(s, (uint32_t)(x - s), '_', dims, 3, &n) || n < 2 ||
-            (n == 3 && dims[2] < 0))
+        /* a negative interior is read, and refused by the verifier with its value and dimension */
+        if (r == SPMDC_MAX_RANK || !split_nums(s, (uint32_t)(x - s), '_', dims, 3, &n) || n < 2)
             return parse_want(lw, attr, v, what);
         lo[r] = dims[0];
         lo[SPMDC_MAX_RANK + r] = dims[1];

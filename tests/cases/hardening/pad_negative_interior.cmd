@@ -1,0 +1,1 @@
+compile pad_negative_interior.hlo -o out.hlo
