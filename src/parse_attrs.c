@@ -1085,8 +1085,8 @@ static void allow_attr(Lower *lw, const char *w, uint32_t n, int32_t op)
 static bool xla_rejects_attr(const Lower *lw, HloOpcode op, AstTok at)
 {
     int32_t k = kw_find_tok(&lw->xla_attrs, at);
-    if (k < 0) return false;
-    return op >= HLO_OPCODE_COUNT || !(lw->xla_op_attrs[op][k / 64] >> (k % 64) & 1);
+    if (k < 0 || op >= HLO_OPCODE_COUNT) return false; /* an unknown opcode is its own error */
+    return !(lw->xla_op_attrs[op][k / 64] >> (k % 64) & 1);
 }
 
 /* Edit distance (insertions, deletions, substitutions, adjacent swaps) of

@@ -1,0 +1,1 @@
+compile unknown_opcode_attributes.hlo -o out.hlo
