@@ -373,6 +373,9 @@ static bool infer_binary(Infer *x, Shape *o)
     case HLO_ATAN2:
         ok = elem_type_is_float(t) || elem_type_is_complex(t), want = "floating-point or complex";
         break;
+    case HLO_DIVIDE: case HLO_REMAINDER: case HLO_POWER: /* StableHLO's verifier: not on pred */
+        ok = t != ET_PRED, want = "integer, floating-point or complex";
+        break;
     case HLO_COMPLEX:
         ok = t == ET_F32 || t == ET_F64, want = "f32 or f64";
         t = t == ET_F64 ? ET_C128 : ET_C64;

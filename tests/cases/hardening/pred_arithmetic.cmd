@@ -1,0 +1,1 @@
+compile pred_arithmetic.hlo -o out.hlo
