@@ -210,6 +210,7 @@ void interp_shared_init(InterpShared *sh, const HloModule *m, DiagEngine *diag, 
     sh->comps = xcalloc((size_t)(m->n_comps ? m->n_comps : 1), sizeof(InterpCompInfo));
     sh->n_partitions = n_partitions;
     sh->n_replicas = n_replicas;
+    sh->work_limit = SIM_WORK_LIMIT;
 }
 
 void interp_shared_free(InterpShared *sh)
@@ -1106,11 +1107,12 @@ SimCost sim_module_cost(const HloModule *m)
  * sim_inst_work with called computations counted as they run. */
 static bool charge_work(Interp *ip, int32_t c, const HloInst *inst)
 {
-    ip->sh->work += sim_inst_work(ip->sh->m, hlo_comp(ip->sh->m, c), inst, NULL);
-    if (ip->sh->work <= SIM_WORK_LIMIT) return true;
+    double w = sim_inst_work(ip->sh->m, hlo_comp(ip->sh->m, c), inst, NULL);
+    ip->sh->work += w > SIM_INST_MIN_COST ? w : SIM_INST_MIN_COST;
+    if (ip->sh->work <= ip->sh->work_limit) return true;
     ip->sh->refused = true;
     return interp_error(ip, inst, "the simulation went past its budget of %.0e element operations (a loop with many "
-                        "trips?); verify a smaller twin of this module", SIM_WORK_LIMIT);
+                        "trips?); verify a smaller twin of this module", ip->sh->work_limit);
 }
 
 bool interp_eval(Interp *ip, int32_t c, int32_t i, const SimValue *env, const SimValue *params, int32_t n_params,

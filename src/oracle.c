@@ -863,7 +863,7 @@ static bool input_needs_devices(const HloModule *m)
 static bool run_reference(VerifyRun *vr, Observed *o, SimValue *out)
 {
     int64_t n = input_needs_devices(vr->m) ? vr->n_dev : 1;
-    SimOptions so = {n, 1, o ? observe_reference : NULL, o};
+    SimOptions so = {n, 1, o ? observe_reference : NULL, o, 0};
     if (n == 1) return sim_run_spmd(vr->m, &so, vr->inputs, vr->n_params, out, vr->diag);
     SimValue *args = xcalloc((size_t)(n * (vr->n_params ? vr->n_params : 1)), sizeof(SimValue));
     for (int64_t d = 0; d < n; d++)
@@ -883,7 +883,7 @@ static bool run_program(VerifyRun *vr, Observed *o, SimValue *outs)
 {
     SimValue *args = device_args(vr);
     bool refused = false;
-    SimOptions so = {vr->n_dev, 1, o ? observe_program : NULL, o};
+    SimOptions so = {vr->n_dev, 1, o ? observe_program : NULL, o, 0};
     bool ok = sim_run_spmd_why(vr->p, &so, args, vr->n_params, outs, vr->diag, &refused);
     /* devices that disagree or collectives that do not fit make a wrong program */
     if (!ok) vr->fail_status = refused ? ORACLE_EXIT_CANNOT_VERIFY : ORACLE_EXIT_MISMATCH;
@@ -1072,7 +1072,7 @@ static double *widened_error(VerifyRun *vr, const SimValue *ref)
         for (int64_t d = 0; d < n; d++)
             for (int32_t k = 0; k < vr->n_params; k++) args[d * vr->n_params + k] = widen_value(&vr->inputs[k]);
         SimValue *outs = xcalloc((size_t)n, sizeof(SimValue));
-        SimOptions so = {n, 1, NULL, NULL};
+        SimOptions so = {n, 1, NULL, NULL, 0};
         if (sim_run_spmd(st.m, &so, args, vr->n_params, outs, quiet)) {
             const HloComputation *mc = hlo_comp(vr->m, vr->m->entry);
             int32_t leaves = shape_leaf_count(&mc->insts[mc->root].shape);

@@ -598,6 +598,7 @@ bool sim_run_spmd_why(const HloModule *m, const SimOptions *opt, const SimValue 
     Sim s;
     memset(&s, 0, sizeof s);
     interp_shared_init(&s.sh, m, diag, P, R);
+    if (opt->work_limit > 0) s.sh.work_limit = opt->work_limit;
     s.n = P * R;
     s.opt = opt;
     s.ips = xcalloc((size_t)s.n, sizeof(Interp));

@@ -89,6 +89,7 @@ typedef struct InterpShared {
     InterpCompInfo *comps; /* m->n_comps (heap) */
     int64_t n_partitions, n_replicas;
     double work;           /* elements produced + multiply-adds, all devices so far */
+    double work_limit;     /* the budget for work (SIM_WORK_LIMIT unless a SimOptions says) */
     bool refused;          /* stopped because the simulator cannot run the module (an op or
                               element type it does not support, the work budget), not
                               because the program is wrong */
@@ -101,6 +102,12 @@ typedef struct InterpShared {
 /* Element operations one interpreted instruction of a called scalar
  * computation (comparator, reducer without a fast path) is counted as. */
 #define SIM_CALL_INST_COST 64.0
+/* Element operations an interpreted instruction is charged at least while
+ * running: a loop body of scalar instructions costs ~180 ns an instruction
+ * (tuples, get-tuple-element, the condition's compare; release build), so
+ * counting its one element would let nested loops run for hours under the
+ * budget. */
+#define SIM_INST_MIN_COST 128.0
 
 typedef struct Interp {
     InterpShared *sh;

@@ -93,6 +93,7 @@ typedef struct SimOptions {
     int64_t n_replicas;       /* replicas (>= 1); device id = replica * n_partitions + partition */
     SimObserveFn observe;     /* or NULL */
     void *observe_user;
+    double work_limit;        /* element operations before the run stops (0: SIM_WORK_LIMIT, 1e10) */
 } SimOptions;
 
 /* Runs the entry computation of m on n = n_partitions * n_replicas devices

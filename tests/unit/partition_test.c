@@ -269,7 +269,7 @@ static int32_t check_numerics(const Compiled *cc)
     for (int32_t i = 0; i < oe->n_insts; i++)
         c.in_of_out[i] = hlo_find_inst(in, in->entry, oe->insts[i].name);
     DiagEngine *diag = diag_create(NULL);
-    SimOptions o1 = {1, 1, observe_global, &c};
+    SimOptions o1 = {1, 1, observe_global, &c, 0};
     SimValue gout;
     if (!sim_run_spmd(in, &o1, gargs, n_params, &gout, diag))
         fail_msg("simulating the input failed: %s", diag_text(diag));
@@ -282,7 +282,7 @@ static int32_t check_numerics(const Compiled *cc)
             assert_true(sharding_to_tiling(pi->sharding, pi->shape.rank, &s));
             largs[d * n_params + k] = block(&in->mesh, &gargs[k], &s, d);
         }
-    SimOptions on = {nd, 1, observe_local, &c};
+    SimOptions on = {nd, 1, observe_local, &c, 0};
     SimValue *louts = calloc((size_t)nd, sizeof(SimValue));
     if (!sim_run_spmd(out, &on, largs, n_params, louts, diag)) {
         char *txt = print_module(out);

@@ -1317,7 +1317,7 @@ static void check_uneven(const Mesh *mesh, const Tiling *from, const Tiling *to,
     for (int64_t dev = 0; dev < nd; dev++)
         args[dev] = uneven_shard(mesh, g, &ps, &pspec, dev, NULL);
     DiagEngine *diag = diag_create(NULL);
-    SimOptions o = {nd, 1, NULL, NULL};
+    SimOptions o = {nd, 1, NULL, NULL, 0};
     if (!sim_run_spmd(run.out, &o, args, 1, outs, diag))
         fail_msg("simulation failed: %s", diag_text(diag));
     Shape rs = shp(ET_S32, 2, d0, d1, 0);

@@ -24,7 +24,7 @@
 /* Runs m on n devices with one argument each (consumed); asserts success. */
 static void run_n(HloModule *m, int64_t n, SimValue *args, SimValue *outs)
 {
-    SimOptions o = {n, 1, NULL, NULL};
+    SimOptions o = {n, 1, NULL, NULL, 0};
     bool ok = sim_run_spmd(m, &o, args, 1, outs, g_diag);
     if (!ok) fprintf(stderr, "%s", diag_text(g_diag));
     assert_true(ok);
@@ -34,7 +34,7 @@ static void run_n(HloModule *m, int64_t n, SimValue *args, SimValue *outs)
 static const char *run_n_fail(HloModule *m, int64_t n, SimValue *args)
 {
     SimValue outs[MAXDEV];
-    SimOptions o = {n, 1, NULL, NULL};
+    SimOptions o = {n, 1, NULL, NULL, 0};
     assert_false(sim_run_spmd(m, &o, args, 1, outs, g_diag));
     for (int64_t d = 0; d < n; d++) sim_value_release(&args[d]);
     return diag_text(g_diag);
@@ -379,10 +379,42 @@ static void test_divergent_loop(void **state)
     tb_attrs(&e, w)->condition = cd.c;
     tb_attrs(&e, w)->body = bd.c;
     SimValue outs[4];
-    SimOptions o = {4, 1, NULL, NULL};
+    SimOptions o = {4, 1, NULL, NULL, 0};
     assert_false(sim_run_spmd(m, &o, NULL, 0, outs, g_diag));
     assert_string_equal(diag_text(g_diag), "spmdc: error: while.2: devices 0 and 2 disagree on the loop condition "
                                            "(the body holds collectives)\n");
+    hlo_module_free(m);
+}
+
+/* A loop of scalar instructions is charged for interpreting them (at least
+ * SIM_INST_MIN_COST element operations an instruction), not for their one
+ * element each: 100,000 trips of 6 instructions pass a budget of 1e7 (at one
+ * operation an instruction they counted 6e5, and nested loops ran for hours
+ * under the 1e10 budget). */
+static void test_loop_work_budget(void **state)
+{
+    (void)state;
+    HloModule *m = hlo_module_new("t");
+    TB cd = tb_new(m, "cond", false);
+    int32_t s = tb_param(&cd, 0, SC(S32)), lim = tb_const(&cd, SC(S32), DL(100000));
+    int32_t lt = tb_add(&cd, HLO_COMPARE, SC(PRED), OPS(s, lim));
+    tb_attrs(&cd, lt)->direction = CMP_LT;
+    TB bd = tb_new(m, "body", false);
+    s = tb_param(&bd, 0, SC(S32));
+    int32_t one = tb_const(&bd, SC(S32), DL(1));
+    tb_add(&bd, HLO_ADD, SC(S32), OPS(s, one));
+    TB e = tb_new(m, "main", true);
+    int32_t p = tb_param(&e, 0, SC(S32));
+    int32_t w = tb_add(&e, HLO_WHILE, SC(S32), OPS(p));
+    tb_attrs(&e, w)->condition = cd.c;
+    tb_attrs(&e, w)->body = bd.c;
+    SimValue args[1] = {val_i(SC(S32), DL(0))}, outs[1];
+    SimOptions o = {1, 1, NULL, NULL, 1e7};
+    bool refused = false;
+    assert_false(sim_run_spmd_why(m, &o, args, 1, outs, g_diag, &refused));
+    assert_true(refused);
+    assert_non_null(strstr(diag_text(g_diag), "went past its budget of 1e+07 element operations"));
+    sim_value_release(&args[0]);
     hlo_module_free(m);
 }
 
@@ -410,7 +442,7 @@ static void test_observer(void **state)
     int32_t n = tb_add(&e, HLO_NEGATE, SC(S32), OPS(p));
     tb_add(&e, HLO_ADD, SC(S32), OPS(n, p));
     Seen seen = {0, -1, 0};
-    SimOptions o = {3, 1, observe, &seen};
+    SimOptions o = {3, 1, observe, &seen, 0};
     SimValue args[3] = {val_i(SC(S32), DL(1)), val_i(SC(S32), DL(2)), val_i(SC(S32), DL(4))}, outs[3];
     assert_true(sim_run_spmd(m, &o, args, 1, outs, g_diag));
     assert_int_equal(seen.calls, 3);     /* one call per entry instruction */
@@ -434,6 +466,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_inconsistent_groups, setup, teardown),
         cmocka_unit_test_setup_teardown(test_partition_id_and_while, setup, teardown),
         cmocka_unit_test_setup_teardown(test_divergent_loop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_loop_work_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_observer, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
