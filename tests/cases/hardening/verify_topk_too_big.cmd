@@ -1,0 +1,1 @@
+verify verify_topk_too_big.hlo --mesh 4
