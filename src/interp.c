@@ -1008,7 +1008,7 @@ double sim_inst_work(const HloModule *m, const HloComputation *c, const HloInst 
     case HLO_SCATTER: {
         double upd = 0;
         for (int32_t j = (in->n_operands + 1) / 2; j < in->n_operands; j++) upd += leaf_elems(&c->insts[in->operands[j]].shape);
-        return upd * apply_cost(m, a->to_apply, callee_work) + out;
+        return upd * (SIM_INDEXED_ELEM_COST + apply_cost(m, a->to_apply, callee_work)) + out;
     }
     case HLO_SORT: { /* merge sort along one dimension */
         int64_t d = a->dimensions.n == 1 ? a->dimensions.v[0] : -1;
@@ -1032,7 +1032,9 @@ double sim_inst_work(const HloModule *m, const HloComputation *c, const HloInst 
     }
     case HLO_MAP: case HLO_ALL_REDUCE: case HLO_REDUCE_SCATTER:
         return (in0 > out ? in0 : out) * apply_cost(m, a->to_apply, callee_work);
-    case HLO_GATHER: case HLO_PAD: case HLO_DYNAMIC_UPDATE_SLICE:
+    case HLO_GATHER:
+        return out * SIM_INDEXED_ELEM_COST + in0;
+    case HLO_PAD: case HLO_DYNAMIC_UPDATE_SLICE:
         return out + in0;
     default:
         return out > 1 ? out : 1;

@@ -1,0 +1,1 @@
+verify verify_scatter_too_big.hlo --mesh 4
