@@ -1187,9 +1187,15 @@ static bool infer_custom_call(Infer *x, Shape *o)
             return fail(x, "a %s custom-call cannot change the shape: operand %s, result %s", target,
                         shs(x, ops(x, 0)), shs(x, &x->in->shape));
     }
-    if ((strcmp(target, "SPMDFullToShardShape") == 0 || strcmp(target, "SPMDShardToFullShape") == 0) &&
-        x->in->n_operands != 1)
-        return fail(x, "a %s custom-call takes exactly one operand, got %d", target, x->in->n_operands);
+    if (strcmp(target, "SPMDFullToShardShape") == 0 || strcmp(target, "SPMDShardToFullShape") == 0) {
+        if (x->in->n_operands != 1)
+            return fail(x, "a %s custom-call takes exactly one operand, got %d", target, x->in->n_operands);
+        /* a border changes the dims (global <-> per device), never the element type or rank */
+        const Shape *s = ops(x, 0), *r = &x->in->shape;
+        if (s->type == ET_TUPLE || r->type == ET_TUPLE || s->type != r->type || s->rank != r->rank)
+            return fail(x, "a %s custom-call keeps its operand's element type and rank: operand %s, result %s",
+                        target, shs(x, s), shs(x, r));
+    }
     *o = plain(&x->in->shape);
     return true;
 }

@@ -1,0 +1,1 @@
+verify manual_border_changes_type.hlo

@@ -1,0 +1,1 @@
+compile manual_border_changes_type.hlo -o out.hlo
