@@ -194,6 +194,14 @@ static int32_t rewrite_sdy_border(Rewriter *rw, const HloInst *in, const int32_t
         const Shape *res = shape_is_tuple(&in->shape) ? &in->shape.elems[k] : &in->shape;
         const Shape *op = &rw->out[ops[k]].shape;
         const Shape *global = to_local ? op : res;
+        if (shape_is_tuple(op) || shape_is_tuple(res) || op->type != res->type || op->rank != res->rank) {
+            /* as SPMDFullToShardShape / SPMDShardToFullShape: the dims change, nothing else */
+            diag_error(diag, in->span, "%s: value %d of this shard_map border changes its element type or rank "
+                       "(%s rank %d to %s rank %d); a border keeps both", in->name, k,
+                       shape_is_tuple(op) ? "tuple" : elem_type_name(op->type), op->rank,
+                       shape_is_tuple(res) ? "tuple" : elem_type_name(res->type), res->rank);
+            return -1;
+        }
         Sharding bound;
         if (!sharding_bind(&syn[k], &m->mesh, global, &bound, m->arena, diag)) return -1;
         bound.named_form = true;

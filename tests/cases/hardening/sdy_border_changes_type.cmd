@@ -1,0 +1,1 @@
+verify sdy_border_changes_type.hlo

@@ -1,0 +1,1 @@
+compile sdy_border_changes_type.hlo -o out.hlo
