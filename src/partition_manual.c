@@ -264,6 +264,17 @@ bool part_manual_border(Part *p, int32_t i)
     } else {
         if (!manual_layout(p, i, &own[0], m, &xi->shape, &in->shape, &layout))
             return false;
+        /* a result declared unreduced along manual atoms ({unreduced}, an
+         * unreduced out_spec) would make the devices' pieces a pending sum;
+         * the layout takes them to be equal copies (and so does verify's
+         * reference), so devices would disagree on a replicated value */
+        if (own[0].partial & m) {
+            diag_error(p->cx->diag, in->span,
+                       "%s: SPMDShardToFullShape to a sharding unreduced along the manual axes %s is not supported; "
+                       "sum the pieces inside the region (an all-reduce) or end it in a sharding without unreduced",
+                       in->name, part_axes_mask_text(p, own[0].partial & m));
+            return false;
+        }
         want = tiling_strip_partial(part_decl_leaves(p, x)[0]);
         state = join(&layout, &want);
     }

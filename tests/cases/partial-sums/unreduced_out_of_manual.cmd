@@ -1,0 +1,1 @@
+verify unreduced_out_of_manual.hlo --mesh 4

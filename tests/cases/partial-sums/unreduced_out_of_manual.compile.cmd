@@ -1,0 +1,1 @@
+compile unreduced_out_of_manual.hlo -o out.hlo
