@@ -373,7 +373,7 @@ static bool infer_binary(Infer *x, Shape *o)
     case HLO_ATAN2:
         ok = elem_type_is_float(t) || elem_type_is_complex(t), want = "floating-point or complex";
         break;
-    case HLO_DIVIDE: case HLO_REMAINDER: case HLO_POWER: /* StableHLO's verifier: not on pred */
+    case HLO_SUBTRACT: case HLO_DIVIDE: case HLO_REMAINDER: case HLO_POWER: /* StableHLO's verifier: not on pred */
         ok = t != ET_PRED, want = "integer, floating-point or complex";
         break;
     case HLO_COMPLEX:

@@ -1,1 +1,0 @@
-compile pred_subtract_dot.hlo --mesh 4

@@ -1,1 +1,0 @@
-verify pred_subtract_dot.hlo --mesh 8
