@@ -189,6 +189,22 @@ HloAttrs *hlo_attrs_mut(HloModule *m, HloInst *inst)
     return inst->attrs;
 }
 
+static bool list_has(const IntList *l, int64_t d)
+{
+    for (int32_t k = 0; k < l->n; k++)
+        if (l->v[k] == d)
+            return true;
+    return false;
+}
+
+HloRaggedMode hlo_ragged_mode(const HloAttrs *a)
+{
+    int64_t rd = a->lhs_ragged.n == 1 ? a->lhs_ragged.v[0] : -1;
+    if (list_has(&a->lhs_batch, rd))
+        return RAGGED_BATCH;
+    return list_has(&a->lhs_contracting, rd) ? RAGGED_CONTRACTING : RAGGED_FREE;
+}
+
 /* ---------------------------------------------------------------- shared attributes */
 
 static uint64_t mix(uint64_t h, uint64_t v)

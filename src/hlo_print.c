@@ -386,11 +386,13 @@ static const char *compare_dir_name(CompareDir d)
 
 static void put_dot_conv(StrBuf *b, const HloInst *inst, const HloAttrs *a)
 {
-    if (inst->op == HLO_DOT) {
+    if (inst->op == HLO_DOT || inst->op == HLO_RAGGED_DOT) {
         put_list_if(b, "lhs_batch_dims", a->lhs_batch);
         put_list_if(b, "lhs_contracting_dims", a->lhs_contracting);
         put_list_if(b, "rhs_batch_dims", a->rhs_batch);
         put_list_if(b, "rhs_contracting_dims", a->rhs_contracting);
+        put_list_if(b, "lhs_ragged_dims", a->lhs_ragged);
+        put_list_if(b, "rhs_group_dims", a->rhs_group);
         return;
     }
     put_window(b, a->window);
@@ -549,6 +551,7 @@ static void put_attrs(StrBuf *b, const HloModule *m, const HloInst *inst, const 
         put_padding(b, a);
         break;
     case HLO_DOT:
+    case HLO_RAGGED_DOT:
     case HLO_CONVOLUTION:
         put_dot_conv(b, inst, a);
         break;

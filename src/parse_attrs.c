@@ -795,6 +795,8 @@ static const AttrSpec ATTR_SPECS[] = {
     {"rhs_contracting_dims", at_intlist, F(rhs_contracting), false, ONLY(HLO_DOT)},
     {"lhs_batch_dims", at_intlist, F(lhs_batch), false, ONLY(HLO_DOT)},
     {"rhs_batch_dims", at_intlist, F(rhs_batch), false, ONLY(HLO_DOT)},
+    {"lhs_ragged_dims", at_intlist, F(lhs_ragged), false, ONLY(HLO_RAGGED_DOT)},
+    {"rhs_group_dims", at_intlist, F(rhs_group), false, ONLY(HLO_RAGGED_DOT)},
     {"dynamic_slice_sizes", at_intlist, F(dynamic_slice_sizes), false, ONLY(HLO_DYNAMIC_SLICE)},
     {"offset_dims", at_intlist, F(offset_dims), false, ONLY(HLO_GATHER)},
     {"collapsed_slice_dims", at_intlist, F(collapsed_slice_dims), false, ONLY(HLO_GATHER)},
@@ -983,10 +985,10 @@ static const char XLA_KNOWN_ATTRS[] =
     "index index_vector_dim indices_are_sorted infeed_config inferred_dimension "
     "input_batching_dims inserted_window_dims iota_dimension is_associative is_composite "
     "is_host_transfer is_reverse is_stable k kind largest left_side lhs_batch_dims "
-    "lhs_contracting_dims literal lower mantissa_bits mode num_carries offset_dims "
+    "lhs_contracting_dims lhs_ragged_dims literal lower mantissa_bits mode num_carries offset_dims "
     "operand_batching_dims operand_layout_constraints operand_precision outfeed_config "
     "outfeed_shape output_to_operand_aliasing padding padding_type replica_groups "
-    "result_accuracy rhs_batch_dims rhs_contracting_dims scatter scatter_dims_to_operand_dims "
+    "result_accuracy rhs_batch_dims rhs_contracting_dims rhs_group_dims scatter scatter_dims_to_operand_dims "
     "scatter_indices_batching_dims schedule select slice slice_sizes source_target_pairs "
     "sparsity_config start_index_map start_indices_batching_dims to_apply transpose_a "
     "true_computation type unique_indices unit_diagonal update_window_dims "
@@ -1021,6 +1023,7 @@ static const char *const XLA_OP_ATTRS[HLO_OPCODE_COUNT] = {
     [HLO_SORT] = "dimensions is_stable to_apply",
     [HLO_TOPK] = "k largest",
     [HLO_DOT] = "algorithm lhs_batch_dims lhs_contracting_dims operand_precision rhs_batch_dims rhs_contracting_dims",
+    [HLO_RAGGED_DOT] = "lhs_batch_dims lhs_contracting_dims lhs_ragged_dims operand_precision rhs_batch_dims rhs_contracting_dims rhs_group_dims",
     [HLO_CONVOLUTION] = "batch_group_count convolution_kind dim_labels feature_group_count operand_precision sparsity_config window",
     [HLO_REDUCE] = "dimensions to_apply",
     [HLO_REDUCE_WINDOW] = "to_apply window",
@@ -1354,6 +1357,14 @@ static bool check_frontend(Lower *lw, const AstVal *at)
     return r.i >= r.n || raw_err_here(&r, "the end of frontend_attributes");
 }
 
+/* Whether spec's value goes into op's attributes: any opcode's, or the
+ * list group of its opcode (ragged-dot's group extends dot's). */
+static bool spec_fills(const AttrSpec *spec, HloOpcode op)
+{
+    int32_t group = op == HLO_RAGGED_DOT ? (int32_t)HLO_DOT + 1 : -1;
+    return spec->only == 0 || spec->only == (int32_t)op + 1 || spec->only == group;
+}
+
 /* Typed attributes into out->attrs, sharding= into out->sharding, the
  * other names XLA takes on op verbatim.  Duplicates, names op does not take
  * and names XLA does not know are errors. */
@@ -1390,7 +1401,7 @@ bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
             const AstVal *v = spec->whole_value ? at->child : parse_attr_value(lw, at);
             HloAttrs dropped; /* a list group of another opcode (op_lists are shared) */
             HloAttrs *dst = &out->attrs;
-            if (spec->only && spec->only != (int32_t)op + 1) {
+            if (!spec_fills(spec, op)) {
                 memset(&dropped, 0, sizeof dropped);
                 dst = &dropped;
             } else {

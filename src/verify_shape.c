@@ -677,6 +677,81 @@ static bool infer_dot(Infer *x, Shape *o)
     return true;
 }
 
+/* group_sizes: an integer [g], or [lhs batch dims..., g] when the ragged dim
+ * is no batch dim; a free ragged dim's g is the rhs group dim's size. */
+static bool ragged_group_sizes(Infer *x, HloRaggedMode mode, int64_t g_rhs)
+{
+    const Shape *l = ops(x, 0), *gs = ops(x, 2);
+    const IntList *lb = &x->a->lhs_batch;
+    if (!elem_type_is_integral(gs->type))
+        return fail(x, "group_sizes (%s) must have an integer element type", shs(x, gs));
+    bool batched = mode != RAGGED_BATCH && gs->rank == 1 + lb->n && lb->n > 0;
+    if (gs->rank != 1 && !batched)
+        return fail(x, "group_sizes %s must be [g]%s", shs(x, gs),
+                    mode == RAGGED_BATCH ? " when the ragged dimension is a batch dimension"
+                                         : " or [lhs batch dims..., g] (spmdc takes no other form)");
+    for (int32_t k = 0; batched && k < lb->n; k++)
+        if (gs->dims[k] != l->dims[lb->v[k]])
+            return fail(x, "group_sizes %s: dimension %d must be lhs batch dimension %lld (size %lld)", shs(x, gs), k,
+                        (long long)lb->v[k], (long long)l->dims[lb->v[k]]);
+    if (mode == RAGGED_FREE && gs->dims[gs->rank - 1] != g_rhs)
+        return fail(x, "group_sizes %s has %lld groups but the rhs group dimension has %lld", shs(x, gs),
+                    (long long)gs->dims[gs->rank - 1], (long long)g_rhs);
+    return true;
+}
+
+/* ragged-dot: a dot whose lhs has one ragged dim split into groups by
+ * group_sizes.  A free (non-contracting) ragged dim picks, per group, one
+ * slice of rhs's group dim (dropped from the result); a contracting one adds
+ * a leading group dim to the result; a batch one is a plain dot. */
+static bool infer_ragged_dot(Infer *x, Shape *o)
+{
+    const Shape *l = ops(x, 0), *r = ops(x, 1);
+    const HloAttrs *a = x->a;
+    uint32_t ul = 0, ur = 0, ug = 0;
+    if (!want_array(x, 0) || !want_array(x, 1) || !want_array(x, 2)) return false;
+    if (a->lhs_batch.n != a->rhs_batch.n || a->lhs_contracting.n != a->rhs_contracting.n)
+        return fail(x, "ragged-dot needs as many lhs as rhs batch dims (%d vs %d) and contracting dims (%d vs %d)",
+                    a->lhs_batch.n, a->rhs_batch.n, a->lhs_contracting.n, a->rhs_contracting.n);
+    if (!dot_side(x, "lhs", &a->lhs_batch, &a->lhs_contracting, l->rank, &ul) ||
+        !dot_side(x, "rhs", &a->rhs_batch, &a->rhs_contracting, r->rank, &ur))
+        return false;
+    if (!dim_list(x, "lhs_ragged_dims", &a->lhs_ragged, l->rank, "lhs", false, NULL) ||
+        !dim_list(x, "rhs_group_dims", &a->rhs_group, r->rank, "rhs", false, &ug))
+        return false;
+    if (a->lhs_ragged.n != 1)
+        return fail(x, "ragged-dot needs exactly one lhs ragged dimension, lhs_ragged_dims=%s", ils(x, &a->lhs_ragged));
+    if (ug & ur) return fail(x, "rhs_group_dims=%s names a batch or contracting dimension of rhs", ils(x, &a->rhs_group));
+    HloRaggedMode mode = hlo_ragged_mode(a);
+    if (mode == RAGGED_FREE && a->rhs_group.n != 1)
+        return fail(x, "a ragged non-contracting lhs dimension needs exactly one rhs group dimension, rhs_group_dims=%s",
+                    ils(x, &a->rhs_group));
+    if (mode != RAGGED_FREE && a->rhs_group.n != 0)
+        return fail(x, "a ragged %s dimension takes no rhs group dimension, rhs_group_dims=%s",
+                    mode == RAGGED_BATCH ? "batch" : "contracting", ils(x, &a->rhs_group));
+    for (int32_t k = 0; k < a->lhs_batch.n; k++)
+        if (l->dims[a->lhs_batch.v[k]] != r->dims[a->rhs_batch.v[k]])
+            return fail(x, "batch dimension %lld of lhs %s and %lld of rhs %s differ in size",
+                        (long long)a->lhs_batch.v[k], shs(x, l), (long long)a->rhs_batch.v[k], shs(x, r));
+    for (int32_t k = 0; k < a->lhs_contracting.n; k++)
+        if (l->dims[a->lhs_contracting.v[k]] != r->dims[a->rhs_contracting.v[k]])
+            return fail(x, "contracting dimension %lld of lhs %s and %lld of rhs %s differ in size",
+                        (long long)a->lhs_contracting.v[k], shs(x, l), (long long)a->rhs_contracting.v[k], shs(x, r));
+    if (!ragged_group_sizes(x, mode, mode == RAGGED_FREE ? r->dims[a->rhs_group.v[0]] : 0)) return false;
+    int32_t nb = a->lhs_batch.n, nc = a->lhs_contracting.n, lead = mode == RAGGED_CONTRACTING;
+    if (lead + nb + (l->rank - nb - nc) + (r->rank - nb - nc - a->rhs_group.n) > SPMDC_MAX_RANK)
+        return fail(x, "the ragged-dot of %s and %s would have a rank above %d", shs(x, l), shs(x, r), SPMDC_MAX_RANK);
+    ElemType t = is_value_type(x->in->shape.type) ? x->in->shape.type : l->type; /* preferred type */
+    *o = shape_scalar(t);
+    if (lead) o->dims[o->rank++] = ops(x, 2)->dims[ops(x, 2)->rank - 1];
+    for (int32_t k = 0; k < nb; k++) o->dims[o->rank++] = l->dims[a->lhs_batch.v[k]];
+    for (int32_t d = 0; d < l->rank; d++)
+        if (!(ul & (1u << d))) o->dims[o->rank++] = l->dims[d];
+    for (int32_t d = 0; d < r->rank; d++)
+        if (!((ur | ug) & (1u << d))) o->dims[o->rank++] = r->dims[d];
+    return true;
+}
+
 /* Output size of one window dimension over a base of `base` elements
  * (XLA's InferWindowOutputShape; negative padding allowed). */
 static bool window_dim(Infer *x, const WindowDim *w, int32_t d, int64_t base, int64_t *out)
@@ -1489,6 +1564,7 @@ static bool dispatch(Infer *x, Shape *o)
     case HLO_SORT: return infer_sort(x, o);
     case HLO_TOPK: return infer_topk(x, o);
     case HLO_DOT: return infer_dot(x, o);
+    case HLO_RAGGED_DOT: return infer_ragged_dot(x, o);
     case HLO_CONVOLUTION: return infer_convolution(x, o);
     case HLO_REDUCE: return infer_reduce(x, o);
     case HLO_REDUCE_WINDOW: return infer_reduce_window(x, o);

@@ -114,7 +114,8 @@ typedef struct HloAttrs {
                                            all-gather, reduce-scatter, all-to-all, sort, map */
     union {
         struct {
-            IntList lhs_contracting, rhs_contracting, lhs_batch, rhs_batch; /* dot */
+            IntList lhs_contracting, rhs_contracting, lhs_batch, rhs_batch; /* dot, ragged-dot */
+            IntList lhs_ragged, rhs_group; /* ragged-dot */
         };
         struct {
             IntList slice_start, slice_limit, slice_stride; /* slice */
@@ -296,6 +297,11 @@ HloAttrs *hlo_attrs_mut(HloModule *m, HloInst *inst);
 void hlo_set_attrs(HloModule *m, HloInst *inst, const HloAttrs *a);
 /* The instruction's attributes for reading (a shared default if none). */
 const HloAttrs *hlo_attrs(const HloInst *inst);
+
+/* ragged-dot's mode, from where lhs's one ragged dim is: a free
+ * (non-contracting) dim, a contracting dim or a batch dim. */
+typedef enum HloRaggedMode { RAGGED_FREE, RAGGED_CONTRACTING, RAGGED_BATCH } HloRaggedMode;
+HloRaggedMode hlo_ragged_mode(const HloAttrs *a);
 /* An arena copy of v[0..n). */
 IntList hlo_intlist(HloModule *m, const int64_t *v, int32_t n);
 /* Appends a verbatim attribute (name and text copied). */
