@@ -616,6 +616,82 @@ static bool b_dot(Builder *b)
     return od == os->rank && b->ok;
 }
 
+/* Adds a factor of kind kind (sum-reduced if a reduction) on lhs dim dl and
+ * rhs dim dr (either -1: not there) and, when to >= 0, the result's next dim. */
+static int32_t dot_factor(Builder *b, const int32_t t[3], int64_t dl, int64_t dr, int32_t *od, FactorKind kind)
+{
+    int64_t size = dl >= 0 ? opshape(b, 0)->dims[dl] : opshape(b, 1)->dims[dr];
+    int32_t f = new_factor(b, size, kind, kind == FACTOR_REDUCTION ? REDUCE_SUM : REDUCE_NONE);
+    if (dl >= 0)
+        dim_add(b, t[0], (int32_t)dl, f);
+    if (dr >= 0)
+        dim_add(b, t[1], (int32_t)dr, f);
+    if (od)
+        dim_add(b, t[2], (*od)++, f);
+    return f;
+}
+
+/* ragged-dot (lhs, rhs, group_sizes): dot's factors (batch i, lhs free j,
+ * contracting l, rhs free k) and the group factor m, which indexes rhs's
+ * group dim, group_sizes' last dim and, when the ragged dim contracts, the
+ * result's leading dim.  Where a shard would need the other shards' group
+ * offsets the factor is NEED_REPLICATION: m, and lhs's ragged dim when it is
+ * free or contracting (a ragged batch dim is a plain dot's batch dim, and
+ * m's group sizes are then unused).  group_sizes' leading dims, if any, are
+ * the batch factors. */
+static bool b_ragged_dot(Builder *b)
+{
+    const HloAttrs *a = b->a;
+    const Shape *ls = opshape(b, 0), *rs = opshape(b, 1), *gs = opshape(b, 2), *os = &b->in->shape;
+    if (!shape_is_array(ls) || !shape_is_array(rs) || !shape_is_array(gs) || !shape_is_array(os) || gs->rank < 1 ||
+        a->lhs_batch.n != a->rhs_batch.n || a->lhs_contracting.n != a->rhs_contracting.n || a->lhs_ragged.n != 1 ||
+        a->rhs_group.n > 1)
+        return false;
+    for (int32_t k = 0; k < a->lhs_batch.n + a->lhs_contracting.n; k++) {
+        int64_t dl = k < a->lhs_batch.n ? a->lhs_batch.v[k] : a->lhs_contracting.v[k - a->lhs_batch.n];
+        int64_t dr = k < a->lhs_batch.n ? a->rhs_batch.v[k] : a->rhs_contracting.v[k - a->lhs_batch.n];
+        if (dl < 0 || dl >= ls->rank || dr < 0 || dr >= rs->rank)
+            return false;
+    }
+    HloRaggedMode mode = hlo_ragged_mode(a);
+    int64_t ragged = a->lhs_ragged.v[0], group = a->rhs_group.n ? a->rhs_group.v[0] : -1;
+    if (ragged < 0 || ragged >= ls->rank || group >= rs->rank)
+        return false;
+    int32_t t[3] = {add_operand(b, 0), add_operand(b, 1), -1}, tg = add_operand(b, 2);
+    t[2] = add_tensor(b, -1, 0, os);
+    int32_t od = 0;
+    b->r->param_tensors = 1u << tg;
+    int32_t m = new_factor(b, gs->dims[gs->rank - 1], FACTOR_NEED_REPLICATION, REDUCE_NONE);
+    dim_add(b, tg, gs->rank - 1, m);
+    if (mode == RAGGED_CONTRACTING)
+        dim_add(b, t[2], od++, m);
+    if (group >= 0)
+        dim_add(b, t[1], (int32_t)group, m);
+    uint32_t lused = 1u << ragged, rused = group >= 0 ? 1u << group : 0;
+    for (int32_t k = 0; k < a->lhs_batch.n; k++) {
+        int64_t dl = a->lhs_batch.v[k], dr = a->rhs_batch.v[k];
+        int32_t f = dot_factor(b, t, dl, dr, &od, FACTOR_PASS);
+        if (gs->rank > 1 && k < gs->rank - 1)
+            dim_add(b, tg, k, f);
+        lused |= 1u << dl;
+        rused |= 1u << dr;
+    }
+    for (int32_t k = 0; k < a->lhs_contracting.n; k++) {
+        int64_t dl = a->lhs_contracting.v[k], dr = a->rhs_contracting.v[k];
+        bool whole = dl == ragged && mode == RAGGED_CONTRACTING;
+        dot_factor(b, t, dl, dr, NULL, whole ? FACTOR_NEED_REPLICATION : FACTOR_REDUCTION);
+        lused |= 1u << dl;
+        rused |= 1u << dr;
+    }
+    for (int32_t d = 0; d < ls->rank; d++)
+        if (!((lused >> d) & 1u) || (d == ragged && mode == RAGGED_FREE))
+            dot_factor(b, t, d, -1, &od, d == ragged ? FACTOR_NEED_REPLICATION : FACTOR_PASS);
+    for (int32_t d = 0; d < rs->rank; d++)
+        if (!((rused >> d) & 1u))
+            dot_factor(b, t, -1, d, &od, FACTOR_PASS);
+    return od == os->rank && b->ok;
+}
+
 /* convolution (lhs, kernel -> out), dims from dim_labels:
  *  batch b: lhs batch (minor to the batch-group factor), out batch;
  *  feature groups g (feature_group_count): major part of lhs feature, kernel
@@ -1049,6 +1125,7 @@ static const RegEntry REG[HLO_OPCODE_COUNT] = {
     [HLO_SORT] = FAC("sort", b_sort),
     [HLO_TOPK] = FAC("topk", b_topk),
     [HLO_DOT] = FAC("dot", b_dot),
+    [HLO_RAGGED_DOT] = FAC("ragged-dot", b_ragged_dot),
     [HLO_CONVOLUTION] = FAC("convolution", b_convolution),
     [HLO_REDUCE] = FAC("reduce", b_reduce),
     [HLO_REDUCE_WINDOW] = FAC("reduce-window", b_reduce_window),
@@ -1174,6 +1251,7 @@ bool oprule_build(const HloModule *m, int32_t c, int32_t i, Arena *arena, OpRule
     r->t = NULL;
     r->dim_start = NULL;
     r->factor_of = NULL;
+    r->param_tensors = 0;
     const HloComputation *comp = hlo_comp(m, c);
     const HloInst *in = &comp->insts[i];
     if (oprule_class(m, c, i) != RULE_FACTORS || !REG[in->op].build)
@@ -1528,6 +1606,7 @@ static const OpAlgebra ALGEBRA[HLO_OPCODE_COUNT] = {
     [HLO_NEGATE] = ALG(REDUCE_NONE, false, false, PARTIAL_UNARY),
     [HLO_SELECT] = ALG(REDUCE_NONE, false, false, PARTIAL_ALL),
     [HLO_DOT] = ALG(REDUCE_NONE, false, false, PARTIAL_CONTRACT),
+    [HLO_RAGGED_DOT] = ALG(REDUCE_NONE, false, false, PARTIAL_CONTRACT),
     [HLO_CONVOLUTION] = ALG(REDUCE_NONE, false, false, PARTIAL_CONTRACT),
     [HLO_COPY] = MOVE, [HLO_CONVERT] = MOVE, [HLO_RESHAPE] = MOVE, [HLO_BITCAST] = MOVE,
     [HLO_TRANSPOSE] = MOVE, [HLO_BROADCAST] = MOVE, [HLO_SLICE] = MOVE, [HLO_REVERSE] = MOVE,
@@ -1847,7 +1926,8 @@ bool op_partial_passes(const HloModule *m, int32_t c, int32_t i, ReduceKind k, u
         /* divide: sum(a)/b = sum(a/b) for floats only; integer division rounds */
         return in->op == HLO_DIVIDE && carriers == 1u && k == REDUCE_SUM && shape_is_array(res) &&
                (elem_type_is_float(res->type) || elem_type_is_complex(res->type));
-    case PARTIAL_CONTRACT: return k == REDUCE_SUM;
+    case PARTIAL_CONTRACT: /* linear in lhs and in rhs; never in ragged-dot's group sizes */
+        return k == REDUCE_SUM && carriers < 4u;
     case PARTIAL_REDUCE: /* reduce(sum(x)) = sum(reduce(x)) for the same reduction, init its identity */
         return carriers == 1u && in->n_operands == 2 && reducer_kind(m, hlo_attrs(in)->to_apply) == k &&
                is_reduce_identity(m, c, in->operands[1], k);

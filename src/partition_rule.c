@@ -91,6 +91,7 @@ bool part_rule_init(Part *p, int32_t i, RuleCtx *rc)
     for (int32_t k = r->n_in; k < nt; k++)
         rc->cur[k] = decl[r->t[k].leaf];
     rc->splittable = (1u << FACTOR_PASS) | (1u << FACTOR_REDUCTION);
+    rc->unmasked = r->param_tensors;
     /* a device order shared by every split operand */
     int32_t order = -1;
     for (int32_t k = 0; k < r->n_in && order != 0; k++) {
@@ -714,7 +715,7 @@ static const char *partial_reason(Part *p, const RuleCtx *rc, const RuleChoice *
     const HloInst *in = part_in(p, rc->inst);
     const char *word = "reduced ";
     const char *roles[2] = {"", ""};
-    if (in->op == HLO_DOT) {
+    if (in->op == HLO_DOT || in->op == HLO_RAGGED_DOT) {
         word = "contracting ";
         roles[0] = "lhs ";
         roles[1] = "rhs ";

@@ -95,6 +95,11 @@ typedef struct OpRule {
      * x = t[k].dims + d, major -> minor. */
     int32_t *dim_start;
     int8_t *factor_of;
+    /* Operand tensors (bit k) that parametrize the op rather than flow into
+     * its result (ragged-dot's group sizes): where a split reduction factor
+     * does not index one it stays a whole value on every device, never
+     * masked into the partial sum. */
+    uint32_t param_tensors;
 } OpRule;
 
 /* What kind of rule an opcode has. */
