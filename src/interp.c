@@ -895,6 +895,7 @@ static bool eval_op(Interp *ip, int32_t c, const HloInst *inst, const SimValue *
     case HLO_RNG: return interp_rng(ip, inst, ops, out);
     case HLO_RNG_BIT_GENERATOR: return interp_rng_bit_generator(ip, inst, ops, out);
     case HLO_DOT: return interp_dot(ip, inst, &ops[0], &ops[1], out);
+    case HLO_RAGGED_DOT: return interp_ragged_dot(ip, inst, ops, out);
     case HLO_CONVOLUTION: return interp_convolution(ip, inst, &ops[0], &ops[1], out);
     case HLO_REDUCE: return interp_reduce(ip, inst, ops, out);
     case HLO_REDUCE_WINDOW: return interp_reduce_window(ip, inst, ops, out);
@@ -981,7 +982,8 @@ double sim_inst_work(const HloModule *m, const HloComputation *c, const HloInst 
     const Shape *o0 = in->n_operands > 0 ? &c->insts[in->operands[0]].shape : &in->shape;
     double out = leaf_elems(&in->shape), in0 = leaf_elems(o0);
     switch (in->op) {
-    case HLO_DOT: {
+    case HLO_DOT:
+    case HLO_RAGGED_DOT: {
         double k = 1;
         for (int32_t j = 0; j < a->lhs_contracting.n; j++)
             if (a->lhs_contracting.v[j] >= 0 && a->lhs_contracting.v[j] < o0->rank)

@@ -366,6 +366,120 @@ bool interp_dot(Interp *ip, const HloInst *inst, const SimValue *lhs, const SimV
     return true;
 }
 
+/* C[M,N] = A[M,K] x B[K,N] in the accumulator kind. */
+static void matmul_acc(AccKind kind, const void *A, const void *B, void *C, int64_t M, int64_t K, int64_t N)
+{
+    if (kind == ACC_F32)
+        matmul_f32(A, B, C, M, K, N);
+    else if (kind == ACC_F64)
+        matmul_f64(A, B, C, M, K, N);
+    else
+        matmul_i64(A, B, C, M, K, N);
+}
+
+/* For every row of group_sizes (its leading dims flattened; one row for a
+ * [g] operand) and every position p < len of the ragged dim, the group p
+ * falls in (groups are consecutive runs of their sizes; a negative size
+ * counts as 0), or -1 past their sum.  Caller frees. */
+static int32_t *ragged_groups(const SimValue *gs, int64_t len, int64_t *n_rows)
+{
+    const Shape *s = &gs->shape;
+    int64_t g = s->dims[s->rank - 1], rows = g ? count_of(s) / g : 1;
+    int32_t *grp = xmalloc(sizeof(int32_t) * (size_t)(rows * len) + 8);
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t p = 0;
+        for (int64_t j = 0; j < g && p < len; j++) {
+            int64_t n = num_get_i(s->type, sim_value_data(gs), row * g + j);
+            for (; n > 0 && p < len; n--) grp[row * len + p++] = (int32_t)j;
+        }
+        for (; p < len; p++) grp[row * len + p] = -1;
+    }
+    *n_rows = rows;
+    return grp;
+}
+
+/* Product of dims[order[from..to)] of s. */
+static int64_t dims_product(const Shape *s, const int64_t *order, int32_t from, int32_t to)
+{
+    int64_t n = 1;
+    for (int32_t k = from; k < to; k++) n *= s->dims[order[k]];
+    return n;
+}
+
+/* ragged-dot (hlo.h's HloRaggedMode).  lhs is read as [B, M, K] (batch,
+ * free, contracting dims in dot order), rhs as [G, B, K, N] or [B, K, N].  A
+ * free ragged dim: row m of group j is m's row of A times rhs's group j, a
+ * row past the groups is zero.  A contracting one: result [g, B, M, N],
+ * group j's slice is the dot over its run of contracting positions only.  A
+ * batch one is a plain dot (the group sizes are not read).  Every element is
+ * accumulated in contracting order, as by interp_dot. */
+bool interp_ragged_dot(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
+{
+    const HloAttrs *a = hlo_attrs(inst);
+    HloRaggedMode mode = hlo_ragged_mode(a);
+    if (mode == RAGGED_BATCH) return interp_dot(ip, inst, &ops[0], &ops[1], out);
+    const Shape *ls = &ops[0].shape, *rs = &ops[1].shape, *os = &inst->shape;
+    int64_t lo[SPMDC_MAX_RANK], rperm[SPMDC_MAX_RANK];
+    int32_t lf, nb = a->lhs_batch.n, nc = a->lhs_contracting.n, ng = a->rhs_group.n, k = 0;
+    if (a->lhs_ragged.n != 1 || ng != (mode == RAGGED_FREE) || ops[2].shape.rank < 1 ||
+        !dot_dims(ls, &a->lhs_batch, &a->lhs_contracting, lo, &lf))
+        return interp_error(ip, inst, "ragged-dot dimension numbers do not fit the operands");
+    bool used[SPMDC_MAX_RANK] = {false};
+    if (ng) rperm[k++] = a->rhs_group.v[0], used[a->rhs_group.v[0]] = true;
+    for (int32_t i = 0; i < nb; i++) rperm[k++] = a->rhs_batch.v[i], used[a->rhs_batch.v[i]] = true;
+    for (int32_t i = 0; i < nc; i++) rperm[k++] = a->rhs_contracting.v[i], used[a->rhs_contracting.v[i]] = true;
+    for (int32_t d = 0; d < rs->rank; d++)
+        if (!used[d]) rperm[k++] = d;
+    int64_t B = dims_product(ls, lo, 0, nb), M = dims_product(ls, lo, nb, nb + lf);
+    int64_t K = dims_product(ls, lo, nb + lf, ls->rank), N = dims_product(rs, rperm, ng + nb + nc, rs->rank);
+    int32_t at = 0; /* the ragged dim's place in lo */
+    while (at < ls->rank && lo[at] != a->lhs_ragged.v[0]) at++;
+    int32_t end = mode == RAGGED_FREE ? nb + lf : ls->rank;
+    if (at == ls->rank || count_of(os) != (mode == RAGGED_FREE ? 1 : ops[2].shape.dims[ops[2].shape.rank - 1]) * B * M * N)
+        return interp_error(ip, inst, "ragged-dot result shape does not fit the operands");
+    int64_t len = ls->dims[lo[at]], inner = dims_product(ls, lo, at + 1, end), rows;
+    int32_t *grp = ragged_groups(&ops[2], len, &rows);
+    AccKind kind = acc_kind(os->type, ls->type, rs->type);
+    size_t es = kind == ACC_F32 ? 4 : 8;
+    char *A = load_permuted(&ops[0], lo, kind), *R = load_permuted(&ops[1], rperm, kind);
+    char *C = xcalloc((size_t)count_of(os) + 1, es);
+    if (mode == RAGGED_FREE) {
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t m = 0; m < M; m++) {
+                int32_t j = grp[(rows > 1 ? b : 0) * len + (m / inner) % len];
+                if (j >= 0)
+                    matmul_acc(kind, A + (size_t)((b * M + m) * K) * es, R + (size_t)((j * B + b) * K * N) * es,
+                               C + (size_t)((b * M + m) * N) * es, 1, K, N);
+            }
+    } else {
+        int64_t G = ops[2].shape.dims[ops[2].shape.rank - 1];
+        char *Ap = xmalloc((size_t)(M * K) * es + 8), *Rp = xmalloc((size_t)(K * N) * es + 8);
+        for (int64_t j = 0; j < G; j++)
+            for (int64_t b = 0; b < B; b++) {
+                int64_t kg = 0;
+                for (int64_t kk = 0; kk < K; kk++) {
+                    if (grp[(rows > 1 ? b : 0) * len + (kk / inner) % len] != j) continue;
+                    for (int64_t m = 0; m < M; m++)
+                        memcpy(Ap + (size_t)(m * K + kg) * es, A + (size_t)((b * M + m) * K + kk) * es, es);
+                    memcpy(Rp + (size_t)(kg * N) * es, R + (size_t)((b * K + kk) * N) * es, (size_t)N * es);
+                    kg++;
+                }
+                /* A' is [M, kg] with row stride K: pack it tight first */
+                for (int64_t m = 1; m < M; m++) memmove(Ap + (size_t)(m * kg) * es, Ap + (size_t)(m * K) * es, (size_t)kg * es);
+                if (kg) matmul_acc(kind, Ap, Rp, C + (size_t)((j * B + b) * M * N) * es, M, kg, N);
+            }
+        free(Ap);
+        free(Rp);
+    }
+    *out = sim_value_new(os);
+    store_acc(out, C, kind, count_of(os));
+    free(grp);
+    free(A);
+    free(R);
+    free(C);
+    return true;
+}
+
 /* ---------------------------------------------------------------- convolution */
 
 typedef struct ConvGeo {

@@ -383,7 +383,8 @@ static double fresh_noise(const HloModule *m, const HloInst *in, const HloInst *
     double eps = shape_eps(&in->shape), acc = in->shape.type == ET_F64 ? 0x1p-52 : 0x1p-23;
     const HloAttrs *a = hlo_attrs(in);
     switch (in->op) {
-    case HLO_DOT: {
+    case HLO_DOT:
+    case HLO_RAGGED_DOT: {
         double k = 1;
         for (int32_t i = 0; i < a->lhs_contracting.n; i++)
             if (a->lhs_contracting.v[i] < op0->shape.rank) k *= (double)op0->shape.dims[a->lhs_contracting.v[i]];

@@ -142,6 +142,7 @@ SimValue interp_scalar_from(const SimValue *v, int64_t k);
 /* ---------------------------------------------------------------- interp_ops.c */
 
 bool interp_dot(Interp *ip, const HloInst *inst, const SimValue *lhs, const SimValue *rhs, SimValue *out);
+bool interp_ragged_dot(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out);
 bool interp_convolution(Interp *ip, const HloInst *inst, const SimValue *lhs, const SimValue *rhs, SimValue *out);
 bool interp_reduce(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out);
 bool interp_reduce_window(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out);

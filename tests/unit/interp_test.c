@@ -507,6 +507,111 @@ static void test_dot_batch_dims(void **state)
     hlo_module_free(m);
 }
 
+/* A ragged-dot of lhs l and rhs r shapes with group sizes gs. */
+static int32_t ragged_dot(TB *e, Shape out, Shape ls, Shape rs, Shape gs, int32_t *l)
+{
+    l[0] = tb_param(e, 0, ls);
+    l[1] = tb_param(e, 1, rs);
+    l[2] = tb_param(e, 2, gs);
+    return tb_add(e, HLO_RAGGED_DOT, out, l, 3);
+}
+
+/* Expected values from jax.lax.ragged_dot_general (jax 0.10.2), checked by
+ * hand where noted. */
+static void test_ragged_dot(void **state)
+{
+    (void)state;
+    int32_t ops[3];
+    /* free ragged dim: rows {0,1} use rhs[0] = [[-5,-4,-3],[-2,-1,0]], rows
+     * {2,3} rhs[1] = [[1,2,3],[4,5,6]], row 4 is past the groups: zero.
+     * row 0 = 1*[-5,-4,-3] + 2*[-2,-1,0]; row 2 = 5*[1,2,3] + 6*[4,5,6] */
+    HloModule *m = hlo_module_new("t");
+    TB e = tb_new(m, "main", true);
+    int32_t d = ragged_dot(&e, SH(F32, 5, 3), SH(F32, 5, 2), SH(F32, 2, 2, 3), SH(S32, 2), ops);
+    HloAttrs *a = tb_attrs(&e, d);
+    tb_set_list(&e, &a->lhs_contracting, IL(1));
+    tb_set_list(&e, &a->rhs_contracting, IL(1));
+    tb_set_list(&e, &a->lhs_ragged, IL(0));
+    tb_set_list(&e, &a->rhs_group, IL(0));
+    SimValue args[3] = {val_f(SH(F32, 5, 2), DL(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
+                        val_f(SH(F32, 2, 2, 3), DL(-5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6)),
+                        val_i(SH(S32, 2), DL(2, 2))};
+    SimValue out = run(m, args, 3);
+    EXPECT_F(&out, -9, -6, -3, -23, -16, -9, 29, 40, 51, 39, 54, 69, 0, 0, 0);
+    sim_value_release(&out);
+    hlo_module_free(m);
+
+    /* the same in s32 with groups {3, 1}: row 2 uses rhs[0] now */
+    m = hlo_module_new("t");
+    e = tb_new(m, "main", true);
+    d = ragged_dot(&e, SH(S32, 5, 3), SH(S32, 5, 2), SH(S32, 2, 2, 3), SH(S32, 2), ops);
+    a = tb_attrs(&e, d);
+    tb_set_list(&e, &a->lhs_contracting, IL(1));
+    tb_set_list(&e, &a->rhs_contracting, IL(1));
+    tb_set_list(&e, &a->lhs_ragged, IL(0));
+    tb_set_list(&e, &a->rhs_group, IL(0));
+    SimValue iargs[3] = {val_i(SH(S32, 5, 2), DL(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
+                         val_i(SH(S32, 2, 2, 3), DL(-5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6)),
+                         val_i(SH(S32, 2), DL(3, 1))};
+    out = run(m, iargs, 3);
+    EXPECT_I(&out, -9, -6, -3, -23, -16, -9, -37, -26, -15, 39, 54, 69, 0, 0, 0);
+    sim_value_release(&out);
+    hlo_module_free(m);
+
+    /* batched group sizes [b, g] = [[1,2],[2,0]], rhs [g, b, k, n] */
+    m = hlo_module_new("t");
+    e = tb_new(m, "main", true);
+    d = ragged_dot(&e, SH(F32, 2, 3, 2), SH(F32, 2, 3, 2), SH(F32, 2, 2, 2, 2), SH(S32, 2, 2), ops);
+    a = tb_attrs(&e, d);
+    tb_set_list(&e, &a->lhs_batch, IL(0));
+    tb_set_list(&e, &a->rhs_batch, IL(1));
+    tb_set_list(&e, &a->lhs_contracting, IL(2));
+    tb_set_list(&e, &a->rhs_contracting, IL(2));
+    tb_set_list(&e, &a->lhs_ragged, IL(1));
+    tb_set_list(&e, &a->rhs_group, IL(0));
+    SimValue bargs[3] = {val_f(SH(F32, 2, 3, 2), DL(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)),
+                         val_f(SH(F32, 2, 2, 2, 2), DL(-7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8)),
+                         val_i(SH(S32, 2, 2), DL(1, 2, 2, 0))};
+    out = run(m, bargs, 3);
+    EXPECT_F(&out, -17, -14, 15, 22, 23, 34, -29, -14, -37, -18, 0, 0);
+    sim_value_release(&out);
+    hlo_module_free(m);
+
+    /* contracting ragged dim: groups {1, 2} of k = 4 (k = 3 unused), result
+     * [g, m, n]; group 0 row 0 = 1 * [-4,-3,-2] */
+    m = hlo_module_new("t");
+    e = tb_new(m, "main", true);
+    d = ragged_dot(&e, SH(F32, 2, 2, 3), SH(F32, 2, 4), SH(F32, 4, 3), SH(S64, 2), ops);
+    a = tb_attrs(&e, d);
+    tb_set_list(&e, &a->lhs_contracting, IL(1));
+    tb_set_list(&e, &a->rhs_contracting, IL(0));
+    tb_set_list(&e, &a->lhs_ragged, IL(1));
+    SimValue cargs[3] = {val_f(SH(F32, 2, 4), DL(1, 2, 3, 4, 5, 6, 7, 8)),
+                         val_f(SH(F32, 4, 3), DL(-4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7)),
+                         val_i(SH(S64, 2), DL(1, 2))};
+    out = run(m, cargs, 3);
+    EXPECT_F(&out, -4, -3, -2, -20, -15, -10, 4, 9, 14, 8, 21, 34);
+    sim_value_release(&out);
+    hlo_module_free(m);
+
+    /* batch ragged dim: a plain batched dot, the group sizes unread */
+    m = hlo_module_new("t");
+    e = tb_new(m, "main", true);
+    d = ragged_dot(&e, SH(F32, 2, 1, 1), SH(F32, 2, 1, 2), SH(F32, 2, 2, 1), SH(S32, 1), ops);
+    a = tb_attrs(&e, d);
+    tb_set_list(&e, &a->lhs_batch, IL(0));
+    tb_set_list(&e, &a->rhs_batch, IL(0));
+    tb_set_list(&e, &a->lhs_contracting, IL(2));
+    tb_set_list(&e, &a->rhs_contracting, IL(1));
+    tb_set_list(&e, &a->lhs_ragged, IL(0));
+    SimValue dargs[3] = {val_f(SH(F32, 2, 1, 2), DL(1, 2, 3, 4)), val_f(SH(F32, 2, 2, 1), DL(1, 2, 3, 4)),
+                         val_i(SH(S32, 1), DL(1))};
+    out = run(m, dargs, 3);
+    EXPECT_F(&out, 5, 25);
+    sim_value_release(&out);
+    hlo_module_free(m);
+}
+
 static void test_reduce(void **state)
 {
     (void)state;
@@ -1074,6 +1179,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dynamic_slice_clamping, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pad_negative_interior, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dot_batch_dims, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ragged_dot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reduce, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reduce_variadic_argmax, setup, teardown),
         cmocka_unit_test_setup_teardown(test_windows, setup, teardown),
