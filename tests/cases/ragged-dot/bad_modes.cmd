@@ -1,0 +1,1 @@
+compile bad_modes.hlo -o bad_modes.out.hlo

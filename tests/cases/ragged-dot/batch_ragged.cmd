@@ -1,0 +1,1 @@
+compile batch_ragged.hlo -o /dev/null

@@ -1,0 +1,1 @@
+verify batch_ragged.hlo --mesh a=4

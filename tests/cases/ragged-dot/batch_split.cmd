@@ -1,0 +1,1 @@
+compile batch_split.hlo -o /dev/null

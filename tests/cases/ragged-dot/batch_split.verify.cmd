@@ -1,0 +1,1 @@
+verify batch_split.hlo --mesh a=4

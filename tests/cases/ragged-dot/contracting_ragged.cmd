@@ -1,0 +1,1 @@
+compile contracting_ragged.hlo -o /dev/null

@@ -1,0 +1,1 @@
+verify contracting_ragged.hlo --mesh a=4

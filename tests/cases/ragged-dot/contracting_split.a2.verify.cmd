@@ -1,0 +1,1 @@
+verify contracting_split.hlo --mesh a=2

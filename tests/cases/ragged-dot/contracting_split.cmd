@@ -1,0 +1,1 @@
+compile contracting_split.hlo -o /dev/null

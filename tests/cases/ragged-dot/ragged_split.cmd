@@ -1,0 +1,1 @@
+compile ragged_split.hlo -o /dev/null

@@ -1,0 +1,1 @@
+verify ragged_split.hlo --mesh a=4

@@ -1,0 +1,1 @@
+compile rhs_free_split.hlo -o /dev/null

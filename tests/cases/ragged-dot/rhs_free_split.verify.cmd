@@ -1,0 +1,1 @@
+verify rhs_free_split.hlo --mesh a=4
