@@ -1,0 +1,1 @@
+compile ../../../examples/jax_moe.hlo --report json

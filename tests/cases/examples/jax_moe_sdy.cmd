@@ -1,0 +1,1 @@
+compile ../../../examples/jax_moe_sdy.hlo --report json

@@ -1,0 +1,1 @@
+verify ../../../examples/jax_moe.hlo --mesh 8

@@ -1,0 +1,1 @@
+verify ../../../examples/jax_moe_sdy.hlo --mesh 8
