@@ -95,9 +95,10 @@ static uint64_t splitmix64(uint64_t *s)
  * (converts, reshapes, broadcasts, slices, concatenates, integer arithmetic,
  * selects, clamps): the largest operand dim it addresses as gather / scatter
  * indices (`indices`), as a dynamic-slice / dynamic-update-slice start
- * (`start`); 0: none. */
+ * (`start`), and the mean group size it gives as ragged-dot group sizes
+ * (`group`: the ragged dim's size over the group count); 0: none. */
 typedef struct IndexUse {
-    int64_t indices, start;
+    int64_t indices, start, group;
 } IndexUse;
 
 #define IMAX(a, b) ((a) > (b) ? (a) : (b))
@@ -150,6 +151,14 @@ static IndexUse *index_uses(const HloModule *m)
                 u->indices = IMAX(u->indices, list_max_dim(&a->scatter_dims_to_operand_dims, s0));
             }
             break;
+        case HLO_RAGGED_DOT:
+            if (n == 3 && a->lhs_ragged.n == 1 && a->lhs_ragged.v[0] >= 0 && a->lhs_ragged.v[0] < s0->rank) {
+                const Shape *gs = &c->insts[in->operands[2]].shape;
+                int64_t g = gs->rank ? gs->dims[gs->rank - 1] : 0;
+                u = &use[in->operands[2]];
+                if (g > 0) u->group = IMAX(u->group, IMAX(1, s0->dims[a->lhs_ragged.v[0]] / g));
+            }
+            break;
         case HLO_DYNAMIC_SLICE:
         case HLO_DYNAMIC_UPDATE_SLICE:
             for (int32_t k = in->op == HLO_DYNAMIC_SLICE ? 1 : 2, d = 0; k < n && s0 && d < s0->rank; k++, d++) {
@@ -159,12 +168,13 @@ static IndexUse *index_uses(const HloModule *m)
             break;
         default: break;
         }
-        if (!use[i].indices && !use[i].start) continue;
+        if (!use[i].indices && !use[i].start && !use[i].group) continue;
         for (int32_t k = 0; k < n; k++) {
             if (!carries_index(in, k) || in->operands[k] < 0 || in->operands[k] >= i) continue;
             u = &use[in->operands[k]];
             u->indices = IMAX(u->indices, use[i].indices);
             u->start = IMAX(u->start, use[i].start);
+            u->group = IMAX(u->group, use[i].group);
         }
     }
     return use;
@@ -173,7 +183,10 @@ static IndexUse *index_uses(const HloModule *m)
 /* The values an index input is drawn from: indices over [-N, N-1] (every
  * valid index, and as many negative ones, which XLA clamps to 0 in a gather
  * and skips in a scatter, and JAX's take wraps), starts over
- * [-N/4-1, N+N/4] (clamping at both ends); within the element type. */
+ * [-N/4-1, N+N/4] (clamping at both ends), group sizes of mean size M over
+ * [-1, 2M] (their sum falls short of the ragged dim about as often as it
+ * passes it; a negative size counts as an empty group); within the element
+ * type. */
 static void index_range(const IndexUse *u, ElemType t, int64_t *lo, int64_t *hi)
 {
     *lo = INT64_MAX;
@@ -186,6 +199,10 @@ static void index_range(const IndexUse *u, ElemType t, int64_t *lo, int64_t *hi)
         *lo = IMIN(*lo, -u->start / 4 - 1);
         *hi = IMAX(*hi, u->start + u->start / 4);
     }
+    if (u->group) {
+        *lo = IMIN(*lo, -1);
+        *hi = IMAX(*hi, 2 * u->group);
+    }
     int bits = elem_type_bits(t);
     int64_t tlo = elem_type_is_unsigned_int(t) ? 0 : bits >= 64 ? INT64_MIN : -((int64_t)1 << (bits - 1));
     int64_t thi = bits >= 63 ? INT64_MAX : elem_type_is_unsigned_int(t) ? ((int64_t)1 << bits) - 1
@@ -196,7 +213,7 @@ static void index_range(const IndexUse *u, ElemType t, int64_t *lo, int64_t *hi)
 
 static bool is_index_input(const IndexUse *u, ElemType t)
 {
-    return u && (u->indices || u->start) && elem_type_is_integral(t) && elem_type_bits(t) >= 8;
+    return u && (u->indices || u->start || u->group) && elem_type_is_integral(t) && elem_type_bits(t) >= 8;
 }
 
 static SimValue random_value(const Shape *s, uint64_t *state, const IndexUse *use)
@@ -1492,7 +1509,8 @@ static void print_header(StrBuf *b, const VerifyRun *vr)
 }
 
 /* "  input ids s32[16,8]: index values from [-512, 511] (gather / scatter
- * indices into a dim of 512)", one line per index input. */
+ * indices into a dim of 512)", one line per index input (ragged-dot group
+ * sizes included). */
 static void print_index_inputs(StrBuf *b, const VerifyRun *vr)
 {
     const HloComputation *mc = hlo_comp(vr->m, vr->m->entry);
@@ -1508,6 +1526,8 @@ static void print_index_inputs(StrBuf *b, const VerifyRun *vr)
         if (u->indices) sb_printf(b, "gather / scatter indices into a dim of %lld", (long long)u->indices);
         if (u->indices && u->start) sb_puts(b, "; ");
         if (u->start) sb_printf(b, "dynamic-slice starts into a dim of %lld", (long long)u->start);
+        if ((u->indices || u->start) && u->group) sb_puts(b, "; ");
+        if (u->group) sb_printf(b, "ragged-dot group sizes, %lld a group on average", (long long)u->group);
         sb_puts(b, ")\n");
     }
 }
