@@ -1,0 +1,1 @@
+compile pad_numbers_per_dim.hlo -o out.hlo
