@@ -1129,14 +1129,20 @@ static bool charge_work(Interp *ip, int32_t c, const HloInst *inst)
     ip->sh->work += w > SIM_INST_MIN_COST ? w : SIM_INST_MIN_COST;
     if (ip->sh->work <= ip->sh->work_limit) return true;
     ip->sh->refused = true;
-    return interp_error(ip, inst, "the simulation went past its budget of %.0e element operations (a loop with many "
-                        "trips?); verify a smaller twin of this module", ip->sh->work_limit);
+    /* named at the outermost instruction running (a loop of the entry), the one inside it in a note */
+    const HloInst *at = ip->outer ? ip->outer : inst;
+    interp_error(ip, at, "the simulation went past its budget of %.0e element operations (a loop with many "
+                 "trips?); verify a smaller twin of this module", ip->sh->work_limit);
+    if (at != inst)
+        diag_note(ip->sh->diag, inst->span, "it was running %s in computation %s", inst->name, hlo_comp(ip->sh->m, c)->name);
+    return false;
 }
 
 bool interp_eval(Interp *ip, int32_t c, int32_t i, const SimValue *env, const SimValue *params, int32_t n_params,
                  SimValue *out)
 {
     const HloInst *inst = hlo_inst(ip->sh->m, c, i);
+    if (ip->depth == 0) ip->outer = inst;
     memset(out, 0, sizeof *out);
     int arity = hlo_opcode_arity(inst->op);
     if (arity >= 0 && inst->n_operands != arity)
@@ -1212,7 +1218,7 @@ bool sim_interp_run(const HloModule *m, const SimValue *args, int32_t n_args, in
     }
     InterpShared sh;
     interp_shared_init(&sh, m, diag, 1, 1);
-    Interp ip = {&sh, partition_id, 0, 0};
+    Interp ip = {&sh, partition_id, 0, 0, NULL};
     bool ok = interp_call(&ip, m->entry, args, n_args, out);
     interp_shared_free(&sh);
     return ok;

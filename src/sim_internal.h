@@ -116,6 +116,7 @@ typedef struct Interp {
     InterpShared *sh;
     int64_t partition_id, replica_id;
     int32_t depth;         /* nested calls (guard) */
+    const HloInst *outer;  /* the instruction of the outermost call being evaluated (messages), or NULL */
 } Interp;
 
 void interp_shared_init(InterpShared *sh, const HloModule *m, DiagEngine *diag, int64_t n_partitions,

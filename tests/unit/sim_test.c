@@ -414,6 +414,9 @@ static void test_loop_work_budget(void **state)
     assert_false(sim_run_spmd_why(m, &o, args, 1, outs, g_diag, &refused));
     assert_true(refused);
     assert_non_null(strstr(diag_text(g_diag), "went past its budget of 1e+07 element operations"));
+    /* named at the entry's loop, with the instruction running inside it in a note */
+    assert_non_null(strstr(diag_text(g_diag), "error: while.1: the simulation went past"));
+    assert_non_null(strstr(diag_text(g_diag), "note: it was running parameter.0 in computation body"));
     sim_value_release(&args[0]);
     hlo_module_free(m);
 }
