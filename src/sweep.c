@@ -94,13 +94,22 @@ int64_t sweep_n_rows(const SweepSpec *spec)
 
 /* ---------------------------------------------------------------- one row */
 
-/* The first line of what diag collected, without its trailing newline. */
+/* The first error line of what diag collected (warnings and notes before
+ * it are skipped; none: the first line), without its trailing newline. */
 static void first_error(DiagEngine *d, char *out, size_t n)
 {
-    const char *t = diag_text(d);
-    const char *e = strchr(t, '\n');
-    size_t len = e ? (size_t)(e - t) : strlen(t);
-    snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), t);
+    const char *t = diag_text(d), *pick = NULL;
+    for (const char *l = t; *l && !pick;) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        const char *hit = strstr(l, "error: ");
+        if (hit && hit < l + len && (hit == l || hit[-1] == ' ')) pick = l;
+        l += len + (e != NULL);
+    }
+    if (!pick) pick = t;
+    const char *e = strchr(pick, '\n');
+    size_t len = e ? (size_t)(e - pick) : strlen(pick);
+    snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), pick);
 }
 
 static void fill_remedy(SweepRow *row, const HloModule *in)
