@@ -433,6 +433,41 @@ static void attrs_memo_add(Lower *lw, const AstLoc *key, HloOpcode op, uint32_t 
 
 /* One instruction.  It is always appended (with a placeholder opcode or
  * shape after an error) so instruction indices match the text. */
+/* Opcodes of XLA's HLO that spmdc does not take (docs/input.md); the first
+ * line's are made by XLA's optimizer, so only an already compiled module
+ * holds them. */
+static const char XLA_COMPILED_OPCODES[] =
+    " fusion copy-start copy-done all-gather-start all-gather-done all-reduce-start all-reduce-done "
+    "collective-permute-start collective-permute-done async-start async-update async-done add-dependency ";
+static const char XLA_OTHER_OPCODES[] =
+    " fft cholesky triangular-solve batch-norm-training batch-norm-inference batch-norm-grad reduce-precision "
+    "stochastic-convert collective-broadcast ragged-all-to-all domain dynamic-reshape get-dimension-size "
+    "set-dimension-size rng-get-and-update-state ";
+
+/* Whether the space-separated list holds the word t. */
+static bool in_word_list(const char *list, AstTok t)
+{
+    for (const char *p = strstr(list, " "); p && p[1]; p = strchr(p + 1, ' '))
+        if (strncmp(p + 1, t.s, t.n) == 0 && p[1 + t.n] == ' ') return true;
+    return false;
+}
+
+/* The error for an opcode spmdc does not know: one of XLA's it does not
+ * take is named so, with a note when only XLA's optimizer makes it.  False. */
+static bool unknown_opcode(Lower *lw, const AstInst *ai)
+{
+    AstTok t = ai->opcode;
+    if (in_word_list(XLA_COMPILED_OPCODES, t)) {
+        parse_err(lw, &ai->opcode_loc, "opcode '%.*s' is not supported by spmdc", TOKF(t));
+        parse_note(lw, &ai->opcode_loc, "'%.*s' is made by XLA's optimizer: this module was compiled already; give "
+                   "spmdc the module JAX lowers, before compilation (lowered.as_text(dialect=\"hlo\"))", TOKF(t));
+        return false;
+    }
+    if (in_word_list(XLA_OTHER_OPCODES, t))
+        return parse_err(lw, &ai->opcode_loc, "opcode '%.*s' is not supported by spmdc (docs/input.md)", TOKF(t));
+    return parse_err(lw, &ai->opcode_loc, "unknown opcode '%.*s'", TOKF(t));
+}
+
 static void lower_inst(Lower *lw, const AstInst *ai)
 {
     int32_t ci = lw->cur_comp, idx = lw->n_insts++;
@@ -440,7 +475,7 @@ static void lower_inst(Lower *lw, const AstInst *ai)
     bool oe = opi >= 0;
     HloOpcode op = oe ? (HloOpcode)opi : HLO_OPCODE_COUNT;
     bool ok = true, have_shape = ai->shape != NULL;
-    if (!oe) ok = parse_err(lw, &ai->opcode_loc, "unknown opcode '%.*s'", TOKF(ai->opcode));
+    if (!oe) ok = unknown_opcode(lw, ai);
     Shape shape;
     memset(&shape, 0, sizeof shape);
     shape.type = ET_F32;
@@ -811,6 +846,40 @@ static void build_tables(Lower *lw)
 
 /* ================================================================ entry point */
 
+/* Refuses MLIR text (what JAX's lowered.as_text() prints by default:
+ * `module @jit_f attributes {...} {`, maybe after `#loc` alias lines),
+ * which the scanner would stop at with "unexpected character '@'". */
+static bool reject_mlir(const char *text, size_t len, uint32_t file_id, DiagEngine *diag)
+{
+    size_t i = 0;
+    uint32_t line = 1, col = 1;
+    for (;;) { /* blanks and '#' lines (MLIR attribute aliases; never HLO) */
+        while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n')) {
+            if (text[i] == '\n') line++, col = 1;
+            else col++;
+            i++;
+        }
+        if (i < len && text[i] == '#') {
+            while (i < len && text[i] != '\n') i++;
+            continue;
+        }
+        break;
+    }
+    bool mlir = false;
+    if (len - i > 7 && memcmp(text + i, "module", 6) == 0 && (text[i + 6] == ' ' || text[i + 6] == '\t')) {
+        size_t j = i + 6;
+        while (j < len && (text[j] == ' ' || text[j] == '\t')) j++;
+        mlir = j < len && (text[j] == '@' || text[j] == '{' || (len - j >= 10 && memcmp(text + j, "attributes", 10) == 0));
+    } else if (len - i >= 9 && memcmp(text + i, "func.func", 9) == 0) {
+        mlir = true;
+    }
+    if (!mlir) return true;
+    diag_error(diag, src_span_at(file_id, line, col),
+               "this is MLIR (StableHLO) text, not HLO text: give spmdc the HLO text JAX prints with "
+               "lowered.as_text(dialect=\"hlo\")");
+    return false;
+}
+
 static bool reject_nul(const char *text, size_t len, uint32_t file_id, DiagEngine *diag)
 {
     const char *nul = memchr(text, 0, len);
@@ -931,7 +1000,7 @@ HloModule *parse_hlo(const char *text, size_t len, uint32_t file_id, DiagEngine 
         diag_error(diag, src_span_at(file_id, 0, 0), "input is too large (%zu bytes; the limit is 2 GiB)", len);
         return NULL;
     }
-    if (!reject_nul(text, len, file_id, diag)) return NULL;
+    if (!reject_nul(text, len, file_id, diag) || !reject_mlir(text, len, file_id, diag)) return NULL;
     if (!g_fast_first) return parse_once(text, len, file_id, diag, false);
     DiagEngine *probe = diag_create(NULL);
     diag_set_show_source(probe, false);

@@ -1,0 +1,1 @@
+compile xla_opcodes_not_taken.hlo -o out.hlo

@@ -1,0 +1,1 @@
+compile mlir_text.hlo -o out.hlo
