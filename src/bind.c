@@ -33,6 +33,7 @@
 #include "spmdc/parse.h"
 #include "spmdc/sdy.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,6 +318,26 @@ static bool bind_outfeed(HloModule *m, const HloComputation *c, HloInst *inst, S
     return true;
 }
 
+/* A sharding annotation bind leaves out: the warning "NAME: message" at
+ * span, and the same message in the report's warnings (kind
+ * "ignored-annotation"), so a check of the report sees it too. */
+static void ignored_annotation(HloModule *m, const HloInst *inst, SrcSpan span, DiagEngine *diag, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void ignored_annotation(HloModule *m, const HloInst *inst, SrcSpan span, DiagEngine *diag, const char *fmt, ...)
+{
+    va_list ap, aq;
+    va_start(ap, fmt);
+    va_copy(aq, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *msg = xmalloc(n > 0 ? (size_t)n + 1 : 1);
+    vsnprintf(msg, n > 0 ? (size_t)n + 1 : 1, fmt, aq);
+    va_end(aq);
+    diag_warning(diag, span, "%s: %s", inst->name, msg);
+    hlo_add_input_warning(m, "ignored-annotation", inst->name, span.begin.line, msg);
+    free(msg);
+}
+
 /* In a Shardy export (one mesh in xla.sdy.meshes, its axes all in the
  * chosen mesh) each value's xla.sdy.sharding string is bound BY NAME in
  * preference to its positional sharding=: that is what makes `--mesh`
@@ -363,8 +384,8 @@ static int bind_sdy(HloModule *m, HloInst *inst, bool user_mesh, DiagEngine *dia
         diag_error(diag, inst->span, "%s: its xla.sdy.sharding cannot be bound: %s", inst->name, why);
         return -1;
     }
-    diag_warning(diag, inst->span, "%s: ignoring its xla.sdy.sharding (%s)%s", inst->name, why,
-                 inst->sharding_src ? "; using its sharding= instead" : "");
+    ignored_annotation(m, inst, inst->span, diag, "ignoring its xla.sdy.sharding (%s)%s", why,
+                       inst->sharding_src ? "; using its sharding= instead" : "");
     return 0;
 }
 
@@ -644,9 +665,9 @@ static bool bind_inst(HloModule *m, const HloComputation *comp, HloInst *inst, b
     if (sdy_moved && inst->sharding_src && has_positional_tiling(inst->sharding_src)) {
         StrBuf b = {0};
         put_user_mesh(&b, user, &m->mesh);
-        diag_warning(diag, syntax_here(m, comp, inst)->span,
-                     "%s: ignoring its positional sharding, written for the export's own mesh, which %s "
-                     "reorders or resizes; propagation decides it", inst->name, sb_cstr(&b));
+        ignored_annotation(m, inst, syntax_here(m, comp, inst)->span, diag,
+                           "ignoring its positional sharding, written for the export's own mesh, which %s "
+                           "reorders or resizes; propagation decides it", sb_cstr(&b));
         sb_free(&b);
         inst->sharding_src = NULL;
         return true;
@@ -659,9 +680,8 @@ static bool bind_inst(HloModule *m, const HloComputation *comp, HloInst *inst, b
         else mesh_print(&b, &m->mesh);
         bool ok = user_mesh;
         if (user_mesh) {
-            diag_warning(diag, inst->span, "%s: ignoring its xla.sdy.sharding: %s does not have the "
-                         "axes of the header's xla.sdy.meshes; propagation decides it", inst->name,
-                         sb_cstr(&b));
+            ignored_annotation(m, inst, inst->span, diag, "ignoring its xla.sdy.sharding: %s does not have the "
+                               "axes of the header's xla.sdy.meshes; propagation decides it", sb_cstr(&b));
         } else {
             diag_error(diag, inst->span, "%s: its xla.sdy.sharding cannot be bound: the module's mesh %s does "
                        "not have the axes of the header's xla.sdy.meshes (give --mesh with the export's axis "

@@ -49,6 +49,23 @@ HloModule *hlo_module_new(const char *name)
     return m;
 }
 
+void hlo_add_input_warning(HloModule *m, const char *kind, const char *instruction, uint32_t line,
+                           const char *message)
+{
+    if (m->n_input_warnings == m->cap_input_warnings) {
+        int32_t cap = m->cap_input_warnings ? m->cap_input_warnings * 2 : 8;
+        m->input_warnings = arena_realloc(m->arena, m->input_warnings,
+                                          sizeof(HloInputWarning) * (size_t)m->cap_input_warnings,
+                                          sizeof(HloInputWarning) * (size_t)cap, _Alignof(HloInputWarning));
+        m->cap_input_warnings = cap;
+    }
+    HloInputWarning *w = &m->input_warnings[m->n_input_warnings++];
+    w->kind = arena_strdup(m->arena, kind);
+    w->instruction = arena_strdup(m->arena, instruction);
+    w->message = arena_strdup(m->arena, message);
+    w->line = line;
+}
+
 void hlo_note_syntax_move(HloModule *m, int32_t c, int32_t i, const ShardingSyntax *shared, uint32_t line,
                           int32_t dcol)
 {

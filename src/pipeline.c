@@ -42,6 +42,10 @@ static bool run_propagate(PipelineState *st, PassCtx *cx) { return propagate_sha
 static bool run_partition(PipelineState *st, PassCtx *cx)
 {
     report_init(&st->report, st->m->name, &st->m->mesh);
+    for (int32_t k = 0; k < st->m->n_input_warnings; k++) { /* the passes' before partition's */
+        const HloInputWarning *w = &st->m->input_warnings[k];
+        report_warn(&st->report, w->kind, w->instruction, w->line, w->message);
+    }
     st->report.explain = st->explain;
     st->has_report = true;
     bool ok = partition_module_ahead(st->m, &st->out, &st->report, cx, st->names_ahead);

@@ -218,6 +218,15 @@ typedef struct HloComputation {
 
 typedef struct HloAttrsTable HloAttrsTable;
 
+/* A warning a pass gave about the input that the communication report
+ * carries too (docs/report.md, warnings[]): kind (e.g. "ignored-annotation"),
+ * the instruction's name, its line, the message; strings in the module
+ * arena. */
+typedef struct HloInputWarning {
+    const char *kind, *instruction, *message;
+    uint32_t line;
+} HloInputWarning;
+
 typedef struct HloModule {
     Arena *arena;              /* owns everything below */
     /* The parsed sharding syntax (sharding_src), which bind_shardings
@@ -240,6 +249,8 @@ typedef struct HloModule {
     Mesh mesh;                 /* valid once has_mesh */
     bool has_mesh;
     SrcSpan span;              /* the header's module name in the input (line 0: none) */
+    HloInputWarning *input_warnings; /* in the order given (hlo_add_input_warning) */
+    int32_t n_input_warnings, cap_input_warnings;
 } HloModule;
 
 /* A sharding_src shared with an earlier instruction whose one-line
@@ -272,6 +283,10 @@ int32_t hlo_add_inst(HloModule *m, int32_t c, HloOpcode op, const char *name, co
 /* hlo_add_inst with the name given as name[0..name_len) (no NUL needed). */
 int32_t hlo_add_inst_n(HloModule *m, int32_t c, HloOpcode op, const char *name, size_t name_len, const Shape *shape,
                        const int32_t *operands, int32_t n_operands);
+/* Records a warning about the input for the report (HloInputWarning;
+ * the strings are copied). */
+void hlo_add_input_warning(HloModule *m, const char *kind, const char *instruction, uint32_t line,
+                           const char *message);
 /* Records that instruction (c, i)'s sharding_src is `shared`, read for a
  * text `dcol` columns left of this one's on `line` (HloSyntaxMove).  The
  * record lives in m->syntax_arena.  Amortized constant time. */
