@@ -1440,7 +1440,8 @@ static bool same_plan(VerifyRun *vr)
     bool same = strcmp(sb_cstr(&twin), sb_cstr(&vr->full_plan)) == 0;
     if (!same) {
         diag_error(vr->diag, SRC_SPAN_NONE,
-                   "%s: the twin's collectives differ from the full-size plan's, so it cannot stand for it:\n"
+                   "%s: the twin's collectives differ from the full-size plan's, so it cannot stand for it "
+                   "(verify without --shrink if the full size is small enough to simulate):\n"
                    "full size:\n%stwin:\n%s", vr->in_path, sb_cstr(&vr->full_plan), sb_cstr(&twin));
         vr->fail_status = ORACLE_EXIT_CANNOT_VERIFY;
     }

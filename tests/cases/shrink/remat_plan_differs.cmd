@@ -1,0 +1,1 @@
+verify remat_plan_differs.hlo --shrink
