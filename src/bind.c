@@ -653,6 +653,24 @@ static uint32_t by_syn_slot(const ShardingSyntax *syn, int32_t rank)
     return (uint32_t)(k >> 58) % BIND_BY_SYN;
 }
 
+/* Whether inst's value is a Shardy export's result sharding custom-call
+ * (xla.sdy.FuncResultSharding), directly or through the tuple JAX wraps
+ * results in: its string, not inst's positional sharding, decides the
+ * result's sharding. */
+static bool result_sharding_decides(const HloComputation *comp, const HloInst *inst)
+{
+    const HloInst *v = inst;
+    if (v->op == HLO_GET_TUPLE_ELEMENT && v->n_operands == 1 && v->operands[0] >= 0 && v->operands[0] < comp->n_insts) {
+        const HloInst *t = &comp->insts[v->operands[0]];
+        int64_t k = hlo_attrs(v)->index;
+        if (t->op != HLO_TUPLE || k < 0 || k >= t->n_operands || t->operands[k] < 0 || t->operands[k] >= comp->n_insts)
+            return false;
+        v = &comp->insts[t->operands[k]];
+    }
+    const char *target = hlo_attrs(v)->custom_call_target;
+    return v->op == HLO_CUSTOM_CALL && target && strcmp(target, "xla.sdy.FuncResultSharding") == 0;
+}
+
 /* Binds one instruction's written sharding (see bind_all); false after an
  * error. */
 static bool bind_inst(HloModule *m, const HloComputation *comp, HloInst *inst, bool sdy, bool sdy_moved,
@@ -663,12 +681,14 @@ static bool bind_inst(HloModule *m, const HloComputation *comp, HloInst *inst, b
     if (bound != 0)
         return bound > 0;
     if (sdy_moved && inst->sharding_src && has_positional_tiling(inst->sharding_src)) {
-        StrBuf b = {0};
-        put_user_mesh(&b, user, &m->mesh);
-        ignored_annotation(m, inst, syntax_here(m, comp, inst)->span, diag,
-                           "ignoring its positional sharding, written for the export's own mesh, which %s "
-                           "reorders or resizes; propagation decides it", sb_cstr(&b));
-        sb_free(&b);
+        if (!result_sharding_decides(comp, inst)) { /* else nothing is lost: no word */
+            StrBuf b = {0};
+            put_user_mesh(&b, user, &m->mesh);
+            ignored_annotation(m, inst, syntax_here(m, comp, inst)->span, diag,
+                               "ignoring its positional sharding, written for the export's own mesh, which %s "
+                               "reorders or resizes; propagation decides it", sb_cstr(&b));
+            sb_free(&b);
+        }
         inst->sharding_src = NULL;
         return true;
     }
