@@ -643,6 +643,22 @@ static bool dot_side(Infer *x, const char *side, const IntList *batch, const Int
     return true;
 }
 
+/* The batch and contracting dims of a dot or ragged-dot (a: its
+ * attributes, checked in range) have equal sizes on both sides; else
+ * false after the error. */
+static bool dot_dims_agree(Infer *x, const HloAttrs *a, const Shape *l, const Shape *r)
+{
+    for (int32_t k = 0; k < a->lhs_batch.n; k++)
+        if (l->dims[a->lhs_batch.v[k]] != r->dims[a->rhs_batch.v[k]])
+            return fail(x, "batch dimension %lld of lhs %s and %lld of rhs %s differ in size",
+                        (long long)a->lhs_batch.v[k], shs(x, l), (long long)a->rhs_batch.v[k], shs(x, r));
+    for (int32_t k = 0; k < a->lhs_contracting.n; k++)
+        if (l->dims[a->lhs_contracting.v[k]] != r->dims[a->rhs_contracting.v[k]])
+            return fail(x, "contracting dimension %lld of lhs %s and %lld of rhs %s differ in size",
+                        (long long)a->lhs_contracting.v[k], shs(x, l), (long long)a->rhs_contracting.v[k], shs(x, r));
+    return true;
+}
+
 /* Output dims: batch (lhs order), lhs free dims, rhs free dims. */
 static bool infer_dot(Infer *x, Shape *o)
 {
@@ -656,14 +672,7 @@ static bool infer_dot(Infer *x, Shape *o)
     if (!dot_side(x, "lhs", &a->lhs_batch, &a->lhs_contracting, l->rank, &ul) ||
         !dot_side(x, "rhs", &a->rhs_batch, &a->rhs_contracting, r->rank, &ur))
         return false;
-    for (int32_t k = 0; k < a->lhs_batch.n; k++)
-        if (l->dims[a->lhs_batch.v[k]] != r->dims[a->rhs_batch.v[k]])
-            return fail(x, "batch dimension %lld of lhs %s and %lld of rhs %s differ in size",
-                        (long long)a->lhs_batch.v[k], shs(x, l), (long long)a->rhs_batch.v[k], shs(x, r));
-    for (int32_t k = 0; k < a->lhs_contracting.n; k++)
-        if (l->dims[a->lhs_contracting.v[k]] != r->dims[a->rhs_contracting.v[k]])
-            return fail(x, "contracting dimension %lld of lhs %s and %lld of rhs %s differ in size",
-                        (long long)a->lhs_contracting.v[k], shs(x, l), (long long)a->rhs_contracting.v[k], shs(x, r));
+    if (!dot_dims_agree(x, a, l, r)) return false;
     int32_t nb = a->lhs_batch.n, nc = a->lhs_contracting.n;
     if (nb + (l->rank - nb - nc) + (r->rank - nb - nc) > SPMDC_MAX_RANK)
         return fail(x, "the dot of %s and %s would have a rank above %d", shs(x, l), shs(x, r), SPMDC_MAX_RANK);
@@ -729,14 +738,7 @@ static bool infer_ragged_dot(Infer *x, Shape *o)
     if (mode != RAGGED_FREE && a->rhs_group.n != 0)
         return fail(x, "a ragged %s dimension takes no rhs group dimension, rhs_group_dims=%s",
                     mode == RAGGED_BATCH ? "batch" : "contracting", ils(x, &a->rhs_group));
-    for (int32_t k = 0; k < a->lhs_batch.n; k++)
-        if (l->dims[a->lhs_batch.v[k]] != r->dims[a->rhs_batch.v[k]])
-            return fail(x, "batch dimension %lld of lhs %s and %lld of rhs %s differ in size",
-                        (long long)a->lhs_batch.v[k], shs(x, l), (long long)a->rhs_batch.v[k], shs(x, r));
-    for (int32_t k = 0; k < a->lhs_contracting.n; k++)
-        if (l->dims[a->lhs_contracting.v[k]] != r->dims[a->rhs_contracting.v[k]])
-            return fail(x, "contracting dimension %lld of lhs %s and %lld of rhs %s differ in size",
-                        (long long)a->lhs_contracting.v[k], shs(x, l), (long long)a->rhs_contracting.v[k], shs(x, r));
+    if (!dot_dims_agree(x, a, l, r)) return false;
     if (!ragged_group_sizes(x, mode, mode == RAGGED_FREE ? r->dims[a->rhs_group.v[0]] : 0)) return false;
     int32_t nb = a->lhs_batch.n, nc = a->lhs_contracting.n, lead = mode == RAGGED_CONTRACTING;
     if (lead + nb + (l->rank - nb - nc) + (r->rank - nb - nc - a->rhs_group.n) > SPMDC_MAX_RANK)
