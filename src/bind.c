@@ -834,8 +834,21 @@ bool bind_shardings(HloModule *m, PassCtx *cx)
     bool sdy_mode = mesh.named && mesh_from_sdy(m, 0, &sdy);
     for (int32_t i = 0; sdy_mode && i < sdy.n_axes; i++)
         if (mesh_axis_index(&mesh, sdy.axes[i].name) < 0) sdy_mode = false;
-    bool ok = bind_all(m, items, n_items, sdy_mode, sdy_mode && !same_mesh_layout(&mesh, &sdy),
-                       cx->opt && cx->opt->has_mesh ? cx->opt : NULL, cx->diag);
+    const SpmdcOptions *user = cx->opt && cx->opt->has_mesh ? cx->opt : NULL;
+    bool ok = bind_all(m, items, n_items, sdy_mode, sdy_mode && !same_mesh_layout(&mesh, &sdy), user, cx->diag);
     free(items);
+    Mesh header;
+    if (!ok && user && mesh_from_sdy(m, 0, &header) && header.n_devices != mesh.n_devices) {
+        /* positional shardings of the export's device count fail one by one: say why once */
+        StrBuf a = {0}, b = {0};
+        mesh_print(&a, &header);
+        put_user_mesh(&b, user, &mesh);
+        diag_note(cx->diag, m->span, "the shardings were written for the header's mesh %s (%lld devices), and %s "
+                  "has %lld: give --mesh over %lld devices, e.g. --mesh %s",
+                  sb_cstr(&a), (long long)header.n_devices, sb_cstr(&b), (long long)mesh.n_devices,
+                  (long long)header.n_devices, sb_cstr(&a));
+        sb_free(&a);
+        sb_free(&b);
+    }
     return ok;
 }
