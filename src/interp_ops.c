@@ -1129,7 +1129,8 @@ bool interp_topk(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue 
     int64_t n = s->dims[last], k = rs->elems[0].dims[last];
     if (k < 0 || k > n) return interp_error(ip, inst, "topk keeps %lld of %lld elements", (long long)k, (long long)n);
     Comparator cmp;
-    bool custom = inst->op == HLO_CUSTOM_CALL;
+    /* a TopK custom-call without a comparator takes the largest, as XLA's does */
+    bool custom = inst->op == HLO_CUSTOM_CALL && hlo_attrs(inst)->to_apply >= 0;
     if (custom) {
         if (!comp_index_ok(ip, inst, hlo_attrs(inst)->to_apply)) return false;
         comparator_init(&cmp, ip, inst, hlo_attrs(inst)->to_apply);

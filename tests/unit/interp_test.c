@@ -815,7 +815,9 @@ static void test_sort(void **state)
 }
 
 /* topk along the last dim: values in total order (NaN above +inf), the lower
- * index first among equals; and the TopK custom-call by its comparator. */
+ * index first among equals; and the TopK custom-call by its comparator, or
+ * without one the largest (XLA's CPU runtime gives [7,3,2] of
+ * [0.5,3,-1,2,7,1], indices [4,1,3]). */
 static void test_topk(void **state)
 {
     (void)state;
@@ -836,9 +838,11 @@ static void test_topk(void **state)
     int32_t t3 = tb_add(&e, HLO_CUSTOM_CALL, ts, OPS(y));
     tb_attrs(&e, t3)->custom_call_target = "TopK";
     tb_attrs(&e, t3)->to_apply = g.c;
-    Shape el3[3] = {ts, ts, ts};
-    Shape all = {.type = ET_TUPLE, .n_elems = 3, .elems = el3};
-    tb_add(&e, HLO_TUPLE, all, OPS(t1, t2, t3));
+    int32_t t4 = tb_add(&e, HLO_CUSTOM_CALL, ts, OPS(y)); /* no comparator: the largest, as XLA's */
+    tb_attrs(&e, t4)->custom_call_target = "TopK";
+    Shape el3[4] = {ts, ts, ts, ts};
+    Shape all = {.type = ET_TUPLE, .n_elems = 4, .elems = el3};
+    tb_add(&e, HLO_TUPLE, all, OPS(t1, t2, t3, t4));
     /* row 0: 2, 7, 7, -1, 5; row 1: 0, nan, 3, 3, -inf */
     /* y: row 0 as x's, row 1: 0, 1, 3, 3, -inf */
     SimValue args[2] = {val_f(SH(F32, 2, 5), DL(2, 7, 7, -1, 5, 0, NAN, 3, 3, -INFINITY)),
@@ -851,6 +855,8 @@ static void test_topk(void **state)
     /* comparator a > b, stable: equal values keep their order */
     EXPECT_F(&r.elems[2].elems[0], 7, 7, 5, 3, 3, 1);
     EXPECT_I(&r.elems[2].elems[1], 1, 2, 4, 2, 3, 1);
+    EXPECT_F(&r.elems[3].elems[0], 7, 7, 5, 3, 3, 1);
+    EXPECT_I(&r.elems[3].elems[1], 1, 2, 4, 2, 3, 1);
     sim_value_release(&r);
     hlo_module_free(m);
 }
