@@ -312,6 +312,17 @@ static bool dot_dims(const Shape *s, const IntList *batch, const IntList *contr,
     return true;
 }
 
+/* C[M,N] = A[M,K] x B[K,N] in the accumulator kind. */
+static void matmul_acc(AccKind kind, const void *A, const void *B, void *C, int64_t M, int64_t K, int64_t N)
+{
+    if (kind == ACC_F32)
+        matmul_f32(A, B, C, M, K, N);
+    else if (kind == ACC_F64)
+        matmul_f64(A, B, C, M, K, N);
+    else
+        matmul_i64(A, B, C, M, K, N);
+}
+
 bool interp_dot(Interp *ip, const HloInst *inst, const SimValue *lhs, const SimValue *rhs, SimValue *out)
 {
     const HloAttrs *a = hlo_attrs(inst);
@@ -351,12 +362,7 @@ bool interp_dot(Interp *ip, const HloInst *inst, const SimValue *lhs, const SimV
     for (int64_t b = 0; b < B; b++) {
         const char *pa = (const char *)A + (size_t)(b * M * K) * es, *pb = (const char *)Bm + (size_t)(b * K * N) * es;
         char *pc = C + (size_t)(b * M * N) * es;
-        if (kind == ACC_F32)
-            matmul_f32((const float *)(const void *)pa, (const float *)(const void *)pb, (float *)(void *)pc, M, K, N);
-        else if (kind == ACC_F64)
-            matmul_f64((const double *)(const void *)pa, (const double *)(const void *)pb, (double *)(void *)pc, M, K, N);
-        else
-            matmul_i64((const int64_t *)(const void *)pa, (const int64_t *)(const void *)pb, (int64_t *)(void *)pc, M, K, N);
+        matmul_acc(kind, pa, pb, pc, M, K, N);
     }
     *out = sim_value_new(os);
     store_acc(out, C, kind, B * M * N);
@@ -364,17 +370,6 @@ bool interp_dot(Interp *ip, const HloInst *inst, const SimValue *lhs, const SimV
     free(Bm);
     free(C);
     return true;
-}
-
-/* C[M,N] = A[M,K] x B[K,N] in the accumulator kind. */
-static void matmul_acc(AccKind kind, const void *A, const void *B, void *C, int64_t M, int64_t K, int64_t N)
-{
-    if (kind == ACC_F32)
-        matmul_f32(A, B, C, M, K, N);
-    else if (kind == ACC_F64)
-        matmul_f64(A, B, C, M, K, N);
-    else
-        matmul_i64(A, B, C, M, K, N);
 }
 
 /* For every row of group_sizes (its leading dims flattened; one row for a

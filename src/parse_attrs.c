@@ -1048,19 +1048,20 @@ static const char *const XLA_OP_ATTRS[HLO_OPCODE_COUNT] = {
     [HLO_RECV_DONE] = "channel_id is_host_transfer",
 };
 
-/* Calls f(ctx, word, length) for each word of the space-separated list. */
-static void each_word(const char *list, void (*f)(Lower *, const char *, uint32_t, int32_t), Lower *lw, int32_t arg)
+/* Calls f(ctx, word, length, arg) for each word of the space-separated list. */
+static void each_word(const char *list, void (*f)(void *, const char *, uint32_t, int32_t), void *ctx, int32_t arg)
 {
     for (const char *p = list; p && *p;) {
         while (*p == ' ') p++;
         size_t k = strcspn(p, " ");
-        if (k) f(lw, p, (uint32_t)k, arg);
+        if (k) f(ctx, p, (uint32_t)k, arg);
         p += k;
     }
 }
 
-static void add_known(Lower *lw, const char *w, uint32_t n, int32_t arg)
+static void add_known(void *ctx, const char *w, uint32_t n, int32_t arg)
 {
+    Lower *lw = ctx;
     (void)arg;
     if (kw_find(&lw->xla_attrs, w, n) >= 0) return;
     if (lw->n_xla_attrs == PARSE_MAX_XLA_ATTRS) abort(); /* XLA_KNOWN_ATTRS outgrew the bit sets: every parse stops */
@@ -1070,14 +1071,16 @@ static void add_known(Lower *lw, const char *w, uint32_t n, int32_t arg)
 /* Index of a name every op takes in Lower.xla_attrs (no bit of its own). */
 #define XLA_ATTR_COMMON (-2)
 
-static void add_common(Lower *lw, const char *w, uint32_t n, int32_t arg)
+static void add_common(void *ctx, const char *w, uint32_t n, int32_t arg)
 {
+    Lower *lw = ctx;
     (void)arg;
     kw_add(&lw->xla_attrs, w, n, XLA_ATTR_COMMON);
 }
 
-static void allow_attr(Lower *lw, const char *w, uint32_t n, int32_t op)
+static void allow_attr(void *ctx, const char *w, uint32_t n, int32_t op)
 {
+    Lower *lw = ctx;
     int32_t k = kw_find(&lw->xla_attrs, w, n);
     if (k >= 0) lw->xla_op_attrs[op][k / 64] |= (uint64_t)1 << (k % 64);
 }
@@ -1126,8 +1129,11 @@ typedef struct NearAttr {
     int best_d;
 } NearAttr;
 
-static void near_word(NearAttr *s, const char *w, uint32_t n, bool common)
+/* each_word's step for unknown_attr: keeps w if it is nearer the name than
+ * the best so far and the op takes it (common: every op does). */
+static void near_word(void *ctx, const char *w, uint32_t n, int32_t common)
 {
+    NearAttr *s = ctx;
     int32_t k = kw_find(&s->lw->xla_attrs, w, n);
     if (!common && (k < 0 || !(s->lw->xla_op_attrs[s->op][k / 64] >> (k % 64) & 1))) return;
     int d = name_distance(s->name.s, s->name.n, w, n, s->best_d - 1);
@@ -1138,16 +1144,6 @@ static void near_word(NearAttr *s, const char *w, uint32_t n, bool common)
     }
 }
 
-static void near_list(NearAttr *s, const char *list, bool common)
-{
-    for (const char *p = list; *p;) {
-        while (*p == ' ') p++;
-        size_t k = strcspn(p, " ");
-        if (k) near_word(s, p, (uint32_t)k, common);
-        p += k;
-    }
-}
-
 /* The error for an attribute name XLA's parser does not know, with the
  * nearest name op takes (at most 2 edits, 1 for names under 5 bytes) as a
  * note.  False. */
@@ -1155,8 +1151,8 @@ static bool unknown_attr(Lower *lw, HloOpcode op, const AstVal *at)
 {
     bool ok = parse_err(lw, &at->loc, "unknown attribute '%.*s'", TOKF(at->t));
     NearAttr s = {lw, op, at->t, NULL, 0, at->t.n < 5 ? 2 : 3};
-    near_list(&s, XLA_COMMON_ATTRS, true);
-    near_list(&s, XLA_KNOWN_ATTRS, false);
+    each_word(XLA_COMMON_ATTRS, near_word, &s, 1);
+    each_word(XLA_KNOWN_ATTRS, near_word, &s, 0);
     if (s.best) parse_note(lw, &at->loc, "did you mean '%.*s'?", (int)s.best_n, s.best);
     return ok;
 }
