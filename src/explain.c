@@ -172,28 +172,39 @@ const ExplainLink *explain_link_of(const Explain *e, int32_t r)
 
 /* ---------------------------------------------------------------- the chain */
 
-/* The annotated instructions (program order, at most 16) whose annotations
- * the shardings of the instructions of interest came from. */
+/* The annotated instructions (at most 16, as origin codes of computation
+ * comp: HloInst.sharding_origin) whose annotations the shardings of the
+ * instructions of interest came from, in definition order (computation,
+ * then instruction: an annotation outside a loop body before the body's
+ * own when the body is defined first, as HLO text does). */
 typedef struct Chain {
     const HloModule *in;
     const Mesh *mesh;
     int32_t comp;
     int32_t n;
     int32_t ann[16];
+    HloRef ref[16]; /* what ann[k] names */
 } Chain;
 
+static bool ref_before(HloRef a, HloRef b) { return a.comp != b.comp ? a.comp < b.comp : a.inst < b.inst; }
+
+/* Adds origin code i (an index into c->comp or a code for another
+ * computation; -1 and codes the module does not hold are skipped). */
 static void add_ann(Chain *c, int32_t i)
 {
-    if (i < 0 || i >= c->in->comps[c->comp].n_insts) return;
+    HloRef r;
+    if (!hlo_origin_ref(c->in, c->comp, i, &r)) return;
     for (int32_t k = 0; k < c->n; k++)
-        if (c->ann[k] == i) return;
+        if (c->ref[k].comp == r.comp && c->ref[k].inst == r.inst) return;
     if (c->n == 16) return;
     int32_t k = c->n++;
-    while (k > 0 && c->ann[k - 1] > i) {
+    while (k > 0 && ref_before(r, c->ref[k - 1])) {
         c->ann[k] = c->ann[k - 1];
+        c->ref[k] = c->ref[k - 1];
         k--;
     }
     c->ann[k] = i;
+    c->ref[k] = r;
 }
 
 /* Where instruction i's sharding came from: itself when annotated, else
@@ -213,6 +224,14 @@ static void add_origins(Chain *c, int32_t i)
 }
 
 static const HloInst *inst_of(const Chain *c, int32_t i) { return &c->in->comps[c->comp].insts[i]; }
+
+/* The instruction origin code i names (an index into c->comp, or a code
+ * for another computation that add_ann took). */
+static const HloInst *ann_inst(const Chain *c, int32_t i)
+{
+    HloRef r;
+    return hlo_origin_ref(c->in, c->comp, i, &r) ? &c->in->comps[r.comp].insts[r.inst] : inst_of(c, i);
+}
 
 static void put_sharding(StrBuf *b, const Chain *c, const HloInst *x)
 {
@@ -237,7 +256,7 @@ static void put_story(StrBuf *b, const Chain *c, int32_t i)
         return;
     }
     put_sharding(b, c, x);
-    Chain own = {c->in, c->mesh, c->comp, 0, {0}};
+    Chain own = {c->in, c->mesh, c->comp, 0, {0}, {{0, 0}}};
     add_origins(&own, i);
     if (own.n == 0) {
         sb_puts(b, x->sharding && !sharding_is_replicated(x->sharding) ? "" : " by default (no annotation splits it)");
@@ -246,7 +265,7 @@ static void put_story(StrBuf *b, const Chain *c, int32_t i)
     sb_puts(b, own.n == 1 ? " from the annotation on " : " from the annotations on ");
     for (int32_t k = 0; k < own.n; k++) {
         if (k) sb_puts(b, k == own.n - 1 ? " and " : ", ");
-        put_where(b, inst_of(c, own.ann[k]));
+        put_where(b, ann_inst(c, own.ann[k]));
     }
 }
 
@@ -283,7 +302,7 @@ static int32_t chain_decisions(const Explain *e, const ExplainLink *l, const Exp
 
 static Chain chain_of(const ExplainLink *l, const HloModule *in, const Mesh *mesh)
 {
-    Chain c = {in, mesh, l->comp, 0, {0}};
+    Chain c = {in, mesh, l->comp, 0, {0}, {{0, 0}}};
     add_origins(&c, l->value);
     add_origins(&c, l->consumer);
     if (l->origin >= 0) {
@@ -363,7 +382,7 @@ static const char *row_reason(const CommRecord *rec)
  * and the annotations their shardings came from. */
 static Chain handler_chain(const HloModule *in, const Mesh *mesh, int32_t comp, int32_t inst)
 {
-    Chain c = {in, mesh, comp, 0, {0}};
+    Chain c = {in, mesh, comp, 0, {0}, {{0, 0}}};
     add_origins(&c, inst);
     const HloInst *x = inst_of(&c, inst);
     for (int32_t k = 0; k < x->n_operands; k++) add_origins(&c, x->operands[k]);
@@ -403,9 +422,9 @@ static void put_annotations(StrBuf *b, const Chain *c)
     if (c->n == 0) sb_puts(b, " none (every sharding on the chain is the default)");
     for (int32_t k = 0; k < c->n; k++) {
         sb_puts(b, k ? "; " : " ");
-        put_where(b, inst_of(c, c->ann[k]));
+        put_where(b, ann_inst(c, c->ann[k]));
         sb_putc(b, ' ');
-        put_sharding(b, c, inst_of(c, c->ann[k]));
+        put_sharding(b, c, ann_inst(c, c->ann[k]));
     }
     sb_putc(b, '\n');
 }
@@ -519,7 +538,7 @@ static json_t *jtiling(const Tiling *t, const Mesh *m)
 
 static json_t *jinst(const Chain *c, int32_t i, bool story)
 {
-    const HloInst *x = inst_of(c, i);
+    const HloInst *x = ann_inst(c, i);
     json_t *o = json_object();
     json_object_set_new(o, "instruction", jstr(x->name));
     json_object_set_new(o, "line", json_integer(x->span.begin.line));

@@ -187,6 +187,32 @@ int32_t hlo_add_inst_n(HloModule *m, int32_t ci, HloOpcode op, const char *name,
     return idx;
 }
 
+int32_t hlo_add_origin(HloModule *m, int32_t comp, int32_t inst)
+{
+    if (m->n_origins == m->cap_origins) {
+        int32_t cap = m->cap_origins ? m->cap_origins * 2 : 8;
+        m->origins = arena_realloc(m->arena, m->origins, sizeof(HloRef) * (size_t)m->cap_origins,
+                                   sizeof(HloRef) * (size_t)cap, _Alignof(HloRef));
+        m->cap_origins = cap;
+    }
+    m->origins[m->n_origins] = (HloRef){comp, inst};
+    return -2 - m->n_origins++;
+}
+
+bool hlo_origin_ref(const HloModule *m, int32_t c, int32_t o, HloRef *r)
+{
+    if (o >= 0) {
+        if (c < 0 || c >= m->n_comps || o >= m->comps[c].n_insts) return false;
+        *r = (HloRef){c, o};
+        return true;
+    }
+    if (o > -2 || -2 - (int64_t)o >= m->n_origins) return false;
+    HloRef x = m->origins[-2 - o];
+    if (x.comp < 0 || x.comp >= m->n_comps || x.inst < 0 || x.inst >= m->comps[x.comp].n_insts) return false;
+    *r = x;
+    return true;
+}
+
 static const HloAttrs DEFAULT_ATTRS = {.to_apply = -1, .select = -1, .condition = -1, .body = -1, .k = -1,
                                        .largest = true};
 

@@ -1146,16 +1146,28 @@ int32_t part_origin(const Part *p, int32_t i, int32_t d)
     int32_t o = in->sharding_origin;
     if (d >= 0 && in->sharding_dim_origin && shape_is_array(&in->shape) && d < in->shape.rank)
         o = in->sharding_dim_origin[d];
-    return o >= 0 && o < p->in->comps[p->ic].n_insts ? o : -1;
+    HloRef r;
+    return hlo_origin_ref(p->in, p->ic, o, &r) ? o : -1;
 }
 
-/* ", line 31", or nothing when the input gave no line. */
-static void put_line(Part *p, StrBuf *b, int32_t i)
+/* The annotated instruction that origin code o (part_origin, not -1)
+ * names: in this computation or another. */
+static const HloInst *origin_inst(const Part *p, int32_t o)
 {
-    uint32_t line = part_in(p, i)->span.begin.line;
-    if (line) {
+    HloRef r;
+    if (!hlo_origin_ref(p->in, p->ic, o, &r))
+        return part_in(p, o); /* part_origin gave it: never reached */
+    return &p->in->comps[r.comp].insts[r.inst];
+}
+
+/* "a, line 31": origin o's name, and its line when the input gave one. */
+static void put_origin_where(Part *p, StrBuf *b, int32_t o)
+{
+    const HloInst *x = origin_inst(p, o);
+    sb_puts(b, x->name);
+    if (x->span.begin.line) {
         sb_puts(b, ", line ");
-        sb_int(b, line);
+        sb_int(b, x->span.begin.line);
     }
 }
 
@@ -1175,12 +1187,15 @@ void part_put_origin(Part *p, StrBuf *b, int32_t v, int32_t o)
     if (o == PART_NOT_OWN) {
         sb_puts(b, "not by its own sharding");
     } else if (o == v) {
+        uint32_t line = part_in(p, o)->span.begin.line;
         sb_puts(b, "annotated");
-        put_line(p, b, o);
-    } else if (o >= 0) {
+        if (line) {
+            sb_puts(b, ", line ");
+            sb_int(b, line);
+        }
+    } else if (o != -1) {
         sb_puts(b, "from the annotation on ");
-        sb_puts(b, part_in(p, o)->name);
-        put_line(p, b, o);
+        put_origin_where(p, b, o);
     }
 }
 
@@ -1197,7 +1212,7 @@ static bool put_sharding_origin(Part *p, StrBuf *b, int32_t i)
         part_decl(p, i, 0, &decl);
         for (int32_t d = 0; d < decl.rank; d++) {
             int32_t od = tiling_dim_n(&decl, d) > 0 ? part_origin(p, i, d) : -1;
-            bool dup = od < 0;
+            bool dup = od == -1;
             for (int32_t k = 0; k < n && !dup; k++)
                 dup = seen[k] == od;
             if (!dup)
@@ -1208,13 +1223,12 @@ static bool put_sharding_origin(Part *p, StrBuf *b, int32_t i)
     }
     if (n <= 1) {
         part_put_origin(p, b, i, o);
-        return o >= 0;
+        return o != -1;
     }
     sb_puts(b, "from the annotations on");
     for (int32_t k = 0; k < n; k++) {
         sb_puts(b, k == 0 ? " " : k == n - 1 ? " and " : ", ");
-        sb_puts(b, part_in(p, seen[k])->name);
-        put_line(p, b, seen[k]);
+        put_origin_where(p, b, seen[k]);
     }
     return true;
 }

@@ -276,18 +276,22 @@ void part_put_sharding(Part *p, StrBuf *b, const Sharding *sh);
 /* ---- partition.c: provenance (for the report's reasons) */
 
 /* The annotated input instruction the declared sharding of
- * instruction i came from (d >= 0: the one that split its dim d): i itself
- * if annotated, -1 if none (HloInst.sharding_origin, checked). */
+ * instruction i came from (d >= 0: the one that split its dim d), as an
+ * origin code (HloInst.sharding_origin, checked): i itself if annotated,
+ * another index of this computation, a code <= -2 for an annotation in
+ * another computation (a loop's carried value split outside the loop),
+ * -1 if none. */
 int32_t part_origin(const Part *p, int32_t i, int32_t d);
 /* part_split_origin: v's declared sharding does not split the dim that way. */
-#define PART_NOT_OWN (-2)
+#define PART_NOT_OWN (INT32_MIN + 1)
 /* Where the split of dim d of array value v in state s came from: the
  * origin of that dim of v's declared sharding when it splits d the same way
  * (same major atom), -1 if it has none recorded, PART_NOT_OWN if it does
  * not split d so. */
 int32_t part_split_origin(const Part *p, int32_t v, const Tiling *s, int32_t d);
 /* Appends origin o of value v in words: "annotated, line 32" (o == v),
- * "from the annotation on a, line 31", "not by its own sharding"
+ * "from the annotation on a, line 31" (a in this computation or
+ * another), "not by its own sharding"
  * (PART_NOT_OWN); nothing for -1. */
 void part_put_origin(Part *p, StrBuf *b, int32_t v, int32_t o);
 /* Appends i's declared sharding and where it came from: "y is annotated

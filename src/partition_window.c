@@ -1056,7 +1056,7 @@ static bool emit_rhs(Part *p, const RuleCtx *rc, const RhsSplit *c)
         sb_printf(&b, "%s: window dim %d of kernel %s sharded on '%s'", in->name, (int)dk, kn,
                   part_axes_text(p, c->atoms, c->n_atoms));
         int32_t o = part_split_origin(p, in->operands[1], &c->ch.want[1], dk);
-        if (o != PART_NOT_OWN && o >= 0) {
+        if (o != PART_NOT_OWN && o != -1) {
             sb_puts(&b, " (");
             part_put_origin(p, &b, in->operands[1], o);
             sb_putc(&b, ')');

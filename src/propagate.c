@@ -2529,13 +2529,13 @@ static void setup_states(Engine *e)
     for (int32_t x = 0; x < e->n_sharded; x++) {
         int32_t gi = e->sharded[x], c = e->icomp[gi];
         const HloInst *in = ginst(e, gi);
-        int32_t n = m->comps[c].n_insts;
         bool user = in->sharding_from_user;
         if (!user && (e->iflag[gi] & IF_FIXED))
             continue;
-        int32_t org = user ? gi : in->sharding_origin >= 0 && in->sharding_origin < n
-                                       ? e->comp_first[c] + in->sharding_origin
-                                       : -1;
+        HloRef ref;
+        int32_t org = user ? gi
+                      : hlo_origin_ref(m, c, in->sharding_origin, &ref) ? e->comp_first[ref.comp] + ref.inst
+                                                                          : -1;
         for (int32_t l = e->leaf0[gi]; l < e->leaf0[gi + 1]; l++) {
             const Sharding *s = sharding_at(in->sharding, l - e->leaf0[gi]);
             if (user && s && s->kind != SHARDING_MANUAL && s->manual_atoms)
@@ -2723,9 +2723,32 @@ static Sharding *extended_annotation(const Engine *e, const HloInst *in, int32_t
 }
 
 /* Local index of global instruction o if it is in computation c, else -1. */
-static int32_t local_in(const Engine *e, int32_t o, int32_t c)
+/* materialize's provenance state: dim_origins' memo (DIM_ORIGIN_SLOTS
+ * entries), and the origin code of each instruction that an origin in
+ * another computation names (other[gi]; 0: none yet; made at the first). */
+typedef struct Origins {
+    HloModule *m;
+    const Engine *e;
+    struct DimOrigins *seen;
+    int32_t *other;
+} Origins;
+
+/* The origin code (HloInst.sharding_origin) in computation c of global
+ * instruction o (-1: none): its index when it is in c, else the module's
+ * code for it (hlo_add_origin, one per instruction). */
+static int32_t origin_code(Origins *og, int32_t o, int32_t c)
 {
-    return o >= 0 && e->icomp[o] == c ? o - e->comp_first[c] : -1;
+    const Engine *e = og->e;
+    if (o < 0)
+        return -1;
+    int32_t oc = e->icomp[o];
+    if (oc == c)
+        return o - e->comp_first[c];
+    if (!og->other)
+        og->other = xcalloc((size_t)e->n_insts + 1, sizeof(int32_t));
+    if (!og->other[o])
+        og->other[o] = hlo_add_origin(og->m, oc, o - e->comp_first[oc]);
+    return og->other[o];
 }
 
 /* dim_origins' tables by what they are made of (the leaf's state, origin
@@ -2741,23 +2764,25 @@ typedef struct DimOrigins {
 /* Per dim of array leaf lf, the annotation that split it (its major
  * atom's origin), as local indices in computation c; NULL when every split
  * dim came from the leaf's origin. */
-static const int32_t *dim_origins(HloModule *m, const Engine *e, int32_t lf, int32_t c, DimOrigins *seen)
+static const int32_t *dim_origins(Origins *og, int32_t lf, int32_t c)
 {
+    HloModule *m = og->m;
+    const Engine *e = og->e;
     if (!has_tiling(e, lf) || !e->aorg[lf])
         return NULL;
     uint64_t h = hash_mix(hash_mix(hash_mix((uint64_t)(uintptr_t)e->aorg[lf], (uint64_t)e->st[lf]),
                                    (uint64_t)(uint32_t)e->lorg[lf]), (uint64_t)c);
-    DimOrigins *slot = &seen[(h >> 24) & (DIM_ORIGIN_SLOTS - 1)];
+    DimOrigins *slot = &og->seen[(h >> 24) & (DIM_ORIGIN_SLOTS - 1)];
     if (slot->aorg == e->aorg[lf] && slot->st == e->st[lf] && slot->lorg == e->lorg[lf] && slot->c == c)
         return slot->tab;
     *slot = (DimOrigins){e->aorg[lf], e->st[lf], e->lorg[lf], c, NULL};
     const Tiling *s = state(e, lf);
     int32_t o[SPMDC_MAX_RANK];
     bool same = true;
-    int32_t own = local_in(e, e->lorg[lf], c);
+    int32_t own = origin_code(og, e->lorg[lf], c);
     for (int32_t d = 0; d < s->rank; d++) {
         int8_t a = tiling_dim_n(s, d) > 0 ? tiling_dim(s, d)[0] : -1;
-        o[d] = a >= 0 ? local_in(e, e->aorg[lf][a], c) : -1;
+        o[d] = a >= 0 ? origin_code(og, e->aorg[lf][a], c) : -1;
         same &= tiling_dim_n(s, d) == 0 || o[d] == own;
     }
     slot->tab = same ? NULL : arena_memdup(m->arena, o, sizeof(int32_t) * (size_t)s->rank);
@@ -2768,9 +2793,10 @@ static const int32_t *dim_origins(HloModule *m, const Engine *e, int32_t lf, int
  * is its own origin; an inferred sharding the origin of its first leaf that
  * has one (arrays: and per dim when the dims came from different
  * annotations). */
-static void record_origin(HloModule *m, const Engine *e, int32_t c, int32_t i, DimOrigins *seen)
+static void record_origin(Origins *og, int32_t c, int32_t i)
 {
-    HloInst *in = &m->comps[c].insts[i];
+    const Engine *e = og->e;
+    HloInst *in = &og->m->comps[c].insts[i];
     in->sharding_origin = in->sharding_from_user && in->sharding ? i : -1;
     in->sharding_dim_origin = NULL;
     if (!e || in->sharding_origin >= 0)
@@ -2778,9 +2804,9 @@ static void record_origin(HloModule *m, const Engine *e, int32_t c, int32_t i, D
     int32_t gi = e->comp_first[c] + i;
     for (int32_t lf = e->leaf0[gi]; lf < e->leaf0[gi + 1] && in->sharding_origin < 0; lf++)
         if (e->st[lf] != ST_NONE && !(e->lfl[lf] & LF_FIXED))
-            in->sharding_origin = local_in(e, e->lorg[lf], c);
+            in->sharding_origin = origin_code(og, e->lorg[lf], c);
     if (e->sid[gi] >= 0 && nleaves(e, gi) == 1)
-        in->sharding_dim_origin = dim_origins(m, e, e->leaf0[gi], c, seen);
+        in->sharding_dim_origin = dim_origins(og, e->leaf0[gi], c);
 }
 
 /* The shared sharding of array leaf lf (one per distinct final state, in
@@ -2816,7 +2842,8 @@ static inline __attribute__((always_inline)) Sharding *shared_leaf(HloModule *m,
 static void materialize(HloModule *m, const Engine *e, bool named)
 {
     Sharding **by_pool = e ? xcalloc((size_t)e->n_pool + 1, sizeof(Sharding *)) : NULL;
-    DimOrigins *seen = xcalloc(DIM_ORIGIN_SLOTS, sizeof(DimOrigins));
+    Origins og = {m, e, xcalloc(DIM_ORIGIN_SLOTS, sizeof(DimOrigins)), NULL};
+    m->n_origins = 0; /* every origin below is made again */
     Sharding *by_rank[SPMDC_MAX_RANK + 2] = {NULL};
     for (int32_t c = 0; c < m->n_comps; c++) {
         HloComputation *comp = &m->comps[c];
@@ -2829,14 +2856,14 @@ static void materialize(HloModule *m, const Engine *e, bool named)
                     ext |= (e->lfl[l] & LF_EXTENDED) != 0;
                 if (ext)
                     in->sharding = extended_annotation(e, in, gi);
-                record_origin(m, e, c, i, seen);
+                record_origin(&og, c, i);
                 continue;
             }
             if (e && e->sid[gi] >= 0) { /* an inferred array: record_origin's case of one leaf */
                 int32_t lf = e->leaf0[gi], st = e->st[lf];
                 in->sharding = shared_leaf(m, e, lf, named, by_pool, by_rank);
-                in->sharding_origin = st != ST_NONE && !(e->lfl[lf] & LF_FIXED) ? local_in(e, e->lorg[lf], c) : -1;
-                in->sharding_dim_origin = st >= ST_FIRST && e->aorg[lf] ? dim_origins(m, e, lf, c, seen) : NULL;
+                in->sharding_origin = st != ST_NONE && !(e->lfl[lf] & LF_FIXED) ? origin_code(&og, e->lorg[lf], c) : -1;
+                in->sharding_dim_origin = st >= ST_FIRST && e->aorg[lf] ? dim_origins(&og, lf, c) : NULL;
                 continue;
             }
             if (e ? !shape_is_tuple(&in->shape) : !shape_is_tuple(&in->shape)) {
@@ -2849,7 +2876,7 @@ static void materialize(HloModule *m, const Engine *e, bool named)
                     s->named_form = named;
                     in->sharding = s;
                 }
-                record_origin(m, e, c, i, seen);
+                record_origin(&og, c, i);
                 continue;
             }
             int32_t nl = shape_leaf_count(&in->shape);
@@ -2872,10 +2899,11 @@ static void materialize(HloModule *m, const Engine *e, bool named)
                 }
             }
             in->sharding = s;
-            record_origin(m, e, c, i, seen);
+            record_origin(&og, c, i);
         }
     }
-    free(seen);
+    free(og.seen);
+    free(og.other);
     free(by_pool);
 }
 

@@ -181,11 +181,14 @@ typedef struct HloInst {
     HloAttrs *attrs;           /* NULL: all defaults (use hlo_attrs()) */
     Sharding *sharding;        /* bound/propagated sharding, or NULL (may be shared by
                                   several instructions: replace it, never write into it) */
-    /* Provenance, set by propagate_shardings (added after the original
-     * contract): the user-annotated instruction of the same computation
-     * (index) this sharding came from: itself if annotated; for an inferred
-     * one, the annotation that first reached it (when two reach it, the
-     * first kept); -1 = none (replicated by default, or not propagated yet).
+    /* Provenance, set by propagate_shardings: the user-annotated
+     * instruction this sharding came from: itself if annotated; for an
+     * inferred one, the annotation that first reached it (when two reach
+     * it, the first kept).  An origin code: an index (>= 0) into this
+     * computation; -1 = none (replicated by default, or not propagated
+     * yet); <= -2, an instruction of another computation (a loop body's
+     * value split by an annotation outside the loop), held by the module:
+     * HloModule.origins[-2 - code] (hlo_origin_ref resolves any code).
      * hlo_add_inst sets -1; code that copies instructions between
      * computations must reset it. */
     int32_t sharding_origin;
@@ -199,8 +202,9 @@ typedef struct HloInst {
      * shardings it bound (NULL afterwards); an unbound one ({unknown}) stays. */
     const ShardingSyntax *sharding_src;
     /* NULL: every split dim came from sharding_origin.  Else (arrays only,
-     * module arena) [shape.rank]: per dim, the annotated instruction whose
-     * annotation first split it (-1 = unsplit or unknown). */
+     * module arena) [shape.rank]: per dim, the origin code (as
+     * sharding_origin's) of the annotation that first split it (-1 =
+     * unsplit or unknown). */
     const int32_t *sharding_dim_origin;
     Shape shape;               /* global (logical) shape */
     SrcSpan span;              /* the whole instruction in the input */
@@ -251,7 +255,16 @@ typedef struct HloModule {
     SrcSpan span;              /* the header's module name in the input (line 0: none) */
     HloInputWarning *input_warnings; /* in the order given (hlo_add_input_warning) */
     int32_t n_input_warnings, cap_input_warnings;
+    /* The instructions that origin codes <= -2 name (HloInst.sharding_origin):
+     * origins[-2 - code]; set by propagate_shardings (hlo_add_origin). */
+    struct HloRef *origins;
+    int32_t n_origins, cap_origins;
 } HloModule;
+
+/* An instruction of a module by computation and index. */
+typedef struct HloRef {
+    int32_t comp, inst;
+} HloRef;
 
 /* A sharding_src shared with an earlier instruction whose one-line
  * sharding text is the same: the parse reads each such text once and
@@ -283,6 +296,17 @@ int32_t hlo_add_inst(HloModule *m, int32_t c, HloOpcode op, const char *name, co
 /* hlo_add_inst with the name given as name[0..name_len) (no NUL needed). */
 int32_t hlo_add_inst_n(HloModule *m, int32_t c, HloOpcode op, const char *name, size_t name_len, const Shape *shape,
                        const int32_t *operands, int32_t n_operands);
+/* The origin code (HloInst.sharding_origin) of instruction `inst` of
+ * computation `comp` for an instruction of another computation: a new
+ * code <= -2 each call (callers look theirs up before adding).  The table
+ * is in m's arena.  Amortized constant time. */
+int32_t hlo_add_origin(HloModule *m, int32_t comp, int32_t inst);
+/* Resolves origin code o of an instruction of computation c
+ * (HloInst.sharding_origin, an entry of sharding_dim_origin) to the
+ * instruction it names: true and *r set for an index into c or a code m
+ * holds; false for -1 and for codes m does not hold (an instruction copied
+ * from another module keeps the codes of that module). */
+bool hlo_origin_ref(const HloModule *m, int32_t c, int32_t o, HloRef *r);
 /* Records a warning about the input for the report (HloInputWarning;
  * the strings are copied). */
 void hlo_add_input_warning(HloModule *m, const char *kind, const char *instruction, uint32_t line,

@@ -1,0 +1,1 @@
+compile loop_origin.hlo --mesh 4 --explain -o /dev/null

@@ -1,0 +1,1 @@
+verify loop_origin.hlo --mesh 4
