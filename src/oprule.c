@@ -566,7 +566,28 @@ static bool b_select_and_scatter(Builder *b)
     return true;
 }
 
-/* dot: batch and free dims PASS, contracting dims REDUCTION (sum).  Output
+bool contraction_sums_in_result(ElemType res, ElemType lhs, ElemType rhs)
+{
+    if (res == ET_PRED) /* a nonzero test of the whole sum, not an OR of the pieces' tests */
+        return lhs == ET_PRED && rhs == ET_PRED;
+    if (elem_type_is_integral(res)) /* one truncation of the whole sum */
+        return !elem_type_is_float(lhs) && !elem_type_is_complex(lhs) && !elem_type_is_float(rhs) &&
+               !elem_type_is_complex(rhs);
+    return true;
+}
+
+/* The factor kind of a dot's or convolution's contracting dims: a reduction
+ * when the pieces' results sum to the whole result in its element type,
+ * else each dim must be whole. */
+static FactorKind contracting_kind(Builder *b)
+{
+    const Shape *ls = opshape(b, 0), *rs = opshape(b, 1);
+    return contraction_sums_in_result(b->in->shape.type, ls->type, rs->type) ? FACTOR_REDUCTION
+                                                                              : FACTOR_NEED_REPLICATION;
+}
+
+/* dot: batch and free dims PASS, contracting dims REDUCTION (sum; whole
+ * when the result type does not carry the sum, contracting_kind).  Output
  * dims: batch (lhs_batch order), lhs free, rhs free. */
 static bool b_dot(Builder *b)
 {
@@ -593,7 +614,8 @@ static bool b_dot(Builder *b)
         int64_t dl = a->lhs_contracting.v[k], dr = a->rhs_contracting.v[k];
         if (dl < 0 || dl >= ls->rank || dr < 0 || dr >= rs->rank)
             return false;
-        int32_t f = new_factor(b, ls->dims[dl], FACTOR_REDUCTION, REDUCE_SUM);
+        FactorKind kind = contracting_kind(b);
+        int32_t f = new_factor(b, ls->dims[dl], kind, kind == FACTOR_REDUCTION ? REDUCE_SUM : REDUCE_NONE);
         dim_add(b, tl, (int32_t)dl, f);
         dim_add(b, tr, (int32_t)dr, f);
         lused |= 1u << dl;
@@ -679,7 +701,7 @@ static bool b_ragged_dot(Builder *b)
     for (int32_t k = 0; k < a->lhs_contracting.n; k++) {
         int64_t dl = a->lhs_contracting.v[k], dr = a->rhs_contracting.v[k];
         bool whole = dl == ragged && mode == RAGGED_CONTRACTING;
-        dot_factor(b, t, dl, dr, NULL, whole ? FACTOR_NEED_REPLICATION : FACTOR_REDUCTION);
+        dot_factor(b, t, dl, dr, NULL, whole ? FACTOR_NEED_REPLICATION : contracting_kind(b));
         lused |= 1u << dl;
         rused |= 1u << dr;
     }
@@ -699,7 +721,7 @@ static bool b_ragged_dot(Builder *b)
  *  batch groups bg (batch_group_count): major part of lhs batch, kernel
  *    output feature and out feature;
  *  input channels c: minor part of lhs feature, kernel input feature:
- *    REDUCTION (sum);
+ *    REDUCTION (sum; whole when contracting_kind says so);
  *  output channels o: minor part of kernel output feature and out feature;
  *  spatial i: lhs spatial i and out spatial i, WINDOW unless the window is
  *    trivial (then PASS); the kernel's spatial dims stay whole. */
@@ -734,7 +756,8 @@ static bool b_convolution(Builder *b)
         dim_add(b, tk, (int32_t)cd->k_out, f);
         dim_add(b, to, (int32_t)cd->out_feature, f);
     }
-    int32_t fc = new_factor(b, k_in, FACTOR_REDUCTION, REDUCE_SUM);
+    FactorKind ck = contracting_kind(b);
+    int32_t fc = new_factor(b, k_in, ck, ck == FACTOR_REDUCTION ? REDUCE_SUM : REDUCE_NONE);
     dim_add(b, tl, (int32_t)cd->in_feature, fc);
     dim_add(b, tk, (int32_t)cd->k_in, fc);
     int32_t fo = new_factor(b, k_out / (fgc * bgc), FACTOR_PASS, REDUCE_NONE);

@@ -949,7 +949,8 @@ static void rhs_request(Part *p, int32_t i, int32_t s, const int8_t *atoms, int3
     }
 }
 
-/* Whether conv i can be split on the kernel window of spatial dim s. */
+/* Whether conv i can be split on the kernel window of spatial dim s (a
+ * pending sum of the pieces, so only where the result type carries it). */
 static bool rhs_splittable(Part *p, int32_t i, int32_t s)
 {
     const HloInst *in = part_in(p, i);
@@ -961,7 +962,7 @@ static bool rhs_splittable(Part *p, int32_t i, int32_t s)
     const Shape *ls = &part_in(p, in->operands[0])->shape;
     WinGeom g = geom_of(w, ls->dims[a->conv->in_spatial[s]], in->shape.dims[a->conv->out_spatial[s]]);
     return part_geom_tame(&g) && w->lhs_dilate <= 1 && !w->reversal && ks->dims[a->conv->k_spatial[s]] == w->size &&
-           w->size > 1;
+           w->size > 1 && contraction_sums_in_result(in->shape.type, ls->type, ks->type);
 }
 
 /* The kernel-window split of spatial dim s over atoms added to base (a

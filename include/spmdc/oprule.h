@@ -275,6 +275,12 @@ typedef struct OpAlgebra {
 } OpAlgebra;
 
 const OpAlgebra *op_algebra(HloOpcode op);
+/* Whether a dot or convolution with operands of types lhs and rhs and a
+ * result of type res may split its contraction into a pending sum of the
+ * pieces' results: XLA accumulates in a wide type and converts once, so a
+ * result that truncates (a float contraction into an integer type) or tests
+ * for nonzero (pred from anything but pred) cannot be summed after it. */
+bool contraction_sums_in_result(ElemType res, ElemType lhs, ElemType rhs);
 /* Whether a pending reduction of kind k passes through instruction i of
  * computation c when exactly the operands in `carriers` (bit k: operand k)
  * are partial over the same atoms and the others are the same on every

@@ -1,0 +1,1 @@
+compile contraction_result_type.hlo --mesh 4

@@ -1,0 +1,1 @@
+verify contraction_result_type.hlo --mesh 4
