@@ -1950,7 +1950,9 @@ bool op_partial_passes(const HloModule *m, int32_t c, int32_t i, ReduceKind k, u
         return in->op == HLO_DIVIDE && carriers == 1u && k == REDUCE_SUM && shape_is_array(res) &&
                (elem_type_is_float(res->type) || elem_type_is_complex(res->type));
     case PARTIAL_CONTRACT: /* linear in lhs and in rhs; never in ragged-dot's group sizes */
-        return k == REDUCE_SUM && carriers < 4u;
+        return k == REDUCE_SUM && carriers < 4u && in->n_operands >= 2 && shape_is_array(res) &&
+               contraction_sums_in_result(res->type, comp->insts[in->operands[0]].shape.type,
+                                          comp->insts[in->operands[1]].shape.type);
     case PARTIAL_REDUCE: /* reduce(sum(x)) = sum(reduce(x)) for the same reduction, init its identity */
         return carriers == 1u && in->n_operands == 2 && reducer_kind(m, hlo_attrs(in)->to_apply) == k &&
                is_reduce_identity(m, c, in->operands[1], k);

@@ -1,0 +1,1 @@
+compile mixed_type_dot_operand.hlo --mesh 4

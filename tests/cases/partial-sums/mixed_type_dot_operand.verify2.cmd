@@ -1,0 +1,1 @@
+verify mixed_type_dot_operand.hlo --mesh 2
