@@ -19,7 +19,6 @@
 #include "sim_internal.h"
 
 #define MAX_CALL_DEPTH 64
-#define MAX_WHILE_TRIPS 10000000
 
 struct SimBuffer {
     int64_t refs;
@@ -715,8 +714,8 @@ static bool eval_while(Interp *ip, const HloInst *inst, const SimValue *init, Si
             goto fail;
         }
         if (!go) break;
-        if (trip >= MAX_WHILE_TRIPS) {
-            interp_error(ip, inst, "loop did not finish after %d iterations", MAX_WHILE_TRIPS);
+        if (trip >= SIM_MAX_WHILE_TRIPS) {
+            interp_error(ip, inst, "loop did not finish after %d iterations", SIM_MAX_WHILE_TRIPS);
             goto fail;
         }
         SimValue next;

@@ -433,7 +433,7 @@ static bool lockstep_while(Sim *s, const HloInst *inst, SimValue **ops, SimValue
     for (int64_t d = 0; d < s->n; d++) state[d] = sim_value_share(&ops[d][0]);
     bool ok = a->condition >= 0 && a->body >= 0;
     if (!ok) interp_error(&s->ips[0], inst, "missing condition or body");
-    while (ok) {
+    for (int64_t trip = 0; ok; trip++) {
         ok = run_lockstep(s, a->condition, state, 1, pred, false);
         bool go = false;
         for (int64_t d = 0; d < s->n && ok; d++) {
@@ -448,6 +448,10 @@ static bool lockstep_while(Sim *s, const HloInst *inst, SimValue **ops, SimValue
         }
         for (int64_t d = 0; d < s->n; d++) sim_value_release(&pred[d]);
         if (!ok || !go) break;
+        if (trip >= SIM_MAX_WHILE_TRIPS) {
+            ok = interp_error(&s->ips[0], inst, "loop did not finish after %d iterations", SIM_MAX_WHILE_TRIPS);
+            break;
+        }
         ok = run_lockstep(s, a->body, state, 1, res, false);
         for (int64_t d = 0; d < s->n; d++) {
             sim_value_release(&state[d]);
@@ -514,6 +518,10 @@ static bool step(Sim *s, int32_t c, int32_t i, SimValue *envs, const SimValue *a
     const HloInst *inst = &comp->insts[i];
     int32_t ni = comp->n_insts;
     bool coll = sim_is_lockstep(inst);
+    /* messages name the entry's instruction that is running (a loop), as
+     * the interpreter's do: computations run in lockstep count as nested */
+    for (int64_t d = 0; d < s->n; d++)
+        if (s->ips[d].depth == 0) s->ips[d].outer = inst;
     if (!coll && !needs_lockstep(s, inst)) {
         for (int64_t d = 0; d < s->n; d++)
             if (!interp_eval(&s->ips[d], c, i, envs + d * ni, args + d * n_args, n_args, &envs[d * ni + i])) return false;
@@ -551,6 +559,7 @@ static bool run_lockstep(Sim *s, int32_t c, const SimValue *args, int32_t n_args
     SimValue *envs = xcalloc((size_t)(s->n * ni), sizeof(SimValue));
     SimValue *vals = top && s->opt->observe ? xmalloc(sizeof(SimValue) * (size_t)s->n) : NULL;
     bool ok = true;
+    for (int64_t d = 0; d < s->n && !top; d++) s->ips[d].depth++;
     for (int32_t i = 0; i < ni && ok; i++) {
         ok = step(s, c, i, envs, args, n_args);
         if (ok && vals) {
@@ -567,6 +576,7 @@ static bool run_lockstep(Sim *s, int32_t c, const SimValue *args, int32_t n_args
             if (ci->last_use[i] == i) sim_value_release(&env[i]);
         }
     }
+    for (int64_t d = 0; d < s->n && !top; d++) s->ips[d].depth--;
     for (int64_t d = 0; d < s->n; d++) {
         if (ok) {
             outs[d] = envs[d * ni + comp->root];

@@ -99,6 +99,11 @@ typedef struct InterpShared {
  * plus dot multiply-adds, over all devices): a loop with many trips would
  * otherwise run for minutes in silence.  About a minute of interpretation. */
 #define SIM_WORK_LIMIT 1e10
+/* Trips a while loop may take, on the reference interpreter and on the
+ * devices in lockstep alike, before the simulation stops with an error at
+ * the loop (a loop of a few scalar instructions reaches it in seconds, long
+ * before the work budget). */
+#define SIM_MAX_WHILE_TRIPS 10000000
 /* Element operations one interpreted instruction of a called scalar
  * computation (comparator, reducer without a fast path) is counted as. */
 #define SIM_CALL_INST_COST 64.0

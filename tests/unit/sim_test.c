@@ -421,6 +421,39 @@ static void test_loop_work_budget(void **state)
     hlo_module_free(m);
 }
 
+/* A loop whose body holds a collective runs on the devices in lockstep; past
+ * the budget it is named as the interpreter names it: at the entry's loop,
+ * the instruction running inside it in a note (it was named at whatever ran
+ * last, the condition's compare). */
+static void test_lockstep_loop_work_budget(void **state)
+{
+    (void)state;
+    HloModule *m = hlo_module_new("t");
+    int32_t add = tb_binop_comp(m, "add", ET_S32, HLO_ADD, false);
+    TB cd = tb_new(m, "cond", false);
+    int32_t s = tb_param(&cd, 0, SC(S32)), lim = tb_const(&cd, SC(S32), DL(1000000));
+    int32_t lt = tb_add(&cd, HLO_COMPARE, SC(PRED), OPS(s, lim));
+    tb_attrs(&cd, lt)->direction = CMP_LT;
+    TB bd = tb_new(m, "body", false);
+    s = tb_param(&bd, 0, SC(S32));
+    int32_t ar = tb_add(&bd, HLO_ALL_REDUCE, SC(S32), OPS(s));
+    tb_attrs(&bd, ar)->to_apply = add;
+    TB e = tb_new(m, "main", true);
+    int32_t p = tb_param(&e, 0, SC(S32));
+    int32_t w = tb_add(&e, HLO_WHILE, SC(S32), OPS(p));
+    tb_attrs(&e, w)->condition = cd.c;
+    tb_attrs(&e, w)->body = bd.c;
+    SimValue args[2] = {val_i(SC(S32), DL(1)), val_i(SC(S32), DL(-1))}, outs[2];
+    SimOptions o = {2, 1, NULL, NULL, 1e7};
+    bool refused = false;
+    assert_false(sim_run_spmd_why(m, &o, args, 1, outs, g_diag, &refused));
+    assert_true(refused);
+    assert_non_null(strstr(diag_text(g_diag), "error: while.1: the simulation went past its budget of 1e+07"));
+    assert_non_null(strstr(diag_text(g_diag), "note: it was running"));
+    release_n(args, 2);
+    hlo_module_free(m);
+}
+
 typedef struct Seen {
     int calls;
     int64_t last_inst;
@@ -470,6 +503,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_partition_id_and_while, setup, teardown),
         cmocka_unit_test_setup_teardown(test_divergent_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loop_work_budget, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lockstep_loop_work_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_observer, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
