@@ -339,9 +339,62 @@ static void prune(HloModule *m, Arena *scratch)
     }
 }
 
+/* How far expanding the calls (inlining them, or with keep_calls
+ * partitioning a callee once per call site) may grow a module: to four times
+ * its instructions plus 2^22.  A callee called twice, nested 30 deep, is
+ * 2^30 instructions from a 5 KB input; a chain of callees rewritten one into
+ * the next costs the square of its length. */
+#define CALL_GROWTH_FACTOR 4
+#define CALL_GROWTH_SLACK (INT64_C(1) << 22)
+
+/* Reports an error at the call where the expansion passes the limit; false
+ * then.  Computations come callees first (definition order), as the
+ * rewrite takes them. */
+static bool check_call_growth(const HloModule *m, Arena *scratch, DiagEngine *diag)
+{
+    int64_t input = 0;
+    for (int32_t ci = 0; ci < m->n_comps; ci++) input += m->comps[ci].n_insts;
+    int64_t limit = CALL_GROWTH_FACTOR * input + CALL_GROWTH_SLACK, total = 0;
+    int64_t *size = ARENA_ARRAY(scratch, int64_t, m->n_comps ? m->n_comps : 1);
+    for (int32_t ci = 0; ci < m->n_comps; ci++) {
+        const HloComputation *c = &m->comps[ci];
+        int64_t n = 0, biggest = -1;
+        int32_t at = -1;
+        for (int32_t i = 0; i < c->n_insts; i++) {
+            const HloInst *in = &c->insts[i];
+            int64_t add = 1;
+            if (in->op == HLO_CALL) {
+                int32_t callee = hlo_attrs(in)->to_apply;
+                int64_t cs = callee >= 0 && callee < ci ? size[callee] : 0;
+                add += cs;
+                if (cs > biggest) {
+                    biggest = cs;
+                    at = i;
+                }
+            }
+            n = n + add > limit ? limit + 1 : n + add;
+        }
+        size[ci] = n;
+        if (at < 0)
+            continue;
+        total = total + n > limit ? limit + 1 : total + n;
+        if (total > limit) {
+            const HloInst *in = &c->insts[at];
+            diag_error(diag, in->span,
+                       "%s: expanding the calls grows the module past %lld instructions (%d times its %lld, plus "
+                       "%lld): each caller gets its own copy of its callee's expanded body, so callees called more "
+                       "than once, nested, and long chains of calls multiply the instructions",
+                       in->name, (long long)limit, CALL_GROWTH_FACTOR, (long long)input, (long long)CALL_GROWTH_SLACK);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool canonicalize_module(HloModule *m, PassCtx *cx)
 {
     bool changed = false, inline_calls = !(cx->opt && cx->opt->keep_calls);
+    if (!check_call_growth(m, cx->scratch, cx->diag)) return false;
     for (int32_t ci = 0; ci < m->n_comps; ci++) {
         if (!needs_rewrite(&m->comps[ci], inline_calls)) continue;
         if (!rewrite_computation(m, ci, cx->scratch, cx->diag, inline_calls)) return false;

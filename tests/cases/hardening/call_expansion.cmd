@@ -1,0 +1,1 @@
+compile call_expansion.hlo --mesh 4 -o out.hlo

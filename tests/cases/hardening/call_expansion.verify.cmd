@@ -1,0 +1,1 @@
+verify call_expansion.hlo --mesh 4
