@@ -339,38 +339,54 @@ static void prune(HloModule *m, Arena *scratch)
     }
 }
 
-/* How far expanding the calls (inlining them, or with keep_calls
- * partitioning a callee once per call site) may grow a module: to four times
- * its instructions plus 2^22.  A callee called twice, nested 30 deep, is
- * 2^30 instructions from a 5 KB input; a chain of callees rewritten one into
- * the next costs the square of its length. */
-#define CALL_GROWTH_FACTOR 4
-#define CALL_GROWTH_SLACK (INT64_C(1) << 22)
+/* How far expanding the called computations may grow a module: calls are
+ * inlined (or with keep_calls partitioned once per call site), and the
+ * partitioner partitions every loop body and condition and every branch
+ * once per use; to four times the module's instructions plus 2^22.  A body
+ * used by two loops, nested 30 deep, is 2^30 instructions from a 5 KB
+ * input; a chain of callees rewritten one into the next costs the square of
+ * its length. */
+#define EXPAND_GROWTH_FACTOR 4
+#define EXPAND_GROWTH_SLACK (INT64_C(1) << 22)
 
-/* Reports an error at the call where the expansion passes the limit; false
- * then.  Computations come callees first (definition order), as the
- * rewrite takes them. */
-static bool check_call_growth(const HloModule *m, Arena *scratch, DiagEngine *diag)
+/* The computations instruction in expands per use (a call's callee, a
+ * loop's body and condition, a conditional's branches) into out; the count. */
+static int32_t expanded_callees(const HloInst *in, int32_t *out, int32_t cap)
+{
+    const HloAttrs *a = hlo_attrs(in);
+    int32_t n = 0;
+    if (in->op == HLO_CALL && a->to_apply >= 0 && n < cap) out[n++] = a->to_apply;
+    if (in->op == HLO_WHILE) {
+        if (a->body >= 0 && n < cap) out[n++] = a->body;
+        if (a->condition >= 0 && n < cap) out[n++] = a->condition;
+    }
+    if (in->op == HLO_CONDITIONAL)
+        for (int32_t k = 0; k < a->branches.n && n < cap; k++) out[n++] = (int32_t)a->branches.v[k];
+    return n;
+}
+
+/* Reports an error at the instruction where the expansion passes the
+ * limit; false then.  Computations come callees first (verify checks it). */
+static bool check_expansion(const HloModule *m, Arena *scratch, DiagEngine *diag)
 {
     int64_t input = 0;
     for (int32_t ci = 0; ci < m->n_comps; ci++) input += m->comps[ci].n_insts;
-    int64_t limit = CALL_GROWTH_FACTOR * input + CALL_GROWTH_SLACK, total = 0;
+    int64_t limit = EXPAND_GROWTH_FACTOR * input + EXPAND_GROWTH_SLACK, total = 0;
     int64_t *size = ARENA_ARRAY(scratch, int64_t, m->n_comps ? m->n_comps : 1);
     for (int32_t ci = 0; ci < m->n_comps; ci++) {
         const HloComputation *c = &m->comps[ci];
         int64_t n = 0, biggest = -1;
         int32_t at = -1;
         for (int32_t i = 0; i < c->n_insts; i++) {
-            const HloInst *in = &c->insts[i];
-            int64_t add = 1;
-            if (in->op == HLO_CALL) {
-                int32_t callee = hlo_attrs(in)->to_apply;
-                int64_t cs = callee >= 0 && callee < ci ? size[callee] : 0;
-                add += cs;
-                if (cs > biggest) {
-                    biggest = cs;
-                    at = i;
-                }
+            int32_t callees[64];
+            int32_t nc = expanded_callees(&c->insts[i], callees, 64);
+            int64_t add = 1, inner = 0;
+            for (int32_t k = 0; k < nc; k++)
+                if (callees[k] < ci) inner = inner + size[callees[k]] > limit ? limit + 1 : inner + size[callees[k]];
+            add += inner;
+            if (nc > 0 && inner > biggest) {
+                biggest = inner;
+                at = i;
             }
             n = n + add > limit ? limit + 1 : n + add;
         }
@@ -381,10 +397,11 @@ static bool check_call_growth(const HloModule *m, Arena *scratch, DiagEngine *di
         if (total > limit) {
             const HloInst *in = &c->insts[at];
             diag_error(diag, in->span,
-                       "%s: expanding the calls grows the module past %lld instructions (%d times its %lld, plus "
-                       "%lld): each caller gets its own copy of its callee's expanded body, so callees called more "
-                       "than once, nested, and long chains of calls multiply the instructions",
-                       in->name, (long long)limit, CALL_GROWTH_FACTOR, (long long)input, (long long)CALL_GROWTH_SLACK);
+                       "%s: expanding the called computations grows the module past %lld instructions (%d times "
+                       "its %lld, plus %lld): calls are inlined and loop bodies and branches partitioned once per "
+                       "use, so computations used more than once, nested, and long chains of calls multiply the "
+                       "instructions",
+                       in->name, (long long)limit, EXPAND_GROWTH_FACTOR, (long long)input, (long long)EXPAND_GROWTH_SLACK);
             return false;
         }
     }
@@ -394,7 +411,7 @@ static bool check_call_growth(const HloModule *m, Arena *scratch, DiagEngine *di
 bool canonicalize_module(HloModule *m, PassCtx *cx)
 {
     bool changed = false, inline_calls = !(cx->opt && cx->opt->keep_calls);
-    if (!check_call_growth(m, cx->scratch, cx->diag)) return false;
+    if (!check_expansion(m, cx->scratch, cx->diag)) return false;
     for (int32_t ci = 0; ci < m->n_comps; ci++) {
         if (!needs_rewrite(&m->comps[ci], inline_calls)) continue;
         if (!rewrite_computation(m, ci, cx->scratch, cx->diag, inline_calls)) return false;

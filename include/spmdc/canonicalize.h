@@ -14,6 +14,9 @@
  *    manual_axes) become XLA's: per value a Sharding custom-call and
  *    SPMDFullToShardShape / SPMDShardToFullShape with the manual sharding;
  *  - computations no longer reachable from the entry are dropped.
+ * A module whose called computations, expanded per use (calls inlined, loop
+ * bodies and branches partitioned per use), would pass four times its
+ * instructions plus 2^22 is refused with an error first.
  */
 #ifndef SPMDC_CANONICALIZE_H
 #define SPMDC_CANONICALIZE_H

@@ -1,0 +1,1 @@
+compile loop_body_expansion.hlo --mesh 4 -o out.hlo

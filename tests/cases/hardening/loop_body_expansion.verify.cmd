@@ -1,0 +1,1 @@
+verify loop_body_expansion.hlo --mesh 4
