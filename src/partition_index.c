@@ -693,7 +693,8 @@ bool part_topk(Part *p, int32_t i)
     cost += all_gather_bytes(p->mesh, &lv, last, atoms, na) + all_gather_bytes(p->mesh, &li, last, atoms, na);
     const Tiling *decl = part_decl_leaves(p, i);
     for (int32_t l = 0; l < 2 && cost < PART_INF_COST; l++)
-        cost += part_reshard_cost(p, &rs->elems[l], &leaves[l], &decl[l]);
+        if (part_leaf_read(p, i, l))
+            cost += part_reshard_cost(p, &rs->elems[l], &leaves[l], &decl[l]);
     if (have && ch.bytes < cost) /* a tie: the candidates (the operand is not gathered whole) */
         return part_rule_emit(p, &rc, &ch);
     if (cost >= PART_INF_COST)
@@ -907,7 +908,8 @@ bool part_reduce(Part *p, int32_t i)
         cand[l] = kept[l];
         cand[l].dims[cand[l].rank++] = 1;
         cost += all_gather_bytes(p->mesh, &cand[l], cand[l].rank - 1, atoms, na);
-        cost += part_reshard_cost(p, ls, &res, &decl[l]);
+        if (part_leaf_read(p, i, l))
+            cost += part_reshard_cost(p, ls, &res, &decl[l]);
     }
     /* an argmax / argmin pair may instead be finished by two all-reduces:
      * the extreme value, then the smallest index that holds it */

@@ -599,6 +599,14 @@ bool part_select_and_scatter(Part *p, int32_t i);
 
 /* ---- partition_shape.c: shape ops along split dims */
 
+/* Whether leaf `leaf` of instruction i's result is read: always for an
+ * array result, the computation's root or a tuple of tuples; for a tuple
+ * of arrays, when some user other than a get-tuple-element reads i, or a
+ * get-tuple-element of that leaf is itself read (has a user or is the
+ * root).  A leaf no one reads is never resharded, so its declared sharding
+ * costs nothing. */
+bool part_leaf_read(Part *p, int32_t i, int32_t leaf);
+
 /* Handlers: slice, pad, concatenate, reverse split on their moved dims by
  * halo exchanges and collective-permutes. */
 bool part_slice(Part *p, int32_t i);

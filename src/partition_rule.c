@@ -436,6 +436,8 @@ static int64_t cost_of(Part *p, const RuleCtx *rc, const RuleChoice *ch, int64_t
             return PART_INF_COST;
     }
     for (int32_t l = 0; l < r->n_out && bytes < PART_INF_COST && bytes <= bound; l++) {
+        if (!part_leaf_read(p, rc->inst, r->t[r->n_in + l].leaf))
+            continue;
         Shape s = shape_array(in->shape.type, r->t[r->n_in + l].rank, r->t[r->n_in + l].shape);
         const Shape *ls = shape_is_tuple(&in->shape) ? &in->shape.elems[r->t[r->n_in + l].leaf] : &in->shape;
         s.type = ls->type;

@@ -46,6 +46,27 @@ static int32_t only_user(Part *p, int32_t i)
     return u->users[u->start[i]];
 }
 
+bool part_leaf_read(Part *p, int32_t i, int32_t leaf)
+{
+    const HloComputation *c = &p->in->comps[p->ic];
+    const Shape *s = &part_in(p, i)->shape;
+    if (i == c->root || !shape_is_tuple(s) || leaf < 0 || leaf >= s->n_elems)
+        return true;
+    for (int32_t e = 0; e < s->n_elems; e++)
+        if (!shape_is_array(&s->elems[e]))
+            return true; /* nested: leaves and elements differ */
+    const HloUsers *u = users(p);
+    for (int32_t j = u->start[i]; j < u->start[i + 1]; j++) {
+        int32_t g = u->users[j];
+        const HloInst *gi = part_in(p, g);
+        if (gi->op != HLO_GET_TUPLE_ELEMENT)
+            return true;
+        if (hlo_attrs(gi)->index == leaf && (g == c->root || u->start[g + 1] > u->start[g]))
+            return true;
+    }
+    return false;
+}
+
 /* Whether i may disappear into its user: its only use (an annotation on
  * it asks for a state no instruction then reads: the folded op runs in its
  * own result's sharding). */

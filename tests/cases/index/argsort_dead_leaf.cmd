@@ -1,0 +1,1 @@
+compile argsort_dead_leaf.hlo --report text

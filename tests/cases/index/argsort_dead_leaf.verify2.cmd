@@ -1,0 +1,1 @@
+verify argsort_dead_leaf.hlo --mesh model=2
