@@ -632,6 +632,81 @@ static bool permute_plan(const Mesh *m, const Shape *global, const Tiling *from,
     return plan->n_steps > 0;
 }
 
+/* Tiles of dim d of a Wide state. */
+static int64_t wide_tiles(const Mesh *m, const Wide *w, int32_t d)
+{
+    int64_t t = 1;
+    for (int32_t i = 0; i < w->n[d]; i++)
+        t *= m->atom_size[w->a[d][i]];
+    return t;
+}
+
+/* The all-to-all-then-permute plan, for non-partial states that split on
+ * the same atoms, every dim divisible by its tiles in each: all-to-alls
+ * move the minor atom of a dim that has more tiles than the target's to
+ * the end of a dim that has fewer, until every dim has the target's tile
+ * count (the target's local shape); then one collective-permute sends each
+ * block to the device the target puts it on.  A split moved across dims
+ * ([{a}, {b}] to [{b}, {a}], a transposed operand) costs one all-to-all of
+ * the atoms that differ in count plus one block, where gathering and
+ * re-splitting costs more (XLA's plan). */
+static bool a2a_permute_plan(const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to,
+                             ReshardPlan *plan)
+{
+    plan->n_steps = 0;
+    plan->bytes = 0;
+    plan->full_remat = false;
+    if (from->partial || to->partial || from->perm || to->perm || tiling_used(from) != tiling_used(to) ||
+        tiling_equal(from, to))
+        return false;
+    Wide t;
+    widen(to, &t);
+    Planner pl = {m, global, &t, {0}, plan};
+    widen(from, &pl.c);
+    for (int32_t d = 0; d < t.rank; d++)
+        if (global->dims[d] % wide_tiles(m, &pl.c, d) != 0 || global->dims[d] % wide_tiles(m, &t, d) != 0)
+            return false;
+    for (;;) {
+        int32_t i = -1, j = -1;
+        for (int32_t d = 0; d < t.rank && i < 0; d++) {
+            int64_t have = wide_tiles(m, &pl.c, d), want = wide_tiles(m, &t, d);
+            if (have > want && pl.c.n[d] > 0 && have % (want * m->atom_size[pl.c.a[d][pl.c.n[d] - 1]]) == 0)
+                i = d;
+        }
+        if (i < 0)
+            break;
+        int8_t a = pl.c.a[i][pl.c.n[i] - 1];
+        for (int32_t d = 0; d < t.rank && j < 0; d++) {
+            int64_t have = wide_tiles(m, &pl.c, d), want = wide_tiles(m, &t, d);
+            if (d != i && have < want && want % (have * m->atom_size[a]) == 0)
+                j = d;
+        }
+        if (j < 0 || plan->n_steps + 2 > RESHARD_MAX_STEPS || (global->dims[j] % (wide_tiles(m, &pl.c, j) * m->atom_size[a])) != 0)
+            return false;
+        Wide nx = pl.c;
+        nx.n[i]--;
+        nx.a[j][nx.n[j]++] = a;
+        push(&pl, STEP_ALL_TO_ALL, i, j, &a, 1, &nx);
+    }
+    for (int32_t d = 0; d < t.rank; d++)
+        if (wide_tiles(m, &pl.c, d) != wide_tiles(m, &t, d))
+            return false;
+    if (!wide_equal(&pl.c, &t)) {
+        Tiling before;
+        narrow(&pl.c, &before);
+        ReshardStep *st = add_step(plan, STEP_COLLECTIVE_PERMUTE, to);
+        uint32_t moved = tiling_used(to);
+        for (int32_t a = 0; a < SPMDC_MAX_ATOMS; a++)
+            if (moved & (1u << a))
+                st->atoms[st->n_atoms++] = (int8_t)a;
+        Shape l = tiling_local_shape(&before, m, global);
+        st->bytes = comm_bytes_per_device(COLL_COLLECTIVE_PERMUTE, group_size(m, st->atoms, st->n_atoms),
+                                          shape_byte_size(&l), shape_byte_size(&l));
+        plan->bytes += st->bytes;
+    }
+    return plan->n_steps > 0;
+}
+
 static bool greedy_plan(const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to, ReshardPlan *plan)
 {
     Wide t;
@@ -708,6 +783,13 @@ bool reshard_plan(const Mesh *m, const Shape *global, const Tiling *from, const 
         return false;
     ReshardPlan cp;
     if (permute_plan(m, global, from, &mid, &cp) &&
+        (cp.bytes < plan->bytes || (cp.bytes == plan->bytes && cp.n_steps < plan->n_steps))) {
+        plan->n_steps = cp.n_steps;
+        memcpy(plan->steps, cp.steps, sizeof(ReshardStep) * (size_t)cp.n_steps);
+        plan->bytes = cp.bytes;
+        plan->full_remat = false;
+    }
+    if (a2a_permute_plan(m, global, from, &mid, &cp) &&
         (cp.bytes < plan->bytes || (cp.bytes == plan->bytes && cp.n_steps < plan->n_steps))) {
         plan->n_steps = cp.n_steps;
         memcpy(plan->steps, cp.steps, sizeof(ReshardStep) * (size_t)cp.n_steps);

@@ -1,0 +1,1 @@
+compile transpose_swap_axes.hlo --report text

@@ -1,0 +1,1 @@
+verify transpose_swap_axes.hlo
