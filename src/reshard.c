@@ -643,8 +643,8 @@ static int64_t wide_tiles(const Mesh *m, const Wide *w, int32_t d)
 
 /* The all-to-all-then-permute plan, for non-partial states that split on
  * the same atoms, every dim divisible by its tiles in each: all-to-alls
- * move the minor atom of a dim that has more tiles than the target's to
- * the end of a dim that has fewer, until every dim has the target's tile
+ * move the longest minor run of a dim that has more tiles than the
+ * target's to the end of a dim that has fewer, until every dim has the target's tile
  * count (the target's local shape); then one collective-permute sends each
  * block to the device the target puts it on.  A split moved across dims
  * ([{a}, {b}] to [{b}, {a}], a transposed operand) costs one all-to-all of
@@ -667,26 +667,41 @@ static bool a2a_permute_plan(const Mesh *m, const Shape *global, const Tiling *f
         if (global->dims[d] % wide_tiles(m, &pl.c, d) != 0 || global->dims[d] % wide_tiles(m, &t, d) != 0)
             return false;
     for (;;) {
-        int32_t i = -1, j = -1;
+        /* the longest minor run of a dim with too many tiles that a dim
+         * with too few can take whole: one all-to-all moves it */
+        int32_t i = -1, j = -1, k = 0;
         for (int32_t d = 0; d < t.rank && i < 0; d++) {
             int64_t have = wide_tiles(m, &pl.c, d), want = wide_tiles(m, &t, d);
-            if (have > want && pl.c.n[d] > 0 && have % (want * m->atom_size[pl.c.a[d][pl.c.n[d] - 1]]) == 0)
-                i = d;
+            if (have <= want)
+                continue;
+            for (int32_t n = pl.c.n[d]; n >= 1 && i < 0; n--) {
+                int64_t f = 1;
+                for (int32_t x = pl.c.n[d] - n; x < pl.c.n[d]; x++)
+                    f *= m->atom_size[pl.c.a[d][x]];
+                if (have % (want * f) != 0)
+                    continue;
+                for (int32_t e = 0; e < t.rank && j < 0; e++) {
+                    int64_t he = wide_tiles(m, &pl.c, e), we = wide_tiles(m, &t, e);
+                    if (e != d && he < we && we % (he * f) == 0 && global->dims[e] % (he * f) == 0)
+                        j = e;
+                }
+                if (j >= 0) {
+                    i = d;
+                    k = n;
+                }
+            }
         }
         if (i < 0)
             break;
-        int8_t a = pl.c.a[i][pl.c.n[i] - 1];
-        for (int32_t d = 0; d < t.rank && j < 0; d++) {
-            int64_t have = wide_tiles(m, &pl.c, d), want = wide_tiles(m, &t, d);
-            if (d != i && have < want && want % (have * m->atom_size[a]) == 0)
-                j = d;
-        }
-        if (j < 0 || plan->n_steps + 2 > RESHARD_MAX_STEPS || (global->dims[j] % (wide_tiles(m, &pl.c, j) * m->atom_size[a])) != 0)
+        if (plan->n_steps + 2 > RESHARD_MAX_STEPS)
             return false;
+        int8_t run[SPMDC_MAX_ATOMS];
+        memcpy(run, &pl.c.a[i][pl.c.n[i] - k], (size_t)k);
         Wide nx = pl.c;
-        nx.n[i]--;
-        nx.a[j][nx.n[j]++] = a;
-        push(&pl, STEP_ALL_TO_ALL, i, j, &a, 1, &nx);
+        nx.n[i] -= k;
+        memcpy(&nx.a[j][nx.n[j]], run, (size_t)k);
+        nx.n[j] += k;
+        push(&pl, STEP_ALL_TO_ALL, i, j, run, k, &nx);
     }
     for (int32_t d = 0; d < t.rank; d++)
         if (wide_tiles(m, &pl.c, d) != wide_tiles(m, &t, d))

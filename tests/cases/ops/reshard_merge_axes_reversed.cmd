@@ -1,0 +1,1 @@
+compile reshard_merge_axes_reversed.hlo --report text
