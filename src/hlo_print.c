@@ -517,6 +517,9 @@ static void put_attrs(StrBuf *b, const HloModule *m, const HloInst *inst, const 
     case HLO_IOTA:
         sb_printf(b, ", iota_dimension=%" PRId64, a->iota_dimension);
         break;
+    case HLO_REDUCE_PRECISION:
+        sb_printf(b, ", exponent_bits=%" PRId64 ", mantissa_bits=%" PRId64, a->exponent_bits, a->mantissa_bits);
+        break;
     case HLO_GET_TUPLE_ELEMENT:
         sb_puts(b, ", index=");
         sb_int(b, a->index);

@@ -416,6 +416,13 @@ static bool eval_unary(const Interp *ip, const HloInst *inst, const SimValue *a,
         return true;
     }
     *out = sim_value_new(&inst->shape);
+    if (inst->op == HLO_REDUCE_PRECISION) {
+        const HloAttrs *at = hlo_attrs(inst);
+        if (!num_reduce_precision(t, sim_value_data(a), sim_value_data(out), elem_count(&inst->shape),
+                                  at->exponent_bits, at->mantissa_bits))
+            return interp_error(ip, inst, "reduce-precision is not defined on %s", elem_type_name(t));
+        return true;
+    }
     if (!num_unary(inst->op, t, sim_value_data(a), rt, sim_value_data(out), elem_count(&inst->shape)))
         return interp_error(ip, inst, "%s is not defined on %s", hlo_opcode_name(inst->op), elem_type_name(t));
     return true;

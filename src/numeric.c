@@ -314,6 +314,58 @@ static bool unary_i(HloOpcode op, ElemType t, const int64_t *a, int64_t *r, int6
     return true;
 }
 
+/* x's bits (a format of `eb` exponent and `mb` mantissa bits, held in the
+ * low bits of u) rounded to exponent_bits and mantissa_bits, XLA's
+ * algorithm (the evaluator's ReducePrecision). */
+static uint64_t reduce_bits(uint64_t u, int eb, int mb, int64_t exponent_bits, int64_t mantissa_bits)
+{
+    uint64_t exp_mask = (((uint64_t)1 << eb) - 1) << mb, man_mask = ((uint64_t)1 << mb) - 1;
+    bool nan = (u & exp_mask) == exp_mask && (u & man_mask) != 0;
+    uint64_t x = u;
+    if (mantissa_bits < mb) {
+        int shift = mb - (int)mantissa_bits;
+        uint64_t last = (uint64_t)1 << shift;
+        uint64_t bias = (last >> 1) - 1 + ((x & last) >> shift);
+        x = (x + bias) & ~(last - 1);
+    }
+    if (exponent_bits < eb) {
+        uint64_t sign = (uint64_t)1 << (eb + mb);
+        uint64_t ebias = ((uint64_t)1 << (eb - 1)) - 1;
+        uint64_t rbias = exponent_bits > 0 ? ((uint64_t)1 << (exponent_bits - 1)) - 1 : 0;
+        uint64_t e = x & exp_mask;
+        if (e > (ebias + rbias) << mb)
+            x = (x & sign) | exp_mask;
+        else if (e <= (ebias - rbias) << mb)
+            x = x & sign;
+    }
+    if (nan)
+        x = mantissa_bits > 0 ? u : (u & ~man_mask);
+    return x;
+}
+
+bool num_reduce_precision(ElemType t, const void *a, void *r, int64_t n, int64_t exponent_bits,
+                          int64_t mantissa_bits)
+{
+    int eb, mb; /* the element type's own widths: only narrower ones change a value */
+    switch (t) {
+    case ET_F16: eb = 5; mb = 10; break;
+    case ET_BF16: eb = 8; mb = 7; break;
+    case ET_F32: eb = 8; mb = 23; break;
+    case ET_F64: eb = 11; mb = 52; break;
+    default: return false;
+    }
+    if (exponent_bits > eb) exponent_bits = eb;
+    if (mantissa_bits > mb) mantissa_bits = mb;
+    int bytes = (1 + eb + mb) / 8; /* each element's own encoding, rounded in place */
+    for (int64_t k = 0; k < n; k++) {
+        uint64_t u = 0;
+        memcpy(&u, (const char *)a + bytes * k, (size_t)bytes); /* little-endian hosts */
+        u = reduce_bits(u, eb, mb, exponent_bits, mantissa_bits);
+        memcpy((char *)r + bytes * k, &u, (size_t)bytes);
+    }
+    return true;
+}
+
 bool num_unary(HloOpcode op, ElemType t, const void *a, ElemType rt, void *r, int64_t n)
 {
     if (op == HLO_IS_FINITE && !num_is_float(t)) return false;

@@ -440,7 +440,7 @@ static const char XLA_COMPILED_OPCODES[] =
     " fusion copy-start copy-done all-gather-start all-gather-done all-reduce-start all-reduce-done "
     "collective-permute-start collective-permute-done async-start async-update async-done add-dependency ";
 static const char XLA_OTHER_OPCODES[] =
-    " fft cholesky triangular-solve batch-norm-training batch-norm-inference batch-norm-grad reduce-precision "
+    " fft cholesky triangular-solve batch-norm-training batch-norm-inference batch-norm-grad "
     "stochastic-convert collective-broadcast ragged-all-to-all domain dynamic-reshape get-dimension-size "
     "set-dimension-size rng-get-and-update-state ";
 

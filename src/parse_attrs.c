@@ -813,6 +813,8 @@ static const AttrSpec ATTR_SPECS[] = {
     {"batch_group_count", at_int, F(batch_group_count), false, 0},
     {"index", at_int, F(index), false, 0},
     {"iota_dimension", at_int, F(iota_dimension), false, 0},
+    {"exponent_bits", at_int, F(exponent_bits), false, 0},
+    {"mantissa_bits", at_int, F(mantissa_bits), false, 0},
     {"channel_id", at_int, F(channel_id), false, 0},
     {"index_vector_dim", at_int, F(index_vector_dim), false, 0},
     {"use_global_device_ids", at_bool, F(use_global_device_ids), false, 0},
@@ -865,6 +867,7 @@ static const struct {
     {HLO_SLICE, {"slice"}},
     {HLO_PAD, {"padding"}},
     {HLO_IOTA, {"iota_dimension"}},
+    {HLO_REDUCE_PRECISION, {"exponent_bits", "mantissa_bits"}},
     {HLO_GET_TUPLE_ELEMENT, {"index"}},
     {HLO_CONVOLUTION, {"dim_labels"}},
     {HLO_DYNAMIC_SLICE, {"dynamic_slice_sizes"}},
@@ -995,6 +998,7 @@ static const char XLA_KNOWN_ATTRS[] =
     "use_global_device_ids window ";
 static const char *const XLA_OP_ATTRS[HLO_OPCODE_COUNT] = {
     [HLO_IOTA] = "iota_dimension",
+    [HLO_REDUCE_PRECISION] = "exponent_bits mantissa_bits",
     [HLO_GET_TUPLE_ELEMENT] = "index",
     [HLO_EXP] = "result_accuracy",
     [HLO_EXPM1] = "result_accuracy",

@@ -47,6 +47,12 @@ void num_store_i(ElemType t, void *buf, int64_t start, int64_t n, const int64_t 
  * the opcode does not apply to the type.  unary: in type t, result type rt
  * (differs for is-finite); binary: both operands and result of type t. */
 bool num_unary(HloOpcode op, ElemType t, const void *a, ElemType rt, void *r, int64_t n);
+/* reduce-precision of n floating-point elements of type t from a to r (XLA's
+ * semantics: the mantissa rounded to nearest even to mantissa_bits, values
+ * outside the exponent range of exponent_bits to a signed infinity or zero,
+ * NaN kept a NaN); false for a type that is not floating-point. */
+bool num_reduce_precision(ElemType t, const void *a, void *r, int64_t n, int64_t exponent_bits,
+                          int64_t mantissa_bits);
 bool num_binary(HloOpcode op, ElemType t, const void *a, const void *b, void *r, int64_t n);
 bool num_binary_ok(HloOpcode op, ElemType t);
 /* One element of a binary op (num_binary_ok must hold): float types rounded

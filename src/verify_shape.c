@@ -258,6 +258,7 @@ static bool unary_type_ok(HloOpcode op, ElemType t, const char **want)
     bool s = elem_type_is_signed_int(t);
     switch (op) {
     case HLO_FLOOR: case HLO_CEIL: case HLO_ROUND_AFZ: case HLO_ROUND_EVEN: case HLO_ERF: case HLO_IS_FINITE:
+    case HLO_REDUCE_PRECISION:
         *want = "a floating-point";
         return f;
     case HLO_EXP: case HLO_EXPM1: case HLO_LOG: case HLO_LOG1P: case HLO_SQRT: case HLO_RSQRT: case HLO_CBRT:

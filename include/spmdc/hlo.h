@@ -145,6 +145,7 @@ typedef struct HloAttrs {
     int64_t feature_group_count, batch_group_count; /* 0 = absent (means 1) */
     int64_t index;                      /* get-tuple-element */
     int64_t iota_dimension;             /* iota */
+    int64_t exponent_bits, mantissa_bits; /* reduce-precision */
     int64_t channel_id;                 /* 0 = absent */
     int64_t k;                          /* topk: the number of elements kept (-1 = absent) */
     int64_t index_vector_dim;           /* gather/scatter */

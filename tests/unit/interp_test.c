@@ -818,6 +818,44 @@ static void test_sort(void **state)
  * index first among equals; and the TopK custom-call by its comparator, or
  * without one the largest (XLA's CPU runtime gives [7,3,2] of
  * [0.5,3,-1,2,7,1], indices [4,1,3]). */
+/* reduce-precision, the values XLA:CPU computes (jax 0.10.2,
+ * lax.reduce_precision): the mantissa rounds to nearest even, values past
+ * the reduced exponent range become a signed infinity, values below its
+ * smallest normal a signed zero, NaN stays NaN; f16 rounds its own
+ * encoding. */
+static void test_reduce_precision(void **state)
+{
+    (void)state;
+    static const int64_t eb[3] = {5, 8, 4}, mb[3] = {10, 7, 3};
+    HloModule *m = hlo_module_new("t");
+    TB e = tb_new(m, "main", true);
+    int32_t x = tb_param(&e, 0, SH(F32, 11)), h = tb_param(&e, 1, SH(F16, 6));
+    int32_t r[4];
+    for (int k = 0; k < 3; k++) {
+        r[k] = tb_add(&e, HLO_REDUCE_PRECISION, SH(F32, 11), OPS(x));
+        tb_attrs(&e, r[k])->exponent_bits = eb[k];
+        tb_attrs(&e, r[k])->mantissa_bits = mb[k];
+    }
+    r[3] = tb_add(&e, HLO_REDUCE_PRECISION, SH(F16, 6), OPS(h));
+    tb_attrs(&e, r[3])->exponent_bits = 4;
+    tb_attrs(&e, r[3])->mantissa_bits = 2;
+    Shape el[4] = {SH(F32, 11), SH(F32, 11), SH(F32, 11), SH(F16, 6)};
+    Shape all = {.type = ET_TUPLE, .n_elems = 4, .elems = el};
+    tb_add(&e, HLO_TUPLE, all, OPS(r[0], r[1], r[2], r[3]));
+    SimValue args[2] = {val_f(SH(F32, 11), DL(1 + 0x1p-10, 1 + 0x1p-11, 1 + 3 * 0x1p-11, 65520.0, 70000.0, 1e-5,
+                                               6.0e-8, -3.3, NAN, INFINITY, 1 + 0x1p-8 + 0x1p-9)),
+                        val_f(SH(F16, 6), DL(1.0, 1.0625, 1.09375, 0.0000305, 300.0, -0.3))};
+    SimValue v = run(m, args, 2);
+    EXPECT_F(&v.elems[0], 1.0009765625, 1.0, 1.001953125, INFINITY, INFINITY, 0.0, 0.0, -3.30078125, NAN, INFINITY,
+             1.005859375);
+    EXPECT_F(&v.elems[1], 1.0, 1.0, 1.0, 65536.0, 70144.0, 1.0013580322265625e-05, 6.007030606269836e-08, -3.296875,
+             NAN, INFINITY, 1.0078125);
+    EXPECT_F(&v.elems[2], 1.0, 1.0, 1.0, INFINITY, INFINITY, 0.0, 0.0, -3.25, NAN, INFINITY, 1.0);
+    EXPECT_F(&v.elems[3], 1.0, 1.0, 1.0, 0.0, INFINITY, -0.3125);
+    sim_value_release(&v);
+    hlo_module_free(m);
+}
+
 static void test_topk(void **state)
 {
     (void)state;
@@ -1192,6 +1230,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gather_scatter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sort, setup, teardown),
         cmocka_unit_test_setup_teardown(test_topk, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reduce_precision, setup, teardown),
         cmocka_unit_test_setup_teardown(test_random, setup, teardown),
         cmocka_unit_test_setup_teardown(test_control_flow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),

@@ -1,0 +1,1 @@
+compile reduce_precision_split.hlo --report text

@@ -1,0 +1,1 @@
+verify reduce_precision_split.hlo --mesh model=8
