@@ -608,9 +608,15 @@ static void put_attrs(StrBuf *b, const HloModule *m, const HloInst *inst, const 
 }
 
 /* Verbatim attributes that only annotate the program (dropped unless
- * print_raw_attrs). */
-static bool is_annotation(const char *name)
+ * print_raw_attrs); the backend_config of a custom-call to a callee is the
+ * callee's configuration (a LAPACK call's uplo), never dropped (that of
+ * the partitioner's own Sharding and SPMD* targets is a hint). */
+static bool is_annotation(const HloInst *inst, const HloAttrs *a, const char *name)
 {
+    const char *t = a->custom_call_target;
+    if (inst->op == HLO_CUSTOM_CALL && strcmp(name, "backend_config") == 0 && t && strcmp(t, "Sharding") != 0 &&
+        strncmp(t, "SPMD", 4) != 0)
+        return false;
     static const char *const names[] = {"metadata",    "frontend_attributes", "backend_config",
                                         "statistics",  "origin",              "control-predecessors",
                                         "parameter_replication"};
@@ -699,7 +705,9 @@ static void print_inst(StrBuf *b, const HloModule *m, int32_t c, int32_t i, cons
     sb_putc(b, '%');
     sb_puts(b, inst->name);
     sb_puts(b, " = ");
-    put_shape_memo(b, &inst->shape, opt->print_layouts, memo);
+    /* a custom-call's result layout is the layout its callee writes (a LAPACK
+     * call's column-major {1,2,0}): always printed */
+    put_shape_memo(b, &inst->shape, opt->print_layouts || inst->op == HLO_CUSTOM_CALL, memo);
     sb_putc(b, ' ');
     sb_puts(b, hlo_opcode_name(inst->op));
     put_operands(b, m, c, inst, a);
@@ -717,7 +725,7 @@ static void print_inst(StrBuf *b, const HloModule *m, int32_t c, int32_t i, cons
         }
     }
     for (int32_t k = 0; k < a->n_raw; k++)
-        if (opt->print_raw_attrs || !is_annotation(a->raw[k].name))
+        if (opt->print_raw_attrs || !is_annotation(inst, a, a->raw[k].name))
             sb_printf(b, ", %s=%s", a->raw[k].name, a->raw[k].text);
 }
 

@@ -1084,11 +1084,78 @@ static bool is_target(const HloInst *in, const char *t)
     return in->op == HLO_CUSTOM_CALL && ct && strcmp(ct, t) == 0;
 }
 
+/* The leading batch dims a custom-call declares (frontend_attributes
+ * num_batch_dims="N", which JAX puts on its batched LAPACK calls and XLA's
+ * batch partitioner reads), or 0. */
+static int64_t custom_call_batch_dims(const HloInst *in)
+{
+    const HloAttrs *a = hlo_attrs(in);
+    static const char key[] = "num_batch_dims=\"";
+    for (int32_t k = 0; k < a->n_raw; k++) {
+        if (strcmp(a->raw[k].name, "frontend_attributes") != 0)
+            continue;
+        const char *t = a->raw[k].text, *s = strstr(t, key);
+        if (!s || (s > t && s[-1] != '{' && s[-1] != ',' && s[-1] != ' '))
+            return 0;
+        int64_t v = 0;
+        for (s += sizeof key - 1; *s >= '0' && *s <= '9' && v <= SPMDC_MAX_RANK; s++)
+            v = v * 10 + (*s - '0');
+        return *s == '"' && v <= SPMDC_MAX_RANK ? v : 0;
+    }
+    return 0;
+}
+
+/* Whether every operand and result leaf of custom-call i is an array whose
+ * first nb dims are the same sizes (the shared batch dims). */
+static bool batch_dims_agree(const HloComputation *comp, const HloInst *in, int64_t nb)
+{
+    const Shape *first = NULL;
+    int32_t nl = shape_is_tuple(&in->shape) ? in->shape.n_elems : 1;
+    for (int32_t k = 0; k < in->n_operands + nl; k++) {
+        const Shape *s = k < in->n_operands ? &comp->insts[in->operands[k]].shape
+                         : shape_is_tuple(&in->shape) ? &in->shape.elems[k - in->n_operands] : &in->shape;
+        if (!shape_is_array(s) || s->rank < nb)
+            return false;
+        if (!first)
+            first = s;
+        else if (memcmp(s->dims, first->dims, sizeof(int64_t) * (size_t)nb) != 0)
+            return false;
+    }
+    return first != NULL;
+}
+
+/* A custom-call with nb batch dims: they are pass-through factors shared by
+ * every operand and result leaf (each batch element is computed apart, as
+ * XLA's batch partitioner runs the call on each device's batch shard); every
+ * other dim is needed whole. */
+static bool b_batch_custom_call(Builder *b, int64_t nb)
+{
+    if (!batch_dims_agree(b->comp, b->in, nb))
+        return false;
+    const Shape *s0 = b->in->n_operands ? opshape(b, 0) : result_leaf(b, 0);
+    int32_t first = b->r->n_factors;
+    for (int64_t d = 0; d < nb; d++)
+        new_factor(b, s0->dims[d], FACTOR_PASS, REDUCE_NONE);
+    int32_t nl = n_result_leaves(b);
+    for (int32_t k = 0; k < b->in->n_operands + nl; k++) {
+        int32_t t = k < b->in->n_operands ? add_operand(b, k)
+                                          : add_tensor(b, -1, k - b->in->n_operands, result_leaf(b, k - b->in->n_operands));
+        for (int32_t d = 0; d < b->r->t[t].rank; d++) {
+            if (d < nb)
+                dim_add(b, t, d, first + d);
+            else
+                dim_own(b, t, d, FACTOR_NEED_REPLICATION);
+        }
+    }
+    return true;
+}
+
 static bool b_custom_call(Builder *b)
 {
     if (is_target(b->in, "TopK"))
         return b_topk(b);
-    return false;
+    int64_t nb = custom_call_batch_dims(b->in);
+    return nb > 0 && b_batch_custom_call(b, nb);
 }
 
 /* ================================================================ the registry */
@@ -1226,6 +1293,9 @@ OpRuleClass oprule_class(const HloModule *m, int32_t c, int32_t i)
         if (is_target(in, "SPMDFullToShardShape") || is_target(in, "SPMDShardToFullShape"))
             return RULE_MANUAL_BORDER;
         if (is_target(in, "TopK"))
+            return RULE_FACTORS;
+        int64_t nb = custom_call_batch_dims(in);
+        if (nb > 0 && batch_dims_agree(hlo_comp(m, c), in, nb))
             return RULE_FACTORS;
         return RULE_OPAQUE;
     }

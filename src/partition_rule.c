@@ -984,6 +984,77 @@ bool part_rule_emit(Part *p, const RuleCtx *rc, const RuleChoice *ch)
     return emit_clone(p, rc, ch, ops, leaves, &d->local, d->partial);
 }
 
+/* A custom-call's operand_layout_constraints ({f32[8,4,4]{1,2,0}, ...}, one
+ * shape per operand) rewritten to the per-device operands' shapes, the
+ * layouts kept; a (copied) raw attribute array in a, or a unchanged when
+ * the text is not one shape per operand. */
+static void localize_layout_constraints(Part *p, const int32_t *ops, int32_t n, HloAttrs *a)
+{
+    int32_t at = -1;
+    for (int32_t k = 0; k < a->n_raw; k++)
+        if (strcmp(a->raw[k].name, "operand_layout_constraints") == 0)
+            at = k;
+    if (at < 0)
+        return;
+    const char *s = a->raw[at].text;
+    StrBuf b = {0};
+    bool ok = *s++ == '{';
+    sb_putc(&b, '{');
+    for (int32_t k = 0; ok && k < n; k++) {
+        const char *lb = strchr(s, '['), *rb = lb ? strchr(lb, ']') : NULL;
+        if (!lb || !rb) {
+            ok = false;
+            break;
+        }
+        const Shape *ls = &part_out(p, ops[k])->shape;
+        sb_printf(&b, "%s%.*s[", k ? ", " : "", (int)(lb - s), s);
+        for (int32_t d = 0; d < ls->rank; d++)
+            sb_printf(&b, "%s%lld", d ? "," : "", (long long)ls->dims[d]);
+        sb_putc(&b, ']');
+        s = rb + 1;
+        if (*s == '{') { /* the layout */
+            const char *e = strchr(s, '}');
+            if (!e) {
+                ok = false;
+                break;
+            }
+            sb_printf(&b, "%.*s", (int)(e + 1 - s), s);
+            s = e + 1;
+        }
+        if (k + 1 < n) {
+            ok = *s == ',';
+            s += ok;
+            while (*s == ' ')
+                s++;
+        }
+    }
+    if (ok && strcmp(s, "}") == 0) {
+        sb_putc(&b, '}');
+        RawAttr *raw = ARENA_ARRAY(p->out->arena, RawAttr, a->n_raw);
+        memcpy(raw, a->raw, sizeof(RawAttr) * (size_t)a->n_raw);
+        raw[at].text = arena_strdup(p->out->arena, sb_cstr(&b));
+        a->raw = raw;
+    }
+    sb_free(&b);
+}
+
+/* The per-device shape *l (a fresh copy of its tuple's elements) takes the
+ * layouts of global shape g, leaf by leaf: a custom-call's result layout is
+ * the layout its callee writes. */
+static void keep_layouts(Part *p, const Shape *g, Shape *l)
+{
+    if (shape_is_tuple(g) && shape_is_tuple(l) && g->n_elems == l->n_elems) {
+        Shape *e = ARENA_ARRAY(p->out->arena, Shape, l->n_elems);
+        memcpy(e, l->elems, sizeof(Shape) * (size_t)l->n_elems);
+        for (int32_t k = 0; k < l->n_elems; k++)
+            keep_layouts(p, &g->elems[k], &e[k]);
+        l->elems = e;
+    } else if (shape_is_array(g) && shape_is_array(l) && g->rank == l->rank && g->has_layout) {
+        l->has_layout = true;
+        memcpy(l->minor_to_major, g->minor_to_major, sizeof l->minor_to_major);
+    }
+}
+
 /* part_rule_emit's op and result, once its operands are ops and its result's
  * per-device shape l. */
 static bool emit_clone(Part *p, const RuleCtx *rc, const RuleChoice *ch, const int32_t *ops, const Tiling *leaves,
@@ -997,6 +1068,10 @@ static bool emit_clone(Part *p, const RuleCtx *rc, const RuleChoice *ch, const i
     if (!rc->dec || rc->dec->localize != 1) { /* the same decision localizes the same attributes alike */
         HloAttrs a = *hlo_attrs(ri);
         oprule_localize_attrs(&rc->rule, p->in, p->ic, rc->inst, &ch->fs, p->mesh, &a);
+        if (in->op == HLO_CUSTOM_CALL) {
+            localize_layout_constraints(p, ops, in->n_operands, &a);
+            keep_layouts(p, &in->shape, &ri->shape);
+        }
         bool change = memcmp(&a, hlo_attrs(ri), sizeof a) != 0;
         if (change)
             *hlo_attrs_mut(p->out, ri) = a;

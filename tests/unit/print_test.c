@@ -468,8 +468,10 @@ static void test_calls_and_raw(void **state)
                              "api_version=API_VERSION_TYPED_FFI");
     a->called = L(f, 1, (int64_t[]){0});
     a->custom_call_target = "a\"b";
+    /* a callee's backend_config configures it (a LAPACK call's uplo): kept */
     expect_inst(f, cc, &NONE, "%cc = f32[8,16] custom-call(%p), custom_call_target=\"a\\\"b\", "
-                              "called_computations={%sum}, api_version=API_VERSION_TYPED_FFI");
+                              "called_computations={%sum}, backend_config=\"unspecified_dims=[1]\", "
+                              "api_version=API_VERSION_TYPED_FFI");
 
     /* shardings: the syntax before binding, the bound form after */
     HloInst *p = hlo_inst(f->m, f->main, 0);

@@ -1,0 +1,1 @@
+compile custom_call_batch_dims.hlo --report text
