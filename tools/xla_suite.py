@@ -8,8 +8,8 @@ compile each, verify what compiles, and count the outcomes.
 
 The test file comes from an XLA checkout (it is not part of this
 repository).  Every TEST_F / TEST_P whose body holds a raw string R"(...)"
-with `HloModule` gives one module per such string, named after the test
-(suffix _2, _3, ... for further strings).  Its device count is the first of:
+(or R"hlo(...)hlo", any delimiter) with `HloModule` gives one module per such
+string, named after the test (suffix _2, _3, ... for further strings).  Its device count is the first of:
 
   1. the module header's num_partitions=N;
   2. what the test names: `/*num_devices=*/N`, or the second argument of
@@ -42,7 +42,7 @@ import subprocess
 import sys
 
 TEST_RE = re.compile(r"TEST_[FP]\(\s*\w+\s*,\s*(\w+)\s*\)")
-RAW_RE = re.compile(r'R"\((.*?)\)"', re.S)
+RAW_RE = re.compile(r'R"([^()\\\s]{0,16})\((.*?)\)\1"', re.S)
 ND_RE = re.compile(r"num_devices\s*=\s*\*/\s*(\d+)")
 PC_RE = re.compile(r"PartitionComputation\(\s*\w+\s*,\s*(\d+)")
 NP_RE = re.compile(r"num_partitions\s*=\s*(\d+)")
@@ -80,7 +80,7 @@ def extract(text):
     out = []
     for (start, name), (end, _) in zip(marks, marks[1:]):
         body = text[start:end]
-        mods = [m.group(1).lstrip("\n") for m in RAW_RE.finditer(body) if "HloModule" in m.group(1)]
+        mods = [m.group(2).lstrip("\n") for m in RAW_RE.finditer(body) if "HloModule" in m.group(2)]
         counts = ND_RE.findall(body) or PC_RE.findall(body)
         for i, hlo in enumerate(mods):
             nd = counts[min(i, len(counts) - 1)] if counts else ""
