@@ -280,8 +280,10 @@ static bool has_unknown(const ShardingSyntax *s)
  * its first operand), not its token result; a tuple sharding may end in one
  * more element, the token's (as XLA's sharding propagation writes it), which
  * is dropped.  Bound against the data, then
- * kept on the token as replicated or {maximal device=N} when every leaf
- * is; data split across devices is not partitioned yet (an error). */
+ * kept on the token as replicated, {manual} or {maximal device=N} when
+ * every leaf is ({manual}: each device sends its own data, as written, in
+ * a manual region); data split across devices is not partitioned yet (an
+ * error). */
 static bool bind_outfeed(HloModule *m, const HloComputation *c, HloInst *inst, Sharding *s, DiagEngine *diag)
 {
     const Shape *data = &c->insts[inst->operands[0]].shape;
@@ -292,9 +294,10 @@ static bool bind_outfeed(HloModule *m, const HloComputation *c, HloInst *inst, S
     if (!sharding_bind(&syn, &m->mesh, data, &d, m->arena, diag)) return false;
     int32_t n = d.kind == SHARDING_TUPLE ? d.n_elems : 1;
     int64_t dev = -1;
-    bool repl = true, same = true;
+    bool repl = true, same = true, manual = n > 0;
     for (int32_t k = 0; k < n; k++) {
         const Sharding *l = d.kind == SHARDING_TUPLE ? &d.elems[k] : &d;
+        manual &= l->kind == SHARDING_MANUAL;
         if (l->kind == SHARDING_MAXIMAL) {
             repl = false;
             same &= dev < 0 || dev == l->device;
@@ -303,13 +306,15 @@ static bool bind_outfeed(HloModule *m, const HloComputation *c, HloInst *inst, S
             repl = same = false;
         }
     }
-    if (!repl && !(same && dev >= 0 && n > 0)) {
+    if (!repl && !manual && !(same && dev >= 0 && n > 0)) {
         diag_error(diag, inst->span, "%s: an outfeed of data split across devices is not partitioned yet (its "
-                   "sharding describes the data; replicated or {maximal device=N} are)", inst->name);
+                   "sharding describes the data; replicated, {manual} or {maximal device=N} are)", inst->name);
         return false;
     }
     *s = sharding_replicated();
-    if (!repl) {
+    if (manual) {
+        *s = d.kind == SHARDING_TUPLE ? d.elems[0] : d; /* each device sends its own data, as written */
+    } else if (!repl) {
         s->kind = SHARDING_MAXIMAL;
         s->device = dev;
     }

@@ -135,10 +135,13 @@ bool part_call(Part *p, int32_t i)
 
 /* ================================================================ transfers */
 
-/* The device a transfer runs on: -1 every device (replicated), N for
- * {maximal device=N} (every maximal leaf on the same N); -2 after an error. */
-static int64_t transfer_device(Part *p, const HloInst *in)
+/* The device a transfer runs on: -1 every device (replicated, or an
+ * outfeed of {manual} data in a manual region: each device sends its own
+ * data, as written), N for {maximal device=N} (every maximal leaf on the
+ * same N); -2 after an error. */
+static int64_t transfer_device(Part *p, int32_t i)
 {
+    const HloInst *in = part_in(p, i);
     const Sharding *sh = in->sharding;
     int32_t n = sh && sh->kind == SHARDING_TUPLE ? sh->n_elems : 1;
     int64_t dev = -1;
@@ -146,6 +149,8 @@ static int64_t transfer_device(Part *p, const HloInst *in)
         const Sharding *l = sh->kind == SHARDING_TUPLE ? &sh->elems[k] : sh;
         if (l->kind == SHARDING_MAXIMAL && (dev == -1 || dev == l->device)) {
             dev = l->device;
+        } else if (l->kind == SHARDING_MANUAL && in->op == HLO_OUTFEED && p->vals[i].manual) {
+            continue;
         } else if (l->kind == SHARDING_MAXIMAL || l->kind == SHARDING_MANUAL || l->manual_atoms ||
                    (l->kind == SHARDING_TILED && !sharding_is_replicated(l))) {
             diag_error(p->cx->diag, in->span,
@@ -253,7 +258,7 @@ static void one_device_leaves(Part *p, const HloInst *in, Tiling *leaves, int32_
 bool part_transfer(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
-    int64_t dev = transfer_device(p, in);
+    int64_t dev = transfer_device(p, i);
     if (dev == -2)
         return false;
     if (dev >= 0 && in->op != HLO_INFEED && in->op != HLO_OUTFEED) {

@@ -1,0 +1,1 @@
+compile outfeed_manual.hlo --mesh 2

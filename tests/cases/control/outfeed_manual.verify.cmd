@@ -1,0 +1,1 @@
+verify outfeed_manual.hlo --mesh 2
