@@ -12,8 +12,8 @@ repository).  Every TEST_F / TEST_P whose body holds a raw string R"(...)"
 string, named after the test (suffix _2, _3, ... for further strings).  Its device count is the first of:
 
   1. the module header's num_partitions=N;
-  2. what the test names: `/*num_devices=*/N`, or the second argument of
-     PartitionComputation (the partitioner suite);
+  2. what the test names: `/*num_devices=*/N` or `/*num_partitions=*/N`,
+     or the second argument of PartitionComputation (the partitioner suite);
   3. derived from the module's shardings (the propagation suite names no
      count): the largest over all shardings of
        - an explicit device list (`devices=[2,2]0,3,1,2`, `maximal
@@ -43,7 +43,7 @@ import sys
 
 TEST_RE = re.compile(r"TEST_[FP]\(\s*\w+\s*,\s*(\w+)\s*\)")
 RAW_RE = re.compile(r'R"([^()\\\s]{0,16})\((.*?)\)\1"', re.S)
-ND_RE = re.compile(r"num_devices\s*=\s*\*/\s*(\d+)")
+ND_RE = re.compile(r"num_(?:devices|partitions)\s*=\s*\*/\s*(\d+)")
 PC_RE = re.compile(r"PartitionComputation\(\s*\w+\s*,\s*(\d+)")
 NP_RE = re.compile(r"num_partitions\s*=\s*(\d+)")
 TILE_RE = re.compile(r"devices=\[([\d,\s]+)\]\s*(<=|[\d,\s]+)")
