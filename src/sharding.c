@@ -1186,6 +1186,12 @@ bool sharding_bind(const ShardingSyntax *syn, const Mesh *m, const Shape *shape,
     bool tuple_shape = shape_is_tuple(shape);
     if (syn->kind == SSYN_TUPLE) {
         int32_t leaves = tuple_shape ? shape_leaf_count(shape) : -1;
+        if (leaves == 0 && syn->n_elems == 1) {
+            /* a shape without leaves (`()`) takes one element, as XLA's
+             * HloSharding::RequiredLeaves has it: the element alone */
+            sb_free(&tmp);
+            return sharding_bind(&syn->elems[0], m, shape, out, arena, diag);
+        }
         if (leaves != syn->n_elems) {
             StrBuf sh = {0};
             shape_print(&sh, shape, false);

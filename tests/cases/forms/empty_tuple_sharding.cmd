@@ -1,0 +1,1 @@
+compile empty_tuple_sharding.hlo

@@ -1,0 +1,1 @@
+propagate empty_tuple_sharding.hlo --explain

@@ -1,0 +1,1 @@
+verify empty_tuple_sharding.hlo
