@@ -356,7 +356,14 @@ bool budget_read(Budget *b, const char *text, size_t len, uint32_t file_id, cons
         size_t ke = eq, vb = eq + 1;
         while (ke > a && (text[ke - 1] == ' ' || text[ke - 1] == '\t')) ke--;
         while (vb < z && (text[vb] == ' ' || text[vb] == '\t')) vb++;
-        if (ke == a || vb == z || memchr(text + a, 0, z - a)) {
+        const char *nul = memchr(text + a, 0, z - a);
+        if (nul) {
+            diag_error(diag, span_at(file_id, line, (uint32_t)(nul - (text + start)) + 1, 1),
+                       "NUL byte in the budget file (a budget file must not contain NUL)");
+            ok = false;
+            continue;
+        }
+        if (ke == a || vb == z) {
             diag_error(diag, span_at(file_id, line, col, (uint32_t)(z - a)),
                        ke == a ? "a budget line needs a key before '='" : "a budget line needs a value after '='");
             ok = false;
