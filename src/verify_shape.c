@@ -621,6 +621,8 @@ static bool infer_iota(Infer *x, Shape *o)
     const Shape *d = &x->in->shape;
     if (!want_declared_array(x)) return false;
     if (d->rank == 0) return fail(x, "iota needs a result of rank >= 1, declared %s", shs(x, d));
+    if (!elem_type_is_integral(d->type) && !elem_type_is_float(d->type) && !elem_type_is_complex(d->type))
+        return fail(x, "iota needs an integer, floating-point or complex result, declared %s", shs(x, d));
     if (x->a->iota_dimension < 0 || x->a->iota_dimension >= d->rank)
         return fail(x, "iota_dimension=%lld is not a dimension of %s", (long long)x->a->iota_dimension, shs(x, d));
     *o = plain(d);

@@ -1,0 +1,1 @@
+compile iota_pred.hlo --mesh 4 -o out.hlo
