@@ -349,19 +349,32 @@ static void prune(HloModule *m, Arena *scratch)
 #define EXPAND_GROWTH_FACTOR 4
 #define EXPAND_GROWTH_SLACK (INT64_C(1) << 22)
 
-/* The computations instruction in expands per use (a call's callee, a
- * loop's body and condition, a conditional's branches) into out; the count. */
-static int32_t expanded_callees(const HloInst *in, int32_t *out, int32_t cap)
+/* The instructions the computations in expands per use (a call's callee, a
+ * loop's body and condition, a conditional's branches) add once expanded,
+ * by their expanded sizes size[] (callees come before computation ci),
+ * saturating past limit; -1 when in expands none. */
+static int64_t expanded_callees(const HloInst *in, int32_t ci, const int64_t *size, int64_t limit)
 {
     const HloAttrs *a = hlo_attrs(in);
-    int32_t n = 0;
-    if (in->op == HLO_CALL && a->to_apply >= 0 && n < cap) out[n++] = a->to_apply;
-    if (in->op == HLO_WHILE) {
-        if (a->body >= 0 && n < cap) out[n++] = a->body;
-        if (a->condition >= 0 && n < cap) out[n++] = a->condition;
+    int64_t n = -1;
+    int32_t one[2] = {-1, -1};
+    if (in->op == HLO_CALL)
+        one[0] = a->to_apply;
+    else if (in->op == HLO_WHILE) {
+        one[0] = a->body;
+        one[1] = a->condition;
+    } else if (in->op != HLO_CONDITIONAL)
+        return -1;
+    int32_t nb = in->op == HLO_CONDITIONAL ? a->branches.n : 2;
+    for (int32_t k = 0; k < nb; k++) {
+        int32_t c = in->op == HLO_CONDITIONAL ? (int32_t)a->branches.v[k] : one[k];
+        if (c < 0)
+            continue;
+        if (n < 0)
+            n = 0;
+        if (c < ci)
+            n = n + size[c] > limit ? limit + 1 : n + size[c];
     }
-    if (in->op == HLO_CONDITIONAL)
-        for (int32_t k = 0; k < a->branches.n && n < cap; k++) out[n++] = (int32_t)a->branches.v[k];
     return n;
 }
 
@@ -378,16 +391,12 @@ static bool check_expansion(const HloModule *m, Arena *scratch, DiagEngine *diag
         int64_t n = 0, biggest = -1;
         int32_t at = -1;
         for (int32_t i = 0; i < c->n_insts; i++) {
-            int32_t callees[64];
-            int32_t nc = expanded_callees(&c->insts[i], callees, 64);
-            int64_t add = 1, inner = 0;
-            for (int32_t k = 0; k < nc; k++)
-                if (callees[k] < ci) inner = inner + size[callees[k]] > limit ? limit + 1 : inner + size[callees[k]];
-            add += inner;
-            if (nc > 0 && inner > biggest) {
+            int64_t inner = expanded_callees(&c->insts[i], ci, size, limit);
+            if (inner > biggest) {
                 biggest = inner;
                 at = i;
             }
+            int64_t add = 1 + (inner > 0 ? inner : 0);
             n = n + add > limit ? limit + 1 : n + add;
         }
         size[ci] = n;
