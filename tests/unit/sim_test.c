@@ -423,8 +423,8 @@ static void test_loop_work_budget(void **state)
 
 /* A loop whose body holds a collective runs on the devices in lockstep; past
  * the budget it is named as the interpreter names it: at the entry's loop,
- * the instruction running inside it in a note (it was named at whatever ran
- * last, the condition's compare). */
+ * the instruction running inside it in a note, not at the instruction that
+ * ran last. */
 static void test_lockstep_loop_work_budget(void **state)
 {
     (void)state;
