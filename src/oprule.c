@@ -1138,8 +1138,8 @@ static bool b_batch_custom_call(Builder *b, int64_t nb)
         new_factor(b, s0->dims[d], FACTOR_PASS, REDUCE_NONE);
     int32_t nl = n_result_leaves(b);
     for (int32_t k = 0; k < b->in->n_operands + nl; k++) {
-        int32_t t = k < b->in->n_operands ? add_operand(b, k)
-                                          : add_tensor(b, -1, k - b->in->n_operands, result_leaf(b, k - b->in->n_operands));
+        int32_t l = k - b->in->n_operands;
+        int32_t t = l < 0 ? add_operand(b, k) : add_tensor(b, -1, l, result_leaf(b, l));
         for (int32_t d = 0; d < b->r->t[t].rank; d++) {
             if (d < nb)
                 dim_add(b, t, d, first + d);
@@ -1190,11 +1190,11 @@ static const RegEntry REG[HLO_OPCODE_COUNT] = {
     [HLO_COPY] = ELEM, [HLO_CONVERT] = ELEM,
     [HLO_BITCAST_CONVERT] = FAC("bitcast-convert", b_bitcast_convert),
     [HLO_ABS] = ELEM, [HLO_NEGATE] = ELEM, [HLO_EXP] = ELEM, [HLO_EXPM1] = ELEM, [HLO_LOG] = ELEM,
-    [HLO_LOG1P] = ELEM, [HLO_SQRT] = ELEM, [HLO_RSQRT] = ELEM, [HLO_CBRT] = ELEM, [HLO_REDUCE_PRECISION] = ELEM, [HLO_TANH] = ELEM,
+    [HLO_LOG1P] = ELEM, [HLO_SQRT] = ELEM, [HLO_RSQRT] = ELEM, [HLO_CBRT] = ELEM, [HLO_TANH] = ELEM,
     [HLO_LOGISTIC] = ELEM, [HLO_SINE] = ELEM, [HLO_COSINE] = ELEM, [HLO_TAN] = ELEM, [HLO_ERF] = ELEM,
     [HLO_FLOOR] = ELEM, [HLO_CEIL] = ELEM, [HLO_ROUND_AFZ] = ELEM, [HLO_ROUND_EVEN] = ELEM, [HLO_SIGN] = ELEM,
     [HLO_NOT] = ELEM, [HLO_IS_FINITE] = ELEM, [HLO_POPCNT] = ELEM, [HLO_CLZ] = ELEM, [HLO_REAL] = ELEM,
-    [HLO_IMAG] = ELEM,
+    [HLO_IMAG] = ELEM, [HLO_REDUCE_PRECISION] = ELEM,
     [HLO_ADD] = ELEM, [HLO_SUBTRACT] = ELEM, [HLO_MULTIPLY] = ELEM, [HLO_DIVIDE] = ELEM, [HLO_REMAINDER] = ELEM,
     [HLO_MAXIMUM] = ELEM, [HLO_MINIMUM] = ELEM, [HLO_POWER] = ELEM, [HLO_ATAN2] = ELEM, [HLO_AND] = ELEM,
     [HLO_OR] = ELEM, [HLO_XOR] = ELEM, [HLO_SHIFT_LEFT] = ELEM, [HLO_SHIFT_RIGHT_ARITHMETIC] = ELEM,

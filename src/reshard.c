@@ -17,6 +17,9 @@
  *      expose an all-to-all, else all of it).
  * After a gather the freed atoms are sliced in again (the general path); if
  * that means gathering the whole tensor the plan says so (full_remat).
+ * Two other plans compete with the greedy one on bytes: the permute plan
+ * (slice, one collective-permute, gather) and the all-to-all-then-permute
+ * plan (all-to-alls to the target's tile counts, one collective-permute).
  * reshard_lower emits the steps as HLO (partition-id offset tables,
  * collectives with replica groups from mesh_groups, reducer computations).
  */
@@ -644,9 +647,9 @@ static int64_t wide_tiles(const Mesh *m, const Wide *w, int32_t d)
 /* The all-to-all-then-permute plan, for non-partial states that split on
  * the same atoms, every dim divisible by its tiles in each: all-to-alls
  * move the longest minor run of a dim that has more tiles than the
- * target's to the end of a dim that has fewer, until every dim has the target's tile
- * count (the target's local shape); then one collective-permute sends each
- * block to the device the target puts it on.  A split moved across dims
+ * target's to the end of a dim that has fewer, until every dim has the
+ * target's tile count (the target's local shape); then one
+ * collective-permute sends each block to the device the target puts it on.  A split moved across dims
  * ([{a}, {b}] to [{b}, {a}], a transposed operand) costs one all-to-all of
  * the atoms that differ in count plus one block, where gathering and
  * re-splitting costs more (XLA's plan). */
