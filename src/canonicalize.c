@@ -1,5 +1,6 @@
-/* canonicalize.c - inline calls, drop Shardy identities, prune dead
- * computations (see canonicalize.h).
+/* canonicalize.c - inline calls, drop Shardy identities, give values-only
+ * rng-bit-generators their state, prune dead computations (see
+ * canonicalize.h).
  *
  * Input: a verified module whose shardings are bound.  Computations are
  * processed in definition order (callees first), so a callee is already
@@ -9,6 +10,7 @@
  */
 #include "spmdc/canonicalize.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "spmdc/names.h"
@@ -85,6 +87,13 @@ static bool is_sdy_border(const HloInst *in)
     return is_target(in, "xla.sdy.GlobalToLocalShape") || is_target(in, "xla.sdy.LocalToGlobalShape");
 }
 
+/* An rng-bit-generator declared with its values only (XLA's verifier takes
+ * that form) rather than the (state, values) tuple. */
+static bool is_rng_values_only(const HloInst *in)
+{
+    return in->op == HLO_RNG_BIT_GENERATOR && !shape_is_tuple(&in->shape);
+}
+
 /* Reads only the opcodes, and the attributes of custom-calls: the other
  * instructions' attributes lie elsewhere in the module arena. */
 static bool needs_rewrite(const HloComputation *c, bool inline_calls)
@@ -92,10 +101,54 @@ static bool needs_rewrite(const HloComputation *c, bool inline_calls)
     for (int32_t i = 0; i < c->n_insts; i++) {
         const HloInst *in = &c->insts[i];
         if (in->op == HLO_CALL ? inline_calls
-                               : in->op == HLO_CUSTOM_CALL && (is_sdy_identity(in) || is_sdy_border(in)))
+                               : (in->op == HLO_CUSTOM_CALL && (is_sdy_identity(in) || is_sdy_border(in))) ||
+                                     is_rng_values_only(in))
             return true;
     }
     return false;
+}
+
+/* The values-only rng-bit-generator in as the (state, values) form (named
+ * NAME.state-bits, unannotated) and get-tuple-element 1 of it, which keeps
+ * in's name, sharding and span.  op: the mapped state operand.  Returns the
+ * get-tuple-element's index. */
+static int32_t split_rng_values(Rewriter *rw, const HloInst *in, int32_t op)
+{
+    HloModule *m = rw->m;
+    HloInst r = *in;
+    r.operands = ARENA_NEW(m->arena, int32_t);
+    r.operands[0] = op;
+    memset(&r.shape, 0, sizeof r.shape);
+    r.shape.type = ET_TUPLE;
+    r.shape.n_elems = 2;
+    r.shape.elems = ARENA_ARRAY(m->arena, Shape, 2);
+    r.shape.elems[0] = hlo_copy_shape(m, &rw->out[op].shape);
+    r.shape.elems[1] = hlo_copy_shape(m, &in->shape);
+    size_t len = strlen(in->name) + sizeof ".state-bits";
+    char *base = ARENA_ARRAY(rw->scratch, char, len);
+    snprintf(base, len, "%s.state-bits", in->name);
+    r.name = names_unique(&rw->names, base, m->arena);
+    r.sharding = NULL;
+    r.sharding_src = NULL;
+    r.sharding_from_user = false;
+    int32_t ri = emit(rw, &r);
+    HloInst g;
+    memset(&g, 0, sizeof g);
+    g.op = HLO_GET_TUPLE_ELEMENT;
+    g.name = in->name;
+    g.shape = hlo_copy_shape(m, &in->shape);
+    g.n_operands = 1;
+    g.operands = ARENA_NEW(m->arena, int32_t);
+    g.operands[0] = ri;
+    g.attrs = ARENA_NEW(m->arena, HloAttrs);
+    g.attrs->to_apply = g.attrs->select = g.attrs->condition = g.attrs->body = -1;
+    g.attrs->index = 1;
+    g.sharding = in->sharding;
+    g.sharding_src = in->sharding_src;
+    g.sharding_from_user = in->sharding_from_user;
+    g.sharding_origin = -1;
+    g.span = in->span;
+    return emit(rw, &g);
 }
 
 /* ---------------------------------------------------------------- shard_map */
@@ -272,6 +325,9 @@ static bool rewrite_computation(HloModule *m, int32_t ci, Arena *scratch, DiagEn
             copy.attrs_shared = false;
         } else if (is_sdy_border(in)) {
             if ((map[i] = rewrite_sdy_border(&rw, in, copy.operands, diag)) < 0) return false;
+            continue;
+        } else if (is_rng_values_only(in)) {
+            map[i] = split_rng_values(&rw, in, copy.operands[0]);
             continue;
         }
         map[i] = emit(&rw, &copy);

@@ -1304,9 +1304,14 @@ static bool infer_rng_bit_generator(Infer *x, Shape *o)
 {
     const Shape *d = &x->in->shape;
     if (!want_array(x, 0)) return false;
+    if (d->type != ET_TUPLE && verify_shape_top_ok(d) && elem_type_is_integral(d->type)) {
+        *o = plain(d); /* the values only, as XLA's verifier takes it (canonicalize adds the state) */
+        return true;
+    }
     if (d->type != ET_TUPLE || d->n_elems != 2 || !verify_shape_top_ok(&d->elems[1]) || d->elems[1].type == ET_TUPLE ||
         !elem_type_is_integral(d->elems[1].type))
-        return fail(x, "rng-bit-generator returns a (state, integer values) tuple, declared %s", shs(x, d));
+        return fail(x, "rng-bit-generator returns a (state, integer values) tuple or the integer values, declared %s",
+                    shs(x, d));
     Shape el[2] = {plain(ops(x, 0)), plain(&d->elems[1])};
     *o = tuple_of(x, el, 2);
     return true;

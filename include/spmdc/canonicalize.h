@@ -13,6 +13,10 @@
  *    xla.sdy.LocalToGlobalShape with xla.sdy.in_shardings, out_shardings and
  *    manual_axes) become XLA's: per value a Sharding custom-call and
  *    SPMDFullToShardShape / SPMDShardToFullShape with the manual sharding;
+ *  - an rng-bit-generator declared with its values only (no state; XLA's
+ *    verifier takes that form) becomes the (state, values) form, named
+ *    NAME.state-bits, and get-tuple-element 1 of it, which keeps the name
+ *    and sharding;
  *  - computations no longer reachable from the entry are dropped.
  * A module whose called computations, expanded per use (calls inlined, loop
  * bodies and branches partitioned per use), would pass four times its

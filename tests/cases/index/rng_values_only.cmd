@@ -1,0 +1,1 @@
+compile rng_values_only.hlo

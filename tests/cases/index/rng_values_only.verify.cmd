@@ -1,0 +1,1 @@
+verify rng_values_only.hlo
