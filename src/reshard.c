@@ -581,6 +581,22 @@ static ReshardStep *add_step(ReshardPlan *plan, StepKind k, const Tiling *after)
     return st;
 }
 
+/* Appends a collective-permute step from state `from` to `to` over the mesh
+ * atoms in `moved` (a bit per atom): every device sends its whole shard of
+ * `from` (docs/report.md's cost of a permute). */
+static void add_permute(ReshardPlan *plan, const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to,
+                        uint32_t moved)
+{
+    ReshardStep *st = add_step(plan, STEP_COLLECTIVE_PERMUTE, to);
+    for (int32_t a = 0; a < SPMDC_MAX_ATOMS; a++)
+        if (moved & (1u << a))
+            st->atoms[st->n_atoms++] = (int8_t)a;
+    Shape l = tiling_local_shape(from, m, global);
+    st->bytes = comm_bytes_per_device(COLL_COLLECTIVE_PERMUTE, group_size(m, st->atoms, st->n_atoms),
+                                      shape_byte_size(&l), shape_byte_size(&l));
+    plan->bytes += st->bytes;
+}
+
 /* The permute plan, for non-partial states: on every dim, slice locally with
  * free atoms up to c = lcm(source tiles, target tiles) (mid1), permute to the
  * target extended by surplus atoms up to c (mid2: each device receives its
@@ -605,15 +621,7 @@ static bool permute_plan(const Mesh *m, const Shape *global, const Tiling *from,
     if (!tiling_equal(&mid1, from))
         add_step(plan, STEP_SLICE, &mid1);
     if (!tiling_equal(&mid1, &mid2)) {
-        ReshardStep *st = add_step(plan, STEP_COLLECTIVE_PERMUTE, &mid2);
-        uint32_t moved = tiling_used(&mid1) | tiling_used(&mid2);
-        for (int32_t a = 0; a < SPMDC_MAX_ATOMS; a++)
-            if (moved & (1u << a))
-                st->atoms[st->n_atoms++] = (int8_t)a;
-        Shape l = tiling_local_shape(&mid1, m, global);
-        st->bytes = comm_bytes_per_device(COLL_COLLECTIVE_PERMUTE, group_size(m, st->atoms, st->n_atoms),
-                                          shape_byte_size(&l), shape_byte_size(&l));
-        plan->bytes += st->bytes;
+        add_permute(plan, m, global, &mid1, &mid2, tiling_used(&mid1) | tiling_used(&mid2));
     }
     Tiling cur = mid2;
     for (int32_t d = 0; d < cur.rank; d++) {
@@ -712,15 +720,7 @@ static bool a2a_permute_plan(const Mesh *m, const Shape *global, const Tiling *f
     if (!wide_equal(&pl.c, &t)) {
         Tiling before;
         narrow(&pl.c, &before);
-        ReshardStep *st = add_step(plan, STEP_COLLECTIVE_PERMUTE, to);
-        uint32_t moved = tiling_used(to);
-        for (int32_t a = 0; a < SPMDC_MAX_ATOMS; a++)
-            if (moved & (1u << a))
-                st->atoms[st->n_atoms++] = (int8_t)a;
-        Shape l = tiling_local_shape(&before, m, global);
-        st->bytes = comm_bytes_per_device(COLL_COLLECTIVE_PERMUTE, group_size(m, st->atoms, st->n_atoms),
-                                          shape_byte_size(&l), shape_byte_size(&l));
-        plan->bytes += st->bytes;
+        add_permute(plan, m, global, &before, to, tiling_used(to));
     }
     return plan->n_steps > 0;
 }
