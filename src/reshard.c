@@ -747,15 +747,7 @@ static void add_order_step(const Mesh *m, const Shape *global, const Tiling *bef
                            ReshardPlan *plan)
 {
     SPMDC_ASSERT(plan->n_steps < RESHARD_MAX_STEPS);
-    ReshardStep *st = add_step(plan, STEP_COLLECTIVE_PERMUTE, after);
-    uint32_t used = tiling_used(before);
-    for (int32_t a = 0; a < SPMDC_MAX_ATOMS; a++)
-        if (used & (1u << a))
-            st->atoms[st->n_atoms++] = (int8_t)a;
-    Shape l = tiling_local_shape(before, m, global);
-    st->bytes = comm_bytes_per_device(COLL_COLLECTIVE_PERMUTE, group_size(m, st->atoms, st->n_atoms),
-                                      shape_byte_size(&l), shape_byte_size(&l));
-    plan->bytes += st->bytes;
+    add_permute(plan, m, global, before, after, tiling_used(before));
 }
 
 bool reshard_plan(const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to, ReshardPlan *plan)

@@ -360,24 +360,38 @@ static void test_partition_id_and_while(void **state)
     hlo_module_free(m);
 }
 
-static void test_divergent_loop(void **state)
+/* A module whose body adds its s32 counter up over the devices
+ * (all-reduce) and whose condition runs it while it is below `limit`: the
+ * loop's computations are made, the entry `main` is begun in *e; *cond and
+ * *body are the computations' indices. */
+static HloModule *allreduce_loop(int64_t limit, TB *e, int32_t *cond, int32_t *body)
 {
-    (void)state;
     HloModule *m = hlo_module_new("t");
     int32_t add = tb_binop_comp(m, "add", ET_S32, HLO_ADD, false);
     TB cd = tb_new(m, "cond", false);
-    int32_t s = tb_param(&cd, 0, SC(S32)), lim = tb_const(&cd, SC(S32), DL(2));
+    int32_t s = tb_param(&cd, 0, SC(S32)), lim = tb_const(&cd, SC(S32), DL(limit));
     int32_t lt = tb_add(&cd, HLO_COMPARE, SC(PRED), OPS(s, lim));
     tb_attrs(&cd, lt)->direction = CMP_LT;
     TB bd = tb_new(m, "body", false);
     s = tb_param(&bd, 0, SC(S32));
     int32_t ar = tb_add(&bd, HLO_ALL_REDUCE, SC(S32), OPS(s));
     tb_attrs(&bd, ar)->to_apply = add;
-    TB e = tb_new(m, "main", true);
+    *e = tb_new(m, "main", true);
+    *cond = cd.c;
+    *body = bd.c;
+    return m;
+}
+
+static void test_divergent_loop(void **state)
+{
+    (void)state;
+    TB e;
+    int32_t cond, body;
+    HloModule *m = allreduce_loop(2, &e, &cond, &body);
     int32_t pid = tb_leaf(&e, HLO_PARTITION_ID, SC(U32)), pc = tb_add(&e, HLO_CONVERT, SC(S32), OPS(pid));
     int32_t w = tb_add(&e, HLO_WHILE, SC(S32), OPS(pc));
-    tb_attrs(&e, w)->condition = cd.c;
-    tb_attrs(&e, w)->body = bd.c;
+    tb_attrs(&e, w)->condition = cond;
+    tb_attrs(&e, w)->body = body;
     SimValue outs[4];
     SimOptions o = {4, 1, NULL, NULL, 0};
     assert_false(sim_run_spmd(m, &o, NULL, 0, outs, g_diag));
@@ -428,21 +442,13 @@ static void test_loop_work_budget(void **state)
 static void test_lockstep_loop_work_budget(void **state)
 {
     (void)state;
-    HloModule *m = hlo_module_new("t");
-    int32_t add = tb_binop_comp(m, "add", ET_S32, HLO_ADD, false);
-    TB cd = tb_new(m, "cond", false);
-    int32_t s = tb_param(&cd, 0, SC(S32)), lim = tb_const(&cd, SC(S32), DL(1000000));
-    int32_t lt = tb_add(&cd, HLO_COMPARE, SC(PRED), OPS(s, lim));
-    tb_attrs(&cd, lt)->direction = CMP_LT;
-    TB bd = tb_new(m, "body", false);
-    s = tb_param(&bd, 0, SC(S32));
-    int32_t ar = tb_add(&bd, HLO_ALL_REDUCE, SC(S32), OPS(s));
-    tb_attrs(&bd, ar)->to_apply = add;
-    TB e = tb_new(m, "main", true);
+    TB e;
+    int32_t cond, body;
+    HloModule *m = allreduce_loop(1000000, &e, &cond, &body);
     int32_t p = tb_param(&e, 0, SC(S32));
     int32_t w = tb_add(&e, HLO_WHILE, SC(S32), OPS(p));
-    tb_attrs(&e, w)->condition = cd.c;
-    tb_attrs(&e, w)->body = bd.c;
+    tb_attrs(&e, w)->condition = cond;
+    tb_attrs(&e, w)->body = body;
     SimValue args[2] = {val_i(SC(S32), DL(1)), val_i(SC(S32), DL(-1))}, outs[2];
     SimOptions o = {2, 1, NULL, NULL, 1e7};
     bool refused = false;
