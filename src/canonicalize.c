@@ -2,11 +2,16 @@
  * rng-bit-generators their state, prune dead computations (see
  * canonicalize.h).
  *
- * Input: a verified module whose shardings are bound.  Computations are
- * processed in definition order (callees first), so a callee is already
- * call-free when it is inlined.  Each rewritten computation gets a fresh
- * instruction array in program order; names stay unique (a clashing callee
- * name gets a ".N" suffix).  Invalidates any users/side tables.
+ * Input: a verified module whose shardings are bound.  Only the
+ * computations that stay are rewritten: the entry and what it reaches
+ * other than through a call (loop bodies and conditions, branches, reducers
+ * and the like, also from inside inlined callees).  Each is copied top-down
+ * in program order into a fresh instruction array; a call pushes its
+ * callee onto an explicit stack and the callee's instructions are copied in
+ * place, so an instruction is copied once per path of calls from a kept
+ * computation to it (a chain of N nested calls costs N copies, not N^2,
+ * and no C recursion).  Names stay unique (a clashing callee name gets a
+ * ".N" suffix).  Invalidates any users/side tables.
  */
 #include "spmdc/canonicalize.h"
 
@@ -42,32 +47,6 @@ static int32_t *map_operands(Rewriter *rw, const HloInst *in, const int32_t *map
     int32_t *ops = ARENA_ARRAY(rw->m->arena, int32_t, in->n_operands);
     for (int32_t k = 0; k < in->n_operands; k++) ops[k] = map[in->operands[k]];
     return ops;
-}
-
-/* Appends callee's body with its parameters bound to args; returns the new
- * index of its root. */
-static int32_t inline_body(Rewriter *rw, const HloComputation *callee, const int32_t *args)
-{
-    int32_t *map = ARENA_ARRAY(rw->scratch, int32_t, callee->n_insts ? callee->n_insts : 1);
-    for (int32_t j = 0; j < callee->n_insts; j++) {
-        const HloInst *in = &callee->insts[j];
-        if (in->op == HLO_PARAMETER) {
-            map[j] = args[in->param_number];
-            continue;
-        }
-        HloInst copy = *in;
-        copy.name = names_unique(&rw->names, in->name, rw->m->arena);
-        copy.sharding_origin = -1; /* indices change: propagation sets it again */
-        copy.sharding_dim_origin = NULL;
-        copy.operands = map_operands(rw, in, map);
-        if (in->attrs) {
-            copy.attrs = ARENA_NEW(rw->m->arena, HloAttrs);
-            *copy.attrs = *in->attrs;
-            copy.attrs_shared = false;
-        }
-        map[j] = emit(rw, &copy);
-    }
-    return map[callee->root];
 }
 
 static bool is_sdy_identity(const HloInst *in)
@@ -108,11 +87,18 @@ static bool needs_rewrite(const HloComputation *c, bool inline_calls)
     return false;
 }
 
+/* The name in's replacement takes in the output: in's own in a kept
+ * computation (already in rw->names), a unique one for an inlined copy. */
+static const char *out_name(Rewriter *rw, const HloInst *in, bool inlined)
+{
+    return inlined ? names_unique(&rw->names, in->name, rw->m->arena) : in->name;
+}
+
 /* The values-only rng-bit-generator in as the (state, values) form (named
  * NAME.state-bits, unannotated) and get-tuple-element 1 of it, which keeps
- * in's name, sharding and span.  op: the mapped state operand.  Returns the
- * get-tuple-element's index. */
-static int32_t split_rng_values(Rewriter *rw, const HloInst *in, int32_t op)
+ * in's name (out_name), sharding and span.  op: the mapped state operand.
+ * Returns the get-tuple-element's index. */
+static int32_t split_rng_values(Rewriter *rw, const HloInst *in, int32_t op, bool inlined)
 {
     HloModule *m = rw->m;
     HloInst r = *in;
@@ -135,7 +121,7 @@ static int32_t split_rng_values(Rewriter *rw, const HloInst *in, int32_t op)
     HloInst g;
     memset(&g, 0, sizeof g);
     g.op = HLO_GET_TUPLE_ELEMENT;
-    g.name = in->name;
+    g.name = out_name(rw, in, inlined);
     g.shape = hlo_copy_shape(m, &in->shape);
     g.n_operands = 1;
     g.operands = ARENA_NEW(m->arena, int32_t);
@@ -220,8 +206,10 @@ static int32_t emit_border(Rewriter *rw, const HloInst *like, const char *name, 
  * SPMDFullToShardShape (manual along the manual axes), and
  * xla.sdy.LocalToGlobalShape becomes Sharding(manual) then
  * SPMDShardToFullShape(out_sharding); a tuple of the pieces keeps the
- * custom-call's name.  Returns the replacement's index, -1 after an error. */
-static int32_t rewrite_sdy_border(Rewriter *rw, const HloInst *in, const int32_t *ops, DiagEngine *diag)
+ * custom-call's name (out_name).  Returns the replacement's index, -1 after
+ * an error. */
+static int32_t rewrite_sdy_border(Rewriter *rw, const HloInst *in, const int32_t *ops, bool inlined,
+                                  DiagEngine *diag)
 {
     HloModule *m = rw->m;
     bool to_local = is_target(in, "xla.sdy.GlobalToLocalShape");
@@ -267,11 +255,13 @@ static int32_t rewrite_sdy_border(Rewriter *rw, const HloInst *in, const int32_t
             pieces[k] = emit_border(rw, in, in->name, "SPMDShardToFullShape", sh, res, &bound);
         }
     }
+    const char *name = out_name(rw, in, inlined);
     if (!shape_is_tuple(&in->shape)) {
-        rw->out[pieces[0]].name = in->name; /* the border's value keeps its name */
+        rw->out[pieces[0]].name = name; /* the border's value keeps its name */
         return pieces[0];
     }
     HloInst t = *in;
+    t.name = name;
     t.op = HLO_TUPLE;
     t.attrs = NULL;
     t.attrs_shared = false;
@@ -284,73 +274,165 @@ static int32_t rewrite_sdy_border(Rewriter *rw, const HloInst *in, const int32_t
     return emit(rw, &t);
 }
 
+/* One computation being copied: kept (c is the computation being
+ * rewritten) or inlined (its parameters map to args, the mapped operands of
+ * the call at caller index `at` of the frame below). */
+typedef struct Frame {
+    const HloComputation *c;
+    int32_t i;           /* next instruction to copy */
+    int32_t *map;        /* [c->n_insts]: instruction -> index in rw->out */
+    const int32_t *args; /* inlined: the call's mapped operands; NULL when kept */
+} Frame;
+
+/* The call in (a frame's instruction, operands mapped to ops) whose callee
+ * was copied with its root at new index root: its value.  A tuple needs no
+ * copy (users reach its leaves through get-tuple-element), and an
+ * annotation on the call moves to the body's root unless that has its own;
+ * an array becomes a copy of the root that keeps the call's name (out_name),
+ * sharding and span.  Returns the index of the call's value. */
+static int32_t finish_call(Rewriter *rw, const HloInst *in, int32_t root, bool inlined)
+{
+    if (shape_is_tuple(&in->shape)) {
+        HloInst *r = &rw->out[root];
+        if (in->sharding && !r->sharding_from_user) {
+            r->sharding = in->sharding;
+            r->sharding_src = in->sharding_src;
+            r->sharding_from_user = in->sharding_from_user;
+        }
+        return root;
+    }
+    HloInst copy = *in;
+    copy.name = out_name(rw, in, inlined);
+    copy.sharding_origin = -1; /* indices change: propagation sets it again */
+    copy.sharding_dim_origin = NULL;
+    copy.op = HLO_COPY;
+    copy.n_operands = 1;
+    copy.operands = ARENA_NEW(rw->m->arena, int32_t);
+    copy.operands[0] = root;
+    copy.attrs = NULL;
+    copy.attrs_shared = false;
+    return emit(rw, &copy);
+}
+
+/* Rewrites computation ci (a kept one) in place: calls inlined (unless
+ * inline_calls is false), Shardy identities and borders and values-only
+ * rng-bit-generators replaced, the callees' instructions rewritten alike
+ * as they are inlined.  Frames live on an explicit stack in scratch, so a
+ * chain of nested calls of any depth uses no C stack.  False after an
+ * error (reported). */
 static bool rewrite_computation(HloModule *m, int32_t ci, Arena *scratch, DiagEngine *diag, bool inline_calls)
 {
     HloComputation *c = &m->comps[ci];
     Rewriter rw = {.m = m, .scratch = scratch};
     names_init(&rw.names, scratch);
     for (int32_t i = 0; i < c->n_insts; i++) names_add(&rw.names, c->insts[i].name);
-    int32_t *map = ARENA_ARRAY(scratch, int32_t, c->n_insts);
-    for (int32_t i = 0; i < c->n_insts; i++) {
-        const HloInst *in = &c->insts[i];
-        HloInst copy = *in;
-        copy.operands = map_operands(&rw, in, map);
-        copy.sharding_origin = -1; /* indices change: propagation sets it again */
-        copy.sharding_dim_origin = NULL;
-        if (in->op == HLO_CALL && inline_calls) {
-            int32_t root = inline_body(&rw, &m->comps[hlo_attrs(in)->to_apply], copy.operands);
-            if (shape_is_tuple(&in->shape)) {
-                /* A tuple needs no copy (users reach its leaves through
-                 * get-tuple-element); an annotation on the call moves to the
-                 * body's root unless that has its own. */
-                HloInst *r = &rw.out[root];
-                if (in->sharding && !r->sharding_from_user) {
-                    r->sharding = in->sharding;
-                    r->sharding_src = in->sharding_src;
-                    r->sharding_from_user = in->sharding_from_user;
-                }
-                map[i] = root;
-                continue;
+    int32_t n_frames = 0, cap_frames = 16, top_root = -1;
+    Frame *fr = ARENA_ARRAY(scratch, Frame, cap_frames);
+    fr[n_frames++] = (Frame){c, 0, ARENA_ARRAY(scratch, int32_t, c->n_insts ? c->n_insts : 1), NULL};
+    while (n_frames) {
+        Frame *f = &fr[n_frames - 1];
+        bool inlined = f->args != NULL;
+        if (f->i == f->c->n_insts) {
+            int32_t root = f->map[f->c->root];
+            if (--n_frames == 0) {
+                top_root = root;
+                break;
             }
-            /* The call's value: a copy that keeps its name, sharding and span. */
-            copy.op = HLO_COPY;
-            copy.n_operands = 1;
-            copy.operands = ARENA_NEW(m->arena, int32_t);
-            copy.operands[0] = root;
-            copy.attrs = NULL;
-            copy.attrs_shared = false;
-        } else if (is_sdy_identity(in)) {
-            copy.op = HLO_COPY;
-            copy.attrs = NULL;
-            copy.attrs_shared = false;
-        } else if (is_sdy_border(in)) {
-            if ((map[i] = rewrite_sdy_border(&rw, in, copy.operands, diag)) < 0) return false;
-            continue;
-        } else if (is_rng_values_only(in)) {
-            map[i] = split_rng_values(&rw, in, copy.operands[0]);
+            /* back in the caller, at its call */
+            f = &fr[n_frames - 1];
+            f->map[f->i] = finish_call(&rw, &f->c->insts[f->i], root, f->args != NULL);
+            f->i++;
             continue;
         }
-        map[i] = emit(&rw, &copy);
+        const HloInst *in = &f->c->insts[f->i];
+        if (inlined && in->op == HLO_PARAMETER) {
+            f->map[f->i++] = f->args[in->param_number];
+            continue;
+        }
+        int32_t *ops = map_operands(&rw, in, f->map);
+        if (in->op == HLO_CALL && inline_calls) {
+            if (n_frames == cap_frames) {
+                fr = arena_realloc(scratch, fr, sizeof(Frame) * (size_t)cap_frames,
+                                   sizeof(Frame) * (size_t)cap_frames * 2, _Alignof(Frame));
+                cap_frames *= 2;
+            }
+            const HloComputation *callee = &m->comps[hlo_attrs(in)->to_apply];
+            fr[n_frames++] =
+                (Frame){callee, 0, ARENA_ARRAY(scratch, int32_t, callee->n_insts ? callee->n_insts : 1),
+                        ops ? ops : ARENA_NEW(scratch, int32_t)};
+            continue; /* f->i moves on when the callee's frame is done */
+        }
+        if (is_sdy_border(in)) {
+            if ((f->map[f->i] = rewrite_sdy_border(&rw, in, ops, inlined, diag)) < 0) return false;
+            f->i++;
+            continue;
+        }
+        if (is_rng_values_only(in)) {
+            f->map[f->i] = split_rng_values(&rw, in, ops[0], inlined);
+            f->i++;
+            continue;
+        }
+        HloInst copy = *in;
+        copy.operands = ops;
+        copy.sharding_origin = -1; /* indices change: propagation sets it again */
+        copy.sharding_dim_origin = NULL;
+        if (inlined) {
+            copy.name = names_unique(&rw.names, in->name, m->arena);
+            if (in->attrs) {
+                /* its own set: prune renumbers each copy's references once */
+                copy.attrs = ARENA_NEW(m->arena, HloAttrs);
+                *copy.attrs = *in->attrs;
+                copy.attrs_shared = false;
+            }
+        }
+        if (is_sdy_identity(in)) {
+            copy.op = HLO_COPY;
+            copy.attrs = NULL;
+            copy.attrs_shared = false;
+        }
+        f->map[f->i] = emit(&rw, &copy);
+        f->i++;
     }
-    c->root = map[c->root];
+    c->root = top_root;
     c->insts = rw.out;
     c->n_insts = rw.n_out;
     c->cap_insts = rw.cap_out;
     return true;
 }
 
-static void mark_reachable(const HloModule *m, int32_t ci, bool *live)
+/* Marks keep[ci] (n_comps bools, zeroed) for the computations that stay
+ * once the calls are inlined (every call when inline_calls; none when
+ * false, so keep[] is then what the entry reaches): the entry and every
+ * computation that an instruction names other than as an inlined call's
+ * callee, in a kept computation or in a callee inlined into one.  Each
+ * computation's instructions are read once; an explicit stack in scratch,
+ * no recursion. */
+static void mark_kept(const HloModule *m, bool inline_calls, bool *keep, Arena *scratch)
 {
-    if (live[ci]) return;
-    live[ci] = true;
-    const HloComputation *c = &m->comps[ci];
-    for (int32_t i = 0; i < c->n_insts; i++) {
-        const HloAttrs *a = hlo_attrs(&c->insts[i]);
-        int32_t one[] = {a->to_apply, a->select, a->condition, a->body};
-        for (int k = 0; k < 4; k++)
-            if (one[k] >= 0) mark_reachable(m, one[k], live);
-        for (int32_t k = 0; k < a->branches.n; k++) mark_reachable(m, (int32_t)a->branches.v[k], live);
-        for (int32_t k = 0; k < a->called.n; k++) mark_reachable(m, (int32_t)a->called.v[k], live);
+    if (m->entry < 0) return;
+    bool *seen = ARENA_ARRAY(scratch, bool, m->n_comps);
+    int32_t *stack = ARENA_ARRAY(scratch, int32_t, m->n_comps), n = 0;
+    keep[m->entry] = seen[m->entry] = true;
+    stack[n++] = m->entry;
+    while (n) {
+        const HloComputation *c = &m->comps[stack[--n]];
+        for (int32_t i = 0; i < c->n_insts; i++) {
+            const HloInst *in = &c->insts[i];
+            const HloAttrs *a = hlo_attrs(in);
+            int32_t one[] = {a->to_apply, a->select, a->condition, a->body};
+            bool inlines = in->op == HLO_CALL && inline_calls;
+            for (int32_t k = 0; k < 4 + a->branches.n + a->called.n; k++) {
+                int32_t t = k < 4 ? one[k]
+                            : k < 4 + a->branches.n ? (int32_t)a->branches.v[k - 4]
+                                                    : (int32_t)a->called.v[k - 4 - a->branches.n];
+                if (t < 0) continue;
+                if (!(inlines && k == 0)) keep[t] = true;
+                if (!seen[t]) {
+                    seen[t] = true;
+                    stack[n++] = t;
+                }
+            }
+        }
     }
 }
 
@@ -366,7 +448,7 @@ static void prune(HloModule *m, Arena *scratch)
 {
     if (m->entry < 0) return;
     bool *live = ARENA_ARRAY(scratch, bool, m->n_comps);
-    mark_reachable(m, m->entry, live);
+    mark_kept(m, false, live, scratch);
     int32_t *map = ARENA_ARRAY(scratch, int32_t, m->n_comps);
     int32_t n = 0;
     for (int32_t ci = 0; ci < m->n_comps; ci++) {
@@ -400,8 +482,8 @@ static void prune(HloModule *m, Arena *scratch)
  * partitioner partitions every loop body and condition and every branch
  * once per use; to four times the module's instructions plus 2^22.  A body
  * used by two loops, nested 30 deep, is 2^30 instructions from a 5 KB
- * input; a chain of callees rewritten one into the next costs the square of
- * its length. */
+ * input.  The entry's expanded size bounds all of it: every computation
+ * that stays is expanded at least once inside it. */
 #define EXPAND_GROWTH_FACTOR 4
 #define EXPAND_GROWTH_SLACK (INT64_C(1) << 22)
 
@@ -434,41 +516,37 @@ static int64_t expanded_callees(const HloInst *in, int32_t ci, const int64_t *si
     return n;
 }
 
-/* Reports an error at the instruction where the expansion passes the
- * limit; false then.  Computations come callees first (verify checks it). */
-static bool check_expansion(const HloModule *m, Arena *scratch, DiagEngine *diag)
+/* Reports an error when the entry's expansion passes the limit, at the
+ * instruction where it does: in the first computation the entry reaches
+ * (live[]) whose own expansion passes it, the instruction that takes it
+ * past; false then.  Computations come callees first (verify checks it). */
+static bool check_expansion(const HloModule *m, const bool *live, Arena *scratch, DiagEngine *diag)
 {
+    if (m->entry < 0) return true;
     int64_t input = 0;
     for (int32_t ci = 0; ci < m->n_comps; ci++) input += m->comps[ci].n_insts;
-    int64_t limit = EXPAND_GROWTH_FACTOR * input + EXPAND_GROWTH_SLACK, total = 0;
+    int64_t limit = EXPAND_GROWTH_FACTOR * input + EXPAND_GROWTH_SLACK;
     int64_t *size = ARENA_ARRAY(scratch, int64_t, m->n_comps ? m->n_comps : 1);
     for (int32_t ci = 0; ci < m->n_comps; ci++) {
         const HloComputation *c = &m->comps[ci];
-        int64_t n = 0, biggest = -1;
-        int32_t at = -1;
+        int64_t n = 0;
         for (int32_t i = 0; i < c->n_insts; i++) {
             int64_t inner = expanded_callees(&c->insts[i], ci, size, limit);
-            if (inner > biggest) {
-                biggest = inner;
-                at = i;
-            }
             int64_t add = 1 + (inner > 0 ? inner : 0);
             n = n + add > limit ? limit + 1 : n + add;
+            if (n > limit && live[ci]) {
+                const HloInst *in = &c->insts[i];
+                diag_error(diag, in->span,
+                           "%s: expanding the called computations grows the module past %lld instructions (%d "
+                           "times its %lld, plus %lld): calls are inlined and loop bodies and branches "
+                           "partitioned once per use, so computations used more than once and nested multiply "
+                           "the instructions",
+                           in->name, (long long)limit, EXPAND_GROWTH_FACTOR, (long long)input,
+                           (long long)EXPAND_GROWTH_SLACK);
+                return false;
+            }
         }
         size[ci] = n;
-        if (at < 0)
-            continue;
-        total = total + n > limit ? limit + 1 : total + n;
-        if (total > limit) {
-            const HloInst *in = &c->insts[at];
-            diag_error(diag, in->span,
-                       "%s: expanding the called computations grows the module past %lld instructions (%d times "
-                       "its %lld, plus %lld): calls are inlined and loop bodies and branches partitioned once per "
-                       "use, so computations used more than once, nested, and long chains of calls multiply the "
-                       "instructions",
-                       in->name, (long long)limit, EXPAND_GROWTH_FACTOR, (long long)input, (long long)EXPAND_GROWTH_SLACK);
-            return false;
-        }
     }
     return true;
 }
@@ -476,9 +554,16 @@ static bool check_expansion(const HloModule *m, Arena *scratch, DiagEngine *diag
 bool canonicalize_module(HloModule *m, PassCtx *cx)
 {
     bool changed = false, inline_calls = !(cx->opt && cx->opt->keep_calls);
-    if (!check_expansion(m, cx->scratch, cx->diag)) return false;
+    bool *live = ARENA_ARRAY(cx->scratch, bool, m->n_comps ? m->n_comps : 1);
+    mark_kept(m, false, live, cx->scratch);
+    if (!check_expansion(m, live, cx->scratch, cx->diag)) return false;
+    bool *keep = live;
+    if (inline_calls) {
+        keep = ARENA_ARRAY(cx->scratch, bool, m->n_comps ? m->n_comps : 1);
+        mark_kept(m, true, keep, cx->scratch);
+    }
     for (int32_t ci = 0; ci < m->n_comps; ci++) {
-        if (!needs_rewrite(&m->comps[ci], inline_calls)) continue;
+        if (!keep[ci] || !needs_rewrite(&m->comps[ci], inline_calls)) continue;
         if (!rewrite_computation(m, ci, cx->scratch, cx->diag, inline_calls)) return false;
         changed = true;
     }

@@ -201,6 +201,9 @@ typedef struct Part {
     uint8_t *no_pad;            /* per instruction of ic: 1 if its declared state is known to pad nothing
                                    (found while its sharding is checked; the padding warning is skipped) */
     HloUsers users;             /* users of ic's instructions (partition_shape.c), once have_users */
+    int32_t *copy_end;          /* per instruction of ic: for a foldable copy, 1 + the first user down its
+                                   chain of foldable copies that is not one (0: not known yet); in
+                                   scratch, made on first use (part_deferred) */
     bool have_users;
     VState *vs_free;            /* zeroed VStates allocated ahead (add_state) */
     int32_t vs_left;            /* ... how many */

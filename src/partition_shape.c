@@ -162,6 +162,25 @@ static bool concat_roll(Part *p, int32_t c, int32_t *y, int64_t *start)
     return tiles > 1 && n % tiles == 0 && !decl->partial;
 }
 
+/* u itself, or, for a foldable copy, the first instruction down its chain
+ * of only users that is not a foldable copy.  Memoized per copy, so the
+ * walks over a chain of N copies cost N steps in all, not N^2. */
+static int32_t copy_chain_end(Part *p, int32_t u)
+{
+    if (part_in(p, u)->op != HLO_COPY || !foldable(p, u))
+        return u;
+    if (!p->copy_end)
+        p->copy_end = ARENA_ARRAY(p->scratch, int32_t, p->in->comps[p->ic].n_insts);
+    int32_t end = u;
+    while (part_in(p, end)->op == HLO_COPY && foldable(p, end) && !p->copy_end[end])
+        end = only_user(p, end);
+    if (part_in(p, end)->op == HLO_COPY && p->copy_end[end])
+        end = p->copy_end[end] - 1;
+    for (int32_t x = u; x != end && part_in(p, x)->op == HLO_COPY && !p->copy_end[x]; x = only_user(p, x))
+        p->copy_end[x] = end + 1;
+    return end;
+}
+
 bool part_deferred(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
@@ -178,8 +197,7 @@ bool part_deferred(Part *p, int32_t i)
     if (in->op == HLO_SLICE)
         return false;
     /* a pad or copy on the way to a slice that folds the pad */
-    while (part_in(p, u)->op == HLO_COPY && foldable(p, u))
-        u = only_user(p, u);
+    u = copy_chain_end(p, u);
     if (part_in(p, u)->op != HLO_SLICE)
         return false;
     int32_t pad = slice_of_pad(p, u);

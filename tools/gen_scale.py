@@ -12,6 +12,9 @@ SHAPE is one of
                instructions in all).
   while        one while loop whose body is a chain N ops deep (negate,
                split over 8 devices), 10 trips (N + 9 instructions).
+  call-chain   N computations nested N deep: f.0 negates, f.i calls
+               f.(i-1), the entry calls f.(N-1) on a parameter split over 8
+               devices (2N + 2 instructions; N + 2 once inlined).
   collectives  N collectives in the report: N sums of one f32[1024]
                parameter split over 8 devices, folded by a chain of maximum
                (not linear in a sum, so every sum is all-reduced first: N
@@ -64,6 +67,17 @@ def while_chain(n, w):
       "  ROOT %%r = f32[1024] get-tuple-element(%%w), index=1, sharding=%s\n}\n" % (SPLIT, st, st, SPLIT))
 
 
+def call_chain(n, w):
+    w("HloModule scale_call_chain_%d\n\n" % n)
+    w("%f.0 (a: f32[1024]) -> f32[1024] {\n  %a = f32[1024] parameter(0)\n"
+      "  ROOT %r = f32[1024] negate(%a)\n}\n\n")
+    for i in range(1, n):
+        w("%%f.%d (a: f32[1024]) -> f32[1024] {\n  %%a = f32[1024] parameter(0)\n"
+          "  ROOT %%r = f32[1024] call(%%a), to_apply=%%f.%d\n}\n\n" % (i, i - 1))
+    w("ENTRY %%main {\n  %%x = f32[1024] parameter(0), sharding=%s\n"
+      "  ROOT %%r = f32[1024] call(%%x), to_apply=%%f.%d\n}\n" % (SPLIT, n - 1))
+
+
 def collectives(n, w):
     w("HloModule scale_collectives_%d\n\n" % n)
     w("%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
@@ -78,7 +92,7 @@ def collectives(n, w):
 
 
 SHAPES = {"tuple": tuple_root, "computations": computations, "while": while_chain,
-          "collectives": collectives}
+          "call-chain": call_chain, "collectives": collectives}
 
 
 def main():

@@ -14,6 +14,7 @@
 
 #include "spmdc/hlo.h"
 #include "spmdc/pipeline.h"
+#include "spmdc/strbuf.h"
 
 /* x is split in 2 on dim 0 over mesh[x=2]; y = negate(x) gets the same
  * sharding by propagation and becomes a local f32[4,4] negate. */
@@ -133,6 +134,50 @@ static void test_invalid_module_after_a_pass(void **state)
     finish(&r);
 }
 
+/* A chain of N nested calls: f0 negates, f1..f(N-1) each call the one
+ * before, the entry calls f(N-1) on x split in 2.  Inlined top-down, the
+ * entry holds x, the negate, one copy per call inside the chain (r.1 ..
+ * r.(N-1), named for their callers' calls) and its own call's copy r: N+2
+ * instructions, every other computation dropped; the whole chain is one
+ * local f32[4,4] negate and N copies on each device, no collective.
+ * (Inlining callees first rewrites f_i to i instructions: N^2/2 in all,
+ * past the expansion limit of 4 x 10,003 + 2^22 at N = 5,000.) */
+static void test_long_call_chain(void **state)
+{
+    (void)state;
+    enum { N = 5000 };
+    StrBuf b = {0};
+    sb_puts(&b, "HloModule chain, num_partitions=2\n"
+                    "%f0 (p: f32[8,4]) -> f32[8,4] {\n  %p = f32[8,4] parameter(0)\n  ROOT %n = f32[8,4] negate(%p)\n}\n");
+    for (int i = 1; i < N; i++)
+        sb_printf(&b, "%%f%d (p: f32[8,4]) -> f32[8,4] {\n  %%p = f32[8,4] parameter(0)\n"
+                          "  ROOT %%r = f32[8,4] call(%%p), to_apply=%%f%d\n}\n", i, i - 1);
+    sb_printf(&b, "ENTRY %%main {\n  %%x = f32[8,4] parameter(0), sharding={devices=[2,1]<=[2]}\n"
+                      "  ROOT %%r = f32[8,4] call(%%x), to_apply=%%f%d\n}\n", N - 1);
+    Run r;
+    start(&r, sb_cstr(&b));
+    assert_true(pipeline_run(&r.st, &r.cx, PASS_PARSE, PASS_CANONICALIZE));
+    assert_int_equal(r.st.m->n_comps, 1);
+    const HloComputation *c = hlo_comp(r.st.m, r.st.m->entry);
+    assert_int_equal(c->n_insts, N + 2);
+    assert_int_equal(c->insts[1].op, HLO_NEGATE);
+    assert_string_equal(c->insts[1].name, "n");
+    assert_int_equal(c->insts[2].op, HLO_COPY);
+    assert_string_equal(c->insts[2].name, "r.1");
+    assert_int_equal(c->insts[2].operands[0], 1);
+    assert_string_equal(c->insts[N].name, "r.4999");
+    assert_string_equal(c->insts[c->root].name, "r");
+    assert_int_equal(c->insts[c->root].operands[0], N);
+    assert_true(pipeline_run(&r.st, &r.cx, PASS_PROPAGATE, PASS_PARTITION));
+    const HloComputation *e = hlo_comp(r.st.out, r.st.out->entry);
+    assert_int_equal(e->n_insts, N + 2);
+    assert_int_equal(e->insts[e->root].shape.dims[0], 4);
+    assert_int_equal(r.st.report.n_records, 0);
+    assert_string_equal(diag_text(r.diag), "");
+    finish(&r);
+    sb_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -140,6 +185,7 @@ int main(void)
         cmocka_unit_test(test_each_pass_leaves_its_state),
         cmocka_unit_test(test_failing_pass_stops),
         cmocka_unit_test(test_invalid_module_after_a_pass),
+        cmocka_unit_test(test_long_call_chain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
