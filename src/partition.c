@@ -1249,7 +1249,11 @@ static void put_which(Part *p, StrBuf *b, int32_t i)
         }
         return;
     }
-    if (!in->sharding || sharding_is_replicated(in->sharding)) { /* propagation only passes splits on */
+    if (!p->repl_memo)
+        p->repl_memo = ARENA_ARRAY(p->scratch, uint8_t, p->in->comps[p->ic].n_insts);
+    if (!p->repl_memo[i])
+        p->repl_memo[i] = (uint8_t)(1 + (!in->sharding || sharding_is_replicated(in->sharding)));
+    if (p->repl_memo[i] == 2) { /* propagation only passes splits on */
         sb_puts(b, "replicated by default (no annotation splits it)");
         return;
     }

@@ -201,6 +201,10 @@ typedef struct Part {
     uint8_t *no_pad;            /* per instruction of ic: 1 if its declared state is known to pad nothing
                                    (found while its sharding is checked; the padding warning is skipped) */
     HloUsers users;             /* users of ic's instructions (partition_shape.c), once have_users */
+    uint8_t *repl_memo;         /* per instruction of ic: 1 + whether its sharding is replicated (0: not
+                                   known yet; a tuple's check reads every element); in scratch, made on
+                                   first use (put_which) */
+    LeafMemo gte_leaves;        /* leaf offsets of the last tuple a get-tuple-element read (in scratch) */
     int32_t *copy_end;          /* per instruction of ic: for a foldable copy, 1 + the first user down its
                                    chain of foldable copies that is not one (0: not known yet); in
                                    scratch, made on first use (part_deferred) */

@@ -238,9 +238,7 @@ static bool h_get_tuple_element(Part *p, int32_t i)
     int64_t idx = hlo_attrs(in)->index;
     if (!shape_is_tuple(ts) || idx < 0 || idx >= ts->n_elems)
         return part_default(p, i);
-    int32_t off = 0;
-    for (int64_t e = 0; e < idx; e++)
-        off += shape_leaf_count(&ts->elems[e]);
+    int32_t off = shape_leaf_offset(ts, (int32_t)idx, &p->gte_leaves, p->scratch);
     const VState *st = part_primary(p, v);
     const Tiling *leaves = st->leaves + off;
     Shape l = part_local_shape(p, &in->shape, leaves);

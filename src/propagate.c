@@ -118,6 +118,7 @@ typedef struct Engine {
     HloModule *m;
     const Mesh *mesh;
     Arena *a;       /* lives through the pass */
+    LeafMemo gte_leaves; /* leaf offsets of the last tuple a get-tuple-element read (in a) */
     Arena *ra;      /* op rules */
     int32_t n_atoms;
     /* instructions: global index gi = comp_first[c] + i */
@@ -2430,9 +2431,7 @@ static void setup_identities(Engine *e, const bool *df)
             const Shape *s = &comp->insts[in->operands[0]].shape;
             if (!shape_is_tuple(s) || a->index < 0 || a->index >= s->n_elems)
                 break;
-            int32_t off = 0;
-            for (int64_t k = 0; k < a->index; k++)
-                off += shape_leaf_count(&s->elems[k]);
+            int32_t off = shape_leaf_offset(s, (int32_t)a->index, &e->gte_leaves, e->a);
             tie_leaves(e, &el, gi, 0, o, off, nl, gi);
             break;
         }

@@ -1,5 +1,6 @@
 /* shape.c - element type table and shape helpers (see shape.h). */
 #include "spmdc/shape.h"
+#include "spmdc/arena.h"
 
 #include <string.h>
 
@@ -155,6 +156,21 @@ int32_t shape_leaf_count(const Shape *s)
     int32_t n = 0;
     for (int32_t i = 0; i < s->n_elems; i++) n += shape_leaf_count(&s->elems[i]);
     return n;
+}
+
+int32_t shape_leaf_offset(const Shape *s, int32_t index, LeafMemo *memo, struct Arena *a)
+{
+    if (index < 16) {
+        int32_t off = 0;
+        for (int32_t e = 0; e < index; e++) off += shape_leaf_count(&s->elems[e]);
+        return off;
+    }
+    if (memo->s != s) {
+        memo->start = ARENA_ARRAY(a, int32_t, s->n_elems + 1);
+        for (int32_t e = 0; e < s->n_elems; e++) memo->start[e + 1] = memo->start[e] + shape_leaf_count(&s->elems[e]);
+        memo->s = s;
+    }
+    return memo->start[index];
 }
 
 bool shape_same_dims(const Shape *a, const Shape *b)

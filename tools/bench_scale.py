@@ -32,8 +32,8 @@ compiles the same positional file for the ratio (min of --runs).  A size
 XLA does not finish within --xla-timeout seconds is printed as such.
 
 --shapes (on by default) adds the scale-shape rows (tools/gen_scale.py): a
-tuple of N operands, N computations, a while body N ops deep, a chain of N
-nested calls, N collectives
+tuple of N operands, N computations, a while body N ops deep, a loop carrying
+N values, a chain of N nested calls, N collectives
 in the report, each at two sizes 10x apart with the growth.
 
 Needs GNU time's absence nothing: peak RSS comes from spmdc's own
@@ -200,7 +200,7 @@ def main():
     ap.add_argument("--xla-timeout", type=int, default=900)
     ap.add_argument("--shapes", dest="shapes", action="store_true", default=True)
     ap.add_argument("--no-shapes", dest="shapes", action="store_false")
-    ap.add_argument("--shape-kinds", default="tuple,computations,while,call-chain,collectives",
+    ap.add_argument("--shape-kinds", default="tuple,computations,while,loop-state,call-chain,collectives",
                     help="which scale shapes --shapes runs")
     ap.add_argument("--stages", action="store_true")
     ap.add_argument("--keep", help="keep the generated modules here")
@@ -257,7 +257,8 @@ def main():
             print("%-14s %10s %10s %10s %10s %10s %8s %8s %8s" % ("shape", "N", "insts", "wall s", "peak MiB",
                                                                  "insts/s", "time/10x", "mem/10x", "cpu s"))
             for shape, ns in (("tuple", (100000, 1000000)), ("computations", (10000, 100000)),
-                              ("while", (10000, 100000)), ("call-chain", (10000, 100000)),
+                              ("while", (10000, 100000)), ("loop-state", (10000, 100000)),
+                              ("call-chain", (10000, 100000)),
                               ("collectives", (20000, 200000))):
                 if shape not in a.shape_kinds.split(","):
                     continue

@@ -12,6 +12,10 @@ SHAPE is one of
                instructions in all).
   while        one while loop whose body is a chain N ops deep (negate,
                split over 8 devices), 10 trips (N + 9 instructions).
+  loop-state   one while loop carrying an (s32[], N x f32[64]) tuple: N
+               parameters split over 8 devices, the body reads each element
+               with get-tuple-element and negates it, 2 trips (3N + 13
+               instructions).
   call-chain   N computations nested N deep: f.0 negates, f.i calls
                f.(i-1), the entry calls f.(N-1) on a parameter split over 8
                devices (2N + 2 instructions; N + 2 once inlined).
@@ -67,6 +71,23 @@ def while_chain(n, w):
       "  ROOT %%r = f32[1024] get-tuple-element(%%w), index=1, sharding=%s\n}\n" % (SPLIT, st, st, SPLIT))
 
 
+def loop_state(n, w):
+    st = "(s32[], %s)" % ", ".join(["f32[64]"] * n)
+    w("HloModule scale_loop_state_%d\n\n" % n)
+    w("%%cond (p: %s) -> pred[] {\n  %%p = %s parameter(0)\n  %%i = s32[] get-tuple-element(%%p), index=0\n"
+      "  %%n = s32[] constant(2)\n  ROOT %%lt = pred[] compare(%%i, %%n), direction=LT\n}\n\n" % (st, st))
+    w("%%body (p: %s) -> %s {\n  %%p = %s parameter(0)\n  %%i = s32[] get-tuple-element(%%p), index=0\n"
+      "  %%one = s32[] constant(1)\n  %%i1 = s32[] add(%%i, %%one)\n" % (st, st, st))
+    for k in range(n):
+        w("  %%x.%d = f32[64] get-tuple-element(%%p), index=%d\n  %%y.%d = f32[64] negate(%%x.%d)\n" % (k, k + 1, k, k))
+    w("  ROOT %%t = %s tuple(%%i1, %s)\n}\n\n" % (st, ", ".join("%%y.%d" % k for k in range(n))))
+    w("ENTRY %main {\n  %z = s32[] constant(0)\n")
+    for k in range(n):
+        w("  %%p.%d = f32[64] parameter(%d), sharding=%s\n" % (k, k, SPLIT))
+    w("  %%t = %s tuple(%%z, %s)\n  %%w = %s while(%%t), condition=%%cond, body=%%body\n"
+      "  ROOT %%r = f32[64] get-tuple-element(%%w), index=1\n}\n" % (st, ", ".join("%%p.%d" % k for k in range(n)), st))
+
+
 def call_chain(n, w):
     w("HloModule scale_call_chain_%d\n\n" % n)
     w("%f.0 (a: f32[1024]) -> f32[1024] {\n  %a = f32[1024] parameter(0)\n"
@@ -92,7 +113,7 @@ def collectives(n, w):
 
 
 SHAPES = {"tuple": tuple_root, "computations": computations, "while": while_chain,
-          "call-chain": call_chain, "collectives": collectives}
+          "loop-state": loop_state, "call-chain": call_chain, "collectives": collectives}
 
 
 def main():

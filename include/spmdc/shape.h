@@ -125,4 +125,20 @@ bool shape_size_fits(const Shape *s);
 /* Number of array leaves of a (nested) tuple; 1 for arrays. */
 int32_t shape_leaf_count(const Shape *s);
 
+/* The prefix sums of the leaf counts of the last tuple asked about:
+ * start[e] = the leaves (depth-first) of elements 0..e-1 (n_elems + 1
+ * entries, memory from the caller's arena).  Zero-initialize; valid while
+ * that arena and the tuple's shape live. */
+typedef struct LeafMemo {
+    const Shape *s;
+    int32_t *start;
+} LeafMemo;
+struct Arena;
+/* The index of the first leaf of element `index` (0 <= index <= n_elems)
+ * of tuple s in its depth-first leaf order.  Small indices are summed
+ * directly; larger ones are read from memo, which is rebuilt (O(n_elems),
+ * in arena a) when s is not the tuple it holds: a run of
+ * get-tuple-elements of one N-element tuple costs O(N), not O(N^2). */
+int32_t shape_leaf_offset(const Shape *s, int32_t index, LeafMemo *memo, struct Arena *a);
+
 #endif

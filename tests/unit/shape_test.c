@@ -6,6 +6,7 @@
 #include <cmocka.h>
 #include <string.h>
 
+#include "spmdc/arena.h"
 #include "spmdc/shape.h"
 
 static void test_names_round_trip(void **state)
@@ -94,6 +95,35 @@ static void test_print_and_equal(void **state)
     assert_int_equal(shape_byte_size(&t), 8 * 16 * 4 + 4);
 }
 
+/* A 40-element tuple whose element e is a 2-leaf tuple when e % 3 == 0,
+ * else an array: element e starts at leaf e + ceil(e / 3) (one extra leaf
+ * per tuple element before it); the total is 40 + 14 = 54.  Offsets past
+ * 16 come from the memo, which a second tuple (20 arrays: offset = index)
+ * replaces, and the first one rebuilds. */
+static void test_leaf_offsets(void **state)
+{
+    (void)state;
+    Arena *a = arena_create();
+    Shape f = shape_scalar(ET_F32);
+    Shape pair = {.type = ET_TUPLE, .n_elems = 2, .elems = (Shape[]){f, f}};
+    Shape el[40], flat_el[20];
+    for (int e = 0; e < 40; e++) el[e] = e % 3 == 0 ? pair : f;
+    for (int e = 0; e < 20; e++) flat_el[e] = f;
+    Shape t = {.type = ET_TUPLE, .n_elems = 40, .elems = el};
+    Shape flat = {.type = ET_TUPLE, .n_elems = 20, .elems = flat_el};
+    LeafMemo memo = {0};
+    assert_int_equal(shape_leaf_count(&t), 54);
+    for (int round = 0; round < 2; round++) {
+        for (int e = 0; e <= 40; e++)
+            assert_int_equal(shape_leaf_offset(&t, e, &memo, a), e + (e + 2) / 3);
+        assert_ptr_equal(memo.s, &t);
+        assert_int_equal(shape_leaf_offset(&flat, 19, &memo, a), 19);
+        assert_int_equal(shape_leaf_offset(&flat, 20, &memo, a), 20);
+        assert_ptr_equal(memo.s, &flat);
+    }
+    arena_destroy(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -101,6 +131,7 @@ int main(void)
         cmocka_unit_test(test_byte_sizes),
         cmocka_unit_test(test_huge_sizes),
         cmocka_unit_test(test_print_and_equal),
+        cmocka_unit_test(test_leaf_offsets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
