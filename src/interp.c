@@ -129,6 +129,21 @@ const SimValue *sim_value_leaf(const SimValue *v, int32_t k)
     return NULL;
 }
 
+static int32_t flatten(const SimValue *v, const SimValue **out, int32_t cap, int32_t n)
+{
+    if (v->shape.type != ET_TUPLE) {
+        if (n < cap) out[n] = v;
+        return n + 1;
+    }
+    for (int32_t e = 0; e < v->shape.n_elems; e++) n = flatten(&v->elems[e], out, cap, n);
+    return n;
+}
+
+int32_t sim_value_leaves(const SimValue *v, const SimValue **out, int32_t cap)
+{
+    return flatten(v, out, cap, 0);
+}
+
 static void print_elem(StrBuf *b, const SimValue *v, int64_t i)
 {
     ElemType t = v->shape.type;
@@ -986,7 +1001,19 @@ double sim_inst_work(const HloModule *m, const HloComputation *c, const HloInst 
 {
     const HloAttrs *a = hlo_attrs(in);
     const Shape *o0 = in->n_operands > 0 ? &c->insts[in->operands[0]].shape : &in->shape;
-    double out = leaf_elems(&in->shape), in0 = leaf_elems(o0);
+    /* operand 0's elements only where an op's cost reads them: summing a
+     * tuple operand's leaves for every get-tuple-element of it would make a
+     * loop carrying N values cost O(N^2) */
+    double out = leaf_elems(&in->shape), in0;
+    switch (in->op) {
+    case HLO_SORT: case HLO_TOPK: case HLO_CUSTOM_CALL: case HLO_MAP: case HLO_ALL_REDUCE: case HLO_REDUCE_SCATTER:
+    case HLO_GATHER: case HLO_PAD: case HLO_DYNAMIC_UPDATE_SLICE:
+        in0 = leaf_elems(o0);
+        break;
+    default:
+        in0 = 0;
+        break;
+    }
     switch (in->op) {
     case HLO_DOT:
     case HLO_RAGGED_DOT: {

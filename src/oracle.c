@@ -679,12 +679,34 @@ static void print_cmp(StrBuf *b, const VerifyRun *vr, const char *label, const S
     sb_printf(b, "] on device %lld: got %.6g, want %.6g\n", (long long)c->worst_dev, c->worst_got, c->worst_want);
 }
 
-/* Leaf k of every device's value (NULL where a device's value lacks it). */
-static const SimValue **device_leaves(const VerifyRun *vr, const SimValue *vals, int32_t k)
+/* The leaves of a reference value and of every device's value, found once
+ * (a value of N leaves is visited in O(N), not O(N^2) by sim_value_leaf
+ * per leaf): ref[k], and dev[k * n_dev + d] for device d (NULL where a
+ * value lacks leaf k).  leaf_table_free releases it. */
+typedef struct LeafTable {
+    int32_t n;
+    const SimValue **ref, **dev;
+} LeafTable;
+
+static LeafTable leaf_table(const VerifyRun *vr, const SimValue *ref, const SimValue *vals, int32_t leaves)
 {
-    const SimValue **l = xmalloc(sizeof(SimValue *) * (size_t)vr->n_dev);
-    for (int64_t d = 0; d < vr->n_dev; d++) l[d] = sim_value_leaf(&vals[d], k);
-    return l;
+    LeafTable t = {leaves, xcalloc((size_t)(leaves ? leaves : 1), sizeof(SimValue *)),
+                   xcalloc((size_t)(leaves ? leaves : 1) * (size_t)vr->n_dev, sizeof(SimValue *))};
+    sim_value_leaves(ref, t.ref, leaves);
+    const SimValue **one = xcalloc((size_t)(leaves ? leaves : 1), sizeof(SimValue *));
+    for (int64_t d = 0; d < vr->n_dev; d++) {
+        memset(one, 0, sizeof(SimValue *) * (size_t)(leaves ? leaves : 1));
+        sim_value_leaves(&vals[d], one, leaves);
+        for (int32_t k = 0; k < leaves; k++) t.dev[(int64_t)k * vr->n_dev + d] = one[k];
+    }
+    free(one);
+    return t;
+}
+
+static void leaf_table_free(LeafTable *t)
+{
+    free(t->ref);
+    free(t->dev);
 }
 
 static double leaf_rtol(const SimValue *leaf, double noise) { return type_eps(leaf->shape.type) + 2 * noise; }
@@ -828,9 +850,10 @@ static void observe_program(void *user, int32_t inst, const SimValue *vals, int6
     const HloInst *min = hlo_inst(vr->m, vr->m->entry, mi);
     const SimValue *ref = &o->ref_vals[mi];
     int32_t leaves = shape_leaf_count(&min->shape);
+    LeafTable lt = leaf_table(vr, ref, vals, leaves);
     for (int32_t k = 0; k < leaves && !o->found; k++) {
-        const SimValue *rl = sim_value_leaf(ref, k);
-        const SimValue **ls = device_leaves(vr, vals, k);
+        const SimValue *rl = lt.ref[k];
+        const SimValue **ls = lt.dev + (int64_t)k * vr->n_dev;
         const Sharding *s = min->sharding ? sharding_leaf(min->sharding, k) : NULL;
         double rtol = rl ? leaf_rtol(rl, vr->noise[mi]) : 0;
         if (rl && rl->shape.type != ET_TOKEN) compare_leaf(vr, s, rl, ls, rtol, 0, &o->cmp);
@@ -840,8 +863,8 @@ static void observe_program(void *user, int32_t inst, const SimValue *vals, int6
             o->leaf = k;
             o->rtol = rtol;
         }
-        free(ls);
     }
+    leaf_table_free(&lt);
 }
 
 /* Device d's parameters (shards of the global inputs). */
@@ -1095,8 +1118,12 @@ static double *widened_error(VerifyRun *vr, const SimValue *ref)
             const HloComputation *mc = hlo_comp(vr->m, vr->m->entry);
             int32_t leaves = shape_leaf_count(&mc->insts[mc->root].shape);
             err = xcalloc((size_t)(leaves ? leaves : 1), sizeof(double));
+            const SimValue **ra = xcalloc((size_t)(leaves ? leaves : 1), sizeof(SimValue *));
+            const SimValue **wa = xcalloc((size_t)(leaves ? leaves : 1), sizeof(SimValue *));
+            sim_value_leaves(ref, ra, leaves);
+            sim_value_leaves(&outs[0], wa, leaves);
             for (int32_t k = 0; k < leaves; k++) {
-                const SimValue *a = sim_value_leaf(ref, k), *w = sim_value_leaf(&outs[0], k);
+                const SimValue *a = ra[k], *w = wa[k];
                 if (!a || !w || !num_is_float(a->shape.type)) continue;
                 int64_t ne = shape_elem_count(&a->shape);
                 for (int64_t i = 0; i < ne; i++) {
@@ -1104,6 +1131,8 @@ static double *widened_error(VerifyRun *vr, const SimValue *ref)
                     if (isfinite(x) && isfinite(y)) err[k] = fmax(err[k], fabs(x - y));
                 }
             }
+            free(ra);
+            free(wa);
         }
         release_array(outs, n);
         release_array(args, n * vr->n_params);
@@ -1232,10 +1261,11 @@ static void compare_outputs(VerifyRun *vr, const SimValue *ref, const SimValue *
     int32_t leaves = shape_leaf_count(&root->shape);
     *n_bad = 0;
     *n_out = 0;
+    LeafTable lt = leaf_table(vr, ref, outs, leaves);
     for (int32_t k = 0; k < leaves; k++) {
-        const SimValue *rl = sim_value_leaf(ref, k);
+        const SimValue *rl = lt.ref[k];
         if (!rl || rl->shape.type == ET_TOKEN) continue;
-        const SimValue **ls = device_leaves(vr, outs, k);
+        const SimValue **ls = lt.dev + (int64_t)k * vr->n_dev;
         const Sharding *s = root->sharding ? sharding_leaf(root->sharding, k) : NULL;
         int32_t src = root->op == HLO_TUPLE && leaves == root->n_operands ? (int32_t)root->operands[k] : mc->root;
         double rtol = leaf_rtol(rl, vr->noise[src]);
@@ -1251,8 +1281,8 @@ static void compare_outputs(VerifyRun *vr, const SimValue *ref, const SimValue *
         print_cmp(b, vr, label_of(vr, root, k, leaves, buf, sizeof buf), rl, s, &c, rtol);
         (*n_out)++;
         *n_bad += c.bad;
-        free(ls);
     }
+    leaf_table_free(&lt);
     free(random);
 }
 

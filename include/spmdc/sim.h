@@ -69,8 +69,12 @@ int64_t sim_value_get_i64(const SimValue *v, int64_t i);
 void sim_value_set_f64(SimValue *v, int64_t i, double x);
 /* Sets element i from an integer (wraps to the type's width; floats rounded). */
 void sim_value_set_i64(SimValue *v, int64_t i, int64_t x);
-/* Leaf k of a (nested) tuple value in shape order (the value itself for arrays). */
+/* Leaf k of a (nested) tuple value in shape order (the value itself for
+ * arrays).  O(k): to visit every leaf use sim_value_leaves. */
 const SimValue *sim_value_leaf(const SimValue *v, int32_t k);
+/* The leaves of v in shape order (depth-first; v itself for an array) into
+ * out[0..min(n, cap)), pointers into v; returns n, v's leaf count. */
+int32_t sim_value_leaves(const SimValue *v, const SimValue **out, int32_t cap);
 /* Appends the value as HLO literal text ("{1, 2}", "(1, {2})") to b. */
 void sim_value_print(StrBuf *b, const SimValue *v);
 

@@ -1151,6 +1151,33 @@ static void test_leaves_and_bitcast(void **state)
     hlo_module_free(m);
 }
 
+/* ((a, (b, c)), d): leaves a, b, c, d in that order, by sim_value_leaves
+ * in one pass and by sim_value_leaf one at a time; a cap of 2 fills two
+ * and still counts 4. */
+static void test_value_leaves(void **state)
+{
+    (void)state;
+    SimValue inner = sim_value_tuple(2), mid = sim_value_tuple(2), top = sim_value_tuple(2);
+    inner.elems[0] = val_f(SC(F32), DL(2));
+    inner.elems[1] = val_f(SC(F32), DL(3));
+    mid.elems[0] = val_f(SC(F32), DL(1));
+    mid.elems[1] = inner;
+    top.elems[0] = mid;
+    top.elems[1] = val_f(SC(F32), DL(4));
+    const SimValue *l[4] = {0};
+    assert_int_equal(sim_value_leaves(&top, l, 4), 4);
+    for (int32_t k = 0; k < 4; k++) {
+        assert_ptr_equal(l[k], sim_value_leaf(&top, k));
+        assert_true(sim_value_get_f64(l[k], 0) == (double)(k + 1));
+    }
+    const SimValue *two[2] = {0};
+    assert_int_equal(sim_value_leaves(&top, two, 2), 4);
+    assert_ptr_equal(two[1], l[1]);
+    assert_int_equal(sim_value_leaves(l[3], two, 2), 1); /* an array is its own leaf */
+    assert_ptr_equal(two[0], l[3]);
+    sim_value_release(&top);
+}
+
 static void test_gather_batching_and_base_dilation(void **state)
 {
     (void)state;
@@ -1238,6 +1265,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_opcode_table_walk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_more_elementwise, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leaves_and_bitcast, setup, teardown),
+        cmocka_unit_test(test_value_leaves),
         cmocka_unit_test_setup_teardown(test_gather_batching_and_base_dilation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_convolution_batch_groups, setup, teardown),
     };
