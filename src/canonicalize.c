@@ -226,6 +226,7 @@ static int32_t rewrite_sdy_border(Rewriter *rw, const HloInst *in, const int32_t
                    why[0] ? why : "its shardings do not match its values");
         return -1;
     }
+    const char *name = out_name(rw, in, inlined); /* before the pieces take theirs */
     uint32_t mask = 0;
     for (int32_t a = 0; a < m->mesh.n_axes; a++)
         if (axes & (1u << a))
@@ -255,7 +256,6 @@ static int32_t rewrite_sdy_border(Rewriter *rw, const HloInst *in, const int32_t
             pieces[k] = emit_border(rw, in, in->name, "SPMDShardToFullShape", sh, res, &bound);
         }
     }
-    const char *name = out_name(rw, in, inlined);
     if (!shape_is_tuple(&in->shape)) {
         rw->out[pieces[0]].name = name; /* the border's value keeps its name */
         return pieces[0];
@@ -282,15 +282,17 @@ typedef struct Frame {
     int32_t i;           /* next instruction to copy */
     int32_t *map;        /* [c->n_insts]: instruction -> index in rw->out */
     const int32_t *args; /* inlined: the call's mapped operands; NULL when kept */
+    const char *name;    /* inlined, array-shaped call: the name its copy takes (reserved when the
+                            call is reached, before the callee's names) */
 } Frame;
 
-/* The call in (a frame's instruction, operands mapped to ops) whose callee
- * was copied with its root at new index root: its value.  A tuple needs no
- * copy (users reach its leaves through get-tuple-element), and an
- * annotation on the call moves to the body's root unless that has its own;
- * an array becomes a copy of the root that keeps the call's name (out_name),
- * sharding and span.  Returns the index of the call's value. */
-static int32_t finish_call(Rewriter *rw, const HloInst *in, int32_t root, bool inlined)
+/* The call in whose callee was copied with its root at new index root:
+ * its value.  A tuple needs no copy (users reach its leaves through
+ * get-tuple-element), and an annotation on the call moves to the body's
+ * root unless that has its own; an array becomes a copy of the root named
+ * name (the call's, or the one reserved for it) with the call's sharding
+ * and span.  Returns the index of the call's value. */
+static int32_t finish_call(Rewriter *rw, const HloInst *in, int32_t root, const char *name)
 {
     if (shape_is_tuple(&in->shape)) {
         HloInst *r = &rw->out[root];
@@ -302,7 +304,7 @@ static int32_t finish_call(Rewriter *rw, const HloInst *in, int32_t root, bool i
         return root;
     }
     HloInst copy = *in;
-    copy.name = out_name(rw, in, inlined);
+    copy.name = name;
     copy.sharding_origin = -1; /* indices change: propagation sets it again */
     copy.sharding_dim_origin = NULL;
     copy.op = HLO_COPY;
@@ -328,19 +330,20 @@ static bool rewrite_computation(HloModule *m, int32_t ci, Arena *scratch, DiagEn
     for (int32_t i = 0; i < c->n_insts; i++) names_add(&rw.names, c->insts[i].name);
     int32_t n_frames = 0, cap_frames = 16, top_root = -1;
     Frame *fr = ARENA_ARRAY(scratch, Frame, cap_frames);
-    fr[n_frames++] = (Frame){c, 0, ARENA_ARRAY(scratch, int32_t, c->n_insts ? c->n_insts : 1), NULL};
+    fr[n_frames++] = (Frame){c, 0, ARENA_ARRAY(scratch, int32_t, c->n_insts ? c->n_insts : 1), NULL, NULL};
     while (n_frames) {
         Frame *f = &fr[n_frames - 1];
         bool inlined = f->args != NULL;
         if (f->i == f->c->n_insts) {
             int32_t root = f->map[f->c->root];
+            const char *name = f->name;
             if (--n_frames == 0) {
                 top_root = root;
                 break;
             }
             /* back in the caller, at its call */
             f = &fr[n_frames - 1];
-            f->map[f->i] = finish_call(&rw, &f->c->insts[f->i], root, f->args != NULL);
+            f->map[f->i] = finish_call(&rw, &f->c->insts[f->i], root, name);
             f->i++;
             continue;
         }
@@ -357,9 +360,11 @@ static bool rewrite_computation(HloModule *m, int32_t ci, Arena *scratch, DiagEn
                 cap_frames *= 2;
             }
             const HloComputation *callee = &m->comps[hlo_attrs(in)->to_apply];
+            /* the call's value keeps its name before the callee's take theirs */
+            const char *name = shape_is_tuple(&in->shape) ? NULL : out_name(&rw, in, inlined);
             fr[n_frames++] =
                 (Frame){callee, 0, ARENA_ARRAY(scratch, int32_t, callee->n_insts ? callee->n_insts : 1),
-                        ops ? ops : ARENA_NEW(scratch, int32_t)};
+                        ops ? ops : ARENA_NEW(scratch, int32_t), name};
             continue; /* f->i moves on when the callee's frame is done */
         }
         if (is_sdy_border(in)) {

@@ -136,8 +136,9 @@ static void test_invalid_module_after_a_pass(void **state)
 
 /* A chain of N nested calls: f0 negates, f1..f(N-1) each call the one
  * before, the entry calls f(N-1) on x split in 2.  Inlined top-down, the
- * entry holds x, the negate, one copy per call inside the chain (r.1 ..
- * r.(N-1), named for their callers' calls) and its own call's copy r: N+2
+ * entry holds x, the negate, one copy per call inside the chain (named as
+ * the calls are reached, outermost first: f(N-1)'s r.1 .. f1's r.(N-1),
+ * emitted innermost first) and its own call's copy r: N+2
  * instructions, every other computation dropped; the whole chain is one
  * local f32[4,4] negate and N copies on each device, no collective.
  * (Inlining callees first rewrites f_i to i instructions: N^2/2 in all,
@@ -163,9 +164,9 @@ static void test_long_call_chain(void **state)
     assert_int_equal(c->insts[1].op, HLO_NEGATE);
     assert_string_equal(c->insts[1].name, "n");
     assert_int_equal(c->insts[2].op, HLO_COPY);
-    assert_string_equal(c->insts[2].name, "r.1");
+    assert_string_equal(c->insts[2].name, "r.4999");
     assert_int_equal(c->insts[2].operands[0], 1);
-    assert_string_equal(c->insts[N].name, "r.4999");
+    assert_string_equal(c->insts[N].name, "r.1");
     assert_string_equal(c->insts[c->root].name, "r");
     assert_int_equal(c->insts[c->root].operands[0], N);
     assert_true(pipeline_run(&r.st, &r.cx, PASS_PROPAGATE, PASS_PARTITION));

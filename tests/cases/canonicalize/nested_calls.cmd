@@ -1,0 +1,1 @@
+compile nested_calls.hlo

@@ -1,0 +1,1 @@
+verify nested_calls.hlo
