@@ -156,16 +156,21 @@ int32_t hlo_add_inst(HloModule *m, int32_t ci, HloOpcode op, const char *name, c
     return hlo_add_inst_n(m, ci, op, name, strlen(name), shape, operands, n_operands);
 }
 
+void hlo_reserve_insts(HloModule *m, int32_t ci, int32_t n)
+{
+    HloComputation *c = &m->comps[ci];
+    if (n <= c->cap_insts) return;
+    c->insts = arena_realloc(m->arena, c->insts, sizeof(HloInst) * (size_t)c->cap_insts, sizeof(HloInst) * (size_t)n,
+                             _Alignof(HloInst));
+    c->cap_insts = n;
+}
+
 int32_t hlo_add_inst_n(HloModule *m, int32_t ci, HloOpcode op, const char *name, size_t name_len, const Shape *shape,
                        const int32_t *operands, int32_t n_operands)
 {
     HloComputation *c = &m->comps[ci];
-    if (c->n_insts == c->cap_insts) {
-        int32_t cap = c->cap_insts ? c->cap_insts * 2 : 16;
-        c->insts = arena_realloc(m->arena, c->insts, sizeof(HloInst) * (size_t)c->cap_insts,
-                                 sizeof(HloInst) * (size_t)cap, _Alignof(HloInst));
-        c->cap_insts = cap;
-    }
+    if (c->n_insts == c->cap_insts)
+        hlo_reserve_insts(m, ci, c->cap_insts ? c->cap_insts * 2 : 4);
     int32_t idx = c->n_insts++;
     HloInst *in = &c->insts[idx];
     memset(in, 0, sizeof *in);

@@ -291,9 +291,16 @@ void hlo_module_free(HloModule *m);
 /* Appends a computation (name copied); returns its index. */
 int32_t hlo_add_computation(HloModule *m, const char *name, bool is_entry);
 /* Appends an instruction to computation c; name and operands are copied,
- * attrs are left NULL.  Returns the instruction's index.  Does not check. */
+ * attrs are left NULL.  Returns the instruction's index.  Does not check.
+ * The instruction array grows by doubling from 4 (a module of many small
+ * computations, a reducer each, holds no unused room to speak of), so an
+ * HloInst pointer is valid only until the next add to its computation
+ * (hold indices, or reserve with hlo_reserve_insts). */
 int32_t hlo_add_inst(HloModule *m, int32_t c, HloOpcode op, const char *name, const Shape *shape,
                      const int32_t *operands, int32_t n_operands);
+/* Grows computation c's instruction array to hold n instructions, so
+ * adding up to n in all moves none (their pointers stay valid). */
+void hlo_reserve_insts(HloModule *m, int32_t c, int32_t n);
 /* hlo_add_inst with the name given as name[0..name_len) (no NUL needed). */
 int32_t hlo_add_inst_n(HloModule *m, int32_t c, HloOpcode op, const char *name, size_t name_len, const Shape *shape,
                        const int32_t *operands, int32_t n_operands);

@@ -56,6 +56,7 @@ static int setup(void **state)
     (void)a;
     add(f, f->sum, HLO_ADD, "add", F32, "a,b");
     f->main = hlo_add_computation(f->m, "main", true);
+    hlo_reserve_insts(f->m, f->main, 256); /* the tests hold HloInst pointers across adds */
     add(f, f->main, HLO_PARAMETER, "p", sh(ET_F32, 2, 8, 16, 0, 0), NULL);
     *state = f;
     return 0;
