@@ -87,4 +87,7 @@ check "$cases/uneven/uneven_ops.hlo"
 check "$cases/uneven/uneven_ops.hlo" x=2,y=2
 # A parameter split by propagation only (cut by spmdc's propagated sharding).
 check "$cases/uneven/param_propagated.hlo"
+# A batched LAPACK custom-call (cholesky) kept split over its batch dim: XLA
+# runs each device's call on its 2 matrices.
+check "$cases/ops/custom_call_batch_dims.hlo"
 exit $fail

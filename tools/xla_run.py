@@ -262,6 +262,14 @@ def compile_text(text, nrep):
     import jax
     from jax._src.lib import _jax
     from jax._src.lib import xla_client as xc
+    # the CPU LAPACK kernels (lapack_*_ffi custom-calls, e.g. a cholesky)
+    # are registered by jax's linalg module and need their handlers set up
+    # once; without it XLA crashes running such a call
+    try:
+        from jax._src.lax import linalg as jax_linalg
+        jax_linalg.initialize_lapack()
+    except (ImportError, AttributeError):
+        pass
     module = xc.hlo.hlo_module_from_text(text)
     mlir = _jax.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
     opts = xc.CompileOptions()
