@@ -198,14 +198,15 @@ static const char *frontend_attrs_of(const RawAttr *raw, int32_t n)
     return NULL;
 }
 
-/* The header's single Shardy mesh (sdy_module_mesh), if its device count is
- * n (or n == 0). */
-static bool mesh_from_sdy(const HloModule *m, int64_t n, Mesh *mesh)
+/* The module's single Shardy mesh, declared in the header's xla.sdy.meshes
+ * or written inline in the shardings (sdy_module_mesh); *which (may be
+ * NULL): -1 for the header's, else the index of the inline mesh
+ * (HloModule.sdy_inline_mesh). */
+static bool mesh_from_sdy(const HloModule *m, Mesh *mesh, int32_t *which)
 {
-    Mesh tmp;
-    if (!sdy_module_mesh(frontend_attrs_of(m->raw, m->n_raw), &tmp)) return false;
-    if (n && tmp.n_devices != n) return false;
-    *mesh = tmp;
+    int32_t w;
+    if (!sdy_module_mesh(frontend_attrs_of(m->raw, m->n_raw), m->sdy_inline_mesh, 2, mesh, &w)) return false;
+    if (which) *which = w;
     return true;
 }
 
@@ -214,7 +215,7 @@ static bool choose_mesh(HloModule *m, PassCtx *cx, const MeshEvidence *ev, Mesh 
     if (cx->opt && cx->opt->has_mesh) {
         *mesh = cx->opt->mesh;
         Mesh sdy;
-        if (!mesh->named && !ev->named && mesh_from_sdy(m, 0, &sdy) && sdy.n_axes == mesh->n_axes) {
+        if (!mesh->named && !ev->named && mesh_from_sdy(m, &sdy, NULL) && sdy.n_axes == mesh->n_axes) {
             /* A numeric --mesh on a Shardy export takes the export's axis names. */
             for (int32_t i = 0; i < mesh->n_axes; i++)
                 snprintf(mesh->axes[i].name, sizeof mesh->axes[i].name, "%s", sdy.axes[i].name);
@@ -237,15 +238,18 @@ static bool choose_mesh(HloModule *m, PassCtx *cx, const MeshEvidence *ev, Mesh 
     }
     int64_t implied = m->num_partitions > 0 ? m->num_partitions : ev->positional ? ev->positional_devices : 0;
     Mesh sdy;
-    if (mesh_from_sdy(m, 0, &sdy)) {
+    int32_t which;
+    if (mesh_from_sdy(m, &sdy, &which)) {
         if (!implied || implied == sdy.n_devices) {
             *mesh = sdy;
             return true;
         }
         StrBuf a = {0};
         mesh_print(&a, &sdy);
-        diag_error(cx->diag, ev->positional && m->num_partitions <= 0 ? ev->positional->span : m->span,
-                   "the header's xla.sdy.meshes declares mesh %s (%lld devices) but %s %lld devices; give --mesh",
+        SrcSpan at = which >= 0 ? m->sdy_inline_span[which]
+                     : ev->positional && m->num_partitions <= 0 ? ev->positional->span : m->span;
+        diag_error(cx->diag, at, "%s %s (%lld devices) but %s %lld devices; give --mesh",
+                   which >= 0 ? "the shardings' inline Shardy mesh is" : "the header's xla.sdy.meshes declares mesh",
                    sb_cstr(&a), (long long)sdy.n_devices,
                    m->num_partitions > 0 ? "num_partitions says" : "the positional shardings use", (long long)implied);
         sb_free(&a);
@@ -380,7 +384,8 @@ static int bind_sdy(HloModule *m, HloInst *inst, bool user_mesh, DiagEngine *dia
             const char *t = diag_text(quiet);
             const char *msg = strstr(t, "error: ");
             snprintf(why, sizeof why, "%.*s", (int)strcspn(msg ? msg + 7 : t, "\n"), msg ? msg + 7 : t);
-            error = !user_mesh && shape_is_array(&inst->shape) && syn.n_dims == inst->shape.rank;
+            error = !user_mesh && shape_is_array(&inst->shape) &&
+                    (syn.kind == SSYN_MAXIMAL || syn.n_dims == inst->shape.rank);
         }
         diag_destroy(quiet);
         if (ok) return 1;
@@ -704,13 +709,16 @@ static bool bind_inst(HloModule *m, const HloComputation *comp, HloInst *inst, b
         if (user_mesh) put_user_mesh(&b, user, &m->mesh);
         else mesh_print(&b, &m->mesh);
         bool ok = user_mesh;
+        const char *fa = frontend_attrs_of(m->raw, m->n_raw);
+        const char *meshes = (fa && strstr(fa, "xla.sdy.meshes")) || !m->sdy_inline_mesh[0]
+                                 ? "the header's xla.sdy.meshes" : "the shardings' inline Shardy meshes";
         if (user_mesh) {
             ignored_annotation(m, inst, inst->span, diag, "ignoring its xla.sdy.sharding: %s does not have the "
-                               "axes of the header's xla.sdy.meshes; propagation decides it", sb_cstr(&b));
+                               "axes of %s; propagation decides it", sb_cstr(&b), meshes);
         } else {
             diag_error(diag, inst->span, "%s: its xla.sdy.sharding cannot be bound: the module's mesh %s does "
-                       "not have the axes of the header's xla.sdy.meshes (give --mesh with the export's axis "
-                       "names)", inst->name, sb_cstr(&b));
+                       "not have the axes of %s (give --mesh with the export's axis names)", inst->name,
+                       sb_cstr(&b), meshes);
         }
         sb_free(&b);
         return ok;
@@ -836,14 +844,14 @@ bool bind_shardings(HloModule *m, PassCtx *cx)
     m->mesh.perms->arena = m->arena;
     m->has_mesh = true;
     Mesh sdy;
-    bool sdy_mode = mesh.named && mesh_from_sdy(m, 0, &sdy);
+    bool sdy_mode = mesh.named && mesh_from_sdy(m, &sdy, NULL);
     for (int32_t i = 0; sdy_mode && i < sdy.n_axes; i++)
         if (mesh_axis_index(&mesh, sdy.axes[i].name) < 0) sdy_mode = false;
     const SpmdcOptions *user = cx->opt && cx->opt->has_mesh ? cx->opt : NULL;
     bool ok = bind_all(m, items, n_items, sdy_mode, sdy_mode && !same_mesh_layout(&mesh, &sdy), user, cx->diag);
     free(items);
     Mesh header;
-    if (!ok && user && mesh_from_sdy(m, 0, &header) && header.n_devices != mesh.n_devices) {
+    if (!ok && user && mesh_from_sdy(m, &header, NULL) && header.n_devices != mesh.n_devices) {
         /* positional shardings of the export's device count fail one by one: say why once */
         StrBuf a = {0}, b = {0};
         mesh_print(&a, &header);

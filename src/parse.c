@@ -732,6 +732,7 @@ static void on_header(void *data, AstTok name, const AstLoc *name_loc, const Ast
         int64_t *dst = ast_tok_eq(at->t, "num_partitions") ? &lw->m->num_partitions
                        : ast_tok_eq(at->t, "replica_count") ? &lw->m->replica_count : NULL;
         if (!dst) {
+            if (ast_tok_eq(at->t, "frontend_attributes")) parse_check_sdy_meshes(lw, at);
             raw[n_raw++] = at;
             continue;
         }

@@ -8,7 +8,9 @@
  * form, source-target pairs); `sharding=` goes to parse_sharding.c; anything
  * else XLA takes on the op (metadata, frontend_attributes, backend_config,
  * ...) is kept verbatim as RawAttr, metadata and frontend_attributes after
- * a check of their syntax (check_metadata, check_frontend).  A name given
+ * a check of their syntax (check_metadata, check_frontend) and of the
+ * Shardy meshes frontend_attributes write (parse_check_sdy_meshes, which
+ * also notes the inline ones for bind.c's choice of mesh).  A name given
  * twice, one the op does not take and one XLA does not know are errors.
  * parse_lower_literal turns `constant(...)` text into a Literal: it checks
  * the nesting and every value against the shape before it allocates, so a
@@ -22,6 +24,7 @@
 #include <string.h>
 
 #include "parse_internal.h"
+#include "spmdc/sdy.h"
 
 /* ================================================================ value helpers */
 
@@ -1357,6 +1360,46 @@ static bool check_frontend(Lower *lw, const AstVal *at)
     return r.i >= r.n || raw_err_here(&r, "the end of frontend_attributes");
 }
 
+/* Where a frontend_attributes value starts in the input (for
+ * note_inline_mesh). */
+typedef struct SdyScan {
+    Lower *lw;
+    uint32_t base;
+} SdyScan;
+
+/* sdy_check_meshes' callback: keeps the first inline mesh with axes and the
+ * first other one (HloModule.sdy_inline_mesh). */
+static void note_inline_mesh(void *ctx, const SdyMesh *mesh, size_t at, size_t len)
+{
+    SdyScan *sc = ctx;
+    HloModule *m = sc->lw->m;
+    if (mesh->n_axes == 0 || m->sdy_inline_mesh[1]) return;
+    const char *text = sc->lw->cx->text + sc->base + at + 4; /* the body, after "mesh" */
+    SdyMesh first;
+    if (m->sdy_inline_mesh[0] &&
+        ((strlen(m->sdy_inline_mesh[0]) == len - 4 && memcmp(m->sdy_inline_mesh[0], text, len - 4) == 0) ||
+         (sdy_read_mesh(m->sdy_inline_mesh[0], &first) && sdy_mesh_equal(&first, mesh))))
+        return;
+    int k = m->sdy_inline_mesh[0] ? 1 : 0;
+    m->sdy_inline_mesh[k] = arena_strndup(m->arena, text, len - 4);
+    AstLoc loc = {sc->base + (uint32_t)at, sc->base + (uint32_t)(at + len)};
+    m->sdy_inline_span[k] = ast_span(sc->lw->cx, &loc);
+}
+
+bool parse_check_sdy_meshes(Lower *lw, const AstVal *at)
+{
+    uint32_t off = at->child->loc.off, end = at->loc.end;
+    bool any = false;
+    for (uint32_t i = off; !any && i + 5 <= end; i++) any = memcmp(lw->cx->text + i, "mesh<", 5) == 0;
+    if (!any) return true;
+    const char *text = arena_strndup(lw->tmp, lw->cx->text + off, end - off);
+    SdyScan sc = {lw, off};
+    SdyFault f;
+    if (sdy_check_meshes(text, lw->tmp, note_inline_mesh, &sc, &f)) return true;
+    AstLoc loc = {off + (uint32_t)f.at, off + (uint32_t)(f.at + f.len)};
+    return parse_err(lw, &loc, "%s", f.why);
+}
+
 /* Whether spec's value goes into op's attributes: any opcode's, or the
  * list group of its opcode (ragged-dot's group extends dot's). */
 static bool spec_fills(const AttrSpec *spec, HloOpcode op)
@@ -1412,7 +1455,8 @@ bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
             ok = unknown_attr(lw, op, at);
         } else {
             if (ast_tok_eq(at->t, "metadata")) ok = check_metadata(lw, at) && ok;
-            else if (ast_tok_eq(at->t, "frontend_attributes")) ok = check_frontend(lw, at) && ok;
+            else if (ast_tok_eq(at->t, "frontend_attributes"))
+                ok = check_frontend(lw, at) && parse_check_sdy_meshes(lw, at) && ok;
             raw[n_raw++] = at;
         }
     }

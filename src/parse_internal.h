@@ -265,6 +265,11 @@ bool parse_lower_literal(Lower *lw, const Shape *s, const AstVal *v, Literal *ou
 bool parse_check_dup_names(Lower *lw, const AstVal **list, int32_t n);
 /* name=value kept as written (module arena): text is the value's source text. */
 RawAttr *parse_make_raw(Lower *lw, const AstVal **list, int32_t n);
+/* frontend_attributes (of the header or an instruction): the Shardy meshes
+ * written in its xla.sdy strings, checked (sdy_check_meshes; a fault is an
+ * error at its place in the text), and the inline ones noted in
+ * HloModule.sdy_inline_mesh.  False after an error. */
+bool parse_check_sdy_meshes(Lower *lw, const AstVal *at);
 /* Checks `[dims] T(perm)` of an iota device list (need_t: T(...) is required
  * when there are several dims); fills dims[0..*nd), perm (identity without
  * T) and *total, the device count. */

@@ -251,6 +251,13 @@ typedef struct HloModule {
     int64_t replica_count;     /* 0 = header did not say */
     int32_t n_raw;
     RawAttr *raw;              /* other header attributes, verbatim */
+    /* Shardy meshes with axes written inline in the instructions' xla.sdy
+     * strings (`<mesh<["x"=4]>, [...]>`; sdy.h): the first one and the first
+     * that is another mesh (NULL: none), each its body from '<' to '>' and
+     * where it is written; bind.c chooses the module's mesh among them and
+     * the header's xla.sdy.meshes. */
+    const char *sdy_inline_mesh[2];
+    SrcSpan sdy_inline_span[2];
     Mesh mesh;                 /* valid once has_mesh */
     bool has_mesh;
     SrcSpan span;              /* the header's module name in the input (line 0: none) */

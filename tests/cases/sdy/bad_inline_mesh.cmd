@@ -1,0 +1,1 @@
+compile bad_inline_mesh.hlo -o bad_inline_mesh.out.hlo

@@ -1,0 +1,1 @@
+compile inline_mesh.hlo

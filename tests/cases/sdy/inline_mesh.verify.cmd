@@ -1,0 +1,1 @@
+verify inline_mesh.hlo

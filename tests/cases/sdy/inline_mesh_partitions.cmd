@@ -1,0 +1,1 @@
+compile inline_mesh_partitions.hlo -o inline_mesh_partitions.out.hlo

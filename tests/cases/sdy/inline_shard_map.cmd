@@ -1,0 +1,1 @@
+compile inline_shard_map.hlo --report none

@@ -1,0 +1,1 @@
+verify inline_shard_map.hlo

@@ -1,0 +1,1 @@
+compile two_named_meshes.hlo -o two_named_meshes.out.hlo
