@@ -13,10 +13,12 @@
  *      does not name replicate.
  *   2. the mesh written in the file's named shardings; every named sharding
  *      must use the same axes, in the same order, with the same sizes.
- *   3. the header's xla.sdy.meshes when it holds exactly one mesh (Shardy
- *      exports), whose device count must then agree with num_partitions and
- *      the positional shardings (an error otherwise); else num_partitions
- *      from the module header (one axis d0);
+ *   3. the module's one Shardy mesh (Shardy exports): every mesh with axes
+ *      that the header's xla.sdy.meshes declares or an xla.sdy string writes
+ *      inline (HloModule.sdy_inline_mesh) is the same mesh; its device count
+ *      must then agree with num_partitions and the positional shardings (an
+ *      error otherwise, at the inline mesh if there is one); else
+ *      num_partitions from the module header (one axis d0);
  *   4. the device count of the first positional sharding (one axis d0);
  *   5. one device.  A {maximal device=N} with N > 0 names a device of a
  *      mesh none of the above gives: an error asking for --mesh (XLA needs
@@ -347,8 +349,8 @@ static void ignored_annotation(HloModule *m, const HloInst *inst, SrcSpan span, 
     free(msg);
 }
 
-/* In a Shardy export (one mesh in xla.sdy.meshes, its axes all in the
- * chosen mesh) each value's xla.sdy.sharding string is bound BY NAME in
+/* In a Shardy export (one Shardy mesh, declared or inline, its axes all in
+ * the chosen mesh) each value's xla.sdy.sharding string is bound BY NAME in
  * preference to its positional sharding=: that is what makes `--mesh`
  * rebind such a file (another order or size of the axes), and it gives
  * out_shardings to values that carry no sharding= at all.  A string that
