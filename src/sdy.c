@@ -333,6 +333,45 @@ static bool read_mesh_ref(Rd *r, bool *has_own, char *why, size_t whylen)
     return true;
 }
 
+/* `, replicated={...}` and `, unreduced={...}` (either order, each at most
+ * once) at r->p into lists[0] and lists[1]. */
+static bool read_axis_lists(Rd *r, Arena *arena, AxisRefSyntax *lists[2], int32_t nlists[2], char *why,
+                            size_t whylen)
+{
+    while (*r->p == ',') {
+        r->p++;
+        skip(r);
+        int k = strncmp(r->p, "replicated=", 11) == 0 ? 0 : strncmp(r->p, "unreduced=", 10) == 0 ? 1 : -1;
+        if (k < 0 || lists[k]) return failf(why, whylen, "expected replicated={...} or unreduced={...}");
+        r->p += k == 0 ? 11 : 10;
+        AxisRefSyntax *axes;
+        int32_t n;
+        bool o;
+        uint8_t pr;
+        if (!read_dim(r, arena, &axes, &n, &o, &pr) || o || pr)
+            return failf(why, whylen, "malformed %s axis list", k == 0 ? "replicated" : "unreduced");
+        lists[k] = axes ? axes : ARENA_ARRAY(arena, AxisRefSyntax, 1);
+        nlists[k] = n;
+        skip(r);
+    }
+    return true;
+}
+
+/* Binds axes[0..n) to mesh by name (a whole axis takes the mesh's size);
+ * false, with r->unknown, for an axis the mesh lacks. */
+static bool bind_axes(Rd *r, const Mesh *mesh, AxisRefSyntax *axes, int32_t n, char *why, size_t whylen)
+{
+    for (int32_t k = 0; k < n; k++) {
+        int32_t a = mesh_axis_index(mesh, axes[k].name);
+        if (a < 0) {
+            r->unknown = true;
+            return failf(why, whylen, "axis '%s' is not in the mesh", axes[k].name);
+        }
+        if (axes[k].pre_size == 0) axes[k].size = mesh->axes[a].size;
+    }
+    return true;
+}
+
 /* `<MESH, [dims] ...>` after the opening '<'; false with a reason.  mesh
  * NULL: only checks the text (sdy_check_meshes), out is not filled. */
 static bool read_tensor(Rd *r, const Mesh *mesh, Arena *arena, ShardingSyntax *out, char *why, size_t whylen)
@@ -357,25 +396,9 @@ static bool read_tensor(Rd *r, const Mesh *mesh, Arena *arena, ShardingSyntax *o
     }
     r->p++;
     skip(r);
-    /* `, replicated={...}` and `, unreduced={...}`, in either order */
     AxisRefSyntax *lists[2] = {NULL, NULL};
     int32_t nlists[2] = {0, 0};
-    while (*r->p == ',') {
-        r->p++;
-        skip(r);
-        int k = strncmp(r->p, "replicated=", 11) == 0 ? 0 : strncmp(r->p, "unreduced=", 10) == 0 ? 1 : -1;
-        if (k < 0 || lists[k]) return failf(why, whylen, "expected replicated={...} or unreduced={...}");
-        r->p += k == 0 ? 11 : 10;
-        AxisRefSyntax *axes;
-        int32_t n;
-        bool o;
-        uint8_t pr;
-        if (!read_dim(r, arena, &axes, &n, &o, &pr) || o || pr)
-            return failf(why, whylen, "malformed %s axis list", k == 0 ? "replicated" : "unreduced");
-        lists[k] = axes ? axes : ARENA_ARRAY(arena, AxisRefSyntax, 1);
-        nlists[k] = n;
-        skip(r);
-    }
+    if (!read_axis_lists(r, arena, lists, nlists, why, whylen)) return false;
     if (*r->p != '>')
         return failf(why, whylen, "unexpected text after the dimension shardings");
     r->check_own = false;
@@ -398,22 +421,10 @@ static bool read_tensor(Rd *r, const Mesh *mesh, Arena *arena, ShardingSyntax *o
     for (int32_t d = 0; d < nd; d++) {
         out->dim_n_axes[d] = counts[d];
         out->dim_axes[d] = dims[d];
-        for (int32_t k = 0; k < counts[d]; k++) {
-            AxisRefSyntax *ax = &dims[d][k];
-            int32_t a = mesh_axis_index(mesh, ax->name);
-            if (a < 0) r->unknown = true;
-            if (a < 0) return failf(why, whylen, "axis '%s' is not in the mesh", ax->name);
-            if (ax->pre_size == 0) ax->size = mesh->axes[a].size;
-        }
+        if (!bind_axes(r, mesh, dims[d], counts[d], why, whylen)) return false;
     }
     for (int k = 0; k < 2; k++)
-        for (int32_t j = 0; j < nlists[k]; j++) {
-            AxisRefSyntax *ax = &lists[k][j];
-            int32_t a = mesh_axis_index(mesh, ax->name);
-            if (a < 0) r->unknown = true;
-            if (a < 0) return failf(why, whylen, "axis '%s' is not in the mesh", ax->name);
-            if (ax->pre_size == 0) ax->size = mesh->axes[a].size;
-        }
+        if (!bind_axes(r, mesh, lists[k], nlists[k], why, whylen)) return false;
     out->replicated_axes = lists[0];
     out->n_replicated_axes = nlists[0];
     out->unreduced_axes = lists[1];
