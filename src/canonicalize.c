@@ -245,6 +245,14 @@ static int32_t rewrite_sdy_border(Rewriter *rw, const HloInst *in, const int32_t
             return -1;
         }
         Sharding bound;
+        if (syn[k].kind == SSYN_TILED) {
+            /* a Shardy string reads as the positional form only over a mesh
+             * whose device_ids are permuted (sdy.h); the manual sharding and
+             * the body's axis indices are built over the mesh's own order */
+            diag_error(diag, in->span, "%s: a shard_map over a mesh whose device_ids are in another order than "
+                       "0..N-1 is not supported", in->name);
+            return -1;
+        }
         if (!sharding_bind(&syn[k], &m->mesh, global, &bound, m->arena, diag)) return -1;
         bound.named_form = true;
         Sharding man = make_manual(m, &bound, global->rank, mask);

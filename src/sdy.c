@@ -135,9 +135,10 @@ static bool read_device_ids(Rd *r, SdyMesh *out, int64_t product)
             seen[ids[k]] = 1;
     }
     for (int64_t k = 0; seen && ok && k < n; k++)
-        if (ids[k] != k)
-            ok = fault(r, list, (size_t)(r->p - list), "device_ids in another order than 0..%lld are not supported "
-                       "(spmdc numbers a mesh's devices in order)", (long long)product - 1);
+        if (ids[k] != k) {
+            out->device_ids = list + strlen("device_ids=");
+            break;
+        }
     free(seen);
     free(ids);
     free(at);
@@ -372,6 +373,97 @@ static bool bind_axes(Rd *r, const Mesh *mesh, AxisRefSyntax *axes, int32_t n, c
     return true;
 }
 
+/* The named sharding *out over a mesh whose device_ids are in another
+ * order (r->own) as XLA's positional form with its explicit device list:
+ * tile dims per tensor dim the product of its axes (a trailing replicated
+ * dim for the axes no dim uses), and the device of each tile the mesh's
+ * device at those axes' coordinates: device_ids[row-major position over
+ * the mesh's axes].  The binder gives such a list its device order.  The
+ * module's mesh must be the sharding's (the same axes in the same order),
+ * with no sub-axis and no unreduced axis; otherwise the string is not
+ * read (the instruction's sharding= is used, or propagation decides).
+ * Open dims and priorities have no positional form: the sharding is
+ * closed. */
+static bool with_device_order(Rd *r, const Mesh *mesh, Arena *arena, ShardingSyntax *out, char *why,
+                              size_t whylen)
+{
+    const SdyMesh *sm = &r->own;
+    bool same = sm->n_axes == mesh->n_axes;
+    for (int32_t i = 0; same && i < sm->n_axes; i++)
+        same = strcmp(sm->names[i], mesh->axes[i].name) == 0 && sm->sizes[i] == mesh->axes[i].size;
+    if (!same)
+        return failf(why, whylen, "its mesh lists device_ids in another order, which spmdc reads only on that "
+                                  "mesh itself (the same axes in the same order)");
+    if (out->n_unreduced_axes)
+        return failf(why, whylen, "unreduced axes over a mesh with device_ids in another order are not read");
+    int32_t axis_of_dim[SPMDC_MAX_RANK][SPMDC_MAX_MESH_AXES], n_of_dim[SPMDC_MAX_RANK];
+    bool used[SPMDC_MAX_MESH_AXES] = {false};
+    ShardingSyntax t;
+    memset(&t, 0, sizeof t);
+    t.kind = SSYN_TILED;
+    for (int32_t d = 0; d < out->n_dims; d++) {
+        n_of_dim[d] = 0;
+        int64_t tiles = 1;
+        for (int32_t k = 0; k < out->dim_n_axes[d]; k++) {
+            const AxisRefSyntax *ax = &out->dim_axes[d][k];
+            int32_t a = 0;
+            while (a < mesh->n_axes && strcmp(mesh->axes[a].name, ax->name) != 0) a++;
+            if (a == mesh->n_axes || ax->pre_size || used[a])
+                return failf(why, whylen, "sub-axes over a mesh with device_ids in another order are not read");
+            used[a] = true;
+            axis_of_dim[d][n_of_dim[d]++] = a;
+            tiles *= mesh->axes[a].size;
+        }
+        t.tile_dims[t.n_tile_dims++] = tiles;
+    }
+    int32_t rest[SPMDC_MAX_MESH_AXES], n_rest = 0;
+    int64_t repl = 1;
+    for (int32_t a = 0; a < mesh->n_axes; a++)
+        if (!used[a]) {
+            rest[n_rest++] = a;
+            repl *= mesh->axes[a].size;
+        }
+    if (repl > 1) {
+        t.tile_dims[t.n_tile_dims++] = repl;
+        t.last_tile_dim_replicate = true;
+    }
+    /* the mesh's device ids, row-major over its axes */
+    int64_t n = mesh->n_devices;
+    int64_t *dev = ARENA_ARRAY(arena, int64_t, n);
+    const char *p = sm->device_ids + 1;
+    for (int64_t k = 0; k < n; k++) {
+        while (*p == ' ' || *p == ',' || *p == '\\') p++;
+        dev[k] = strtoll(p, (char **)&p, 10);
+    }
+    /* tile position (row-major over t.tile_dims) -> mesh coordinates -> id */
+    t.n_devices = n;
+    t.devices = ARENA_ARRAY(arena, int64_t, n);
+    int64_t stride[SPMDC_MAX_MESH_AXES];
+    for (int32_t a = mesh->n_axes - 1, s = 1; a >= 0; a--) {
+        stride[a] = s;
+        s *= (int32_t)mesh->axes[a].size;
+    }
+    for (int64_t pos = 0; pos < n; pos++) {
+        int64_t rem = pos, lin = 0;
+        /* the last tile dim varies fastest: peel the digits from the end */
+        for (int32_t td = t.n_tile_dims - 1; td >= 0; td--) {
+            int64_t digit = rem % t.tile_dims[td];
+            rem /= t.tile_dims[td];
+            const int32_t *axes = td < out->n_dims ? axis_of_dim[td] : rest;
+            int32_t na = td < out->n_dims ? n_of_dim[td] : n_rest;
+            for (int32_t k = na - 1; k >= 0; k--) { /* an axis list is major -> minor */
+                int64_t size = mesh->axes[axes[k]].size;
+                lin += (digit % size) * stride[axes[k]];
+                digit /= size;
+            }
+        }
+        t.devices[pos] = dev[lin];
+    }
+    t.span = out->span;
+    *out = t;
+    return true;
+}
+
 /* `<MESH, [dims] ...>` after the opening '<'; false with a reason.  mesh
  * NULL: only checks the text (sdy_check_meshes), out is not filled. */
 static bool read_tensor(Rd *r, const Mesh *mesh, Arena *arena, ShardingSyntax *out, char *why, size_t whylen)
@@ -431,6 +523,7 @@ static bool read_tensor(Rd *r, const Mesh *mesh, Arena *arena, ShardingSyntax *o
     out->n_unreduced_axes = nlists[1];
     out->open_dims = open;
     memcpy(out->dim_priority, prio, sizeof prio);
+    if (has_own && r->own.device_ids) return with_device_order(r, mesh, arena, out, why, whylen);
     return true;
 }
 

@@ -63,6 +63,10 @@ typedef struct SdyMesh {
     char names[SPMDC_MAX_MESH_AXES][32];
     int64_t sizes[SPMDC_MAX_MESH_AXES];
     int64_t device; /* the maximal mesh's device; -1 for a mesh with axes and the empty mesh */
+    /* device_ids in another order than 0..N-1: the list's '[' in the text
+     * the mesh was read from (row-major over the axes, Shardy's order);
+     * NULL for the default order */
+    const char *device_ids;
 } SdyMesh;
 
 /* Whether a and b are the same mesh (the same axes, names and sizes, in
@@ -80,8 +84,8 @@ typedef struct SdyFault {
  * every Shardy mesh written in it, the header's named `#sdy.mesh<...>` and
  * the inline `mesh<...>` of tensor shardings, as Shardy's verifier does:
  * axis sizes of at least 1, no axis name twice, device_ids a permutation of
- * as many devices as the axes hold (one for a mesh without axes); spmdc
- * reads only device_ids in order 0..N-1.  A tensor sharding over an inline
+ * as many devices as the axes hold (one for a mesh without axes).  A
+ * tensor sharding over an inline
  * mesh may name only that mesh's axes.  each (may be NULL) is called with
  * every well-formed inline mesh and where it is.  Text Shardy's syntax does
  * not describe is left to the readers below (which then ignore the

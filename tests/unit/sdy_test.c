@@ -35,7 +35,13 @@ static void test_read_mesh(void **state)
     /* malformed or invalid: not read */
     assert_int_equal(sdy_read_mesh("<[\"a\"=]>", &m), 0);
     assert_int_equal(sdy_read_mesh("<[\"a\"=0]>", &m), 0);
-    assert_int_equal(sdy_read_mesh("<[\"a\"=2], device_ids=[1, 0]>", &m), 0);
+    /* device_ids in another order: read, the list kept for the readers */
+    const char *perm = "<[\"a\"=2], device_ids=[1, 0]>";
+    assert_int_equal(sdy_read_mesh(perm, &m), strlen(perm));
+    assert_ptr_equal(m.device_ids, strstr(perm, "[1, 0]")); /* the list's [ */
+    assert_true(sdy_mesh_equal(&m, &m));
+    assert_true(sdy_read_mesh("<[\"a\"=2], device_ids=[0, 1]>", &m) > 0);
+    assert_null(m.device_ids); /* in order: the default */
 }
 
 /* The fault sdy_check_meshes finds in text, which must be at the first
@@ -64,8 +70,6 @@ static void test_faults(void **state)
     expect_fault("{k=\"#sdy.sharding<mesh<[\\\"a\\\"=2], device_ids=[0]>, [{}]>\"}", "device_ids", 14,
                  "lists 1 devices but the mesh's axes hold 2");
     expect_fault("{k=\"#sdy.sharding<mesh<[\\\"a\\\"=2], device_ids=[1, 1]>, [{}]>\"}", "1]", 1, "listed twice");
-    expect_fault("{k=\"#sdy.sharding<mesh<[\\\"a\\\"=2], device_ids=[1, 0]>, [{}]>\"}", "device_ids", 17,
-                 "not supported");
     expect_fault("{k=\"#sdy.sharding<mesh<[], device_ids=[0, 1]>, []>\"}", "device_ids", 17, "one device id");
     /* the header's named meshes, blob and quoted */
     expect_fault("{xla.sdy.meshes={mesh = #sdy.mesh<[\"x\"=0]>}}", "0]", 1, "size 0");

@@ -1,0 +1,1 @@
+compile device_ids.hlo

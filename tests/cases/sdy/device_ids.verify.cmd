@@ -1,0 +1,1 @@
+verify device_ids.hlo

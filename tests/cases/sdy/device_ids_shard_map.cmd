@@ -1,0 +1,1 @@
+compile device_ids_shard_map.hlo -o out.hlo
