@@ -389,6 +389,46 @@ void mesh_print(StrBuf *b, const Mesh *m)
 
 /* ================================================================ device orders */
 
+/* FNV-1a over a device order; perm_hash32 hashes the stored (int32) form of
+ * the same order to the same value. */
+static uint64_t perm_hash(const int64_t *phys, int64_t n_devices)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t L = 0; L < n_devices; L++)
+        h = (h ^ (uint64_t)phys[L]) * 1099511628211ull;
+    return h ^ (h >> 29);
+}
+
+static uint64_t perm_hash32(const int32_t *phys, int64_t n_devices)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t L = 0; L < n_devices; L++)
+        h = (h ^ (uint64_t)(int64_t)phys[L]) * 1099511628211ull;
+    return h ^ (h >> 29);
+}
+
+static bool perm_equals(const int32_t *have, const int64_t *phys, int64_t n_devices)
+{
+    for (int64_t L = 0; L < n_devices; L++)
+        if (have[L] != phys[L])
+            return false;
+    return true;
+}
+
+/* Rebuilds the hash index with n_slots slots over permutations 1..perms->n. */
+static void perm_rehash(MeshPerms *perms, int32_t n_slots)
+{
+    int32_t *slots = ARENA_ARRAY(perms->arena, int32_t, n_slots);
+    for (int32_t k = 0; k < perms->n; k++) {
+        uint32_t s = (uint32_t)perm_hash32(perms->phys[k], perms->n_devices) & (uint32_t)(n_slots - 1);
+        while (slots[s])
+            s = (s + 1) & (uint32_t)(n_slots - 1);
+        slots[s] = k + 1;
+    }
+    perms->slots = slots;
+    perms->n_slots = n_slots;
+}
+
 int32_t mesh_perm_intern(MeshPerms *perms, const int64_t *phys, int64_t n_devices)
 {
     bool identity = true;
@@ -399,12 +439,12 @@ int32_t mesh_perm_intern(MeshPerms *perms, const int64_t *phys, int64_t n_device
     if (!perms || !perms->arena || n_devices <= 0 || (perms->n > 0 && perms->n_devices != n_devices))
         return -1;
     Arena *arena = perms->arena;
-    for (int32_t k = 0; k < perms->n; k++) {
-        int64_t L = 0;
-        while (L < n_devices && perms->phys[k][L] == phys[L])
-            L++;
-        if (L == n_devices)
-            return k + 1;
+    uint32_t s = 0;
+    if (perms->n_slots) {
+        s = (uint32_t)perm_hash(phys, n_devices) & (uint32_t)(perms->n_slots - 1);
+        for (; perms->slots[s]; s = (s + 1) & (uint32_t)(perms->n_slots - 1))
+            if (perm_equals(perms->phys[perms->slots[s] - 1], phys, n_devices))
+                return perms->slots[s];
     }
     if (perms->n >= MESH_MAX_PERMS)
         return -1;
@@ -431,7 +471,14 @@ int32_t mesh_perm_intern(MeshPerms *perms, const int64_t *phys, int64_t n_device
     perms->n_devices = n_devices;
     perms->phys[perms->n] = fwd;
     perms->logical[perms->n] = inv;
-    return ++perms->n;
+    perms->n++;
+    if (2 * perms->n > perms->n_slots)
+        perm_rehash(perms, perms->n_slots ? 2 * perms->n_slots : 16);
+    else {
+        /* s is the free slot the probe above ended on */
+        perms->slots[s] = perms->n;
+    }
+    return perms->n;
 }
 
 int64_t mesh_logical_device(const Mesh *m, int32_t perm, int64_t dev)

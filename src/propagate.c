@@ -251,6 +251,8 @@ static uint32_t tiling_hash(const Tiling *t)
         h = (h ^ t->n[d]) * 16777619u;
     for (int32_t k = 0; k < total; k++)
         h = (h ^ (uint8_t)t->atoms[k]) * 16777619u;
+    if (total != 0 || t->partial) /* tiling_equal reads the device order only then */
+        h = (h ^ (uint32_t)t->perm) * 16777619u;
     return h;
 }
 

@@ -23,9 +23,15 @@ SHAPE is one of
                parameter split over 8 devices, folded by a chain of maximum
                (not linear in a sum, so every sum is all-reduced first: N
                all-reduces, 2N + 3 instructions).
+  device-orders N annotated values with distinct device orders: N f32[64]
+               parameters, each split over 8 devices listed in its own order
+               (the permutations of 0..7 in lexicographic order, the
+               identity's first, cycling after 40,320), each negated, all
+               returned in one tuple (2N + 1 instructions).
 Output is deterministic.  tools/bench_scale.py times these at two sizes
 10x apart and prints the growth (linear time: about 10x).
 """
+import itertools
 import sys
 
 SPLIT = "{devices=[8]<=[8]}"
@@ -112,8 +118,20 @@ def collectives(n, w):
     w("}\n")
 
 
+def device_orders(n, w):
+    w("HloModule scale_device_orders_%d\n\nENTRY %%main {\n" % n)
+    orders = itertools.cycle(itertools.permutations(range(8)))
+    for i in range(n):
+        w("  %%p.%d = f32[64] parameter(%d), sharding={devices=[8]%s}\n" % (i, i, ",".join(map(str, next(orders)))))
+    for i in range(n):
+        w("  %%n.%d = f32[64] negate(%%p.%d)\n" % (i, i))
+    w("  ROOT %%t = (%s) tuple(%s)\n}\n" % (", ".join(["f32[64]"] * n),
+                                          ", ".join("%%n.%d" % i for i in range(n))))
+
+
 SHAPES = {"tuple": tuple_root, "computations": computations, "while": while_chain,
-          "loop-state": loop_state, "call-chain": call_chain, "collectives": collectives}
+          "loop-state": loop_state, "call-chain": call_chain, "collectives": collectives,
+          "device-orders": device_orders}
 
 
 def main():

@@ -41,6 +41,9 @@ typedef struct MeshPerms {
     int32_t n, cap;
     int64_t n_devices;
     int32_t **phys, **logical;
+    int32_t *slots;             /* hash index: open addressing on the order's
+                                   hash, each slot a permutation id (0: free) */
+    int32_t n_slots;            /* a power of two, at least 2 * n (0: none yet) */
 } MeshPerms;
 
 #define MESH_MAX_PERMS 65535

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "spmdc/arena.h"
 #include "spmdc/mesh.h"
 #include "spmdc/sharding.h"
 
@@ -317,6 +318,52 @@ static void test_factor_order(void **state)
     sb_free(&b);
 }
 
+/* Device orders are interned through a hash index: 720 orders of 6 devices
+ * get ids 1..720 in the order they were first seen, each id maps back to its
+ * order both ways, and interning an order again (after the index has been
+ * rebuilt several times) finds the id it was given. */
+static void test_perm_intern_many(void **state)
+{
+    (void)state;
+    MeshPerms perms = {0};
+    Arena *a = arena_create();
+    perms.arena = a;
+    Mesh m = parse_ok("6");
+    m.perms = &perms;
+    static int64_t all[720][6];
+    int32_t n = 0;
+    int64_t p[6] = {0, 1, 2, 3, 4, 5};
+    for (;;) { /* lexicographic order of the permutations of 0..5 */
+        memcpy(all[n++], p, sizeof p);
+        int i = 4;
+        while (i >= 0 && p[i] > p[i + 1]) i--;
+        if (i < 0) break;
+        int j = 5;
+        while (p[j] < p[i]) j--;
+        int64_t t = p[i]; p[i] = p[j]; p[j] = t;
+        for (int l = i + 1, r = 5; l < r; l++, r--) { t = p[l]; p[l] = p[r]; p[r] = t; }
+    }
+    assert_int_equal(n, 720);
+    /* all[0] is the identity: id 0, never stored */
+    assert_int_equal(mesh_perm_intern(&perms, all[0], 6), 0);
+    for (int32_t k = 1; k < n; k++)
+        assert_int_equal(mesh_perm_intern(&perms, all[k], 6), k);
+    assert_int_equal(perms.n, 719);
+    for (int32_t k = n - 1; k >= 1; k--) {
+        assert_int_equal(mesh_perm_intern(&perms, all[k], 6), k);
+        for (int64_t L = 0; L < 6; L++) {
+            assert_int_equal(mesh_physical_device(&m, k, L), all[k][L]);
+            assert_int_equal(mesh_logical_device(&m, k, all[k][L]), L);
+        }
+    }
+    assert_int_equal(perms.n, 719);
+    /* not a permutation, and another device count: refused, nothing added */
+    assert_int_equal(mesh_perm_intern(&perms, (int64_t[]){0, 1, 1, 3, 4, 5}, 6), -1);
+    assert_int_equal(mesh_perm_intern(&perms, (int64_t[]){1, 0}, 2), -1);
+    assert_int_equal(perms.n, 719);
+    arena_destroy(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -324,6 +371,7 @@ int main(void)
         cmocka_unit_test(test_coords),           cmocka_unit_test(test_groups),
         cmocka_unit_test(test_groups_iota_text), cmocka_unit_test(test_groups_iota_roundtrip),
         cmocka_unit_test(test_atoms_name),       cmocka_unit_test(test_factor_order),
+        cmocka_unit_test(test_perm_intern_many),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
