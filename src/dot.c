@@ -205,20 +205,28 @@ static void put_comp(StrBuf *b, const HloModule *in, int32_t c, const EdgeColl *
         sb_puts(b, "\";\n    style=rounded;\n    color=gray50;\n");
     }
     for (int32_t i = 0; i < comp->n_insts; i++) put_node(b, in, c, i, ind);
-    bool result_edge = false;
-    for (int32_t i = 0; i < n_edges; i++) result_edge |= edges[i].comp == c && edges[i].consumer < 0;
+    /* edges are sorted by computation, then consumer: c's result edges (consumer -1) come first */
+    int32_t lo = 0, hi = n_edges;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (edges[mid].comp < c) lo = mid + 1;
+        else hi = mid;
+    }
+    bool result_edge = lo < n_edges && edges[lo].comp == c && edges[lo].consumer < 0;
     if (result_edge) {
         sb_printf(b, "%s", ind);
         put_node_id(b, c, -1);
         sb_puts(b, " [label=\"result\", shape=plaintext];\n");
     }
+    /* drawn[v] == u: the edge v -> u is drawn already (an operand used twice) */
+    int32_t *drawn = xmalloc(sizeof(int32_t) * (size_t)(comp->n_insts ? comp->n_insts : 1));
+    for (int32_t i = 0; i < comp->n_insts; i++) drawn[i] = -1;
     for (int32_t u = 0; u < comp->n_insts; u++) {
         const HloInst *x = &comp->insts[u];
         for (int32_t k = 0; k < x->n_operands; k++) {
             int32_t v = x->operands[k];
-            bool dup = false;
-            for (int32_t j = 0; j < k && !dup; j++) dup = x->operands[j] == v;
-            if (dup || v < 0 || v >= comp->n_insts) continue;
+            if (v < 0 || v >= comp->n_insts || drawn[v] == u) continue;
+            drawn[v] = u;
             sb_puts(b, ind);
             put_node_id(b, c, v);
             sb_puts(b, " -> ");
@@ -228,9 +236,9 @@ static void put_comp(StrBuf *b, const HloModule *in, int32_t c, const EdgeColl *
             sb_puts(b, ";\n");
         }
     }
+    free(drawn);
     if (result_edge) {
-        for (int32_t i = 0; i < n_edges; i++) {
-            if (edges[i].comp != c || edges[i].consumer >= 0) continue;
+        for (int32_t i = lo; i < n_edges && edges[i].comp == c && edges[i].consumer < 0; i++) {
             sb_puts(b, ind);
             put_node_id(b, c, edges[i].value);
             sb_puts(b, " -> ");
