@@ -151,12 +151,41 @@ static uint32_t fixed_dims(const RuleCtx *rc, int32_t k)
     return m;
 }
 
+/* forced_dims' answers for one rule: whether factor f split over the atoms
+ * of a run gives every tensor of the rule a tiling (the answer depends on
+ * the rule, f and the run only, so the operands of a wide op that bring the
+ * same run ask it once). */
+typedef struct FitMemo {
+    uint8_t known[OPRULE_MAX_FACTORS]; /* 0 unknown, 1 fits, 2 does not */
+    uint8_t n[OPRULE_MAX_FACTORS];
+    int8_t atoms[OPRULE_MAX_FACTORS][SPMDC_MAX_ATOMS];
+} FitMemo;
+
+static bool factor_run_fits(Part *p, const OpRule *r, int32_t f, const int8_t *atoms, int32_t n, FitMemo *memo)
+{
+    if (memo->known[f] && memo->n[f] == n && memcmp(memo->atoms[f], atoms, (size_t)n) == 0)
+        return memo->known[f] == 1;
+    FactorSharding one;
+    fsh_init(&one, r->n_factors);
+    fsh_set(&one, f, atoms, n);
+    bool ok = true;
+    for (int32_t j = 0; j < r->n_in + r->n_out && ok; j++) {
+        Tiling out;
+        ok = oprule_factors_to_tiling(r, j, &one, p->mesh, &out, NULL);
+    }
+    memo->known[f] = ok ? 1 : 2;
+    memo->n[f] = (uint8_t)n;
+    memcpy(memo->atoms[f], atoms, (size_t)n);
+    return ok;
+}
+
 /* The dims of operand tensor k whose current split the op cannot keep: a
  * factor that may not be split, atoms that do not fit the dim's factors,
  * or a factor whose split gives some other tensor no tiling (the shards of
  * a merged dim would not be contiguous).  A gather these force is an
- * involuntary rematerialization (part_get's warning). */
-static uint32_t forced_dims(Part *p, const RuleCtx *rc, int32_t k)
+ * involuntary rematerialization (part_get's warning).  memo holds the
+ * answers for rc's rule so far. */
+static uint32_t forced_dims(Part *p, const RuleCtx *rc, int32_t k, FitMemo *memo)
 {
     const OpRule *r = &rc->rule;
     uint32_t m = fixed_dims(rc, k), unfit = 0;
@@ -165,17 +194,7 @@ static uint32_t forced_dims(Part *p, const RuleCtx *rc, int32_t k)
     oprule_tiling_to_factors(r, k, &t, p->mesh, &proj, &unfit);
     m |= unfit;
     for (int32_t f = 0; f < r->n_factors; f++) {
-        if (!proj.n[f])
-            continue;
-        FactorSharding one;
-        fsh_init(&one, r->n_factors);
-        fsh_set(&one, f, fsh_factor(&proj, f), proj.n[f]);
-        bool ok = true;
-        for (int32_t j = 0; j < r->n_in + r->n_out && ok; j++) {
-            Tiling out;
-            ok = oprule_factors_to_tiling(r, j, &one, p->mesh, &out, NULL);
-        }
-        if (ok)
+        if (!proj.n[f] || factor_run_fits(p, r, f, fsh_factor(&proj, f), proj.n[f], memo))
             continue;
         for (int32_t d = 0; d < r->t[k].rank; d++)
             for (int32_t j = 0; j < oprule_dim_n(r, k, d); j++)
@@ -869,6 +888,7 @@ int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int
         p->limit_dims = 0;
         return 0;
     }
+    FitMemo *fit = NULL; /* forced_dims' memo, made when first needed */
     for (int32_t s = 0; s < in->n_operands; s++) {
         int32_t k = oprule_operand_tensor(r, s);
         const Tiling *want = k >= 0 ? &ch->want[k] : NULL;
@@ -885,7 +905,9 @@ int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int
             if (kept && ((d->forced_known >> k) & 1u)) {
                 p->limit_dims = d->forced[k];
             } else {
-                p->limit_dims = forced_dims(p, rc, k);
+                if (!fit)
+                    fit = ARENA_NEW(p->tmp, FitMemo);
+                p->limit_dims = forced_dims(p, rc, k, fit);
                 if (kept) {
                     d->forced[k] = p->limit_dims;
                     d->forced_known |= 1u << k;
