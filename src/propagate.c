@@ -3145,19 +3145,75 @@ static void explain_conflict(StrBuf *b, Engine *e, const Conflict *cf)
     arena_destroy(a);
 }
 
+/* Every leaf's path to the source of its first state, found in one pass
+ * over from[]: len[l] the hops from l to the leaf whose state came from no
+ * other (src[l]), or -1 for a leaf on or behind a cycle of from[]. */
+typedef struct PathMemo {
+    int32_t *len, *src;
+} PathMemo;
+
+static void path_memo(const Engine *e, PathMemo *pm)
+{
+    int32_t n = e->n_leaves;
+    pm->len = xmalloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+    pm->src = xmalloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+    int32_t *stack = xmalloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+    enum { UNKNOWN = -2, ON_STACK = -3 };
+    for (int32_t l = 0; l < n; l++)
+        pm->len[l] = UNKNOWN;
+    for (int32_t l0 = 0; l0 < n; l0++) {
+        int32_t l = l0, ns = 0;
+        while (l >= 0 && pm->len[l] == UNKNOWN) {
+            pm->len[l] = ON_STACK;
+            stack[ns++] = l;
+            if (e->from[l] <= 0)
+                break;
+            l = e->from[l] - 1;
+        }
+        int32_t base;
+        if (ns > 0 && e->from[stack[ns - 1]] <= 0) { /* the chain's source */
+            base = stack[--ns];
+            pm->len[base] = 0;
+            pm->src[base] = base;
+        } else if (l >= 0 && pm->len[l] >= 0) {
+            base = l;
+        } else { /* a cycle: walked by put_path */
+            while (ns > 0)
+                pm->len[stack[--ns]] = -1;
+            continue;
+        }
+        while (ns > 0) {
+            int32_t x = stack[--ns];
+            pm->len[x] = pm->len[base] + 1;
+            pm->src[x] = pm->src[base];
+            base = x;
+        }
+    }
+    free(stack);
+}
+
 /* The values the first state of leaf lf came through, from its source: the
  * source with its line, then per hop the value and, in parentheses, the
  * instruction it came through (its opcode alone when that is the value's
- * own instruction).  At most CAP hops shown: the ones nearest lf. */
-static void put_path(StrBuf *b, const Engine *e, int32_t lf)
+ * own instruction).  At most CAP hops shown: the ones nearest lf.  pm holds
+ * the path's length and source (path_memo), so a leaf at the end of a long
+ * chain costs CAP steps. */
+static void put_path(StrBuf *b, const Engine *e, const PathMemo *pm, int32_t lf)
 {
     enum { CAP = 12 };
     int32_t hops[CAP], n = 0, total = 0, src = lf;
-    for (int32_t l = lf; l >= 0 && e->from[l] > 0 && total <= e->n_leaves; l = e->from[l] - 1) {
-        if (n < CAP)
+    if (pm->len[lf] >= 0) {
+        total = pm->len[lf];
+        src = pm->src[lf];
+        for (int32_t l = lf; n < CAP && n < total; l = e->from[l] - 1)
             hops[n++] = l;
-        total++;
-        src = e->from[l] - 1;
+    } else { /* on or behind a cycle of from[]: walked, at most n_leaves + 1 hops */
+        for (int32_t l = lf; l >= 0 && e->from[l] > 0 && total <= e->n_leaves; l = e->from[l] - 1) {
+            if (n < CAP)
+                hops[n++] = l;
+            total++;
+            src = e->from[l] - 1;
+        }
     }
     put_leaf(b, e, src);
     int32_t line = (int32_t)ginst(e, e->linst[src])->span.begin.line;
@@ -3212,7 +3268,7 @@ static void put_sources(StrBuf *b, const Engine *e, int32_t lf)
 
 /* One leaf: its sharding and where it came from.  ind is the indent of its
  * first line (its further lines two more). */
-static void explain_leaf(StrBuf *b, const Engine *e, int32_t lf, const char *ind)
+static void explain_leaf(StrBuf *b, const Engine *e, const PathMemo *pm, int32_t lf, const char *ind)
 {
     put_state(b, e, lf);
     if (leaf_ann(e, lf) >= 0 && !(e->lfl[lf] & LF_EXTENDED)) {
@@ -3239,7 +3295,7 @@ static void explain_leaf(StrBuf *b, const Engine *e, int32_t lf, const char *ind
     sb_putc(b, '\n');
     if (e->from[lf] > 0) {
         sb_printf(b, "%s  path: ", ind);
-        put_path(b, e, lf);
+        put_path(b, e, pm, lf);
         sb_putc(b, '\n');
     }
 }
@@ -3257,6 +3313,8 @@ static void explain(StrBuf *b, Engine *e)
     memcpy(fill, cstart, sizeof(int32_t) * (size_t)e->n_insts);
     for (int32_t k = 0; k < e->n_conf; k++)
         clist[fill[e->conf[k].inst]++] = k;
+    PathMemo pm;
+    path_memo(e, &pm);
     /* the summary */
     int64_t n_values = 0, n_ann = 0, n_prop = 0, n_none = 0, n_fixed = 0, n_scalars = 0;
     for (int32_t lf = 0; lf < e->n_leaves; lf++) {
@@ -3294,14 +3352,14 @@ static void explain(StrBuf *b, Engine *e)
         sb_printf(b, ", %s:", hlo_opcode_name(in->op));
         if (shape_is_array(&in->shape)) {
             sb_putc(b, ' ');
-            explain_leaf(b, e, e->leaf0[gi], "");
+            explain_leaf(b, e, &pm, e->leaf0[gi], "");
         } else {
             sb_putc(b, '\n');
             for (int32_t l = e->leaf0[gi]; l < e->leaf0[gi + 1]; l++) {
                 if (!shape_is_array(e->lshape[l]))
                     continue;
                 sb_printf(b, "  {%d} ", (int)(l - e->leaf0[gi]));
-                explain_leaf(b, e, l, "  ");
+                explain_leaf(b, e, &pm, l, "  ");
             }
         }
         for (int32_t k = cstart[gi]; k < cstart[gi + 1]; k++)
@@ -3310,6 +3368,8 @@ static void explain(StrBuf *b, Engine *e)
     free(cstart);
     free(clist);
     free(fill);
+    free(pm.len);
+    free(pm.src);
 }
 
 bool propagate_shardings_explained(HloModule *m, PassCtx *cx, StrBuf *why)
