@@ -214,9 +214,10 @@ static void clear_used(Chunk *c, size_t off, size_t size)
 }
 #endif
 
-void arena_advise_random(Arena *a, const void *p)
+void arena_advise_random(Arena *a, const void *p, size_t size)
 {
 #if defined(__linux__) && defined(MADV_HUGEPAGE) && !defined(SPMDC_ARENA_DEBUG)
+    if (size < MAP_MIN) return; /* in a bump chunk or a calloc'd one: no mapping of its own */
     for (Chunk *c = a->head; c; c = c->next)
         if (c->dedicated && (const void *)c->data == p) {
             /* the whole mapping, so it stays one mapping for mremap */
@@ -226,6 +227,7 @@ void arena_advise_random(Arena *a, const void *p)
 #else
     (void)a;
     (void)p;
+    (void)size;
 #endif
 }
 

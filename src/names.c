@@ -86,7 +86,7 @@ static void rehash(NameSet *s, uint32_t cap)
     NameSlot *old = s->slot;
     uint32_t old_cap = s->cap;
     s->slot = ARENA_ARRAY(s->arena, NameSlot, cap);
-    arena_advise_random(s->arena, s->slot);
+    arena_advise_random(s->arena, s->slot, sizeof(NameSlot) * cap);
     s->cap = cap;
     uint32_t mask = cap - 1;
     for (uint32_t k = 0; k < old_cap; k++) {

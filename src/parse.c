@@ -209,13 +209,13 @@ static void inst_name_add(Lower *lw, AstTok name, int32_t idx, const AstLoc *loc
     if (t->n == t->cap_ents) {
         uint32_t cap = t->cap_ents ? t->cap_ents * 2 : 64;
         t->ents = arena_realloc(a, t->ents, sizeof(InstName) * t->cap_ents, sizeof(InstName) * cap, _Alignof(InstName));
-        arena_advise_random(a, t->ents);
+        arena_advise_random(a, t->ents, sizeof(InstName) * cap);
         t->cap_ents = cap;
     }
     if (2 * (t->n + 1) > t->cap) { /* rehash into twice the slots (grown in place) */
         uint32_t cap = t->cap ? t->cap * 2 : 128;
         t->slot = arena_realloc(a, t->slot, sizeof(uint64_t) * t->cap, sizeof(uint64_t) * cap, _Alignof(uint64_t));
-        arena_advise_random(a, t->slot);
+        arena_advise_random(a, t->slot, sizeof(uint64_t) * cap);
         memset(t->slot, 0, sizeof(uint64_t) * cap);
         t->cap = cap;
         lw->cx->name_slot = t->slot;

@@ -38,8 +38,9 @@ void *arena_realloc(Arena *a, void *p, size_t old_size, size_t new_size, size_t 
  * and written at random addresses (hash tables): every page of them is
  * touched anyway, so huge pages cost no more memory, one TLB entry covers
  * 512 pages and one fault maps them.  A block that arena_realloc grows
- * keeps the advice. */
-void arena_advise_random(Arena *a, const void *p);
+ * keeps the advice.  size is the block's size: a block under MAP_MIN bytes
+ * has no mapping of its own, so nothing is searched for it. */
+void arena_advise_random(Arena *a, const void *p, size_t size);
 /* Copy of s (len bytes) with a terminating NUL. */
 char *arena_strndup(Arena *a, const char *s, size_t len);
 char *arena_strdup(Arena *a, const char *s);
