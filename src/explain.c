@@ -43,6 +43,7 @@ void explain_free(Explain *e)
         HASH_DEL(e->index, x);
         free(x);
     }
+    for (int32_t k = 0; k < e->n_dec; k++) free(e->dec[k].alts);
     free(e->dec);
     free(e->links);
     memset(e, 0, sizeof *e);
@@ -75,10 +76,15 @@ void explain_begin(Explain *e, int32_t comp, int32_t out_comp, int32_t inst, int
         x->key.out_comp = out_comp;
         x->key.inst = inst;
         x->dec = e->n_dec++;
+        memset(&e->dec[x->dec], 0, sizeof(ExplainDecision));
         HASH_ADD(hh, e->index, key, sizeof(ExplainKey), x);
     }
     ExplainDecision *d = &e->dec[x->dec];
+    ExplainAlt *room = d->alts; /* a decision made again keeps its room, not its candidates */
+    int32_t cap = d->cap_alts;
     memset(d, 0, sizeof *d);
+    d->alts = room;
+    d->cap_alts = cap;
     d->comp = comp;
     d->inst = inst;
     d->out_comp = out_comp;
@@ -124,6 +130,10 @@ void explain_candidate(Explain *e, const Tiling *wants, const Tiling *results, i
     int32_t pos = d->n_alts;
     while (pos > 0 && before(&a, &d->alts[pos - 1])) pos--;
     if (pos >= EXPLAIN_MAX_ALTS) return;
+    if (d->n_alts == d->cap_alts && d->n_alts < EXPLAIN_MAX_ALTS) {
+        d->cap_alts = d->cap_alts ? (2 * d->cap_alts < EXPLAIN_MAX_ALTS ? 2 * d->cap_alts : EXPLAIN_MAX_ALTS) : 1;
+        d->alts = xrealloc(d->alts, sizeof(ExplainAlt) * (size_t)d->cap_alts);
+    }
     int32_t last = d->n_alts < EXPLAIN_MAX_ALTS ? d->n_alts : EXPLAIN_MAX_ALTS - 1;
     for (int32_t j = last; j > pos; j--) d->alts[j] = d->alts[j - 1];
     d->alts[pos] = a;

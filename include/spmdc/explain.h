@@ -48,8 +48,9 @@ typedef struct ExplainDecision {
     int32_t n_in, n_out;           /* tensors kept: operands, results (at most EXPLAIN_MAX_TENSORS) */
     int32_t slot[EXPLAIN_MAX_TENSORS]; /* operand slot of tensor k < n_in; result leaf of the others */
     int64_t n_weighed;             /* candidates costed */
-    int32_t n_alts;
-    ExplainAlt alts[EXPLAIN_MAX_ALTS];
+    int32_t n_alts, cap_alts;      /* kept candidates; room in alts (grown to at most
+                                      EXPLAIN_MAX_ALTS as they come) */
+    ExplainAlt *alts;              /* the n_alts cheapest, in the partitioner's order (heap) */
 } ExplainDecision;
 
 typedef struct ExplainLink {
