@@ -34,7 +34,7 @@ XLA does not finish within --xla-timeout seconds is printed as such.
 --shapes (on by default) adds the scale-shape rows (tools/gen_scale.py): a
 tuple of N operands, N computations, a while body N ops deep, a loop carrying
 N values, a chain of N nested calls, N collectives
-in the report, N values in distinct device orders, each at two sizes 10x apart with the growth.
+in the report, N calls of one computation, N values in distinct device orders, each at two sizes 10x apart with the growth.
 
 Needs GNU time's absence nothing: peak RSS comes from spmdc's own
 SPMDC_TIME_PASSES line (getrusage).  Exit status 0, or 1 when a compile
@@ -201,7 +201,7 @@ def main():
     ap.add_argument("--shapes", dest="shapes", action="store_true", default=True)
     ap.add_argument("--no-shapes", dest="shapes", action="store_false")
     ap.add_argument("--shape-kinds", default="tuple,computations,while,loop-state,call-chain,collectives,"
-                    "device-orders",
+                    "call-sites,device-orders",
                     help="which scale shapes --shapes runs")
     ap.add_argument("--stages", action="store_true")
     ap.add_argument("--keep", help="keep the generated modules here")
@@ -260,7 +260,8 @@ def main():
             for shape, ns in (("tuple", (100000, 1000000)), ("computations", (10000, 100000)),
                               ("while", (10000, 100000)), ("loop-state", (10000, 100000)),
                               ("call-chain", (10000, 100000)),
-                              ("collectives", (20000, 200000)), ("device-orders", (10000, 100000))):
+                              ("collectives", (20000, 200000)), ("call-sites", (10000, 100000)),
+                              ("device-orders", (10000, 100000))):
                 if shape not in a.shape_kinds.split(","):
                     continue
                 rows = []

@@ -23,6 +23,9 @@ SHAPE is one of
                parameter split over 8 devices, folded by a chain of maximum
                (not linear in a sum, so every sum is all-reduced first: N
                all-reduces, 2N + 3 instructions).
+  call-sites   one computation (negate) called from N sites, each call on
+               the one before, from a parameter split over 8 devices (N + 3
+               instructions; N + 1 once inlined).
   device-orders N annotated values with distinct device orders: N f32[64]
                parameters, each split over 8 devices listed in its own order
                (the permutations of 0..7 in lexicographic order, the
@@ -118,6 +121,14 @@ def collectives(n, w):
     w("}\n")
 
 
+def call_sites(n, w):
+    w("HloModule scale_call_sites_%d\n\n%%f (a: f32[1024]) -> f32[1024] {\n  %%a = f32[1024] parameter(0)\n"
+      "  ROOT %%r = f32[1024] negate(%%a)\n}\n\nENTRY %%main {\n  %%x.0 = f32[1024] parameter(0), sharding=%s\n" % (n, SPLIT))
+    for i in range(1, n + 1):
+        w("  %s%%x.%d = f32[1024] call(%%x.%d), to_apply=%%f\n" % ("ROOT " if i == n else "", i, i - 1))
+    w("}\n")
+
+
 def device_orders(n, w):
     w("HloModule scale_device_orders_%d\n\nENTRY %%main {\n" % n)
     orders = itertools.cycle(itertools.permutations(range(8)))
@@ -131,7 +142,7 @@ def device_orders(n, w):
 
 SHAPES = {"tuple": tuple_root, "computations": computations, "while": while_chain,
           "loop-state": loop_state, "call-chain": call_chain, "collectives": collectives,
-          "device-orders": device_orders}
+          "call-sites": call_sites, "device-orders": device_orders}
 
 
 def main():
