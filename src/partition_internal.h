@@ -102,6 +102,9 @@ typedef struct PartModule {
     CommReport *rep;
     PassCtx *cx;
     Arena *scratch;             /* everything the partitioner keeps until it ends */
+    void *rule_scratch;         /* partition_rule.c's candidate buffer (~40 KB), reused by every op of
+                                   every computation: part_rule_choose never runs inside another, as
+                                   callees are partitioned by the control handlers, outside it */
     Arena *tmp;                 /* per-instruction temporaries: released after each instruction's
                                    handler (arena_mark / arena_release), so nothing kept may point
                                    into it (the rule path's contexts and candidates) */
@@ -190,7 +193,6 @@ typedef struct Part {
      * PART_LIMIT_ALL: default action).  A full gather of a split value that
      * such a dim forces is an involuntary rematerialization (part_get warns). */
     uint32_t limit_dims;
-    void *rule_scratch;         /* partition_rule.c's candidate buffer, reused by every op */
     void *halo_buf[4];          /* partition_window.c's per-device arrays for costing candidates */
     struct HaloMemo *halos;     /* exchanges already emitted, reused by a second identical one (uthash) */
     int32_t identity[REDUCE_OR + 1][ET_COUNT]; /* scalar identity constants + 1 (0: none yet) */

@@ -551,10 +551,10 @@ static void explain_rule_begin(Part *p, const RuleCtx *rc, struct Explain *ex)
 bool part_rule_choose(Part *p, RuleCtx *rc, RuleExtraFn extra, void *user, RuleChoice *best)
 {
     const OpRule *r = &rc->rule;
-    /* one buffer per partitioner run: a Classes is ~40 KB */
-    if (!p->rule_scratch)
-        p->rule_scratch = ARENA_NEW(p->scratch, Classes);
-    Classes *cl = p->rule_scratch;
+    /* one buffer per partitioner run, shared by its computations: a Classes is ~40 KB */
+    if (!p->mod->rule_scratch)
+        p->mod->rule_scratch = ARENA_NEW(p->mod->scratch, Classes);
+    Classes *cl = p->mod->rule_scratch;
     build_classes(p, rc, cl);
     uint32_t sets[16];
     int32_t n_sets = pass_sets(p, rc, sets, 15);
