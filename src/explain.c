@@ -472,6 +472,7 @@ void explain_print_text(StrBuf *b, const Explain *e, const CommReport *rep, cons
     }
     LineIndex li = line_index(in);
     for (int32_t r = 0; r < rep->n_records; r++) {
+        sb_flush_point(b); /* the records before r are final: a report file streams */
         const CommRecord *rec = &rep->records[r];
         sb_printf(b, "\n  %d  %s %s, ", (int)r + 1, collective_kind_name(rec->kind), rec->instruction ? rec->instruction : "-");
         text_put_bytes(b, rec->bytes_per_device, 0);
