@@ -685,7 +685,9 @@ bool interp_reduce(Interp *ip, const HloInst *inst, const SimValue *ops, SimValu
         red |= 1u << dl->v[i];
     }
     SimValue outs[SPMDC_MAX_RANK * 4];
-    if (n > (int32_t)(sizeof outs / sizeof outs[0])) return interp_error(ip, inst, "too many reduce inputs");
+    if (n > (int32_t)(sizeof outs / sizeof outs[0]))
+        return interp_error(ip, inst, "the simulator reduces at most %d inputs together (this reduce has %d)",
+                            (int)(sizeof outs / sizeof outs[0]), (int)n);
     if (!init_outputs(ip, inst, &ops[n], n, outs)) return false;
     int64_t ost[SPMDC_MAX_RANK], kept[SPMDC_MAX_RANK], ostr[SPMDC_MAX_RANK] = {0};
     int32_t nk = 0;
@@ -1036,7 +1038,9 @@ bool interp_sort(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue 
     int32_t n = inst->n_operands;
     const Shape *s = &ops[0].shape;
     const IntList *dl = &hlo_attrs(inst)->dimensions;
-    if (n < 1 || n > 16 || dl->n != 1 || dl->v[0] < 0 || dl->v[0] >= s->rank)
+    if (n > 16)
+        return interp_error(ip, inst, "the simulator sorts at most 16 operands together (this sort has %d)", (int)n);
+    if (n < 1 || dl->n != 1 || dl->v[0] < 0 || dl->v[0] >= s->rank)
         return interp_error(ip, inst, "sort needs one dimension in range");
     for (int32_t j = 1; j < n; j++)
         if (count_of(&ops[j].shape) != count_of(s) || ops[j].shape.rank != s->rank)

@@ -36,6 +36,10 @@
 #include "partition_internal.h"
 #include "spmdc/explain.h"
 
+/* Bit k of a tensor mask: masks hold the first 32 tensors of a rule (an op
+ * with more, a sort of 17 operands, leaves the rest out of them). */
+static inline bool bit32(uint32_t m, int32_t k) { return k >= 0 && k < 32 && ((m >> k) & 1u); }
+
 /* A decision part_by_rule keeps (its memo, below), with what the emission
  * derives from it alone, made on first use: the result leaves, the dims a
  * reshard of operand tensor k would be forced to gather (forced_dims), that
@@ -301,19 +305,19 @@ static void build_classes(Part *p, const RuleCtx *rc, Classes *cl)
     for (int32_t c = 0; c < cl->n; c++) {
         FactorSharding o;
         for (int32_t k = r->n_in; k < nt; k++)
-            if ((cl->mask[c] >> k) & 1u) {
+            if (bit32(cl->mask[c], k)) {
                 restrict_to(cl, c, &proj[k], &o);
                 add_option(cl, c, &o);
             }
         for (int32_t k = 0; k < r->n_in; k++)
-            if ((cl->mask[c] >> k) & 1u) {
+            if (bit32(cl->mask[c], k)) {
                 restrict_to(cl, c, &proj[k], &o);
                 add_option(cl, c, &o);
             }
         fsh_init(&o, r->n_factors);
         add_option(cl, c, &o);
         for (int32_t k = 0; k < nt && rc->move_whole; k++)
-            if ((cl->mask[c] >> k) & 1u)
+            if (bit32(cl->mask[c], k))
                 add_moved_options(r, cl, c, &proj[k]);
     }
     /* an option whose atoms another class's option also uses, without
@@ -376,7 +380,7 @@ static uint32_t unindexed_reduction(const OpRule *r, const uint32_t *tensors, in
     for (int32_t f = 0; f < r->n_factors; f++) {
         if (r->factors[f].kind != FACTOR_REDUCTION || fs->n[f] == 0)
             continue;
-        if (!((tensors[f] >> k) & 1u))
+        if (!bit32(tensors[f], k))
             m |= mask_of(fsh_factor(fs, f), fs->n[f]);
     }
     return m;
@@ -399,7 +403,7 @@ static bool evaluate(Part *p, const RuleCtx *rc, const uint32_t *tensors, const 
     uint32_t passed = 0;
     ReduceKind pk = REDUCE_NONE;
     for (int32_t k = 0; k < r->n_in; k++) {
-        if (!((pass >> k) & 1u))
+        if (!bit32(pass, k))
             continue;
         passed |= rc->cur[k].partial;
         pk = (ReduceKind)rc->cur[k].kind;
@@ -414,7 +418,7 @@ static bool evaluate(Part *p, const RuleCtx *rc, const uint32_t *tensors, const 
         if (!oprule_factors_to_tiling(r, k, fs, p->mesh, &t, NULL))
             return false;
         if (k < r->n_in) {
-            if ((pass >> k) & 1u) {
+            if (bit32(pass, k)) {
                 /* a passing operand with no pending value is masked into
                  * the carriers' sum (pass_sets) */
                 t.partial = rc->cur[k].partial ? rc->cur[k].partial : passed;
@@ -422,7 +426,7 @@ static bool evaluate(Part *p, const RuleCtx *rc, const uint32_t *tensors, const 
             } else {
                 uint32_t mask = unindexed_reduction(r, tensors, k, fs);
                 int32_t v = in->operands[r->t[k].slot];
-                if (mask && !((rc->unmasked >> k) & 1u) && !is_reduce_identity(p->in, p->ic, v, rk)) {
+                if (mask && !bit32(rc->unmasked, k) && !is_reduce_identity(p->in, p->ic, v, rk)) {
                     t.partial = mask;
                     t.kind = (uint8_t)rk;
                 }
@@ -508,9 +512,11 @@ static int32_t pass_sets(Part *p, const RuleCtx *rc, uint32_t *sets, int32_t cap
              * one device of each group (the reshard's mask step): an
              * unreduced accumulator plus a replicated bias stays unreduced */
             for (int32_t k = 0; k < r->n_in && ok; k++) {
-                if ((tensors >> k) & 1u)
+                if (bit32(tensors, k))
                     continue;
-                ok = rc->cur[k].partial == 0 && r->t[k].slot <= 31;
+                ok = rc->cur[k].partial == 0 && k < 32 && r->t[k].slot <= 31;
+                if (!ok)
+                    break;
                 tensors |= 1u << k;
                 slots |= 1u << r->t[k].slot;
             }
@@ -872,7 +878,7 @@ static bool operands_held(const Part *p, const Decision *d, const HloInst *in, i
         return false;
     for (int32_t s = 0; s < d->n_slots; s++) {
         int32_t k = d->slot_tensor[s];
-        if (k < 0 || k >= 32 || !((d->mask_known >> k) & 1u))
+        if (k < 0 || k >= 32 || !bit32(d->mask_known, k))
             return false;
         if ((ops[s] = part_held_canon(p, in->operands[s], d->want_canon[k])) < 0)
             return false;
@@ -902,7 +908,7 @@ int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int
             /* the dims only matter to a reshard (part_get's remat warning) */
             Decision *d = rc->dec;
             bool kept = d && k < 32;
-            if (kept && ((d->forced_known >> k) & 1u)) {
+            if (kept && bit32(d->forced_known, k)) {
                 p->limit_dims = d->forced[k];
             } else {
                 if (!fit)
@@ -914,7 +920,7 @@ int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int
                 }
             }
             const char *moved = NULL;
-            if (!kept || !((d->moved_none >> k) & 1u)) {
+            if (!kept || !bit32(d->moved_none, k)) {
                 moved = moved_reason(p, rc, want, k, in->operands[s]);
                 if (kept && !moved && p->rep)
                     d->moved_none |= 1u << k; /* its test reads the decision alone */
@@ -922,7 +928,7 @@ int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int
             Cause cause = {rc->inst, moved};
             ops[s] = part_get(p, in->operands[s], want, &cause);
         }
-        if (want && ops[s] >= 0 && !(rc->dec && k < 32 && ((rc->dec->mask_known >> k) & 1u))) {
+        if (want && ops[s] >= 0 && !(rc->dec && k < 32 && bit32(rc->dec->mask_known, k))) {
             int32_t x = ops[s];
             ops[s] = mask_padding(p, rc, ch, k, x);
             if (rc->dec && k < 32 && ops[s] == x)
@@ -944,7 +950,7 @@ void part_rule_result(Part *p, const RuleCtx *rc, const RuleChoice *ch, int32_t 
         any |= ch->res[l].partial;
     own = any;
     for (int32_t k = 0; k < r->n_in; k++)
-        if ((ch->pass >> k) & 1u)
+        if (bit32(ch->pass, k))
             own &= ~ch->want[k].partial;
     int32_t origin = -1;
     const char *why = NULL;
@@ -954,7 +960,7 @@ void part_rule_result(Part *p, const RuleCtx *rc, const RuleChoice *ch, int32_t 
             why = partial_reason(p, rc, ch);
     } else if (any) {
         for (int32_t k = 0; k < r->n_in && origin < 0; k++)
-            if ((ch->pass >> k) & 1u) {
+            if (bit32(ch->pass, k)) {
                 const VState *src = part_primary(p, in->operands[r->t[k].slot]);
                 origin = src->origin;
                 why = src->origin_reason;

@@ -1,0 +1,1 @@
+verify sort_too_many.hlo
