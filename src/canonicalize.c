@@ -284,7 +284,8 @@ static int32_t rewrite_sdy_border(Rewriter *rw, const HloInst *in, const int32_t
 
 /* One computation being copied: kept (c is the computation being
  * rewritten) or inlined (its parameters map to args, the mapped operands of
- * the call at caller index `at` of the frame below). */
+ * the call at instruction i of the frame below, which finish_call turns
+ * into the call's value when this frame is done). */
 typedef struct Frame {
     const HloComputation *c;
     int32_t i;           /* next instruction to copy */
