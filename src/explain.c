@@ -141,7 +141,8 @@ void explain_candidate(Explain *e, const Tiling *wants, const Tiling *results, i
 }
 
 void explain_link(Explain *e, int32_t first, int32_t end, int32_t comp, int32_t out_comp, int32_t value,
-                  int32_t consumer, int32_t origin, const Tiling *from, const Tiling *to)
+                  int32_t consumer, int32_t consumer_elem, int32_t consumer_leaf, int32_t origin, const Tiling *from,
+                  const Tiling *to)
 {
     if (end <= first) return;
     if (e->n_links == e->cap_links) {
@@ -155,6 +156,8 @@ void explain_link(Explain *e, int32_t first, int32_t end, int32_t comp, int32_t 
     l->out_comp = out_comp;
     l->value = value;
     l->consumer = consumer;
+    l->consumer_elem = consumer_elem;
+    l->consumer_leaf = consumer_leaf;
     l->origin = origin;
     l->from = *from;
     l->to = *to;
@@ -194,6 +197,10 @@ typedef struct Chain {
     int32_t n;
     int32_t ann[16];
     HloRef ref[16]; /* what ann[k] names */
+    /* The consumer of a tuple's operand and the element (1 + k) and first
+     * leaf the value becomes: its sharding is shown as that element's. */
+    const HloInst *elem_of;
+    int32_t elem, elem_leaf;
 } Chain;
 
 static bool ref_before(HloRef a, HloRef b) { return a.comp != b.comp ? a.comp < b.comp : a.inst < b.inst; }
@@ -243,10 +250,34 @@ static const HloInst *ann_inst(const Chain *c, int32_t i)
     return hlo_origin_ref(c->in, c->comp, i, &r) ? &c->in->comps[r.comp].insts[r.inst] : inst_of(c, i);
 }
 
+/* Whether x is shown as one element of its tuple (Chain.elem_of). */
+static bool shows_elem(const Chain *c, const HloInst *x)
+{
+    return x == c->elem_of && c->elem > 0 && x->sharding && x->sharding->kind == SHARDING_TUPLE &&
+           shape_is_tuple(&x->shape) && c->elem <= x->shape.n_elems;
+}
+
 static void put_sharding(StrBuf *b, const Chain *c, const HloInst *x)
 {
+    if (shows_elem(c, x)) {
+        const Shape *es = &x->shape.elems[c->elem - 1];
+        int32_t n = shape_is_tuple(es) ? shape_leaf_count(es) : 1;
+        if (c->elem_leaf >= 0 && c->elem_leaf + n <= x->sharding->n_elems) {
+            Sharding t = *x->sharding;
+            t.n_elems = n;
+            t.elems = x->sharding->elems + c->elem_leaf;
+            sharding_describe(b, shape_is_tuple(es) ? &t : &t.elems[0], c->mesh);
+            return;
+        }
+    }
     if (x->sharding) sharding_describe(b, x->sharding, c->mesh);
     else sb_puts(b, "replicated");
+}
+
+/* " element {3}" after x's name when x is shown as one element. */
+static void put_elem(StrBuf *b, const Chain *c, const HloInst *x)
+{
+    if (shows_elem(c, x)) sb_printf(b, " element {%d}", (int)(c->elem - 1));
 }
 
 /* "y (line 37)" */
@@ -266,7 +297,7 @@ static void put_story(StrBuf *b, const Chain *c, int32_t i)
         return;
     }
     put_sharding(b, c, x);
-    Chain own = {c->in, c->mesh, c->comp, 0, {0}, {{0, 0}}};
+    Chain own = {c->in, c->mesh, c->comp, 0, {0}, {{0, 0}}, NULL, 0, 0};
     add_origins(&own, i);
     if (own.n == 0) {
         sb_puts(b, x->sharding && !sharding_is_replicated(x->sharding) ? "" : " by default (no annotation splits it)");
@@ -312,9 +343,14 @@ static int32_t chain_decisions(const Explain *e, const ExplainLink *l, const Exp
 
 static Chain chain_of(const ExplainLink *l, const HloModule *in, const Mesh *mesh)
 {
-    Chain c = {in, mesh, l->comp, 0, {0}, {{0, 0}}};
+    Chain c = {in, mesh, l->comp, 0, {0}, {{0, 0}}, NULL, 0, 0};
     add_origins(&c, l->value);
     add_origins(&c, l->consumer);
+    if (l->consumer >= 0 && l->consumer_elem > 0) {
+        c.elem_of = inst_of(&c, l->consumer);
+        c.elem = l->consumer_elem;
+        c.elem_leaf = l->consumer_leaf;
+    }
     if (l->origin >= 0) {
         add_origins(&c, l->origin);
         const HloInst *o = inst_of(&c, l->origin);
@@ -392,7 +428,7 @@ static const char *row_reason(const CommRecord *rec)
  * and the annotations their shardings came from. */
 static Chain handler_chain(const HloModule *in, const Mesh *mesh, int32_t comp, int32_t inst)
 {
-    Chain c = {in, mesh, comp, 0, {0}, {{0, 0}}};
+    Chain c = {in, mesh, comp, 0, {0}, {{0, 0}}, NULL, 0, 0};
     add_origins(&c, inst);
     const HloInst *x = inst_of(&c, inst);
     for (int32_t k = 0; k < x->n_operands; k++) add_origins(&c, x->operands[k]);
@@ -433,6 +469,7 @@ static void put_annotations(StrBuf *b, const Chain *c)
     for (int32_t k = 0; k < c->n; k++) {
         sb_puts(b, k ? "; " : " ");
         put_where(b, ann_inst(c, c->ann[k]));
+        put_elem(b, c, ann_inst(c, c->ann[k]));
         sb_putc(b, ' ');
         put_sharding(b, c, ann_inst(c, c->ann[k]));
     }
@@ -509,6 +546,7 @@ void explain_print_text(StrBuf *b, const Explain *e, const CommReport *rep, cons
         if (l->consumer >= 0) {
             sb_puts(b, "     needed so by ");
             put_where(b, inst_of(&c, l->consumer));
+            put_elem(b, &c, inst_of(&c, l->consumer));
             sb_puts(b, l->consumer == in->comps[l->comp].root ? ", the result, " : ", ");
             put_story(b, &c, l->consumer);
             sb_putc(b, '\n');
@@ -554,6 +592,7 @@ static json_t *jinst(const Chain *c, int32_t i, bool story)
     json_object_set_new(o, "instruction", jstr(x->name));
     json_object_set_new(o, "line", json_integer(x->span.begin.line));
     json_object_set_new(o, "opcode", json_string(hlo_opcode_name(x->op)));
+    if (shows_elem(c, x)) json_object_set_new(o, "element", json_integer(c->elem - 1));
     StrBuf b = {0};
     put_sharding(&b, c, x);
     json_object_set_new(o, "sharding", jstr(sb_cstr(&b)));

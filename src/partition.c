@@ -1233,15 +1233,50 @@ static bool put_sharding_origin(Part *p, StrBuf *b, int32_t i)
     return true;
 }
 
+/* The first leaf of the element of its consumer's tuple result that c's
+ * value becomes (0 when it serves the consumer whole). */
+static int32_t cause_leaf(Part *p, const Cause *c)
+{
+    if (c->elem <= 0 || c->inst < 0)
+        return 0;
+    const Shape *s = &part_in(p, c->inst)->shape;
+    return shape_is_tuple(s) && c->elem <= s->n_elems ? shape_leaf_offset(s, c->elem - 1, &p->gte_leaves, p->scratch)
+                                                      : 0;
+}
+
+/* Appends the sharding of element `elem` of tuple-shaped i (its leaves in
+ * sh's flat list). */
+static void put_elem_sharding(Part *p, StrBuf *b, const HloInst *in, int32_t elem)
+{
+    const Sharding *sh = in->sharding;
+    int32_t off = shape_leaf_offset(&in->shape, elem, &p->gte_leaves, p->scratch);
+    int32_t n = shape_leaf_count(&in->shape.elems[elem]);
+    if (shape_is_array(&in->shape.elems[elem]) && off < sh->n_elems) {
+        part_put_sharding(p, b, &sh->elems[off]); /* a stable pointer: its words are memoized */
+        return;
+    }
+    Sharding t = *sh; /* a nested tuple element: its leaves as a tuple of their own */
+    t.n_elems = n;
+    t.elems = sh->elems + off;
+    sharding_describe(b, &t, p->mesh);
+}
+
 /* Appends what i's declared sharding is and where it came from: "annotated
  * replicated (line 37)", "[{}, {model}] (from the annotation on a, line
- * 31)", "replicated by default (no annotation splits it)". */
-static void put_which(Part *p, StrBuf *b, int32_t i)
+ * 31)", "replicated by default (no annotation splits it)".  elem > 0: of
+ * element elem - 1 of tuple-shaped i only. */
+static void put_which(Part *p, StrBuf *b, int32_t i, int32_t elem)
 {
     const HloInst *in = part_in(p, i);
+    if (elem > 0 && (!in->sharding || in->sharding->kind != SHARDING_TUPLE || !shape_is_tuple(&in->shape) ||
+                     elem > in->shape.n_elems))
+        elem = 0;
     if (part_origin(p, i, -1) == i) {
         sb_puts(b, "annotated ");
-        part_put_sharding(p, b, in->sharding);
+        if (elem > 0)
+            put_elem_sharding(p, b, in, elem - 1);
+        else
+            part_put_sharding(p, b, in->sharding);
         if (in->span.begin.line) {
             sb_puts(b, " (line ");
             sb_int(b, in->span.begin.line);
@@ -1257,7 +1292,10 @@ static void put_which(Part *p, StrBuf *b, int32_t i)
         sb_puts(b, "replicated by default (no annotation splits it)");
         return;
     }
-    part_put_sharding(p, b, in->sharding);
+    if (elem > 0)
+        put_elem_sharding(p, b, in, elem - 1);
+    else
+        part_put_sharding(p, b, in->sharding);
     sb_puts(b, " (");
     if (!put_sharding_origin(p, b, i))
         sb_puts(b, "not traced to an annotation");
@@ -1268,15 +1306,32 @@ void part_put_story(Part *p, StrBuf *b, int32_t i)
 {
     sb_puts(b, part_in(p, i)->name);
     sb_puts(b, " is ");
-    put_which(p, b, i);
+    put_which(p, b, i, 0);
+}
+
+/* part_put_story of the part of i that cause c's value becomes: "t element
+ * {3} is annotated replicated (line 9)" for a tuple's operand, else the
+ * whole story of i. */
+static void put_cause_story(Part *p, StrBuf *b, const Cause *c)
+{
+    if (c->elem <= 0) {
+        part_put_story(p, b, c->inst);
+        return;
+    }
+    sb_puts(b, part_in(p, c->inst)->name);
+    sb_puts(b, " element {");
+    sb_int(b, c->elem - 1);
+    sb_puts(b, "} is ");
+    put_which(p, b, c->inst, c->elem);
 }
 
 /* Appends why value v is needed in state want by the consumer c (>= 0):
  * v's own declared sharding when c is v ("y is annotated replicated (line
  * 37)"), else c's ("needed replicated by z, which is [{model}, {}] (from
  * the annotation on a, line 31)"). */
-static void put_closing(Part *p, StrBuf *b, int32_t v, const Tiling *want, int32_t c)
+static void put_closing(Part *p, StrBuf *b, int32_t v, const Tiling *want, const Cause *cause)
 {
+    int32_t c = cause->inst;
     if (c == v) {
         part_put_story(p, b, v);
         return;
@@ -1290,8 +1345,13 @@ static void put_closing(Part *p, StrBuf *b, int32_t v, const Tiling *want, int32
     }
     sb_puts(b, " by ");
     sb_puts(b, part_in(p, c)->name);
+    if (cause->elem > 0) {
+        sb_puts(b, " as its element {");
+        sb_int(b, cause->elem - 1);
+        sb_putc(b, '}');
+    }
     sb_puts(b, ", which is ");
-    put_which(p, b, c);
+    put_which(p, b, c, cause->elem);
 }
 
 /* The reason of a reshard the consumer did not explain: "v resharded from F
@@ -1325,7 +1385,7 @@ static const char *default_reason(Part *p, StrBuf *b, int32_t v, const Tiling *f
     part_put_tiling(p, b, to);
     if (cause->inst >= 0) {
         sb_puts(b, "; ");
-        part_put_story(p, b, cause->inst);
+        put_cause_story(p, b, cause);
     }
     return sb_cstr(b);
 }
@@ -1495,8 +1555,9 @@ static int32_t get_array(Part *p, int32_t v, const Tiling *want, const Cause *ca
     }
     StrBuf cb = part_buf_take(p), wb = part_buf_take(p); /* the rows' words (report_add keeps copies) */
     bool own_words = best->origin_reason != NULL;
-    Cause c = {cause->inst, plan_rows(p, plan, false, own_words)
-                                ? default_reason(p, &cb, v, &best->leaves[0], want, cause) : NULL};
+    Cause c = {cause->inst,
+               plan_rows(p, plan, false, own_words) ? default_reason(p, &cb, v, &best->leaves[0], want, cause) : NULL,
+               cause->elem};
     check_remat(p, v, 0, gs, &best->leaves[0], want, plan, cause);
     Tiling decl;
     part_decl(p, v, 0, &decl);
@@ -1507,13 +1568,14 @@ static int32_t get_array(Part *p, int32_t v, const Tiling *want, const Cause *ca
     if (own_words && cause->inst >= 0 && plan_rows(p, plan, true, true)) {
         sb_puts(&wb, why);
         sb_puts(&wb, "; ");
-        put_closing(p, &wb, v, want, cause->inst);
+        put_closing(p, &wb, v, want, cause);
         why = sb_cstr(&wb);
     }
     int32_t first = p->rep ? p->rep->n_records : 0;
     int32_t r = reshard_lower(p, best->local, gs, &best->leaves[0], plan, &nm, &c, best->origin, why, on_step, &sc);
     if (p->rep && p->rep->explain)
-        explain_link(p->rep->explain, first, p->rep->n_records, p->ic, p->oc, v, cause->inst, best->origin,
+        explain_link(p->rep->explain, first, p->rep->n_records, p->ic, p->oc, v, cause->inst, cause->elem,
+                     cause_leaf(p, cause), best->origin,
                      &best->leaves[0], want);
     part_buf_give(p, &cb);
     part_buf_give(p, &wb);
@@ -1556,12 +1618,14 @@ static int32_t reshard_tree(Part *p, int32_t v, int32_t local, const Shape *s, c
         check_remat(p, v, leaf, s, &from[leaf], &to[leaf], plan, cause);
         LowerNames nm = {part_in(p, v)->name, NULL, true};
         StrBuf cb = {0};
-        Cause c = {cause->inst, plan_rows(p, plan, false, false)
-                                    ? default_reason(p, &cb, v, &from[leaf], &to[leaf], cause) : NULL};
+        Cause c = {cause->inst,
+                   plan_rows(p, plan, false, false) ? default_reason(p, &cb, v, &from[leaf], &to[leaf], cause) : NULL,
+                   cause->elem};
         int32_t first = p->rep ? p->rep->n_records : 0;
         int32_t r = reshard_lower(p, local, s, &from[leaf], plan, &nm, &c, -1, NULL, NULL, NULL);
         if (p->rep && p->rep->explain)
-            explain_link(p->rep->explain, first, p->rep->n_records, p->ic, p->oc, v, cause->inst, -1, &from[leaf],
+            explain_link(p->rep->explain, first, p->rep->n_records, p->ic, p->oc, v, cause->inst, cause->elem,
+                         cause_leaf(p, cause), -1, &from[leaf],
                          &to[leaf]);
         sb_free(&cb);
         return r;
@@ -1605,7 +1669,7 @@ int32_t part_get(Part *p, int32_t v, const Tiling *want, const Cause *cause)
 
 int32_t part_operand(Part *p, int32_t i, int32_t k, const Tiling *want)
 {
-    Cause c = {i, NULL};
+    Cause c = {i, NULL, part_in(p, i)->op == HLO_TUPLE ? k + 1 : 0};
     return part_get(p, part_in(p, i)->operands[k], want, &c);
 }
 
@@ -1795,7 +1859,7 @@ static const char *root_reason(Part *p, int32_t root)
         tiling_describe(&b, &p->root_want[0], p->mesh);
     } else {
         sb_puts(&b, ", but the entry result is ");
-        put_which(p, &b, root);
+        put_which(p, &b, root, 0);
     }
     const char *r = arena_strdup(p->scratch, sb_cstr(&b));
     sb_free(&b);
@@ -1820,7 +1884,7 @@ static bool partition_body(Part *p, const Tiling *want)
         return true;
     const Tiling *decl = want ? want : part_decl_leaves(p, e->root);
     p->root_want = decl;
-    Cause c = {e->root, NULL};
+    Cause c = {e->root, NULL, 0};
     if (!find_state(p, e->root, decl))
         c.reason = root_reason(p, e->root);
     int32_t r = part_get(p, e->root, decl, &c);

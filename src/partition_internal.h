@@ -221,6 +221,11 @@ typedef struct Part {
 typedef struct Cause {
     int32_t inst;               /* input instruction that needs the new state (-1: none) */
     const char *reason;         /* words, or NULL to describe the transition */
+    /* 1 + k when the value becomes element k of inst's tuple result (it
+     * is operand k of a tuple): the reason then words that element's
+     * sharding, not the whole tuple's, so N resharded operands of one
+     * tuple cost O(N) words in all.  0: the value serves inst whole. */
+    int32_t elem;
 } Cause;
 
 /* The one copy (in scratch) of every tiling equal to t in what tiling_equal

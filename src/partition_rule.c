@@ -925,7 +925,7 @@ int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int
                 if (kept && !moved && p->rep)
                     d->moved_none |= 1u << k; /* its test reads the decision alone */
             }
-            Cause cause = {rc->inst, moved};
+            Cause cause = {rc->inst, moved, 0};
             ops[s] = part_get(p, in->operands[s], want, &cause);
         }
         if (want && ops[s] >= 0 && !(rc->dec && k < 32 && bit32(rc->dec->mask_known, k))) {

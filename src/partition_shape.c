@@ -675,7 +675,7 @@ static bool emit_roll(Part *p, int32_t c, int32_t y, int64_t start)
     const HloInst *ci = part_in(p, c);
     int32_t d = (int32_t)hlo_attrs(ci)->dimensions.v[0];
     const Tiling *decl = part_decl_leaves(p, c);
-    Cause cause = {c, NULL};
+    Cause cause = {c, NULL, 0};
     int32_t x = part_get(p, y, decl, &cause);
     if (x < 0)
         return false;

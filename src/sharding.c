@@ -550,11 +550,13 @@ void sharding_describe(StrBuf *b, const Sharding *s, const Mesh *m)
         return;
     case SHARDING_TUPLE:
         sb_putc(b, '(');
-        for (int32_t i = 0; i < s->n_elems; i++) {
+        for (int32_t i = 0; i < s->n_elems && i < SHARDING_DESCRIBE_LEAVES; i++) {
             if (i)
                 sb_puts(b, ", ");
             sharding_describe(b, &s->elems[i], m);
         }
+        if (s->n_elems > SHARDING_DESCRIBE_LEAVES)
+            sb_printf(b, ", ... (%d in all)", (int)s->n_elems);
         sb_putc(b, ')');
         return;
     case SHARDING_TILED:

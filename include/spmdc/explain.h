@@ -58,6 +58,10 @@ typedef struct ExplainLink {
     int32_t comp, out_comp;
     int32_t value;                 /* input instruction resharded */
     int32_t consumer;              /* the instruction that needed the new state (-1: none) */
+    /* 1 + k when the value becomes element k of consumer's tuple result
+     * (consumer is a tuple): the chain then shows that element's sharding,
+     * whose leaves start at consumer_leaf; 0: the consumer as a whole. */
+    int32_t consumer_elem, consumer_leaf;
     int32_t origin;                /* the instruction that made the value a pending sum (-1: none) */
     Tiling from, to;
 } ExplainLink;
@@ -87,9 +91,11 @@ void explain_begin(Explain *e, int32_t comp, int32_t out_comp, int32_t inst, int
 void explain_candidate(Explain *e, const Tiling *wants, const Tiling *results, int64_t bytes, double work);
 /* The report rows [first, end) came from resharding value (of comp, in
  * out_comp) from `from` to `to` for consumer (-1: none), the value being a
- * pending sum made by origin (-1: none). */
+ * pending sum made by origin (-1: none).  consumer_elem, consumer_leaf: as
+ * ExplainLink's. */
 void explain_link(Explain *e, int32_t first, int32_t end, int32_t comp, int32_t out_comp, int32_t value,
-                  int32_t consumer, int32_t origin, const Tiling *from, const Tiling *to);
+                  int32_t consumer, int32_t consumer_elem, int32_t consumer_leaf, int32_t origin, const Tiling *from,
+                  const Tiling *to);
 
 /* ---- reading */
 

@@ -183,8 +183,12 @@ void sharding_print(StrBuf *b, const Sharding *s, const Mesh *m);
  * {'y':(2)2}]}" (positional forms as sharding_print). */
 void sharding_print_quoted(StrBuf *b, const Sharding *s, const Mesh *m);
 /* Appends a short human form for reports: "[{model}, {}]", "replicated",
- * "[{x}, {y}] partial(sum) over {z}". */
+ * "[{x}, {y}] partial(sum) over {z}"; a tuple's first
+ * SHARDING_DESCRIBE_LEAVES leaves, "(replicated, [{x}], ... (67411 in
+ * all))", so that a report naming a large tuple once per collective stays
+ * linear in the program's size. */
 void sharding_describe(StrBuf *b, const Sharding *s, const Mesh *m);
+#define SHARDING_DESCRIBE_LEAVES 16
 /* The TILED sharding (REPLICATED when nothing is split or partial) holding
  * tiling t, in the named form; no annotation attributes. */
 Sharding sharding_from_tiling(const Tiling *t);

@@ -68,9 +68,9 @@ static void test_links(void **state)
     Explain e;
     explain_init(&e);
     Tiling a = t1(0), b = t1(-1);
-    explain_link(&e, 0, 2, 0, 0, 7, 8, -1, &a, &b);  /* rows 0 and 1 */
-    explain_link(&e, 2, 2, 0, 0, 9, 9, -1, &a, &b);  /* no rows: not kept */
-    explain_link(&e, 3, 4, 0, 0, 11, 12, 11, &a, &b); /* row 3 */
+    explain_link(&e, 0, 2, 0, 0, 7, 8, 0, 0, -1, &a, &b); /* rows 0 and 1 */
+    explain_link(&e, 2, 2, 0, 0, 9, 9, 0, 0, -1, &a, &b); /* no rows: not kept */
+    explain_link(&e, 3, 4, 0, 0, 11, 12, 0, 0, 11, &a, &b); /* row 3 */
     assert_int_equal(e.n_links, 2);
     assert_int_equal(explain_link_of(&e, 0)->value, 7);
     assert_int_equal(explain_link_of(&e, 1)->value, 7);

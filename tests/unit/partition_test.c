@@ -788,8 +788,8 @@ static void test_reduce_over_split_dim(void **state)
     /* x is annotated on line 16; the root tuple t (replicated: no
      * annotation splits it) takes r replicated */
     assert_string_equal(c.rep.records[0].reason, "r: reduced dim 1 of x sharded on 'm' (annotated, line 16); needed "
-                                                 "replicated by t, which is replicated by default (no annotation "
-                                                 "splits it)");
+                                                 "replicated by t as its element {0}, which is replicated by "
+                                                 "default (no annotation splits it)");
     int32_t mx = hlo_find_computation(c.out, "maximum.f32");
     assert_true(mx >= 0);
     assert_int_equal(hlo_attrs(out_inst(&c, "mx"))->to_apply, mx);

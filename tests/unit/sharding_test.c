@@ -912,6 +912,24 @@ static void test_bind_tuples(void **state)
     assert_int_equal(s.n_elems, 3);
     expect_print(&s, &m2, "{{devices=[2,1]<=[2]}, {replicated}, {maximal device=1}}");
     expect_describe(&s, &m2, "([{d0}, {}], replicated, maximal(device 1))");
+    /* a tuple of 18 leaves: its first SHARDING_DESCRIBE_LEAVES (16) and the count */
+    Sharding many[18];
+    for (int k = 0; k < 18; k++) many[k] = k == 16 ? s.elems[0] : sharding_replicated();
+    Sharding big = s;
+    big.n_elems = 18;
+    big.elems = many;
+    expect_describe(&big, &m2, "(replicated, replicated, replicated, replicated, replicated, replicated, replicated, "
+                               "replicated, replicated, replicated, replicated, replicated, replicated, replicated, "
+                               "replicated, replicated, ... (18 in all))");
+    big.n_elems = 17;
+    expect_describe(&big, &m2, "(replicated, replicated, replicated, replicated, replicated, replicated, replicated, "
+                               "replicated, replicated, replicated, replicated, replicated, replicated, replicated, "
+                               "replicated, replicated, ... (17 in all))");
+    big.n_elems = 16;
+    big.elems = many + 1;
+    expect_describe(&big, &m2, "(replicated, replicated, replicated, replicated, replicated, replicated, replicated, "
+                               "replicated, replicated, replicated, replicated, replicated, replicated, replicated, "
+                               "replicated, [{d0}, {}])");
     Shape l;
     sharding_shard_shape(&s, &m2, &tup, &l, f->arena);
     assert_int_equal(l.elems[0].dims[0], 2);

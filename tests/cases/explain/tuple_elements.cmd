@@ -1,0 +1,1 @@
+compile tuple_elements.hlo --explain -o /dev/null

@@ -1,0 +1,1 @@
+verify tuple_elements.hlo

@@ -1,0 +1,1 @@
+compile tuple_elements.hlo --report json --explain -o /dev/null
