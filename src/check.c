@@ -174,22 +174,21 @@ static char *default_budget_path(const char *in)
     return p;
 }
 
-/* The report's JSON with the verdict added. */
+/* The verdict member at the end of the report's JSON (report_print_json_with's hook). */
+static void verdict_member(JsonOut *j, int32_t record, void *ctx)
+{
+    if (record >= 0) return;
+    char *s = json_dumps(ctx, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!s) spmdc_oom();
+    report_json_key(j, "verdict");
+    report_json_raw(j, s);
+    free(s);
+}
+
+/* The report's JSON with the verdict added, written as the report is. */
 static void print_json(StrBuf *out, const CommReport *rep, json_t *verdict)
 {
-    StrBuf r = {0};
-    report_print_json(&r, rep);
-    json_error_t jerr;
-    json_t *root = json_loads(sb_cstr(&r), 0, &jerr);
-    sb_free(&r);
-    SPMDC_ASSERT(root);
-    json_object_set(root, "verdict", verdict);
-    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (!s) spmdc_oom();
-    sb_puts(out, s);
-    sb_putc(out, '\n');
-    free(s);
-    json_decref(root);
+    report_print_json_with(out, rep, verdict_member, verdict);
 }
 
 int check_main(int argc, char **argv)

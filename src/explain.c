@@ -9,7 +9,6 @@
  */
 #include "spmdc/explain.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -561,153 +560,195 @@ void explain_print_text(StrBuf *b, const Explain *e, const CommReport *rep, cons
 
 /* ---------------------------------------------------------------- JSON */
 
-static json_t *jstr(const char *s)
+/* The explain objects are written straight into the report's JSON as it is
+ * printed (report_print_json_with), one collective at a time, with the
+ * report's own writer: the whole document is never held as a tree. */
+
+static void jkey_str(JsonOut *j, const char *key, const char *v)
 {
-    if (!s) return json_null();
-    json_t *j = json_string(s);
-    if (j) return j;
-    size_t n = strlen(s) + 1;
-    char *c = xmalloc(n);
-    memcpy(c, s, n);
-    for (char *p = c; *p; p++)
-        if ((unsigned char)*p >= 0x80) *p = '?';
-    j = json_string(c);
-    free(c);
-    return j ? j : json_null();
+    report_json_key(j, key);
+    report_json_str(j, v);
 }
 
-static json_t *jtiling(const Tiling *t, const Mesh *m)
+static void jkey_int(JsonOut *j, const char *key, int64_t v)
 {
-    StrBuf b = {0};
-    tiling_describe(&b, t, m);
-    json_t *j = jstr(sb_cstr(&b));
-    sb_free(&b);
-    return j;
+    report_json_key(j, key);
+    report_json_int(j, v);
 }
 
-static json_t *jinst(const Chain *c, int32_t i, bool story)
+/* A tiling's words as a string value; tmp is the caller's buffer. */
+static void jtiling(JsonOut *j, StrBuf *tmp, const Tiling *t, const Mesh *m)
+{
+    sb_clear(tmp);
+    tiling_describe(tmp, t, m);
+    report_json_str(j, sb_cstr(tmp));
+}
+
+/* {instruction, line, opcode[, element], sharding[, story]} of origin code
+ * i, left open for the caller's members (close it with '}'). */
+static void jinst_open(JsonOut *j, StrBuf *tmp, const Chain *c, int32_t i, bool story)
 {
     const HloInst *x = ann_inst(c, i);
-    json_t *o = json_object();
-    json_object_set_new(o, "instruction", jstr(x->name));
-    json_object_set_new(o, "line", json_integer(x->span.begin.line));
-    json_object_set_new(o, "opcode", json_string(hlo_opcode_name(x->op)));
-    if (shows_elem(c, x)) json_object_set_new(o, "element", json_integer(c->elem - 1));
-    StrBuf b = {0};
-    put_sharding(&b, c, x);
-    json_object_set_new(o, "sharding", jstr(sb_cstr(&b)));
+    report_json_open(j, '{');
+    jkey_str(j, "instruction", x->name);
+    jkey_int(j, "line", x->span.begin.line);
+    jkey_str(j, "opcode", hlo_opcode_name(x->op));
+    if (shows_elem(c, x)) jkey_int(j, "element", c->elem - 1);
+    sb_clear(tmp);
+    put_sharding(tmp, c, x);
+    jkey_str(j, "sharding", sb_cstr(tmp));
     if (story) {
-        sb_clear(&b);
-        put_story(&b, c, i);
-        json_object_set_new(o, "story", jstr(sb_cstr(&b)));
+        sb_clear(tmp);
+        put_story(tmp, c, i);
+        jkey_str(j, "story", sb_cstr(tmp));
     }
-    sb_free(&b);
-    return o;
 }
 
-static json_t *jdecision(const Chain *c, const ExplainDecision *d)
+static void jinst(JsonOut *j, StrBuf *tmp, const Chain *c, int32_t i, bool story)
+{
+    jinst_open(j, tmp, c, i, story);
+    report_json_close(j, '}');
+}
+
+static void jannotations(JsonOut *j, StrBuf *tmp, const Chain *c)
+{
+    report_json_key(j, "annotations");
+    report_json_open(j, '[');
+    for (int32_t k = 0; k < c->n; k++) jinst(j, tmp, c, c->ann[k], false);
+    report_json_close(j, ']');
+}
+
+static void jdecision(JsonOut *j, StrBuf *tmp, const Chain *c, const ExplainDecision *d)
 {
     const HloInst *x = inst_of(c, d->inst);
-    json_t *o = json_object(), *alts = json_array();
-    json_object_set_new(o, "instruction", jstr(x->name));
-    json_object_set_new(o, "line", json_integer(x->span.begin.line));
-    json_object_set_new(o, "opcode", json_string(hlo_opcode_name(x->op)));
-    json_object_set_new(o, "weighed", json_integer(d->n_weighed));
+    report_json_open(j, '{');
+    jkey_str(j, "instruction", x->name);
+    jkey_int(j, "line", x->span.begin.line);
+    jkey_str(j, "opcode", hlo_opcode_name(x->op));
+    jkey_int(j, "weighed", d->n_weighed);
+    report_json_key(j, "alternatives");
+    report_json_open(j, '[');
     for (int32_t k = 0; k < d->n_alts; k++) {
         const ExplainAlt *a = &d->alts[k];
-        json_t *ja = json_object(), *ops = json_array(), *res = json_array();
+        report_json_open(j, '{');
+        report_json_key(j, "operands");
+        report_json_open(j, '[');
         for (int32_t t = 0; t < d->n_in; t++) {
-            json_t *op = json_object();
             int32_t s = d->slot[t];
-            json_object_set_new(op, "operand", json_integer(s));
-            json_object_set_new(op, "instruction",
-                                jstr(s >= 0 && s < x->n_operands ? inst_of(c, x->operands[s])->name : NULL));
-            json_object_set_new(op, "state", jtiling(&a->t[t], c->mesh));
-            json_array_append_new(ops, op);
+            report_json_open(j, '{');
+            jkey_int(j, "operand", s);
+            jkey_str(j, "instruction", s >= 0 && s < x->n_operands ? inst_of(c, x->operands[s])->name : NULL);
+            report_json_key(j, "state");
+            jtiling(j, tmp, &a->t[t], c->mesh);
+            report_json_close(j, '}');
         }
-        for (int32_t t = 0; t < d->n_out; t++) json_array_append_new(res, jtiling(&a->t[d->n_in + t], c->mesh));
-        json_object_set_new(ja, "operands", ops);
-        json_object_set_new(ja, "results", res);
-        json_object_set_new(ja, "bytes_per_device", json_integer(a->bytes));
-        json_object_set_new(ja, "chosen", json_boolean(k == 0));
-        json_array_append_new(alts, ja);
+        report_json_close(j, ']');
+        report_json_key(j, "results");
+        report_json_open(j, '[');
+        for (int32_t t = 0; t < d->n_out; t++) jtiling(j, tmp, &a->t[d->n_in + t], c->mesh);
+        report_json_close(j, ']');
+        jkey_int(j, "bytes_per_device", a->bytes);
+        report_json_key(j, "chosen");
+        report_json_bool(j, k == 0);
+        report_json_close(j, '}');
     }
-    json_object_set_new(o, "alternatives", alts);
-    return o;
+    report_json_close(j, ']');
+    report_json_close(j, '}');
 }
 
-static json_t *jexplain(const Explain *e, const ExplainLink *l, const HloModule *in, const Mesh *mesh)
+static void jexplain(JsonOut *j, StrBuf *tmp, const Explain *e, const ExplainLink *l, const HloModule *in,
+                     const Mesh *mesh)
 {
     Chain c = chain_of(l, in, mesh);
-    json_t *o = json_object(), *v = json_object(), *anns = json_array(), *decs = json_array();
-    json_object_set_new(o, "computation", jstr(in->comps[l->comp].name));
+    report_json_open(j, '{');
+    jkey_str(j, "computation", in->comps[l->comp].name);
     const HloInst *x = inst_of(&c, l->value);
-    json_object_set_new(v, "instruction", jstr(x->name));
-    json_object_set_new(v, "line", json_integer(x->span.begin.line));
-    json_object_set_new(v, "from", jtiling(&l->from, mesh));
-    json_object_set_new(v, "to", jtiling(&l->to, mesh));
-    json_object_set_new(o, "value", v);
-    json_object_set_new(o, "partial_from", l->origin >= 0 ? jinst(&c, l->origin, false) : json_null());
-    json_object_set_new(o, "needed_by", l->consumer >= 0 ? jinst(&c, l->consumer, true) : json_null());
-    for (int32_t k = 0; k < c.n; k++) json_array_append_new(anns, jinst(&c, c.ann[k], false));
-    json_object_set_new(o, "annotations", anns);
+    report_json_key(j, "value");
+    report_json_open(j, '{');
+    jkey_str(j, "instruction", x->name);
+    jkey_int(j, "line", x->span.begin.line);
+    report_json_key(j, "from");
+    jtiling(j, tmp, &l->from, mesh);
+    report_json_key(j, "to");
+    jtiling(j, tmp, &l->to, mesh);
+    report_json_close(j, '}');
+    report_json_key(j, "partial_from");
+    if (l->origin >= 0) jinst(j, tmp, &c, l->origin, false);
+    else report_json_null(j);
+    report_json_key(j, "needed_by");
+    if (l->consumer >= 0) jinst(j, tmp, &c, l->consumer, true);
+    else report_json_null(j);
+    jannotations(j, tmp, &c);
     const ExplainDecision *ds[2];
     int32_t nd = chain_decisions(e, l, ds);
-    for (int32_t k = 0; k < nd; k++) json_array_append_new(decs, jdecision(&c, ds[k]));
-    json_object_set_new(o, "decisions", decs);
-    return o;
+    report_json_key(j, "decisions");
+    report_json_open(j, '[');
+    for (int32_t k = 0; k < nd; k++) jdecision(j, tmp, &c, ds[k]);
+    report_json_close(j, ']');
+    report_json_close(j, '}');
 }
 
 /* A handler row's explain object: the op (with its story), the reason, its
  * array operands (with their stories) and the annotations; no value moved
  * by a reshard and no decisions. */
-static json_t *jhandler(const CommRecord *rec, const HloModule *in, const Mesh *mesh, int32_t comp, int32_t inst)
+static void jhandler(JsonOut *j, StrBuf *tmp, const CommRecord *rec, const HloModule *in, const Mesh *mesh,
+                     int32_t comp, int32_t inst)
 {
     Chain c = handler_chain(in, mesh, comp, inst);
-    json_t *o = json_object(), *ops = json_array(), *anns = json_array();
-    json_object_set_new(o, "computation", jstr(in->comps[comp].name));
-    json_object_set_new(o, "value", json_null());
-    json_object_set_new(o, "emitted_by", jinst(&c, inst, true));
-    json_object_set_new(o, "reason", jstr(row_reason(rec)));
+    report_json_open(j, '{');
+    jkey_str(j, "computation", in->comps[comp].name);
+    report_json_key(j, "value");
+    report_json_null(j);
+    report_json_key(j, "emitted_by");
+    jinst(j, tmp, &c, inst, true);
+    jkey_str(j, "reason", row_reason(rec));
     const HloInst *x = inst_of(&c, inst);
+    report_json_key(j, "operands");
+    report_json_open(j, '[');
     for (int32_t k = 0; k < x->n_operands; k++) {
         const HloInst *op = inst_of(&c, x->operands[k]);
         if (!shape_is_array(&op->shape) || op->shape.rank == 0) continue;
-        json_t *j = jinst(&c, x->operands[k], true);
-        json_object_set_new(j, "operand", json_integer(k));
-        json_array_append_new(ops, j);
+        jinst_open(j, tmp, &c, x->operands[k], true);
+        jkey_int(j, "operand", k);
+        report_json_close(j, '}');
     }
-    json_object_set_new(o, "operands", ops);
-    for (int32_t k = 0; k < c.n; k++) json_array_append_new(anns, jinst(&c, c.ann[k], false));
-    json_object_set_new(o, "annotations", anns);
-    json_object_set_new(o, "decisions", json_array());
-    return o;
+    report_json_close(j, ']');
+    jannotations(j, tmp, &c);
+    report_json_key(j, "decisions");
+    report_json_open(j, '[');
+    report_json_close(j, ']');
+    report_json_close(j, '}');
+}
+
+typedef struct JsonCtx {
+    const Explain *e;
+    const CommReport *rep;
+    const HloModule *in;
+    LineIndex li;
+    StrBuf tmp;
+} JsonCtx;
+
+/* The `explain` member of record i (report_print_json_with's hook). */
+static void explain_member(JsonOut *j, int32_t i, void *arg)
+{
+    JsonCtx *x = arg;
+    if (i < 0) return; /* the document's end: nothing to add */
+    const ExplainLink *l = explain_link_of(x->e, i);
+    const CommRecord *rec = &x->rep->records[i];
+    int32_t hc, hi;
+    report_json_key(j, "explain");
+    if (l && l->comp >= 0 && l->comp < x->in->n_comps)
+        jexplain(j, &x->tmp, x->e, l, x->in, &x->rep->mesh);
+    else if (!rec->from_input && find_cause(&x->li, x->in, rec, &hc, &hi))
+        jhandler(j, &x->tmp, rec, x->in, &x->rep->mesh, hc, hi);
+    else
+        report_json_null(j);
 }
 
 void explain_print_json(StrBuf *b, const Explain *e, const CommReport *rep, const HloModule *in)
 {
-    StrBuf r = {0};
-    report_print_json(&r, rep);
-    json_error_t err;
-    json_t *root = json_loads(sb_cstr(&r), 0, &err);
-    sb_free(&r);
-    SPMDC_ASSERT(root);
-    json_t *recs = json_object_get(root, "collectives");
-    LineIndex li = line_index(in);
-    for (int32_t i = 0; i < rep->n_records && i < (int32_t)json_array_size(recs); i++) {
-        const ExplainLink *l = explain_link_of(e, i);
-        int32_t hc, hi;
-        json_t *x = l && l->comp >= 0 && l->comp < in->n_comps ? jexplain(e, l, in, &rep->mesh)
-                    : !rep->records[i].from_input && find_cause(&li, in, &rep->records[i], &hc, &hi)
-                        ? jhandler(&rep->records[i], in, &rep->mesh, hc, hi)
-                        : json_null();
-        json_object_set_new(json_array_get(recs, (size_t)i), "explain", x);
-    }
-    free(li.v);
-    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (!s) spmdc_oom();
-    sb_puts(b, s);
-    sb_putc(b, '\n');
-    free(s);
-    json_decref(root);
+    JsonCtx x = {e, rep, in, line_index(in), {0}};
+    report_print_json_with(b, rep, explain_member, &x);
+    sb_free(&x.tmp);
+    free(x.li.v);
 }

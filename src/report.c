@@ -440,24 +440,24 @@ void report_print_text(StrBuf *b, const CommReport *r)
  * \u00XX with upper-case hex, UTF-8 as it is).  A string that is not valid
  * UTF-8 by jansson's rules (no overlong forms, no surrogates, nothing past
  * U+10FFFF) is written with every byte >= 0x80 as '?'.  Keys are plain
- * ASCII and written as they are.  tests/unit/report_json_test.c checks the
+ * ASCII and written as they are.  tests/unit/report_test.c checks the
  * bytes against jansson's own dump of the same document. */
 
-#define JSON_MAX_DEPTH 8
+#define JSON_MAX_DEPTH 16
 
-typedef struct JsonOut {
+struct JsonOut {
     StrBuf *b;
     int depth;         /* open arrays and objects, <= JSON_MAX_DEPTH */
     uint32_t nonempty; /* bit d: the container open at depth d has an element */
     bool after_key;    /* a key was written: its value follows on the same line */
     StrBuf scratch;    /* an axis name being spelled */
     TextMemo *rows;    /* the rows' repeated fields (jo_shape_fields_memo), or NULL outside the collectives */
-} JsonOut;
+};
 
 /* A newline and the indent of depth d (2*d spaces). */
 static void jo_newline(JsonOut *j, int d)
 {
-    static const char nl[] = "\n                "; /* 2 * JSON_MAX_DEPTH spaces */
+    static const char nl[] = "\n                                "; /* 2 * JSON_MAX_DEPTH spaces */
     sb_putn(j->b, nl, 1 + 2 * (size_t)d);
 }
 
@@ -723,7 +723,8 @@ static void jo_shape_fields_memo(JsonOut *j, const CommReport *r, const CommReco
     sb_putn(j->b, t->data, t->len);
 }
 
-static void jo_record(JsonOut *j, const CommReport *r, const CommRecord *c)
+/* Record c (number i of r) as an object; hook (if any) adds members at its end. */
+static void jo_record(JsonOut *j, const CommReport *r, const CommRecord *c, ReportJsonHook hook, void *ctx, int32_t i)
 {
     jo_open(j, '{');
     jo_key_str(j, "kind", collective_kind_name(c->kind));
@@ -744,6 +745,7 @@ static void jo_record(JsonOut *j, const CommReport *r, const CommRecord *c)
         jo_key_int(j, "rows_above", c->halo_hi);
         jo_close(j, '}');
     }
+    if (hook) hook(j, i, ctx);
     jo_close(j, '}');
 }
 
@@ -807,7 +809,37 @@ static void jo_memory(JsonOut *j, const CommReport *r)
 /* Members in the order of docs/report.md; a flush point after every
  * collective, warning and padded value, so a buffer with a sink never holds
  * more than about SB_SINK_CHUNK bytes of the document. */
-void report_print_json(StrBuf *b, const CommReport *r)
+void report_json_key(JsonOut *j, const char *key) { jo_key(j, key); }
+void report_json_open(JsonOut *j, char c) { jo_open(j, c); }
+void report_json_close(JsonOut *j, char c) { jo_close(j, c); }
+void report_json_str(JsonOut *j, const char *s) { jo_str(j, s); }
+void report_json_int(JsonOut *j, int64_t v) { jo_int(j, v); }
+void report_json_bool(JsonOut *j, bool v) { jo_bool(j, v); }
+
+void report_json_null(JsonOut *j)
+{
+    jo_value(j);
+    sb_putn(j->b, "null", 4);
+}
+
+void report_json_raw(JsonOut *j, const char *text)
+{
+    jo_value(j);
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        if (!nl) {
+            sb_puts(j->b, p);
+            return;
+        }
+        sb_putn(j->b, p, (size_t)(nl - p));
+        jo_newline(j, j->depth);
+        p = nl + 1;
+    }
+}
+
+void report_print_json(StrBuf *b, const CommReport *r) { report_print_json_with(b, r, NULL, NULL); }
+
+void report_print_json_with(StrBuf *b, const CommReport *r, ReportJsonHook hook, void *ctx)
 {
     JsonOut j = {b, 0, 0, false, {0}, NULL};
     jo_open(&j, '{');
@@ -819,7 +851,7 @@ void report_print_json(StrBuf *b, const CommReport *r)
     TextMemo *rows = xcalloc(1, sizeof *rows);
     j.rows = rows;
     for (int32_t i = 0; i < r->n_records; i++) {
-        jo_record(&j, r, &r->records[i]);
+        jo_record(&j, r, &r->records[i], hook, ctx, i);
         sb_flush_point(b);
     }
     j.rows = NULL;
@@ -858,6 +890,7 @@ void report_print_json(StrBuf *b, const CommReport *r)
         }
         jo_close(&j, ']');
     }
+    if (hook) hook(&j, -1, ctx);
     jo_close(&j, '}');
     sb_putc(b, '\n');
     sb_free(&j.scratch);

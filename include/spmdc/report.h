@@ -140,4 +140,29 @@ void report_print_text(StrBuf *b, const CommReport *r);
 /* JSON, schema spmdc.report/v1, keys in a fixed order, 2-space indent, trailing newline. */
 void report_print_json(StrBuf *b, const CommReport *r);
 
+/* The report's JSON writer (report.c), for members a caller adds to each
+ * collective's object: it writes into the report as it goes, in the layout
+ * report_print_json uses (jansson's JSON_INDENT(2) | JSON_PRESERVE_ORDER
+ * dump, strings escaped as jansson escapes them, NULL as null).  A hook
+ * writes a member as report_json_key then one value: a scalar, or an
+ * object or array opened and closed around further members or values,
+ * nested at most 16 deep in all. */
+typedef struct JsonOut JsonOut;
+void report_json_key(JsonOut *j, const char *key);
+void report_json_open(JsonOut *j, char c); /* '{' or '[' */
+void report_json_close(JsonOut *j, char c);
+void report_json_str(JsonOut *j, const char *s);
+void report_json_int(JsonOut *j, int64_t v);
+void report_json_bool(JsonOut *j, bool v);
+void report_json_null(JsonOut *j);
+/* A value already in JSON text (a jansson json_dumps with JSON_INDENT(2) |
+ * JSON_PRESERVE_ORDER, no trailing newline), indented to where it goes. */
+void report_json_raw(JsonOut *j, const char *text);
+/* Called at the end of collective `record`'s object, and with record -1 at
+ * the end of the document's object, to add members. */
+typedef void (*ReportJsonHook)(JsonOut *j, int32_t record, void *ctx);
+/* report_print_json with hook(j, i, ctx) adding members to record i and
+ * hook(j, -1, ctx) to the document. */
+void report_print_json_with(StrBuf *b, const CommReport *r, ReportJsonHook hook, void *ctx);
+
 #endif

@@ -535,6 +535,67 @@ static void test_json_is_janssons_layout(void **state)
     report_free(&r);
 }
 
+/* report_print_json_with: members a hook adds to every record (nested 12
+ * deep in the document, scalars of every kind, empty containers) and a
+ * pre-dumped value at the document's end: jansson's layout, and the
+ * members where they belong. */
+static void hook_members(JsonOut *j, int32_t record, void *ctx)
+{
+    json_t *tail = ctx;
+    if (record < 0) {
+        char *s = json_dumps(tail, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        report_json_key(j, "tail");
+        report_json_raw(j, s);
+        free(s);
+        return;
+    }
+    report_json_key(j, "extra");
+    report_json_open(j, '{');
+    report_json_key(j, "record");
+    report_json_int(j, record);
+    report_json_key(j, "deep");
+    for (int d = 0; d < 8; d++) {
+        report_json_open(j, '[');
+        report_json_open(j, '{');
+        report_json_key(j, "d");
+        report_json_int(j, d);
+        report_json_close(j, '}');
+    }
+    report_json_str(j, "a \"b\"");
+    report_json_null(j);
+    for (int d = 0; d < 8; d++) report_json_close(j, ']');
+    report_json_key(j, "flags");
+    report_json_open(j, '[');
+    report_json_bool(j, true);
+    report_json_bool(j, false);
+    report_json_str(j, NULL);
+    report_json_close(j, ']');
+    report_json_key(j, "none");
+    report_json_open(j, '[');
+    report_json_close(j, ']');
+    report_json_close(j, '}');
+}
+
+static void test_json_hook_as_jansson(void **state)
+{
+    (void)state;
+    CommReport r;
+    mixed_report(&r);
+    json_t *tail = json_pack("{s:[i,f,s],s:{},s:n}", "list", 3, 0.5, "x\ty", "empty", "null");
+    StrBuf b = {0};
+    report_print_json_with(&b, &r, hook_members, tail);
+    assert_jansson_bytes(&b); /* 12 deep: root, collectives, record, extra, 8 arrays */
+    /* the member texts, as jansson dumps them */
+    assert_non_null(strstr(sb_cstr(&b), "\"extra\": {\n        \"record\": 0,\n        \"deep\": [\n"));
+    assert_non_null(strstr(sb_cstr(&b), "\"flags\": [\n          true,\n          false,\n          null\n        ],\n"
+                                        "        \"none\": []\n"));
+    assert_non_null(strstr(sb_cstr(&b), "  \"tail\": {\n    \"list\": [\n      3,\n      0.5,\n      \"x\\ty\"\n    ],\n"
+                                        "    \"empty\": {},\n    \"null\": null\n  }\n}\n"));
+    json_decref(tail);
+    sb_free(&b);
+    report_free(&r);
+}
+
 /* Rows that repeat their fields from "dtype" to "source" (a layer's
  * collective is the next one's) print them from a memo (TextMemo, 32
  * sets of two slots): 400 rows over 40 variants, each differing from a base in one field (dtype,
@@ -730,6 +791,7 @@ int main(void)
         cmocka_unit_test(test_json_axes_list_and_nulls),
         cmocka_unit_test(test_output_is_deterministic),
         cmocka_unit_test(test_json_is_janssons_layout),
+        cmocka_unit_test(test_json_hook_as_jansson),
         cmocka_unit_test(test_json_repeated_rows_as_jansson),
         cmocka_unit_test(test_json_utf8_as_jansson_judges_it),
         cmocka_unit_test(test_json_streams_through_a_sink),
