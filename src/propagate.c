@@ -657,11 +657,33 @@ static Tiling project(const Engine *e, const OpEval *o, int32_t k, const FactorS
  * simply grow to F's projection; else an operand is resharded to it, a
  * result from it (with the pending reduction of F's reduction factors) to
  * its state. */
+/* The cost of F to result k that no sharding reaches yet: it takes F's
+ * split as it is, but a pending reduction F leaves (a contraction split on
+ * both operands) is summed where the result ends, replicated unless a
+ * later sharding reaches it; so the all-reduce is charged, and a candidate
+ * that splits the contraction is not taken for free over one that moves an
+ * operand instead. */
+static int64_t unreached_result_cost(const Engine *e, const OpEval *o, int32_t k, const FactorSharding *F)
+{
+    ReduceKind kind;
+    bool mixed;
+    Tiling proj = project(e, o, k, F, false), whole;
+    uint32_t partial = oprule_result_partial(o->r, F, &kind, &mixed) & ~tiling_used(&proj);
+    if (!partial)
+        return 0;
+    if (mixed || kind == REDUCE_NONE)
+        return RESHARD_INF_COST;
+    proj.partial = partial;
+    proj.kind = (uint8_t)kind;
+    tiling_replicated(&whole, proj.rank);
+    return reshard_cost(e->mesh, e->lshape[o->lf[k]], &proj, &whole);
+}
+
 static int64_t tensor_cost(const Engine *e, const OpEval *o, int32_t k, const FactorSharding *F)
 {
     int32_t lf = o->lf[k];
     if (!has_tiling(e, lf))
-        return 0;
+        return k < o->r->n_in ? 0 : unreached_result_cost(e, o, k, F);
     const Tiling *s = state(e, lf);
     Tiling proj = project(e, o, k, F, false), grown;
     if (!(e->lfl[lf] & LF_FIXED) && (tiling_equal(s, &proj) || (extend_leaf(e, lf, s, &proj, &grown) &&

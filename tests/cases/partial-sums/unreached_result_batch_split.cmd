@@ -1,0 +1,1 @@
+compile unreached_result_batch_split.hlo -o /dev/null

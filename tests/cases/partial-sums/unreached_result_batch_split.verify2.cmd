@@ -1,0 +1,1 @@
+verify unreached_result_batch_split.hlo --mesh model=2
