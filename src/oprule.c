@@ -862,7 +862,9 @@ static bool b_gather(Builder *b)
 /* scatter(inputs..., indices, updates...) -> results shaped like the inputs:
  *  - inputs and results share a factor per dim; an operand dim the update
  *    window covers whole (not indexed) is PASS and also the updates' window
- *    dim; indexed / inserted / partly covered dims stay whole;
+ *    dim; an indexed dim the window covers one element wide is PASS between
+ *    inputs and results only (the updates that fall in a shard are that
+ *    shard's); other inserted or partly covered dims stay whole;
  *  - the indices' batch dims and the updates' scatter dims form factors that
  *    are not in the results: REDUCTION with the combiner's kind (each device
  *    scatters its share of the updates; the shares combine like a
@@ -965,6 +967,16 @@ static bool b_scatter(Builder *b)
         if (!rs || !shape_same_dims(rs, op))
             return false;
         dims_same(b, add_tensor(b, -1, l, rs), opf);
+    }
+    /* an indexed dim the update window covers one element wide passes
+     * between inputs and results: each device scatters the updates that fall
+     * in its shard (the partitioner shifts the indices) */
+    for (int32_t j = 0; j < a->scatter_dims_to_operand_dims.n; j++) {
+        int64_t d = a->scatter_dims_to_operand_dims.v[j];
+        if (d < 0 || d >= op->rank || list_index(&a->input_batching_dims, d) >= 0 ||
+            (win_of_op[d] >= 0 && up->dims[win_of_op[d]] != 1))
+            continue;
+        b->r->factors[opf + d].kind = FACTOR_PASS;
     }
     return b->ok;
 }

@@ -402,8 +402,11 @@ bool part_scatter(Part *p, int32_t i)
     ElemType ct = ET_S32;
     uint64_t shifted = 0;
     /* an indexed operand dim the update window covers one element wide may
-     * be split: each device scatters the updates that fall in its shard */
-    if (t0 >= 0 && index_calc_type(is->type, max_dim(os), &ct)) {
+     * be split (the rule's PASS factor): each device scatters the updates
+     * that fall in its shard; indices whose arithmetic has no type here keep
+     * it whole */
+    bool calc = index_calc_type(is->type, max_dim(os), &ct);
+    if (t0 >= 0) {
         int64_t win[SPMDC_MAX_RANK]; /* update window size of each operand dim (1 if inserted) */
         for (int32_t d = 0, k = 0; d < os->rank; d++) {
             win[d] = 1;
@@ -418,10 +421,11 @@ bool part_scatter(Part *p, int32_t i)
             if (d < 0 || d >= os->rank || win[d] != 1 || list_has(&a->input_batching_dims, d))
                 continue;
             int32_t f = dim_factor(r, t0, (int32_t)d);
-            if (f < 0 || r->factors[f].kind != FACTOR_NEED_REPLICATION)
+            if (f < 0 || (r->factors[f].kind != FACTOR_NEED_REPLICATION && r->factors[f].kind != FACTOR_PASS))
                 continue;
-            r->factors[f].kind = FACTOR_PASS;
-            shifted |= (uint64_t)1 << f;
+            r->factors[f].kind = calc ? FACTOR_PASS : FACTOR_NEED_REPLICATION;
+            if (calc)
+                shifted |= (uint64_t)1 << f;
         }
     }
     if (!part_rule_choose(p, &rc, NULL, NULL, &ch))

@@ -1,0 +1,1 @@
+compile scatter_min_split_indexed.hlo -o /dev/null

@@ -1,0 +1,1 @@
+verify scatter_min_split_indexed.hlo --mesh data=2,model=2
