@@ -1532,8 +1532,40 @@ static bool plan_rows(const Part *p, const ReshardPlan *plan, bool of_origin, bo
 }
 
 /* Reshards array value v from its cheapest state to want. */
+/* A broadcast of a scalar that is whole on every device is broadcast again,
+ * locally, into the tiling a consumer wants: the same elements, no bytes
+ * moved (a collective-permute or all-to-all of the broadcast otherwise).
+ * Only for even tilings (a shard's padding stays what the handlers expect)
+ * outside manual regions.  Returns the new local value, or -1. */
+static int32_t rebroadcast(Part *p, int32_t v, const Tiling *want)
+{
+    const HloInst *in = part_in(p, v);
+    if (in->op != HLO_BROADCAST || in->n_operands != 1 || want->partial || p->vals[v].manual ||
+        !shape_is_array(&in->shape))
+        return -1;
+    int32_t s = in->operands[0];
+    const HloInst *sc = part_in(p, s);
+    if (!shape_is_array(&sc->shape) || sc->shape.rank != 0 || p->vals[s].manual)
+        return -1;
+    if (!tiling_is_even(want, p->mesh, &in->shape, NULL))
+        return -1;
+    const VState *whole = NULL;
+    for (const VState *st = p->vals[s].states; st && !whole; st = st->next)
+        if (!st->leaves[0].partial)
+            whole = st;
+    if (!whole)
+        return -1;
+    Shape l = part_local_shape(p, &in->shape, want);
+    int32_t r = part_clone(p, v, part_result_name(p, v, want, "rebroadcast"), &l, &whole->local, 1);
+    add_state(p, v, r, want, -1, NULL);
+    return r;
+}
+
 static int32_t get_array(Part *p, int32_t v, const Tiling *want, const Cause *cause)
 {
+    int32_t again = rebroadcast(p, v, want);
+    if (again >= 0)
+        return again;
     const Shape *gs = &part_in(p, v)->shape;
     VState *best = NULL;
     ReshardPlan plans[2];

@@ -1,0 +1,1 @@
+compile rebroadcast.hlo -o -
