@@ -305,6 +305,11 @@ static bool infer_bitcast_convert(Infer *x, const Shape *s, Shape *o)
     if (elem_type_is_complex(s->type) != elem_type_is_complex(to))
         return fail(x, "bitcast-convert between complex and real types (%s to %s) is not defined",
                     elem_type_name(s->type), elem_type_name(to));
+    /* XLA counts pred as one bit (StableHLO's i1), spmdc stores it in a byte:
+     * no bit width is common to both, so pred only bitcasts to itself */
+    if ((s->type == ET_PRED) != (to == ET_PRED))
+        return fail(x, "bitcast-convert between pred and another type (%s to %s) is not supported: XLA counts pred "
+                    "as one bit", elem_type_name(s->type), elem_type_name(to));
     int bi = elem_type_bits(s->type), bo = elem_type_bits(to);
     *o = arr(to, s);
     if (bi > bo) {
