@@ -715,6 +715,19 @@ static void ensure_module(Lower *lw, const char *name)
     if (!lw->m) lw->m = hlo_module_new(name);
 }
 
+/* Records how many parameters entry_computation_layout={(P, ...)->R} lists
+ * (the attribute itself is kept verbatim); finish_module holds the entry to
+ * it, as XLA does.  Any other spelling is left to XLA. */
+static void read_entry_layout(Lower *lw, const AstVal *at)
+{
+    const AstVal *b = at->child;
+    if (!b || b->kind != AV_BRACE || !b->child || b->child->next) return;
+    const AstVal *params = b->child->child;
+    if (!params || params->kind != AV_PAREN) return;
+    lw->layout_params = ast_count(params->child);
+    lw->layout_loc = params->loc;
+}
+
 static void on_header(void *data, AstTok name, const AstLoc *name_loc, const AstVal *attrs)
 {
     Lower *lw = data;
@@ -733,6 +746,7 @@ static void on_header(void *data, AstTok name, const AstLoc *name_loc, const Ast
                        : ast_tok_eq(at->t, "replica_count") ? &lw->m->replica_count : NULL;
         if (!dst) {
             if (ast_tok_eq(at->t, "frontend_attributes")) parse_check_sdy_meshes(lw, at);
+            if (ast_tok_eq(at->t, "entry_computation_layout")) read_entry_layout(lw, at);
             raw[n_raw++] = at;
             continue;
         }
@@ -822,6 +836,15 @@ static void finish_module(Lower *lw)
     }
     m->entry = lw->entry >= 0 ? lw->entry : m->n_comps - 1;
     m->comps[m->entry].is_entry = true;
+    if (lw->layout_params >= 0) {
+        const HloComputation *e = &m->comps[m->entry];
+        int32_t n = 0;
+        for (int32_t i = 0; i < e->n_insts; i++) n += e->insts[i].op == HLO_PARAMETER;
+        if (n != lw->layout_params)
+            parse_err(lw, &lw->layout_loc,
+                      "entry_computation_layout lists %d parameter%s but the entry computation '%s' has %d",
+                      lw->layout_params, lw->layout_params == 1 ? "" : "s", e->name, n);
+    }
     for (Pending *p = in_text_order(&lw->pending_comps); p; p = p->next) {
         NameEnt *e = name_find(lw->comp_names, p->name.s, p->name.n);
         if (!e) {
@@ -966,6 +989,7 @@ static HloModule *parse_once(const char *text, size_t len, uint32_t file_id, Dia
     lw.keep = cx.keep;
     lw.comp_arena = arena_create();
     lw.entry = -1;
+    lw.layout_params = -1;
     AstSink sink = SINK_FNS;
     sink.data = &lw;
     cx.sink = &sink;

@@ -158,6 +158,8 @@ typedef struct Lower {
     AstLoc module_name_loc;
     int32_t entry;          /* computation marked ENTRY, or -1 */
     AstLoc entry_loc;
+    int32_t layout_params;  /* parameters the header's entry_computation_layout lists, -1: none read */
+    AstLoc layout_loc;      /* its parameter list `(...)` */
     Pending *pending_comps;
     /* the computation being lowered */
     int32_t cur_comp;
