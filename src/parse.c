@@ -715,9 +715,10 @@ static void ensure_module(Lower *lw, const char *name)
     if (!lw->m) lw->m = hlo_module_new(name);
 }
 
-/* Records how many parameters entry_computation_layout={(P, ...)->R} lists
- * (the attribute itself is kept verbatim); finish_module holds the entry to
- * it, as XLA does.  Any other spelling is left to XLA. */
+/* Records how many parameters and results entry_computation_layout={(P,
+ * ...)->R} lists (the attribute itself is kept verbatim; a tuple R lists its
+ * elements, as XLA's import flattens the entry's root tuple); finish_module
+ * holds the entry to them, as XLA does.  Any other spelling is left to XLA. */
 static void read_entry_layout(Lower *lw, const AstVal *at)
 {
     const AstVal *b = at->child;
@@ -726,6 +727,18 @@ static void read_entry_layout(Lower *lw, const AstVal *at)
     if (!params || params->kind != AV_PAREN) return;
     lw->layout_params = ast_count(params->child);
     lw->layout_loc = params->loc;
+    const AstVal *arrow = params->next, *res = arrow ? arrow->next : NULL;
+    if (!res || res->next || arrow->kind != AV_PUNCT || arrow->punct != AP_ARROW) return;
+    if (res->kind == AV_PAREN) {
+        lw->layout_results = ast_count(res->child);
+    } else if (res->kind == AV_SHAPE && res->shape) {
+        int32_t n = 0;
+        for (const AstShape *e = res->shape->elems; e; e = e->next) n++;
+        lw->layout_results = res->shape->is_tuple ? n : 1;
+    } else {
+        return;
+    }
+    lw->layout_result_loc = res->loc;
 }
 
 static void on_header(void *data, AstTok name, const AstLoc *name_loc, const AstVal *attrs)
@@ -844,6 +857,15 @@ static void finish_module(Lower *lw)
             parse_err(lw, &lw->layout_loc,
                       "entry_computation_layout lists %d parameter%s but the entry computation '%s' has %d",
                       lw->layout_params, lw->layout_params == 1 ? "" : "s", e->name, n);
+    }
+    if (lw->layout_results >= 0) {
+        const HloComputation *e = &m->comps[m->entry];
+        const Shape *rs = &e->insts[e->root].shape;
+        int32_t n = rs->type == ET_TUPLE ? rs->n_elems : 1;
+        if (n != lw->layout_results)
+            parse_err(lw, &lw->layout_result_loc,
+                      "entry_computation_layout lists %d result%s but the root of the entry computation '%s' is %s",
+                      lw->layout_results, lw->layout_results == 1 ? "" : "s", e->name, parse_shape_str(lw, rs));
     }
     for (Pending *p = in_text_order(&lw->pending_comps); p; p = p->next) {
         NameEnt *e = name_find(lw->comp_names, p->name.s, p->name.n);
@@ -990,6 +1012,7 @@ static HloModule *parse_once(const char *text, size_t len, uint32_t file_id, Dia
     lw.comp_arena = arena_create();
     lw.entry = -1;
     lw.layout_params = -1;
+    lw.layout_results = -1;
     AstSink sink = SINK_FNS;
     sink.data = &lw;
     cx.sink = &sink;

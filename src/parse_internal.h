@@ -160,6 +160,8 @@ typedef struct Lower {
     AstLoc entry_loc;
     int32_t layout_params;  /* parameters the header's entry_computation_layout lists, -1: none read */
     AstLoc layout_loc;      /* its parameter list `(...)` */
+    int32_t layout_results; /* results it lists (a tuple's elements, else 1), -1: none read */
+    AstLoc layout_result_loc;
     Pending *pending_comps;
     /* the computation being lowered */
     int32_t cur_comp;
