@@ -1036,9 +1036,76 @@ static bool bind_refs(const AxisRefSyntax *refs, int32_t n_refs, const ShardingS
     return true;
 }
 
+/* The index of the axis ref r names in syn's own mesh, or -1. */
+static int32_t syn_axis(const ShardingSyntax *syn, const AxisRefSyntax *r)
+{
+    for (int32_t k = 0; k < syn->n_mesh_axes; k++)
+        if (r->name && strcmp(r->name, syn->mesh_axis_names[k]) == 0)
+            return k;
+    return -1;
+}
+
+/* An axis ref as written: x or x:(2)2. */
+static const char *ref_str(char *buf, size_t n, const AxisRefSyntax *r)
+{
+    if (r->pre_size == 0)
+        snprintf(buf, n, "%s", r->name);
+    else
+        snprintf(buf, n, "%s:(%lld)%lld", r->name, (long long)r->pre_size, (long long)r->size);
+    return buf;
+}
+
+/* One list of axis refs against the sharding's own mesh, as XLA's
+ * VerifyNamedSharding and Shardy's verifier check it: a sub-axis is larger
+ * than 1 and smaller than its axis; two neighbours that are consecutive
+ * pieces of one axis (x:(1)2, x:(2)2) are written as one; the replicated,
+ * unreduced and manual lists (sorted) run in mesh order, sub-axes by
+ * pre-size.  False after reporting. */
+static bool check_ref_list(const AxisRefSyntax *refs, int32_t n_refs, bool sorted, const char *what,
+                           const ShardingSyntax *syn, DiagEngine *diag, StrBuf *tmp)
+{
+    for (int32_t i = 0; i < n_refs; i++) {
+        const AxisRefSyntax *r = &refs[i], *q = i ? &refs[i - 1] : NULL;
+        SrcSpan sp = r->span.begin.line ? r->span : syn->span;
+        int32_t a = syn_axis(syn, r);
+        if (a < 0)
+            continue; /* the binder names it */
+        int64_t whole = syn->mesh_axis_sizes[a];
+        if (r->pre_size != 0 && (r->size == 1 || (r->pre_size == 1 && r->size == whole))) { /* else: does not fit */
+            diag_error(diag, sp, "sub-axis %s:(%lld)%lld of sharding %s must be larger than 1 and smaller than axis %s=%lld",
+                       r->name, (long long)r->pre_size, (long long)r->size, syn_text(tmp, syn), r->name,
+                       (long long)whole);
+            return false;
+        }
+        if (!q || syn_axis(syn, q) < 0)
+            continue;
+        int32_t qa = syn_axis(syn, q);
+        if (qa == a && q->pre_size != 0 && r->pre_size != 0 && q->pre_size * q->size == r->pre_size) {
+            diag_error(diag, sp, "%s %s:(%lld)%lld, %s:(%lld)%lld of sharding %s can be merged into one sub-axis", what,
+                       q->name, (long long)q->pre_size, (long long)q->size, r->name, (long long)r->pre_size,
+                       (long long)r->size, syn_text(tmp, syn));
+            return false;
+        }
+        if (sorted && (qa > a || (qa == a && q->pre_size >= r->pre_size))) {
+            char rb[96], qb[96];
+            diag_error(diag, sp, "%s of sharding %s must be in mesh order (sub-axes by pre-size): %s comes after %s",
+                       what, syn_text(tmp, syn), ref_str(rb, sizeof rb, r), ref_str(qb, sizeof qb, q));
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool bind_named(const ShardingSyntax *syn, const Mesh *m, int32_t rank, Sharding *out, DiagEngine *diag,
                        StrBuf *tmp, StrBuf *tmp2)
 {
+    for (int32_t d = 0; d < syn->n_dims; d++)
+        if (!check_ref_list(syn->dim_axes[d], syn->dim_n_axes[d], false, "adjacent axes", syn, diag, tmp))
+            return false;
+    if (!check_ref_list(syn->replicated_axes, syn->n_replicated_axes, true, "replicated axes", syn, diag, tmp) ||
+        !check_ref_list(syn->unreduced_axes, syn->n_unreduced_axes, true, "unreduced axes", syn, diag, tmp) ||
+        !check_ref_list(syn->manual_axes, syn->n_manual_axes, true, "manual axes", syn, diag, tmp))
+        return false;
     for (int32_t i = 0; i < syn->n_mesh_axes; i++) {
         if (mesh_axis_index(m, syn->mesh_axis_names[i]) < 0) {
             diag_error(diag, syn->span, "axis '%s' of sharding %s is not in the mesh %s", syn->mesh_axis_names[i],

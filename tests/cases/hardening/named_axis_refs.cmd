@@ -1,0 +1,1 @@
+compile named_axis_refs.hlo -o out.hlo
