@@ -2,6 +2,7 @@
 #include "spmdc/hlo.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -476,7 +477,9 @@ static bool param_element(const HloComputation *comp, int32_t i, int64_t *k)
 }
 
 /* n from a backend config holding "known_trip_count":{"n":"5"} (quotes
- * escaped or not), or -1. */
+ * escaped or not), or -1: also for a count that is negative or does not fit
+ * an int64 (no count of trips; the loop's own induction variable may still
+ * give one). */
 static int64_t known_trip_count(const HloInst *in)
 {
     const HloAttrs *a = hlo_attrs(in);
@@ -490,14 +493,18 @@ static int64_t known_trip_count(const HloInst *in)
         if (!s)
             continue;
         s += 2;
-        while (*s && !isdigit((unsigned char)*s) && *s != '}')
+        while (*s && !isdigit((unsigned char)*s) && *s != '-' && *s != '}')
             s++;
+        if (*s == '-')
+            return -1;
         if (!isdigit((unsigned char)*s))
             continue;
         char *end = NULL;
+        errno = 0;
         long long n = strtoll(s, &end, 10);
-        if (end != s && n >= 0)
+        if (end != s && n >= 0 && errno != ERANGE)
             return (int64_t)n;
+        return -1;
     }
     return -1;
 }
