@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "parse_internal.h"
 #include "spmdc/sdy.h"
@@ -1151,6 +1152,73 @@ static void near_word(void *ctx, const char *w, uint32_t n, int32_t common)
     }
 }
 
+/* Attributes spmdc keeps verbatim whose value XLA's parser reads as a word
+ * of a fixed set (checked against XLA 0.10.2's parser): op is the opcode
+ * the name means that on (HLO_OPCODE_COUNT: any), list for a `{a,b}` list
+ * of such words, nocase where XLA folds the case. */
+static const struct {
+    const char *name;
+    int op;
+    bool list, nocase;
+    const char *words;
+} ENUM_ATTRS[] = {
+    {"api_version", HLO_OPCODE_COUNT, false, true,
+     "API_VERSION_ORIGINAL API_VERSION_STATUS_RETURNING API_VERSION_STATUS_RETURNING_UNIFIED API_VERSION_TYPED_FFI"},
+    {"operand_precision", HLO_OPCODE_COUNT, true, true, "default high highest"},
+    {"algorithm", HLO_RNG_BIT_GENERATOR, false, true, "rng_default rng_three_fry rng_philox"},
+    {"schedule", HLO_OPCODE_COUNT, false, true, "SCHEDULE_NONE SCHEDULE_LATEST SCHEDULE_EARLIEST"},
+    {"padding_type", HLO_OPCODE_COUNT, false, false, "PADDING_INVALID PADDING_VALID PADDING_SAME"},
+};
+
+/* Whether the n bytes at w are one of the space-separated words. */
+static bool word_in(const char *words, const char *w, size_t n, bool nocase)
+{
+    for (const char *p = words; *p;) {
+        while (*p == ' ') p++;
+        size_t k = strcspn(p, " ");
+        if (k == n && (nocase ? strncasecmp(p, w, n) : strncmp(p, w, n)) == 0) return true;
+        p += k;
+    }
+    return false;
+}
+
+/* One word of an ENUM_ATTRS attribute's value; false after reporting. */
+static bool check_enum_word(Lower *lw, const AstVal *at, const AstVal *v, int32_t e)
+{
+    if (v && (v->kind == AV_WORD || v->kind == AV_STRING) && word_in(ENUM_ATTRS[e].words, v->t.s, v->t.n,
+                                                                      ENUM_ATTRS[e].nocase))
+        return true;
+    StrBuf b = {0};
+    for (const char *p = ENUM_ATTRS[e].words; *p;) {
+        size_t k = strcspn(p, " ");
+        sb_printf(&b, "%s%.*s", b.len ? ", " : "", (int)k, p);
+        p += k;
+        while (*p == ' ') p++;
+    }
+    bool ok = parse_want(lw, at, v, b.data ? b.data : "?");
+    sb_free(&b);
+    return ok;
+}
+
+/* A verbatim attribute whose value XLA reads as a word of a fixed set
+ * (ENUM_ATTRS): any other word is an error, as in XLA's parser.  True for
+ * every other attribute. */
+static bool check_enum_attr(Lower *lw, HloOpcode op, const AstVal *at)
+{
+    for (int32_t e = 0; e < (int32_t)(sizeof ENUM_ATTRS / sizeof ENUM_ATTRS[0]); e++) {
+        if (!ast_tok_eq(at->t, ENUM_ATTRS[e].name) || (ENUM_ATTRS[e].op != HLO_OPCODE_COUNT && ENUM_ATTRS[e].op != (int)op))
+            continue;
+        const AstVal *v = parse_attr_value(lw, at);
+        if (!v) return false;
+        if (!ENUM_ATTRS[e].list) return check_enum_word(lw, at, v, e);
+        if (v->kind != AV_BRACE) return parse_want(lw, at, v, "a list {...}");
+        bool ok = true;
+        for (const AstVal *el = v->child; el; el = el->next) ok = check_enum_word(lw, at, elem_single(el), e) && ok;
+        return ok;
+    }
+    return true;
+}
+
 /* The error for an attribute name XLA's parser does not know, with the
  * nearest name op takes (at most 2 edits, 1 for names under 5 bytes) as a
  * note.  False. */
@@ -1457,6 +1525,7 @@ bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
             if (ast_tok_eq(at->t, "metadata")) ok = check_metadata(lw, at) && ok;
             else if (ast_tok_eq(at->t, "frontend_attributes"))
                 ok = check_frontend(lw, at) && parse_check_sdy_meshes(lw, at) && ok;
+            else ok = check_enum_attr(lw, op, at) && ok;
             raw[n_raw++] = at;
         }
     }

@@ -1,0 +1,1 @@
+compile enum_attribute_values.hlo -o out.hlo
