@@ -505,7 +505,12 @@ static int32_t pass_sets(Part *p, const RuleCtx *rc, uint32_t *sets, int32_t cap
             continue;
         const HloInst *pin = part_in(p, rc->inst);
         const OpAlgebra *alg = op_algebra(pin->op);
-        if (alg->partial == PARTIAL_ALL && !same)
+        /* carriers over different atoms pass together only through a
+         * contraction, which multiplies their sums (below); any other op
+         * would count each carrier once per device of the others' atoms
+         * (a concatenate of a sum over a and one over b, all-reduced over
+         * a and b, holds each part |b| or |a| times) */
+        if (alg->partial != PARTIAL_CONTRACT && !same)
             continue;
         if (alg->partial == PARTIAL_ALL && pin->op != HLO_SELECT) {
             /* the operands that hold no pending value join the sum kept on

@@ -1,0 +1,1 @@
+compile concat_different_axes.hlo

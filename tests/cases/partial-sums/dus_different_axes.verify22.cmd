@@ -1,0 +1,1 @@
+verify dus_different_axes.hlo --mesh a=2,b=2
