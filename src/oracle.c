@@ -776,7 +776,9 @@ static bool check_program(VerifyRun *vr)
         return false;
     }
     if (p->num_partitions > 0 && p->num_partitions != vr->n_dev) {
-        diag_error(vr->diag, file, "the partitioned program has num_partitions=%lld, but the mesh has %lld devices",
+        /* at the header that says it (the module's name), as every error is at a line and column */
+        diag_error(vr->diag, p->span.begin.line ? p->span : file,
+                   "the partitioned program has num_partitions=%lld, but the mesh has %lld devices",
                    (long long)p->num_partitions, (long long)vr->n_dev);
         return false;
     }
