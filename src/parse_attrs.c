@@ -1166,6 +1166,10 @@ static const struct {
      "API_VERSION_ORIGINAL API_VERSION_STATUS_RETURNING API_VERSION_STATUS_RETURNING_UNIFIED API_VERSION_TYPED_FFI"},
     {"operand_precision", HLO_OPCODE_COUNT, true, true, "default high highest"},
     {"algorithm", HLO_RNG_BIT_GENERATOR, false, true, "rng_default rng_three_fry rng_philox"},
+    {"algorithm", HLO_DOT, false, true,
+     "unset dot_any_f8_any_f8_f32 dot_any_f8_any_f8_f32_fast_accum dot_f16_f16_f16 dot_f16_f16_f32 "
+     "dot_bf16_bf16_bf16 dot_bf16_bf16_f32 dot_bf16_bf16_f32_x3 dot_bf16_bf16_f32_x6 dot_bf16_bf16_f32_x9 "
+     "dot_tf32_tf32_f32 dot_tf32_tf32_f32_x3 dot_f32_f32_f32 dot_f64_f64_f64"},
     {"schedule", HLO_OPCODE_COUNT, false, true, "SCHEDULE_NONE SCHEDULE_LATEST SCHEDULE_EARLIEST"},
     {"padding_type", HLO_OPCODE_COUNT, false, false, "PADDING_INVALID PADDING_VALID PADDING_SAME"},
 };
