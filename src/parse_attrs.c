@@ -1153,7 +1153,8 @@ static void near_word(void *ctx, const char *w, uint32_t n, int32_t common)
 }
 
 /* Attributes spmdc keeps verbatim whose value XLA's parser reads as a word
- * of a fixed set (checked against XLA 0.10.2's parser): op is the opcode
+ * of a fixed set, booleans among them (checked against XLA 0.10.2's
+ * parser): op is the opcode
  * the name means that on (HLO_OPCODE_COUNT: any), list for a `{a,b}` list
  * of such words, nocase where XLA folds the case. */
 static const struct {
@@ -1171,6 +1172,10 @@ static const struct {
      "dot_bf16_bf16_bf16 dot_bf16_bf16_f32 dot_bf16_bf16_f32_x3 dot_bf16_bf16_f32_x6 dot_bf16_bf16_f32_x9 "
      "dot_tf32_tf32_f32 dot_tf32_tf32_f32_x3 dot_f32_f32_f32 dot_f64_f64_f64"},
     {"schedule", HLO_OPCODE_COUNT, false, true, "SCHEDULE_NONE SCHEDULE_LATEST SCHEDULE_EARLIEST"},
+    {"custom_call_has_side_effect", HLO_OPCODE_COUNT, false, false, "true false"},
+    {"is_host_transfer", HLO_OPCODE_COUNT, false, false, "true false"},
+    {"constrain_layout", HLO_OPCODE_COUNT, false, false, "true false"},
+    {"parameter_replication", HLO_OPCODE_COUNT, true, false, "true false"},
     {"padding_type", HLO_OPCODE_COUNT, false, false, "PADDING_INVALID PADDING_VALID PADDING_SAME"},
 };
 

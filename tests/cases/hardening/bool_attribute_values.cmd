@@ -1,0 +1,1 @@
+compile bool_attribute_values.hlo -o out.hlo
