@@ -1228,6 +1228,21 @@ static bool check_enum_attr(Lower *lw, HloOpcode op, const AstVal *at)
     return true;
 }
 
+/* A custom-call's operand_layout_constraints={s0, s1, ...} lists one shape
+ * per operand, as XLA's parser checks ("Expected N operand layout
+ * constraints"); false after reporting. */
+static bool check_layout_constraints(Lower *lw, const AstInst *ai, const AstVal *at)
+{
+    const AstVal *v = parse_attr_value(lw, at);
+    if (!v) return false;
+    if (v->kind != AV_BRACE) return parse_want(lw, at, v, "a list of operand shapes {...}");
+    int32_t n = ast_count(v->child), want = ai->operands ? ast_count(ai->operands->child) : 0;
+    if (n != want)
+        return parse_err(lw, &v->loc, "operand_layout_constraints lists %d shape%s for %d operand%s", n,
+                         n == 1 ? "" : "s", want, want == 1 ? "" : "s");
+    return true;
+}
+
 /* The error for an attribute name XLA's parser does not know, with the
  * nearest name op takes (at most 2 edits, 1 for names under 5 bytes) as a
  * note.  False. */
@@ -1534,6 +1549,8 @@ bool parse_lower_attrs(Lower *lw, const AstInst *ai, HloOpcode op, InstOut *out)
             if (ast_tok_eq(at->t, "metadata")) ok = check_metadata(lw, at) && ok;
             else if (ast_tok_eq(at->t, "frontend_attributes"))
                 ok = check_frontend(lw, at) && parse_check_sdy_meshes(lw, at) && ok;
+            else if (op == HLO_CUSTOM_CALL && ast_tok_eq(at->t, "operand_layout_constraints"))
+                ok = check_layout_constraints(lw, ai, at) && ok;
             else ok = check_enum_attr(lw, op, at) && ok;
             raw[n_raw++] = at;
         }

@@ -1,0 +1,1 @@
+compile layout_constraints_count.hlo -o out.hlo
