@@ -373,6 +373,29 @@ static void name_inst(Lower *lw, const AstInst *ai, int32_t idx)
  * last (it is lowered for each instruction: its spans are the
  * instruction's own).  False when there is no such text, or `sharding=`
  * is given elsewhere (a duplicate is an error to report). */
+/* control-predecessors={%a, ...} names instructions defined earlier in the
+ * computation, as XLA's parser checks ("instruction 'a' is not defined"):
+ * an error for any other name (the attribute is kept verbatim). */
+static void check_control_predecessors(Lower *lw, const AstInst *ai)
+{
+    for (const AstVal *at = ai->attrs; at; at = at->next) {
+        if (!ast_tok_eq(at->t, "control-predecessors")) continue;
+        const AstVal *v = at->child;
+        if (!v || v->next || v->kind != AV_BRACE) {
+            parse_want(lw, at, v, "a list of instruction names {%a, ...}");
+            continue;
+        }
+        for (const AstVal *e = v->child; e; e = e->next) {
+            const AstVal *x = elem_single(e);
+            if (!x || x->kind != AV_NAME)
+                parse_err(lw, &e->loc, "control-predecessors lists instruction names (%%a), found %s", describe(lw, e));
+            else if (!inst_name_find(lw, x->t))
+                parse_err(lw, &x->loc, "control predecessor '%.*s' is not an instruction defined before '%.*s' in "
+                          "computation '%.*s'", TOKF(x->t), TOKF(ai->name), TOKF(lw->cur_comp_name));
+        }
+    }
+}
+
 static bool attrs_memo_key(const Lower *lw, const AstInst *ai, AstLoc *key, const AstVal **sharding)
 {
     *sharding = NULL;
@@ -520,6 +543,7 @@ static void lower_inst(Lower *lw, const AstInst *ai)
                !out.attrs.window && !out.attrs.conv && !out.attrs.literal;
     }
     if (oe && ok && !ai->shape) infer_shape(lw, ci, ai, op, ops, n, attrs, &shape);
+    check_control_predecessors(lw, ai);
     name_inst(lw, ai, idx);
     int32_t got = hlo_add_inst_n(lw->m, ci, oe ? op : HLO_PARAMETER, ai->name.s ? ai->name.s : "", ai->name.n, &shape,
                                  ops, n);

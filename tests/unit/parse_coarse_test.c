@@ -434,7 +434,7 @@ static void test_heads_cut_by_read_blocks(void **state)
         {"t", " = f32[16,8]{0,1} transpose(%a), dimensions={1,0}, sharding={replicated}\n"},
         {"k", " = s32[] constant(-3)\n"},
         {"d", " = f32[8,8]{1,0} dot(%a, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"},
-        {"i", " = s32[8,16]{1,0} iota(), iota_dimension=1, backend_config=1, origin=-2, frontend_attributes={}, statistics=x, control-predecessors=%a, parameter_replication={true,false}, metadata={}\n"},
+        {"i", " = s32[8,16]{1,0} iota(), iota_dimension=1, backend_config=1, origin=-2, frontend_attributes={}, statistics=x, control-predecessors={%a}, parameter_replication={true,false}, metadata={}\n"},
         {"n", " = f32[8,16] negate(%b)  ,  sharding={devices=[2,1]<=[2]}, metadata={op_name=\"n\"}\n"},
     };
     size_t n_lines = sizeof lines / sizeof lines[0], period = 0;

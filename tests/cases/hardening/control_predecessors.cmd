@@ -1,0 +1,1 @@
+compile control_predecessors.hlo -o out.hlo
