@@ -456,8 +456,8 @@ CommRecord *part_record(Part *p, CollectiveKind kind, int32_t local, const int8_
     r->bytes_per_device = bytes;
     r->multiplier = p->trips;
     r->per_trip = p->per_trip;
-    if (p->trips > 1)
-        r->bytes_per_device = bytes > INT64_MAX / p->trips ? INT64_MAX : bytes * p->trips;
+    if (p->trips != 1) /* 0: a loop that runs no trip sends nothing */
+        r->bytes_per_device = p->trips == 0 ? 0 : bytes > INT64_MAX / p->trips ? INT64_MAX : bytes * p->trips;
     return r;
 }
 
@@ -2114,7 +2114,9 @@ int32_t part_callee(Part *p, int32_t caller, int32_t c, const Tiling *const *par
     child.n_params = n_params;
     child.param_manual = manual;
     child.trips = p->trips;
-    if (trips > 1)
+    if (trips == 0) /* a loop known to run no trip: its body's collectives never run */
+        child.trips = 0;
+    else if (trips > 1 && p->trips > 0)
         child.trips = p->trips > INT64_MAX / trips ? INT64_MAX : p->trips * trips;
     child.per_trip = p->per_trip || per_trip;
     bool ok = run_computation(&child, root_want);

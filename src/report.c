@@ -289,9 +289,9 @@ static void record_cell(StrBuf *cell, const CommReport *r, int32_t i, int col, s
     case 5: put_axes_cell(cell, r, c); break;
     case 6:
         put_bytes_cell(cell, c->bytes_per_device, bw);
-        if (c->multiplier > 1) sb_printf(cell, " in %lld loop trips", (long long)c->multiplier);
+        if (c->multiplier != 1) sb_printf(cell, " in %lld loop trips", (long long)c->multiplier);
         if (c->per_trip)
-            sb_printf(cell, "%s per trip of a loop whose trip count is unknown", c->multiplier > 1 ? "," : "");
+            sb_printf(cell, "%s per trip of a loop whose trip count is unknown", c->multiplier != 1 ? "," : "");
         break;
     default: put_cause(cell, c->cause_instruction, c->cause_line, c->reason); break;
     }

@@ -1,0 +1,1 @@
+verify zero_trip_loop.hlo --mesh 4
