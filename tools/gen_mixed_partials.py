@@ -21,9 +21,11 @@ than 0, 4 and 5).  Exit status: 0 none failed, 1 some did, 2 usage.
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_partial_sums import verify_at_meshes  # noqa: E402
 
 IDENTITY = {"add": "0", "maximum": "-2147483648", "minimum": "2147483647", "multiply": "1", "and": "-1", "or": "0"}
 AXES = {"a": "{a}", "b": "{b}", "ab": "{a,b}"}
@@ -86,22 +88,7 @@ def main():
                     with open(path, "w") as f:
                         f.write(module(red, ax1, ax2, cons, annotate))
                     ran += 1
-                    for mesh in args.meshes.split(":"):
-                        try:
-                            r = subprocess.run([args.spmdc, "verify", path, "--mesh", mesh], capture_output=True,
-                                               text=True, timeout=60)
-                            rc, text = r.returncode, r.stdout + r.stderr
-                        except subprocess.TimeoutExpired:
-                            rc, text = "timeout", ""
-                        if rc in (0, 4, 5):
-                            if rc:
-                                break  # the simulator or spmdc refuses this module at every mesh
-                            continue
-                        failed += 1
-                        why = [x.strip() for x in text.splitlines() if "MISMATCH" in x or "error" in x][:1]
-                        print(f"{'MISMATCH' if 'MISMATCH' in text else 'exit ' + str(rc)} --mesh {mesh} {path}"
-                              f"{': ' + why[0] if why else ''}", flush=True)
-                        break
+                    failed += verify_at_meshes(args.spmdc, path, args.meshes.split(":"))
     print(f"gen_mixed_partials: {ran} modules, {failed} failed ({out})")
     return 1 if failed else 0
 

@@ -224,6 +224,28 @@ def build(t, kind, cons):
             "\n".join("  " + b for b in body) + f"\n  ROOT %out = {root_shape} copy(%o)\n}}\n")
 
 
+def verify_at_meshes(spmdc, path, meshes):
+    """Runs `spmdc verify path --mesh M` for each mesh M until one fails;
+    prints the failure (MISMATCH or the exit status, with the first line that
+    says why) and returns 1, else 0.  Exit 4 and 5 (the simulator or spmdc
+    refuses the module) end the run quietly: they hold at every mesh."""
+    for m in meshes:
+        try:
+            r = subprocess.run([spmdc, "verify", path, "--mesh", m], capture_output=True, text=True, timeout=60)
+            rc, text = r.returncode, r.stdout + r.stderr
+        except subprocess.TimeoutExpired:
+            rc, text = "timeout", ""
+        if rc in (0, 4, 5):
+            if rc:
+                return 0
+            continue
+        why = [x.strip() for x in text.splitlines() if "MISMATCH" in x or "error" in x][:1]
+        print(f"{'MISMATCH' if 'MISMATCH' in text else 'exit ' + str(rc)} --mesh {m} {path}"
+              f"{': ' + why[0] if why else ''}", flush=True)
+        return 1
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("spmdc")
@@ -251,22 +273,7 @@ def main():
                 with open(path, "w") as f:
                     f.write(build(t, kind, cons))
                 ran += 1
-                for m in args.meshes.split(","):
-                    try:
-                        r = subprocess.run([args.spmdc, "verify", path, "--mesh", m], capture_output=True,
-                                           text=True, timeout=60)
-                        rc, text = r.returncode, r.stdout + r.stderr
-                    except subprocess.TimeoutExpired:
-                        rc, text = "timeout", ""
-                    if rc in (0, 4, 5):
-                        if rc:
-                            break  # the simulator or spmdc refuses this module at every mesh
-                        continue
-                    failed += 1
-                    why = [x.strip() for x in text.splitlines() if "MISMATCH" in x or "error" in x][:1]
-                    print(f"{'MISMATCH' if 'MISMATCH' in text else 'exit ' + str(rc)} --mesh {m} {path}"
-                          f"{': ' + why[0] if why else ''}", flush=True)
-                    break
+                failed += verify_at_meshes(args.spmdc, path, args.meshes.split(","))
     print(f"gen_partial_sums: {ran} modules, {failed} failed ({out})")
     return 1 if failed else 0
 
