@@ -33,7 +33,9 @@ Uses tools/export_models.py for lowering and XLA's before_optimizations dump.
 Exits 0 with a message when jax is not installed.
 """
 import argparse
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
@@ -172,6 +174,7 @@ def main():
         print("jax is not installed; nothing exported")
         return 0
     dump_dir = tempfile.mkdtemp(prefix="spmdc-export-")
+    atexit.register(shutil.rmtree, dump_dir, True)  # XLA's dumps: read, then not kept
     import export_models as em
     em.setup_env(dump_dir)
     em.COMMAND = COMMAND

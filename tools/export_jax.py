@@ -40,8 +40,10 @@ Models (f32, small so the files stay readable):
 Exits 0 with a message when jax is not installed.
 """
 import argparse
+import atexit
 import glob
 import os
+import shutil
 import sys
 import tempfile
 
@@ -187,6 +189,7 @@ def main():
     args = ap.parse_args()
 
     dump_dir = tempfile.mkdtemp(prefix="export_jax_")
+    atexit.register(shutil.rmtree, dump_dir, True)  # XLA's dumps: read, then not kept
     setup_env(dump_dir)
     try:
         import jax

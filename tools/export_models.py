@@ -54,9 +54,11 @@ every one of them in well under a second.
 Exits 0 with a message when jax is not installed.
 """
 import argparse
+import atexit
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -659,6 +661,7 @@ def main():
     args = ap.parse_args()
 
     dump_dir = tempfile.mkdtemp(prefix="export_models_")
+    atexit.register(shutil.rmtree, dump_dir, True)  # XLA's dumps: read, then not kept
     setup_env(dump_dir)
     try:
         import jax

@@ -245,6 +245,8 @@ def main():
                 return 1
         if not args.keep:
             os.remove(path)
+    if not args.keep:
+        os.rmdir(out)  # empty: nothing failed
     print("ok: %d programs verified at %d meshes each" % (b - a, len(MESHES)))
     return 0
 

@@ -21,6 +21,7 @@ than 0, 4 and 5).  Exit status: 0 none failed, 1 some did, 2 usage.
 """
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 
@@ -89,7 +90,11 @@ def main():
                         f.write(module(red, ax1, ax2, cons, annotate))
                     ran += 1
                     failed += verify_at_meshes(args.spmdc, path, args.meshes.split(":"))
-    print(f"gen_mixed_partials: {ran} modules, {failed} failed ({out})")
+    if failed or args.keep:
+        print(f"gen_mixed_partials: {ran} modules, {failed} failed ({out})")
+    else:  # nothing to look at: the modules go
+        shutil.rmtree(out, True)
+        print(f"gen_mixed_partials: {ran} modules, {failed} failed")
     return 1 if failed else 0
 
 

@@ -28,6 +28,7 @@ refuses).  Exit status: 0 none failed, 1 some did, 2 usage.
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -274,7 +275,11 @@ def main():
                     f.write(build(t, kind, cons))
                 ran += 1
                 failed += verify_at_meshes(args.spmdc, path, args.meshes.split(","))
-    print(f"gen_partial_sums: {ran} modules, {failed} failed ({out})")
+    if failed or args.keep:
+        print(f"gen_partial_sums: {ran} modules, {failed} failed ({out})")
+    else:  # nothing to look at: the modules go
+        shutil.rmtree(out, True)
+        print(f"gen_partial_sums: {ran} modules, {failed} failed")
     return 1 if failed else 0
 
 

@@ -53,11 +53,13 @@ program run), loop (how that was found, empty outside loops) and
 bytes_per_device (= bytes_per_trip * multiplier).
 """
 import argparse
+import atexit
 import glob
-import json
 import itertools
+import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 
@@ -623,6 +625,8 @@ def main():
 
     dump_dir = args.dump_dir or tempfile.mkdtemp(prefix="xla_partition_")
     os.makedirs(dump_dir, exist_ok=True)
+    if not args.dump_dir:
+        atexit.register(shutil.rmtree, dump_dir, True)  # XLA's dumps: read, then not kept
     maxdev = max([args.devices or guess_devices(open(f).read()) for f in args.files] + [8])
     os.environ["XLA_FLAGS"] = ("%s --xla_force_host_platform_device_count=%d --xla_dump_to=%s "
                                "--xla_dump_hlo_pass_re=spmd-partitioning" % (

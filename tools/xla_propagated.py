@@ -18,8 +18,10 @@ Exit status: 0 every file written, 1 XLA rejected one (or wrote no such
 dump), 2 usage.  Prints a message and exits 0 without jax.
 """
 import argparse
+import atexit
 import glob
 import os
+import shutil
 import sys
 import tempfile
 
@@ -33,6 +35,7 @@ def main():
     ap.add_argument("--devices", type=int, default=0, help="number of partitions (default: from the file)")
     args = ap.parse_args()
     dump = tempfile.mkdtemp(prefix="xla_propagated_")
+    atexit.register(shutil.rmtree, dump, True)  # XLA's dumps: read, then not kept
     os.environ["XLA_FLAGS"] = ("%s --xla_force_host_platform_device_count=8 --xla_dump_to=%s "
                                "--xla_dump_hlo_pass_re=sharding-propagation" % (os.environ.get("XLA_FLAGS", ""), dump))
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
