@@ -21,12 +21,11 @@ than 0, 4 and 5).  Exit status: 0 none failed, 1 some did, 2 usage.
 """
 import argparse
 import os
-import shutil
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen_partial_sums import verify_at_meshes  # noqa: E402
+from gen_partial_sums import finish, verify_at_meshes  # noqa: E402
 
 IDENTITY = {"add": "0", "maximum": "-2147483648", "minimum": "2147483647", "multiply": "1", "and": "-1", "or": "0"}
 AXES = {"a": "{a}", "b": "{b}", "ab": "{a,b}"}
@@ -90,12 +89,7 @@ def main():
                         f.write(module(red, ax1, ax2, cons, annotate))
                     ran += 1
                     failed += verify_at_meshes(args.spmdc, path, args.meshes.split(":"))
-    if failed or args.keep:
-        print(f"gen_mixed_partials: {ran} modules, {failed} failed ({out})")
-    else:  # nothing to look at: the modules go
-        shutil.rmtree(out, True)
-        print(f"gen_mixed_partials: {ran} modules, {failed} failed")
-    return 1 if failed else 0
+    return finish("gen_mixed_partials", ran, failed, out, args.keep)
 
 
 if __name__ == "__main__":

@@ -247,6 +247,18 @@ def verify_at_meshes(spmdc, path, meshes):
     return 0
 
 
+def finish(tool, ran, failed, out, keep):
+    """Prints the run's count and returns the exit status (1 if any module
+    failed).  The modules stay in `out` when one failed or they were asked
+    for (--keep), and the line names it; else they go."""
+    if failed or keep:
+        print(f"{tool}: {ran} modules, {failed} failed ({out})")
+    else:
+        shutil.rmtree(out, True)
+        print(f"{tool}: {ran} modules, {failed} failed")
+    return 1 if failed else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("spmdc")
@@ -275,12 +287,7 @@ def main():
                     f.write(build(t, kind, cons))
                 ran += 1
                 failed += verify_at_meshes(args.spmdc, path, args.meshes.split(","))
-    if failed or args.keep:
-        print(f"gen_partial_sums: {ran} modules, {failed} failed ({out})")
-    else:  # nothing to look at: the modules go
-        shutil.rmtree(out, True)
-        print(f"gen_partial_sums: {ran} modules, {failed} failed")
-    return 1 if failed else 0
+    return finish("gen_partial_sums", ran, failed, out, args.keep)
 
 
 if __name__ == "__main__":
