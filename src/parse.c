@@ -368,11 +368,6 @@ static void name_inst(Lower *lw, const AstInst *ai, int32_t idx)
 
 /* ---------------------------------------------------------------- attribute memo */
 
-/* The text an instruction's attribute set is memoised by: from its first
- * attribute to the end of its last one, leaving out a `sharding=` given
- * last (it is lowered for each instruction: its spans are the
- * instruction's own).  False when there is no such text, or `sharding=`
- * is given elsewhere (a duplicate is an error to report). */
 /* control-predecessors={%a, ...} names instructions defined earlier in the
  * computation, as XLA's parser checks ("instruction 'a' is not defined"):
  * an error for any other name (the attribute is kept verbatim). */
@@ -396,6 +391,11 @@ static void check_control_predecessors(Lower *lw, const AstInst *ai)
     }
 }
 
+/* The text an instruction's attribute set is memoised by: from its first
+ * attribute to the end of its last one, leaving out a `sharding=` given
+ * last (it is lowered for each instruction: its spans are the
+ * instruction's own).  False when there is no such text, or `sharding=`
+ * is given elsewhere (a duplicate is an error to report). */
 static bool attrs_memo_key(const Lower *lw, const AstInst *ai, AstLoc *key, const AstVal **sharding)
 {
     *sharding = NULL;

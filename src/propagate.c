@@ -653,10 +653,6 @@ static Tiling project(const Engine *e, const OpEval *o, int32_t k, const FactorS
     return t;
 }
 
-/* Bytes tensor k moves if the op runs with factor sharding F: 0 when k can
- * simply grow to F's projection; else an operand is resharded to it, a
- * result from it (with the pending reduction of F's reduction factors) to
- * its state. */
 /* The cost of F to result k that no sharding reaches yet: it takes F's
  * split as it is, but a pending reduction F leaves (a contraction split on
  * both operands) is summed where the result ends, replicated unless a
@@ -679,6 +675,11 @@ static int64_t unreached_result_cost(const Engine *e, const OpEval *o, int32_t k
     return reshard_cost(e->mesh, e->lshape[o->lf[k]], &proj, &whole);
 }
 
+/* Bytes tensor k moves if the op runs with factor sharding F: 0 when k can
+ * simply grow to F's projection; else an operand is resharded to it, a
+ * result from it (with the pending reduction of F's reduction factors) to
+ * its state; a result no sharding reaches yet costs what
+ * unreached_result_cost says. */
 static int64_t tensor_cost(const Engine *e, const OpEval *o, int32_t k, const FactorSharding *F)
 {
     int32_t lf = o->lf[k];
