@@ -51,14 +51,16 @@ static int32_t *map_operands(Rewriter *rw, const HloInst *in, const int32_t *map
 
 static bool is_sdy_identity(const HloInst *in)
 {
+    if (in->op != HLO_CUSTOM_CALL || in->n_operands != 1) return false;
     const char *t = hlo_attrs(in)->custom_call_target;
-    return in->op == HLO_CUSTOM_CALL && in->n_operands == 1 && t && strcmp(t, "xla.sdy.FuncResultSharding") == 0;
+    return t && strcmp(t, "xla.sdy.FuncResultSharding") == 0;
 }
 
 static bool is_target(const HloInst *in, const char *t)
 {
+    if (in->op != HLO_CUSTOM_CALL) return false;
     const char *ct = hlo_attrs(in)->custom_call_target;
-    return in->op == HLO_CUSTOM_CALL && ct && strcmp(ct, t) == 0;
+    return ct && strcmp(ct, t) == 0;
 }
 
 static bool is_sdy_border(const HloInst *in)
@@ -73,18 +75,53 @@ static bool is_rng_values_only(const HloInst *in)
     return in->op == HLO_RNG_BIT_GENERATOR && !shape_is_tuple(&in->shape);
 }
 
-/* Reads only the opcodes, and the attributes of custom-calls: the other
- * instructions' attributes lie elsewhere in the module arena. */
-static bool needs_rewrite(const HloComputation *c, bool inline_calls)
+/* Whether in is rewritten: an inlined call, a Shardy
+ * identity or border, a values-only rng-bit-generator. */
+static bool is_rewritten(const HloInst *in, bool inline_calls)
 {
-    for (int32_t i = 0; i < c->n_insts; i++) {
-        const HloInst *in = &c->insts[i];
-        if (in->op == HLO_CALL ? inline_calls
-                               : (in->op == HLO_CUSTOM_CALL && (is_sdy_identity(in) || is_sdy_border(in))) ||
-                                     is_rng_values_only(in))
-            return true;
+    if (in->op == HLO_CALL) return inline_calls;
+    return is_sdy_identity(in) || is_sdy_border(in) || is_rng_values_only(in);
+}
+
+/* Per computation, the instructions that can name computations
+ * (hlo_opcode_names_computations), as indices in program order:
+ * idx[start[ci] .. start[ci + 1]); and needs[ci], whether it holds an
+ * instruction to rewrite.  Built by one read of every instruction's opcode
+ * (and a custom-call's target), so the walks over callees read only these
+ * few.  Arrays in scratch; valid until a computation is rewritten. */
+typedef struct CalleeIndex {
+    int32_t *start; /* [n_comps + 1] */
+    int32_t *idx;
+    bool *needs; /* [n_comps] */
+} CalleeIndex;
+
+static CalleeIndex callee_index(const HloModule *m, bool inline_calls, Arena *scratch)
+{
+    CalleeIndex ix;
+    int32_t nc = m->n_comps, total = 0, cap = 64;
+    ix.start = ARENA_ARRAY(scratch, int32_t, nc + 1);
+    ix.needs = ARENA_ARRAY(scratch, bool, nc ? nc : 1);
+    ix.idx = ARENA_ARRAY(scratch, int32_t, cap);
+    for (int32_t ci = 0; ci < nc; ci++) {
+        const HloComputation *c = &m->comps[ci];
+        bool needs = false;
+        ix.start[ci] = total;
+        for (int32_t i = 0; i < c->n_insts; i++) {
+            const HloInst *in = &c->insts[i];
+            if (in->op == HLO_RNG_BIT_GENERATOR) needs |= is_rng_values_only(in);
+            if (!hlo_opcode_names_computations(in->op)) continue;
+            needs |= is_rewritten(in, inline_calls);
+            if (total == cap) {
+                ix.idx = arena_realloc(scratch, ix.idx, sizeof(int32_t) * (size_t)cap,
+                                       sizeof(int32_t) * (size_t)cap * 2, _Alignof(int32_t));
+                cap *= 2;
+            }
+            ix.idx[total++] = i;
+        }
+        ix.needs[ci] = needs;
     }
-    return false;
+    ix.start[nc] = total;
+    return ix;
 }
 
 /* The name in's replacement takes in the output: in's own in a kept
@@ -420,8 +457,10 @@ static bool rewrite_computation(HloModule *m, int32_t ci, Arena *scratch, DiagEn
  * computation that an instruction names other than as an inlined call's
  * callee, in a kept computation or in a callee inlined into one.  Each
  * computation's instructions are read once; an explicit stack in scratch,
- * no recursion. */
-static void mark_kept(const HloModule *m, bool inline_calls, bool *keep, Arena *scratch)
+ * no recursion; only the attributes of instructions that can name a
+ * computation are read (hlo_opcode_names_computations): those ix lists
+ * (NULL: found by reading every opcode). */
+static void mark_kept(const HloModule *m, const CalleeIndex *ix, bool inline_calls, bool *keep, Arena *scratch)
 {
     if (m->entry < 0) return;
     bool *seen = ARENA_ARRAY(scratch, bool, m->n_comps);
@@ -429,9 +468,12 @@ static void mark_kept(const HloModule *m, bool inline_calls, bool *keep, Arena *
     keep[m->entry] = seen[m->entry] = true;
     stack[n++] = m->entry;
     while (n) {
-        const HloComputation *c = &m->comps[stack[--n]];
-        for (int32_t i = 0; i < c->n_insts; i++) {
-            const HloInst *in = &c->insts[i];
+        int32_t ci = stack[--n];
+        const HloComputation *c = &m->comps[ci];
+        int32_t n_walk = ix ? ix->start[ci + 1] - ix->start[ci] : c->n_insts;
+        for (int32_t w = 0; w < n_walk; w++) {
+            const HloInst *in = &c->insts[ix ? ix->idx[ix->start[ci] + w] : w];
+            if (!hlo_opcode_names_computations(in->op)) continue; /* its attributes stay unread */
             const HloAttrs *a = hlo_attrs(in);
             int32_t one[] = {a->to_apply, a->select, a->condition, a->body};
             bool inlines = in->op == HLO_CALL && inline_calls;
@@ -462,7 +504,7 @@ static void prune(HloModule *m, Arena *scratch)
 {
     if (m->entry < 0) return;
     bool *live = ARENA_ARRAY(scratch, bool, m->n_comps);
-    mark_kept(m, false, live, scratch);
+    mark_kept(m, NULL, false, live, scratch);
     int32_t *map = ARENA_ARRAY(scratch, int32_t, m->n_comps);
     int32_t n = 0;
     for (int32_t ci = 0; ci < m->n_comps; ci++) {
@@ -476,7 +518,7 @@ static void prune(HloModule *m, Arena *scratch)
         HloComputation *c = &m->comps[ci];
         for (int32_t i = 0; i < c->n_insts; i++) {
             HloInst *in = &c->insts[i];
-            if (!in->attrs) continue;
+            if (!in->attrs || !hlo_opcode_names_computations(in->op)) continue;
             /* a shared set is renumbered once per instruction: into a copy */
             HloAttrs a = *in->attrs;
             if (a.to_apply >= 0) a.to_apply = map[a.to_apply];
@@ -507,6 +549,7 @@ static void prune(HloModule *m, Arena *scratch)
  * saturating past limit; -1 when in expands none. */
 static int64_t expanded_callees(const HloInst *in, int32_t ci, const int64_t *size, int64_t limit)
 {
+    if (in->op != HLO_CALL && in->op != HLO_WHILE && in->op != HLO_CONDITIONAL) return -1;
     const HloAttrs *a = hlo_attrs(in);
     int64_t n = -1;
     int32_t one[2] = {-1, -1};
@@ -515,8 +558,7 @@ static int64_t expanded_callees(const HloInst *in, int32_t ci, const int64_t *si
     else if (in->op == HLO_WHILE) {
         one[0] = a->body;
         one[1] = a->condition;
-    } else if (in->op != HLO_CONDITIONAL)
-        return -1;
+    }
     int32_t nb = in->op == HLO_CONDITIONAL ? a->branches.n : 2;
     for (int32_t k = 0; k < nb; k++) {
         int32_t c = in->op == HLO_CONDITIONAL ? (int32_t)a->branches.v[k] : one[k];
@@ -533,8 +575,11 @@ static int64_t expanded_callees(const HloInst *in, int32_t ci, const int64_t *si
 /* Reports an error when the entry's expansion passes the limit, at the
  * instruction where it does: in the first computation the entry reaches
  * (live[]) whose own expansion passes it, the instruction that takes it
- * past; false then.  Computations come callees first (verify checks it). */
-static bool check_expansion(const HloModule *m, const bool *live, Arena *scratch, DiagEngine *diag)
+ * past; false then.  Computations come callees first (verify checks it).
+ * Every other instruction adds one, so only ix's are read: the run of
+ * plain instructions before each is counted at once. */
+static bool check_expansion(const HloModule *m, const CalleeIndex *ix, const bool *live, Arena *scratch,
+                            DiagEngine *diag)
 {
     if (m->entry < 0) return true;
     int64_t input = 0;
@@ -544,23 +589,36 @@ static bool check_expansion(const HloModule *m, const bool *live, Arena *scratch
     for (int32_t ci = 0; ci < m->n_comps; ci++) {
         const HloComputation *c = &m->comps[ci];
         int64_t n = 0;
-        for (int32_t i = 0; i < c->n_insts; i++) {
+        int32_t next = 0, past = -1; /* instructions [0, next) counted; past: the one taking n past limit */
+        for (int32_t k = ix->start[ci]; k <= ix->start[ci + 1]; k++) {
+            int32_t i = k < ix->start[ci + 1] ? ix->idx[k] : c->n_insts;
+            if (n + (i - next) > limit) { /* a plain instruction before i */
+                past = next + (int32_t)(limit - n);
+                break;
+            }
+            n += i - next;
+            if (i == c->n_insts) break;
             int64_t inner = expanded_callees(&c->insts[i], ci, size, limit);
             int64_t add = 1 + (inner > 0 ? inner : 0);
-            n = n + add > limit ? limit + 1 : n + add;
-            if (n > limit && live[ci]) {
-                const HloInst *in = &c->insts[i];
-                diag_error(diag, in->span,
-                           "%s: expanding the called computations grows the module past %lld instructions (%d "
-                           "times its %lld, plus %lld): calls are inlined and loop bodies and branches "
-                           "partitioned once per use, so computations used more than once and nested multiply "
-                           "the instructions",
-                           in->name, (long long)limit, EXPAND_GROWTH_FACTOR, (long long)input,
-                           (long long)EXPAND_GROWTH_SLACK);
-                return false;
+            if (n + add > limit) {
+                past = i;
+                break;
             }
+            n += add;
+            next = i + 1;
         }
-        size[ci] = n;
+        if (past >= 0 && live[ci]) {
+            const HloInst *in = &c->insts[past];
+            diag_error(diag, in->span,
+                       "%s: expanding the called computations grows the module past %lld instructions (%d "
+                       "times its %lld, plus %lld): calls are inlined and loop bodies and branches "
+                       "partitioned once per use, so computations used more than once and nested multiply "
+                       "the instructions",
+                       in->name, (long long)limit, EXPAND_GROWTH_FACTOR, (long long)input,
+                       (long long)EXPAND_GROWTH_SLACK);
+            return false;
+        }
+        size[ci] = past >= 0 ? limit + 1 : n;
     }
     return true;
 }
@@ -569,15 +627,16 @@ bool canonicalize_module(HloModule *m, PassCtx *cx)
 {
     bool changed = false, inline_calls = !(cx->opt && cx->opt->keep_calls);
     bool *live = ARENA_ARRAY(cx->scratch, bool, m->n_comps ? m->n_comps : 1);
-    mark_kept(m, false, live, cx->scratch);
-    if (!check_expansion(m, live, cx->scratch, cx->diag)) return false;
+    CalleeIndex ix = callee_index(m, inline_calls, cx->scratch);
+    mark_kept(m, &ix, false, live, cx->scratch);
+    if (!check_expansion(m, &ix, live, cx->scratch, cx->diag)) return false;
     bool *keep = live;
     if (inline_calls) {
         keep = ARENA_ARRAY(cx->scratch, bool, m->n_comps ? m->n_comps : 1);
-        mark_kept(m, true, keep, cx->scratch);
+        mark_kept(m, &ix, true, keep, cx->scratch);
     }
     for (int32_t ci = 0; ci < m->n_comps; ci++) {
-        if (!keep[ci] || !needs_rewrite(&m->comps[ci], inline_calls)) continue;
+        if (!keep[ci] || !ix.needs[ci]) continue;
         if (!rewrite_computation(m, ci, cx->scratch, cx->diag, inline_calls)) return false;
         changed = true;
     }

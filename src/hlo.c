@@ -28,6 +28,18 @@ bool hlo_opcode_is_elementwise(HloOpcode op)
     return c == 'U' || c == 'B' || c == 'T';
 }
 
+bool hlo_opcode_names_computations(HloOpcode op)
+{
+    switch (op) {
+    case HLO_REDUCE: case HLO_REDUCE_WINDOW: case HLO_SELECT_AND_SCATTER: case HLO_MAP: case HLO_SCATTER:
+    case HLO_SORT: case HLO_WHILE: case HLO_CONDITIONAL: case HLO_CALL: case HLO_CUSTOM_CALL:
+    case HLO_ALL_REDUCE: case HLO_REDUCE_SCATTER:
+        return true;
+    default:
+        return false;
+    }
+}
+
 HloOpcode hlo_opcode_from_name(const char *s, size_t len)
 {
     for (int i = 0; i < HLO_OPCODE_COUNT; i++) {

@@ -1091,6 +1091,12 @@ static void allow_attr(void *ctx, const char *w, uint32_t n, int32_t op)
     Lower *lw = ctx;
     int32_t k = kw_find(&lw->xla_attrs, w, n);
     if (k >= 0) lw->xla_op_attrs[op][k / 64] |= (uint64_t)1 << (k % 64);
+    /* an opcode taking a computation-valued attribute is one whose callees
+     * the whole-module walks read (hlo_opcode_names_computations) */
+    int32_t s = kw_find(&lw->attr_specs, w, n);
+    SPMDC_ASSERT(s < 0 || !(ATTR_SPECS[s].fn == at_comp || ATTR_SPECS[s].fn == at_complist ||
+                            ATTR_SPECS[s].fn == at_branch) ||
+                 hlo_opcode_names_computations((HloOpcode)op));
 }
 
 /* An attribute XLA's parser knows but does not take on op (one it does not

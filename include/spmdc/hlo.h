@@ -42,6 +42,14 @@ HloOpcode hlo_opcode_from_name(const char *s, size_t len);
 int hlo_opcode_arity(HloOpcode op);     /* -1 = variadic */
 char hlo_opcode_category(HloOpcode op); /* 'U','B','T','L','C','F','O' (hlo_opcodes.def) */
 bool hlo_opcode_is_elementwise(HloOpcode op);
+/* True for the opcodes whose attributes may name computations (to_apply,
+ * select/scatter, condition/body, the branches, called_computations):
+ * reduce, reduce-window, select-and-scatter, map, scatter, sort, while,
+ * conditional, call, custom-call, all-reduce, reduce-scatter.  The parser
+ * takes such an attribute on no other opcode (parse_attrs.c checks its
+ * tables against this list), so a whole-module walk for callees reads the
+ * attributes of these instructions only. */
+bool hlo_opcode_names_computations(HloOpcode op);
 
 typedef struct IntList {
     int32_t n;
