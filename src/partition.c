@@ -2147,7 +2147,9 @@ bool partition_module_ahead(const HloModule *in, HloModule **out, CommReport *re
     pm.tmp = arena_create();
     pm.next_channel = 1;
     pm.ahead = ahead;
-    pm.memo = reshard_memo_new(pm.scratch);
+    int64_t n_insts = 0;
+    for (int32_t c = 0; c < in->n_comps; c++) n_insts += in->comps[c].n_insts;
+    pm.memo = reshard_memo_new(pm.scratch, n_insts);
     memset(pm.reducers, 0xff, sizeof pm.reducers);
     pm.out = hlo_module_new(in->name);
     pm.out->mesh = in->mesh;

@@ -852,13 +852,25 @@ typedef struct PlanEnt {
 } PlanEnt;
 
 struct ReshardMemo {
-    MemoEnt e[RESHARD_MEMO_SLOTS];
-    PlanEnt plans[PLAN_MEMO_SLOTS];
+    uint64_t e_mask, plan_mask; /* slots - 1 (powers of two) */
+    MemoEnt *e;
+    PlanEnt *plans;
 };
 
 _Static_assert(sizeof(MemoKey) % 8 == 0, "MemoKey is hashed as 64-bit words");
 
-ReshardMemo *reshard_memo_new(Arena *arena) { return ARENA_NEW(arena, ReshardMemo); }
+ReshardMemo *reshard_memo_new(Arena *arena, int64_t n_insts)
+{
+    uint64_t slots = 256;
+    while (slots < RESHARD_MEMO_SLOTS && (int64_t)slots < n_insts) slots *= 2;
+    _Static_assert(RESHARD_MEMO_SLOTS / PLAN_MEMO_SLOTS == 16, "a sixteenth as many plans");
+    ReshardMemo *memo = ARENA_NEW(arena, ReshardMemo);
+    memo->e_mask = slots - 1;
+    memo->plan_mask = slots / 16 - 1;
+    memo->e = ARENA_ARRAY(arena, MemoEnt, slots);
+    memo->plans = ARENA_ARRAY(arena, PlanEnt, slots / 16);
+    return memo;
+}
 
 /* The key of (global, from, to) (its unused bytes zero) and its hash. */
 static uint64_t memo_key(const Shape *global, const Tiling *from, const Tiling *to, MemoKey *k)
@@ -886,7 +898,7 @@ int64_t reshard_cost_memo(ReshardMemo *memo, const Mesh *m, const Shape *global,
         return 0;
     MemoKey k;
     uint64_t h = memo_key(global, from, to, &k);
-    MemoEnt *e = &memo->e[h & (RESHARD_MEMO_SLOTS - 1)];
+    MemoEnt *e = &memo->e[h & memo->e_mask];
     if (e->full && memcmp(&e->key, &k, sizeof k) == 0)
         return e->cost;
     e->key = k;
@@ -900,7 +912,7 @@ bool reshard_plan_memo(ReshardMemo *memo, const Mesh *m, const Shape *global, co
 {
     MemoKey k;
     uint64_t h = memo_key(global, from, to, &k);
-    PlanEnt *e = &memo->plans[h & (PLAN_MEMO_SLOTS - 1)];
+    PlanEnt *e = &memo->plans[h & memo->plan_mask];
     if (e->full && memcmp(&e->key, &k, sizeof k) == 0) {
         plan->n_steps = e->n_steps;
         plan->bytes = e->bytes;

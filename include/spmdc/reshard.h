@@ -77,20 +77,22 @@ int64_t reshard_cost(const Mesh *m, const Shape *global, const Tiling *from, con
  * whole input (element type, dims, both tilings byte for byte), so a hit
  * returns exactly what reshard_cost would.  A pass that costs the same
  * transitions again and again (every layer of a model repeats them) keeps
- * one for its run.  Storage (RESHARD_MEMO_SLOTS entries, about 1.4 MiB, and
- * the plans below) comes from the arena given to reshard_memo_new and lives
- * as long as it. */
+ * one for its run.  Sized by n_insts, the instructions the pass will visit:
+ * the power of two at or above it, from 256 to RESHARD_MEMO_SLOTS entries
+ * (about 180 bytes each: 1.4 MiB at the most), and a sixteenth as many
+ * plans (below), so a small module does not clear megabytes it never
+ * uses.  Storage comes from arena and lives as long as it. */
 #define RESHARD_MEMO_SLOTS 8192
 typedef struct ReshardMemo ReshardMemo;
-ReshardMemo *reshard_memo_new(Arena *arena);
+ReshardMemo *reshard_memo_new(Arena *arena, int64_t n_insts);
 /* reshard_cost(m, global, from, to) through memo (m: the one mesh the memo
  * is used with; global: an array). */
 int64_t reshard_cost_memo(ReshardMemo *memo, const Mesh *m, const Shape *global, const Tiling *from,
                           const Tiling *to);
 /* reshard_plan(m, global, from, to, plan) through memo: the same result and
  * plan (a failed one with no steps).  Plans of up to 4 steps are kept, in a
- * direct-mapped table of 512 inside the memo (about 0.3 MiB), so a program
- * of repeated layers plans each of its transitions once. */
+ * direct-mapped table of 16 to 512 inside the memo (about 640 bytes each),
+ * so a program of repeated layers plans each of its transitions once. */
 bool reshard_plan_memo(ReshardMemo *memo, const Mesh *m, const Shape *global, const Tiling *from, const Tiling *to,
                        ReshardPlan *plan);
 
