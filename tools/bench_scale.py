@@ -33,9 +33,11 @@ XLA does not finish within --xla-timeout seconds is printed as such.
 
 Small modules (under 20,000 instructions) run a few milliseconds, where one
 run's wall time moves by as much as the run itself (a core's wait, the page
-cache): spmdc takes the min of --small-runs (15) runs there, and XLA the min
-of --runs runs (parse and partitioning, each run's sum); larger modules run
---runs times (spmdc) and once (XLA).
+cache): there the run is --runs rounds, each of spmdc's runs of both forms
+(--small-runs, 15, spread over the rounds) and one XLA run, so that a slow
+minute of the machine falls on both sides of the ratio, and each side takes
+its fastest (XLA: parse plus partitioning).  Larger modules run --runs times
+(spmdc) and once (XLA).
 
 --shapes (on by default) adds the scale-shape rows (tools/gen_scale.py): a
 tuple of N operands, N computations, a while body N ops deep, a loop carrying
@@ -186,16 +188,11 @@ def run_xla(python, path, timeout):
 SMALL = 20000
 
 
-def xla_best(python, path, timeout, runs):
-    """The run_xla result of least total time over runs runs (a reason string if any fails)."""
-    best = None
-    for _ in range(max(1, runs)):
-        x = run_xla(python, path, timeout)
-        if isinstance(x, str):
-            return x
-        if best is None or x[0] + x[1] < best[0] + best[1]:
-            best = x
-    return best
+def faster(best, r):
+    """The faster of two run_spmdc results; False once a run failed."""
+    if best is False or r is None:
+        return False
+    return r if best is None or r[0] < best[0] else best
 
 
 def growth(rows, i, key):
@@ -251,8 +248,24 @@ def main():
             for n in sizes:
                 path = os.path.join(tmp, "%s_%s.hlo" % (model, fmt_n(n)))
                 insts = generate(model, n, path)
-                runs = max(a.runs, a.small_runs) if insts < SMALL else a.runs
-                r = run_spmdc(a.spmdc, path, tmp, runs)
+                # small modules: a.runs rounds of (spmdc, spmdc positional, XLA), so that a slow
+                # minute of the machine falls on both sides of the ratio
+                small = insts < SMALL
+                rounds = a.runs if small else 1
+                per = -(-max(a.runs, a.small_runs) // rounds) if small else a.runs
+                ppath = os.path.join(tmp, "%s_%s.pos.hlo" % (model, fmt_n(n)))
+                if xla:
+                    generate(model, n, ppath, positional=True)
+                r = rp = x = None
+                for _ in range(rounds):
+                    r = faster(r, run_spmdc(a.spmdc, path, tmp, per))
+                    if r is False:
+                        break
+                    if xla:
+                        rp = faster(rp, run_spmdc(a.spmdc, ppath, tmp, per))
+                        if not isinstance(x, str):
+                            xr = run_xla(a.xla_python, ppath, a.xla_timeout)
+                            x = xr if isinstance(xr, str) or x is None or sum(xr) < sum(x) else x
                 if not r:
                     print("%10d  compile failed" % insts)
                     rc = 1
@@ -263,12 +276,11 @@ def main():
                                                                    growth(rows, i, "wall"), growth(rows, i, "peak"),
                                                                    r[3])
                 if xla:
-                    ppath = os.path.join(tmp, "%s_%s.pos.hlo" % (model, fmt_n(n)))
-                    generate(model, n, ppath, positional=True)
-                    rp = run_spmdc(a.spmdc, ppath, tmp, runs)
-                    x = xla_best(a.xla_python, ppath, a.xla_timeout, a.runs if insts < SMALL else 1)
-                    if isinstance(x, str):
-                        line += "  %10.3f  XLA %s" % (rp[0] if rp else float("nan"), x)
+                    if not rp:
+                        line += "  spmdc failed on the positional form"
+                        rc = 1
+                    elif isinstance(x, str):
+                        line += "  %10.3f  XLA %s" % (rp[0], x)
                     else:
                         tot = x[0] + x[1]
                         line += "  %10.3f %10.3f %10.3f %7.1fx" % (rp[0], x[0], x[1], tot / rp[0])
