@@ -165,6 +165,17 @@ fresh mode_kept
 echo old >out.hlo
 chmod 640 out.hlo
 run 0 compile in.hlo -o out.hlo --report none && [ "$(stat -c %a out.hlo)" = 640 ] && ok
+# a rerun over its own outputs replaces both whole, and no temporary is left
+fresh rerun_replaces
+run 0 compile in.hlo -o out.hlo --report-out rep.txt && cp out.hlo first.hlo && cp rep.txt first.txt && \
+  echo old >out.hlo && echo old >rep.txt && run 0 compile in.hlo -o out.hlo --report-out rep.txt && \
+  only out.hlo rep.txt first.hlo first.txt && same_bytes out.hlo first.hlo && same_bytes rep.txt first.txt && ok
+# the file's other name keeps the old bytes, as a rename over it leaves them
+fresh replace_hard_linked
+echo old >out.hlo
+ln out.hlo other.hlo
+run 0 compile in.hlo -o out.hlo --report none && [ "$(cat other.hlo)" = old ] && grep -q '^HloModule fs' out.hlo && \
+  only out.hlo other.hlo && ok
 
 # ---------------------------------------------------------------- interrupted runs
 
