@@ -1,8 +1,10 @@
 /* arena.c - chunked bump allocator (see arena.h for the ownership rule).
  *
- * Chunks under MAP_MIN come from calloc, so a fresh chunk is zero already:
- * an allocation is cleared only where it reuses bytes (Chunk.clean, which a
- * mapped chunk of recycled pages starts at its dirty end).  Big chunks keep
+ * Dedicated chunks under MAP_MIN come from calloc, so they are zero
+ * already; bump chunks under MAP_MIN from malloc, every byte cleared as it
+ * is handed out.  An allocation is cleared only where it may hold old bytes
+ * (Chunk.clean, which a mapped chunk of recycled pages starts at its dirty
+ * end, and a malloc'd bump chunk at its end).  Big chunks keep
  * normal pages:
  * asking for transparent huge pages costs more in the kernel's compaction on
  * fault than the faults it saves.
@@ -163,6 +165,19 @@ size_t arena_bytes_used(const Arena *a) { return a->total; }
 /* A zeroed chunk with cap data bytes. */
 static Chunk *new_chunk(size_t cap) { return xcalloc(1, sizeof(Chunk) + cap); }
 
+/* A bump chunk with cap data bytes from malloc, its header zeroed and its
+ * data not: every byte is cleared as it is handed out (clean = cap), so a
+ * chunk of which an arena uses a few bytes (most scratch arenas of a small
+ * module) costs those bytes, where calloc clears all 64 KiB of a chunk
+ * that reuses freed memory. */
+static Chunk *new_bump_chunk(size_t cap)
+{
+    Chunk *c = xmalloc(sizeof(Chunk) + cap);
+    memset(c, 0, sizeof *c);
+    c->clean = cap;
+    return c;
+}
+
 #ifdef __linux__
 static size_t map_length(size_t cap)
 {
@@ -316,11 +331,10 @@ void *arena_alloc(Arena *a, size_t size, size_t align)
     size_t cap = size + align > CHUNK_MIN ? size + align : CHUNK_MIN;
     if (c && c->cap * 2 > cap && c->cap < (64u << 20)) cap = c->cap * 2;
 #ifdef __linux__
-    Chunk *n = cap >= MAP_MIN ? new_mapped_chunk(cap) : new_chunk(cap);
-    n->clean = n->mapped ? dirty_span(n, 0, cap) : 0;
+    Chunk *n = cap >= MAP_MIN ? new_mapped_chunk(cap) : new_bump_chunk(cap);
+    if (n->mapped) n->clean = dirty_span(n, 0, cap);
 #else
-    Chunk *n = new_chunk(cap);
-    n->clean = 0;
+    Chunk *n = new_bump_chunk(cap);
 #endif
     n->next = a->head;
     n->cap = cap;

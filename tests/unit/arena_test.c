@@ -201,6 +201,37 @@ static void test_random_reuse(void **state)
     pages_trim();
 }
 
+/* A bump chunk kept by arena_reset or arena_release (the newest one, for
+ * the next allocations) holds the bytes written into it: what it hands out
+ * again is zero, and a fresh bump chunk from reused heap memory is too. */
+static void test_reused_bump_chunk_is_cleared(void **state)
+{
+    (void)state;
+    Arena *a = arena_create();
+    unsigned char *p = arena_alloc(a, 3000, 8);
+    memset(p, 0xaa, 3000);
+    arena_reset(a);
+    unsigned char *q = arena_alloc(a, 3000, 8);
+    assert_ptr_equal(p, q); /* the same chunk, the same bytes */
+    assert_true(all_bytes(q, 3000, 0));
+    memset(q, 0xbb, 3000);
+    ArenaMark m = arena_mark(a);
+    unsigned char *r = arena_alloc(a, 5000, 8);
+    memset(r, 0xcc, 5000);
+    arena_release(a, m);
+    unsigned char *t = arena_alloc(a, 5000, 8);
+    assert_true(all_bytes(t, 5000, 0));
+    assert_true(all_bytes(q, 3000, 0xbb)); /* older than the mark: kept */
+    arena_destroy(a);
+    for (int k = 0; k < 8; k++) { /* chunks of freed heap memory, written all over before */
+        Arena *b = arena_create();
+        unsigned char *u = arena_alloc(b, 40000, 8);
+        assert_true(all_bytes(u, 40000, 0));
+        memset(u, 0xdd, 40000);
+        arena_destroy(b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -210,6 +241,7 @@ int main(void)
         cmocka_unit_test(test_grow_in_place),
         cmocka_unit_test(test_recycled_pages_are_cleared),
         cmocka_unit_test(test_random_reuse),
+        cmocka_unit_test(test_reused_bump_chunk_is_cleared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
