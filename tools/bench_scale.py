@@ -31,13 +31,15 @@ ends (the CPU backend's own compile is not part of the comparison).  spmdc
 compiles the same positional file for the ratio (min of --runs).  A size
 XLA does not finish within --xla-timeout seconds is printed as such.
 
-Small modules (under 20,000 instructions) run a few milliseconds, where one
-run's wall time moves by as much as the run itself (a core's wait, the page
-cache): there the run is --runs rounds, each of spmdc's runs of both forms
-(--small-runs, 15, spread over the rounds) and one XLA run, so that a slow
-minute of the machine falls on both sides of the ratio, and each side takes
-its fastest (XLA: parse plus partitioning).  Larger modules run --runs times
-(spmdc) and once (XLA).
+The runs are spread over the sweep: --runs rounds, each of which compiles
+every size once, so that a slow minute of this shared machine falls on all
+sizes rather than on the growth from one size to the next.  Small modules
+(under 20,000 instructions) run a few milliseconds, where one run's wall time
+moves by as much as the run itself: they run --small-runs (15) times in all,
+spread over the rounds.  For the XLA columns a small module runs in --runs
+rounds of (spmdc's runs of the positional form, one XLA run), so that a slow
+minute falls on both sides of the ratio, each side taking its fastest (XLA:
+parse plus partitioning); a larger one --runs spmdc runs and one XLA run.
 
 --shapes (on by default) adds the scale-shape rows (tools/gen_scale.py): a
 tuple of N operands, N computations, a while body N ops deep, a loop carrying
@@ -195,6 +197,32 @@ def faster(best, r):
     return r if best is None or r[0] < best[0] else best
 
 
+def xla_columns(a, model, n, insts, tmp):
+    """The XLA columns of a row: spmdc on the positional form, XLA's parse and partitioning, the ratio.
+    A small module runs in --runs rounds of (spmdc's runs, one XLA run), so that a slow minute of the
+    machine falls on both sides of the ratio; a larger one --runs spmdc runs and one XLA run."""
+    ppath = os.path.join(tmp, "%s_%s.pos.hlo" % (model, fmt_n(n)))
+    generate(model, n, ppath, positional=True)
+    small = insts < SMALL
+    rounds = a.runs if small else 1
+    per = -(-max(a.runs, a.small_runs) // rounds) if small else a.runs
+    rp = x = None
+    for _ in range(max(1, rounds)):
+        rp = faster(rp, run_spmdc(a.spmdc, ppath, tmp, per))
+        if rp is False:
+            break
+        if not isinstance(x, str):
+            xr = run_xla(a.xla_python, ppath, a.xla_timeout)
+            x = xr if isinstance(xr, str) or x is None or sum(xr) < sum(x) else x
+    if not a.keep:
+        os.remove(ppath)
+    if not rp:
+        return "  spmdc failed on the positional form"
+    if isinstance(x, str):
+        return "  %10.3f  XLA %s" % (rp[0], x)
+    return "  %10.3f %10.3f %10.3f %7.1fx" % (rp[0], x[0], x[1], (x[0] + x[1]) / rp[0])
+
+
 def growth(rows, i, key):
     if i == 0:
         return ""
@@ -245,27 +273,23 @@ def main():
             if xla:
                 hdr += "  %10s %10s %10s %8s" % ("spmdc(pos)", "XLA parse", "XLA part", "XLA/spmdc")
             print(hdr)
+            # every size's runs are spread over the sweep in --runs rounds (each round runs every
+            # size), so that a slow minute of the machine falls on all sizes and not on the growth
+            # from one to the next
+            mods = []
             for n in sizes:
                 path = os.path.join(tmp, "%s_%s.hlo" % (model, fmt_n(n)))
                 insts = generate(model, n, path)
-                # small modules: a.runs rounds of (spmdc, spmdc positional, XLA), so that a slow
-                # minute of the machine falls on both sides of the ratio
-                small = insts < SMALL
-                rounds = a.runs if small else 1
-                per = -(-max(a.runs, a.small_runs) // rounds) if small else a.runs
-                ppath = os.path.join(tmp, "%s_%s.pos.hlo" % (model, fmt_n(n)))
-                if xla:
-                    generate(model, n, ppath, positional=True)
-                r = rp = x = None
-                for _ in range(rounds):
-                    r = faster(r, run_spmdc(a.spmdc, path, tmp, per))
-                    if r is False:
-                        break
-                    if xla:
-                        rp = faster(rp, run_spmdc(a.spmdc, ppath, tmp, per))
-                        if not isinstance(x, str):
-                            xr = run_xla(a.xla_python, ppath, a.xla_timeout)
-                            x = xr if isinstance(xr, str) or x is None or sum(xr) < sum(x) else x
+                mods.append({"n": n, "path": path, "insts": insts, "r": None})
+            for _ in range(max(1, a.runs)):
+                for m in mods:
+                    if m["r"] is not False:
+                        per = -(-max(a.runs, a.small_runs) // max(1, a.runs)) if m["insts"] < SMALL else 1
+                        m["r"] = faster(m["r"], run_spmdc(a.spmdc, m["path"], tmp, per))
+            for m in mods:
+                insts, r = m["insts"], m["r"]
+                if not a.keep:
+                    os.remove(m["path"])
                 if not r:
                     print("%10d  compile failed" % insts)
                     rc = 1
@@ -276,21 +300,12 @@ def main():
                                                                    growth(rows, i, "wall"), growth(rows, i, "peak"),
                                                                    r[3])
                 if xla:
-                    if not rp:
-                        line += "  spmdc failed on the positional form"
+                    line += xla_columns(a, model, m["n"], insts, tmp)
+                    if line.endswith("failed on the positional form"):
                         rc = 1
-                    elif isinstance(x, str):
-                        line += "  %10.3f  XLA %s" % (rp[0], x)
-                    else:
-                        tot = x[0] + x[1]
-                        line += "  %10.3f %10.3f %10.3f %7.1fx" % (rp[0], x[0], x[1], tot / rp[0])
-                    if not a.keep:
-                        os.remove(ppath)
                 print(line, flush=True)
                 if a.stages:
                     print("           stages: " + ", ".join("%s %.3f s %.0f MiB" % s for s in r[2]), flush=True)
-                if not a.keep:
-                    os.remove(path)
         if a.shapes:
             print("\nscale shapes (spmdc compile, JSON report, min of %d runs; growth per 10x)" % a.runs)
             print("%-14s %10s %10s %10s %10s %10s %8s %8s %8s" % ("shape", "N", "insts", "wall s", "peak MiB",
