@@ -2545,11 +2545,55 @@ typedef struct AnnCache {
 
 enum { ANN_CACHE = 16 };
 
+static bool is_custom_call_to(const HloInst *in, const char *target)
+{
+    const char *ct = in->op == HLO_CUSTOM_CALL ? hlo_attrs(in)->custom_call_target : NULL;
+    return ct && strcmp(ct, target) == 0;
+}
+
+/* Atoms along which sharding s (NULL: none) is manual. */
+static uint32_t manual_atoms_of(const Engine *e, const Sharding *s)
+{
+    uint32_t all = e->n_atoms >= 32 ? 0xffffffffu : (1u << e->n_atoms) - 1;
+    if (!s)
+        return 0;
+    return s->kind == SHARDING_MANUAL ? all : s->manual_atoms & all;
+}
+
+/* Per instruction, the atoms its annotation's open dims may not take because
+ * the instruction is the full side of a manual region's border: the operand
+ * of an SPMDFullToShardShape and the result of an SPMDShardToFullShape.  The
+ * annotation there fixes the layout along the atoms the border starts or
+ * ends (each device's piece, as in_specs and out_specs say); an open dim
+ * that took one of them would describe pieces the region does not hold
+ * (partition_manual.c checks the two agree).  NULL when there is no border. */
+static uint32_t *border_forbid(Engine *e)
+{
+    uint32_t *f = NULL;
+    for (int32_t gi = 0; gi < e->n_insts; gi++) {
+        const HloInst *in = ginst(e, gi);
+        bool to_shard = is_custom_call_to(in, "SPMDFullToShardShape");
+        if ((!to_shard && !is_custom_call_to(in, "SPMDShardToFullShape")) || in->n_operands != 1)
+            continue;
+        int32_t og = e->comp_first[e->icomp[gi]] + in->operands[0];
+        const Sharding *inner = to_shard ? in->sharding : ginst(e, og)->sharding;
+        const Sharding *outer = to_shard ? ginst(e, og)->sharding : in->sharding;
+        uint32_t ends = manual_atoms_of(e, inner) & ~manual_atoms_of(e, outer);
+        if (!ends)
+            continue;
+        if (!f)
+            f = ARENA_ARRAY(e->a, uint32_t, e->n_insts + 1);
+        f[to_shard ? og : gi] |= ends;
+    }
+    return f;
+}
+
 static void setup_states(Engine *e)
 {
     HloModule *m = e->m;
     AnnCache cache[ANN_CACHE];
     memset(cache, 0, sizeof cache);
+    const uint32_t *bforbid = border_forbid(e);
     for (int32_t x = 0; x < e->n_sharded; x++) {
         int32_t gi = e->sharded[x], c = e->icomp[gi];
         const HloInst *in = ginst(e, gi);
@@ -2567,8 +2611,9 @@ static void setup_states(Engine *e)
             if (!s || !leaf_is_array(e, l))
                 continue;
             /* shared shardings (bind_shardings) share their annotation */
+            uint32_t extra = bforbid ? bforbid[gi] : 0;
             AnnCache *ac = &cache[((uintptr_t)s >> 4 ^ (uintptr_t)leaf_rank(e, l)) & (ANN_CACHE - 1)];
-            if (user && ac->s == s && ac->rank == leaf_rank(e, l)) {
+            if (user && !extra && ac->s == s && ac->rank == leaf_rank(e, l)) {
                 e->annx[l] = ac->annx; /* as stored: 1 + index */
                 e->lorg[l] = gi;
                 e->st[l] = ac->vis;
@@ -2610,7 +2655,7 @@ static void setup_states(Engine *e)
             memset(an, 0, sizeof *an);
             an->t = t;
             an->open = s->open_dims & dims_mask(t.rank);
-            an->forbid = s->replicated_atoms | partial | s->manual_atoms;
+            an->forbid = s->replicated_atoms | partial | s->manual_atoms | extra;
             for (int32_t d = 0; d < t.rank; d++)
                 an->prio[d] = s->priority[d] ? (uint8_t)(s->priority[d] - 1) : 0;
             /* round 0 sees only the dims of priority 0 */
@@ -2619,7 +2664,7 @@ static void setup_states(Engine *e)
                 if (an->prio[d] > 0)
                     tiling_set_dim(&vis, d, NULL, 0);
             e->st[l] = pool_add(e, &vis);
-            ac->s = s;
+            ac->s = extra ? NULL : s; /* a border's Ann is its own */
             ac->rank = leaf_rank(e, l);
             ac->annx = e->annx[l]; /* as stored */
             ac->vis = e->st[l];

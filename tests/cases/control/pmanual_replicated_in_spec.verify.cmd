@@ -1,0 +1,1 @@
+verify pmanual_replicated_in_spec.hlo --mesh data=2,model=2
