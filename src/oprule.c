@@ -1961,7 +1961,9 @@ bool reduce_identity(ReduceKind k, ElemType t, double *out)
         hi = 1;
     }
     switch (k) {
-    case REDUCE_SUM:
+    case REDUCE_SUM: /* floats: -0.0, the exact identity (x + -0.0 is x also for x = -0.0; +0.0 is not) */
+        *out = elem_type_is_float(t) || elem_type_is_complex(t) ? -0.0 : 0;
+        return true;
     case REDUCE_OR: *out = 0; return true;
     case REDUCE_PROD: *out = 1; return true;
     case REDUCE_AND: /* every bit set: true, -1 for signed integers, the top value for unsigned ones */

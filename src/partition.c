@@ -356,6 +356,8 @@ int32_t part_identity(Part *p, ReduceKind k, const Shape *s, const char *base)
     if (elem_type_is_float(s->type) || elem_type_is_complex(s->type)) {
         lit->f = ARENA_ARRAY(p->out->arena, double, 2);
         lit->f[0] = v;
+        if (elem_type_is_complex(s->type) && k == REDUCE_SUM)
+            lit->f[1] = v; /* (-0.0, -0.0) */
     } else {
         /* integers exactly (doubles cannot hold the 64-bit bounds); u64 as its bit pattern */
         int bits = elem_type_bits(s->type);

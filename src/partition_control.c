@@ -162,7 +162,8 @@ static int64_t transfer_device(Part *p, int32_t i)
     return dev;
 }
 
-/* A value of shape s made of zeros and fresh tokens, in computation oc. */
+/* A value of shape s made of zeros (the identity of a sum, -0.0 for floats)
+ * and fresh tokens, in computation oc. */
 static int32_t zeros_like(Part *p, int32_t oc, const Shape *s, const char *base)
 {
     if (shape_is_tuple(s)) {
@@ -177,9 +178,11 @@ static int32_t zeros_like(Part *p, int32_t oc, const Shape *s, const char *base)
     int32_t c = hlo_add_inst(p->out, oc, HLO_CONSTANT, part_fmt(p, "%s.zero", base), &sc, NULL, 0);
     Literal *lit = ARENA_NEW(p->out->arena, Literal);
     lit->n = 1;
-    if (elem_type_is_float(s->type))
+    if (elem_type_is_float(s->type) || elem_type_is_complex(s->type)) {
         lit->f = ARENA_ARRAY(p->out->arena, double, 2);
-    else
+        reduce_identity(REDUCE_SUM, s->type, &lit->f[0]); /* -0.0: the other devices' part of a sum */
+        lit->f[1] = lit->f[0];
+    } else
         lit->i = ARENA_ARRAY(p->out->arena, int64_t, 1);
     hlo_attrs_mut(p->out, hlo_inst(p->out, oc, c))->literal = lit;
     if (s->rank == 0)

@@ -305,9 +305,10 @@ bool reducer_is_selection(const HloModule *m, int32_t comp, int32_t n);
  * the root tuple.  Such a reduce may be finished by two all-reduces: the
  * extreme value, then the smallest index holding it. */
 ReduceKind reducer_arg_kind(const HloModule *m, int32_t comp);
-/* The identity of reduction k in element type t as a double (sum/or: 0,
- * prod/and: 1, max: -inf or the type's lowest value, min: +inf or its
- * largest); false for REDUCE_NONE. */
+/* The identity of reduction k in element type t as a double (sum: -0.0 for
+ * floating-point and complex types, whose +0.0 turns a -0.0 it is added to
+ * into +0.0, else 0; or: 0, prod/and: 1, max: -inf or the type's lowest
+ * value, min: +inf or its largest); false for REDUCE_NONE. */
 bool reduce_identity(ReduceKind k, ElemType t, double *out);
 /* Whether instruction i of computation c is a constant equal to the
  * identity of k (max/min accept any value as identity-compatible: they are

@@ -1,0 +1,1 @@
+compile negative_zero.hlo --mesh 4

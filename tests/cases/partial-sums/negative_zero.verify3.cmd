@@ -1,0 +1,1 @@
+verify negative_zero.hlo --mesh 3
