@@ -407,6 +407,14 @@ static bool at_int(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, 
     return true;
 }
 
+/* An integer XLA requires to be at least 1 (reduce-precision's
+ * exponent_bits: one bit tells zero from infinity; XLA 0.10.2 rejects 0). */
+static bool at_positive(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
+{
+    if (v && v->kind == AV_INT && !v->t.is_u64 && v->t.i < 1) return parse_want(lw, attr, v, "a positive integer");
+    return at_int(lw, attr, v, a, spec);
+}
+
 static bool at_bool(Lower *lw, const AstVal *attr, const AstVal *v, HloAttrs *a, const AttrSpec *spec)
 {
     bool b;
@@ -817,7 +825,7 @@ static const AttrSpec ATTR_SPECS[] = {
     {"batch_group_count", at_int, F(batch_group_count), false, 0},
     {"index", at_int, F(index), false, 0},
     {"iota_dimension", at_int, F(iota_dimension), false, 0},
-    {"exponent_bits", at_int, F(exponent_bits), false, 0},
+    {"exponent_bits", at_positive, F(exponent_bits), false, 0},
     {"mantissa_bits", at_int, F(mantissa_bits), false, 0},
     {"channel_id", at_int, F(channel_id), false, 0},
     {"index_vector_dim", at_int, F(index_vector_dim), false, 0},

@@ -1,0 +1,1 @@
+compile reduce_precision_exponent_bits.hlo -o out.hlo
