@@ -1422,6 +1422,11 @@ static bool collective_attrs(Infer *x)
     const HloAttrs *a = x->a;
     const ReplicaGroups *g = &a->replica_groups;
     if (a->channel_id < 0) return fail(x, "channel_id=%lld must not be negative", (long long)a->channel_id);
+    /* global device ids name partitions, which only a channel op addresses
+     * (XLA: "Cannot have use_global_device_ids=true without channel_id";
+     * its verifier wants the channel_id positive) */
+    if (a->use_global_device_ids && a->channel_id == 0)
+        return fail(x, "use_global_device_ids=true needs a positive channel_id");
     if (g->n_groups < 0 || (g->n_groups > 0 && (g->group_size < 1 || !g->ids)))
         return fail(x, "replica_groups are malformed (empty groups)");
     if (g->n_groups > 0 && g->group_size > SPMDC_MAX_DEVICES / g->n_groups)

@@ -1,0 +1,1 @@
+compile global_device_ids_channel.hlo -o out.hlo
