@@ -1,0 +1,1 @@
+compile rng_bit_generator_state.hlo -o out.hlo
