@@ -186,6 +186,9 @@ def run_xla(python, path, timeout):
     return "failed: " + "".join(tail).strip()[-300:]
 
 
+# Seconds to wait before timing spmdc on the positional form (xla_columns).
+SETTLE_S = 1.0
+
 # Under this many instructions a module is small: more runs (--small-runs; XLA: --runs).
 SMALL = 20000
 
@@ -208,6 +211,9 @@ def xla_columns(a, model, n, insts, tmp):
     per = -(-max(a.runs, a.small_runs) // rounds) if small else a.runs
     rp = x = None
     for _ in range(max(1, rounds)):
+        # the machine stays slower for a moment after a large process ends (XLA's, or the last
+        # 1M-instruction compile): a few milliseconds' runs right after it took 1.5x as long
+        time.sleep(SETTLE_S)
         rp = faster(rp, run_spmdc(a.spmdc, ppath, tmp, per))
         if rp is False:
             break
