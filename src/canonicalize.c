@@ -56,16 +56,9 @@ static bool is_sdy_identity(const HloInst *in)
     return t && strcmp(t, "xla.sdy.FuncResultSharding") == 0;
 }
 
-static bool is_target(const HloInst *in, const char *t)
-{
-    if (in->op != HLO_CUSTOM_CALL) return false;
-    const char *ct = hlo_attrs(in)->custom_call_target;
-    return ct && strcmp(ct, t) == 0;
-}
-
 static bool is_sdy_border(const HloInst *in)
 {
-    return is_target(in, "xla.sdy.GlobalToLocalShape") || is_target(in, "xla.sdy.LocalToGlobalShape");
+    return hlo_is_custom_call(in, "xla.sdy.GlobalToLocalShape") || hlo_is_custom_call(in, "xla.sdy.LocalToGlobalShape");
 }
 
 /* An rng-bit-generator declared with its values only (XLA's verifier takes
@@ -108,9 +101,10 @@ static CalleeIndex callee_index(const HloModule *m, bool inline_calls, Arena *sc
         ix.start[ci] = total;
         for (int32_t i = 0; i < c->n_insts; i++) {
             const HloInst *in = &c->insts[i];
-            if (in->op == HLO_RNG_BIT_GENERATOR) needs |= is_rng_values_only(in);
-            if (!hlo_opcode_names_computations(in->op)) continue;
+            bool names = hlo_opcode_names_computations(in->op);
+            if (!names && in->op != HLO_RNG_BIT_GENERATOR) continue;
             needs |= is_rewritten(in, inline_calls);
+            if (!names) continue;
             if (total == cap) {
                 ix.idx = arena_realloc(scratch, ix.idx, sizeof(int32_t) * (size_t)cap,
                                        sizeof(int32_t) * (size_t)cap * 2, _Alignof(int32_t));
@@ -249,7 +243,7 @@ static int32_t rewrite_sdy_border(Rewriter *rw, const HloInst *in, const int32_t
                                   DiagEngine *diag)
 {
     HloModule *m = rw->m;
-    bool to_local = is_target(in, "xla.sdy.GlobalToLocalShape");
+    bool to_local = hlo_is_custom_call(in, "xla.sdy.GlobalToLocalShape");
     const char *fa = frontend_attrs(in);
     char why[200];
     uint32_t axes = 0;

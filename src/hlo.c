@@ -40,6 +40,13 @@ bool hlo_opcode_names_computations(HloOpcode op)
     }
 }
 
+bool hlo_is_custom_call(const HloInst *in, const char *target)
+{
+    if (in->op != HLO_CUSTOM_CALL) return false;
+    const char *ct = hlo_attrs(in)->custom_call_target;
+    return ct && strcmp(ct, target) == 0;
+}
+
 HloOpcode hlo_opcode_from_name(const char *s, size_t len)
 {
     for (int i = 0; i < HLO_OPCODE_COUNT; i++) {

@@ -1090,12 +1090,6 @@ static bool b_collective(Builder *b)
     return true;
 }
 
-static bool is_target(const HloInst *in, const char *t)
-{
-    const char *ct = hlo_attrs(in)->custom_call_target;
-    return in->op == HLO_CUSTOM_CALL && ct && strcmp(ct, t) == 0;
-}
-
 /* The leading batch dims a custom-call declares (frontend_attributes
  * num_batch_dims="N", which JAX puts on its batched LAPACK calls and XLA's
  * batch partitioner reads), or 0. */
@@ -1164,7 +1158,7 @@ static bool b_batch_custom_call(Builder *b, int64_t nb)
 
 static bool b_custom_call(Builder *b)
 {
-    if (is_target(b->in, "TopK"))
+    if (hlo_is_custom_call(b->in, "TopK"))
         return b_topk(b);
     int64_t nb = custom_call_batch_dims(b->in);
     return nb > 0 && b_batch_custom_call(b, nb);
@@ -1300,11 +1294,11 @@ OpRuleClass oprule_class(const HloModule *m, int32_t c, int32_t i)
     if ((unsigned)in->op >= HLO_OPCODE_COUNT || !REG[in->op].name)
         return RULE_OPAQUE;
     if (in->op == HLO_CUSTOM_CALL) {
-        if (is_target(in, "Sharding"))
+        if (hlo_is_custom_call(in, "Sharding"))
             return RULE_IDENTITY;
-        if (is_target(in, "SPMDFullToShardShape") || is_target(in, "SPMDShardToFullShape"))
+        if (hlo_is_custom_call(in, "SPMDFullToShardShape") || hlo_is_custom_call(in, "SPMDShardToFullShape"))
             return RULE_MANUAL_BORDER;
-        if (is_target(in, "TopK"))
+        if (hlo_is_custom_call(in, "TopK"))
             return RULE_FACTORS;
         int64_t nb = custom_call_batch_dims(in);
         if (nb > 0 && batch_dims_agree(hlo_comp(m, c), in, nb))

@@ -99,12 +99,6 @@ static uint32_t sharding_manual(const Part *p, const Sharding *sh)
 
 /* ================================================================ masks */
 
-static bool is_target(const HloInst *in, const char *t)
-{
-    const char *ct = hlo_attrs(in)->custom_call_target;
-    return in->op == HLO_CUSTOM_CALL && ct && strcmp(ct, t) == 0;
-}
-
 bool part_manual_masks(Part *p)
 {
     const HloComputation *c = &p->in->comps[p->ic];
@@ -116,14 +110,14 @@ bool part_manual_masks(Part *p)
         uint32_t m = 0;
         if (in->op == HLO_PARAMETER) {
             m = p->parent ? p->param_manual : sharding_manual(p, in->sharding);
-        } else if (is_target(in, "SPMDFullToShardShape")) {
+        } else if (hlo_is_custom_call(in, "SPMDFullToShardShape")) {
             m = sharding_manual(p, in->sharding);
             if (!m && !(all_atoms(p->mesh) == 0 && in->sharding && in->sharding->kind == SHARDING_MANUAL)) {
                 diag_error(p->cx->diag, in->span, "%s: SPMDFullToShardShape needs a manual sharding ({manual} or "
                            "last_tile_dims={manual, ...})", in->name);
                 return false;
             }
-        } else if (is_target(in, "SPMDShardToFullShape")) {
+        } else if (hlo_is_custom_call(in, "SPMDShardToFullShape")) {
             /* a nested region ends: the result stays manual along the atoms
              * its own sharding keeps manual (none for the outermost) */
             m = sharding_manual(p, in->sharding);
@@ -131,11 +125,11 @@ bool part_manual_masks(Part *p)
             /* a Sharding constraint with manual atoms inside a region names
              * them for values made from leaves alone (a nested shard_map
              * with no inputs: jax.lax.axis_index) */
-            if (is_target(in, "Sharding"))
+            if (hlo_is_custom_call(in, "Sharding"))
                 m = sharding_manual(p, in->sharding);
             for (int32_t k = 0; k < in->n_operands; k++) {
                 uint32_t om = p->vals[in->operands[k]].manual;
-                if (om && m && om != m && !(is_target(in, "Sharding") && (om & ~m) == 0)) {
+                if (om && m && om != m && !(hlo_is_custom_call(in, "Sharding") && (om & ~m) == 0)) {
                     diag_error(p->cx->diag, in->span,
                                "%s: its operands are manual along different mesh axes (%s and %s)", in->name,
                                part_axes_mask_text(p, m), part_axes_mask_text(p, om));
@@ -169,14 +163,14 @@ bool part_manual_masks(Part *p)
         uint32_t m = p->vals[u.users[u.start[i]]].manual;
         for (int32_t e = u.start[i]; e < u.start[i + 1] && m; e++) {
             const HloInst *user = &c->insts[u.users[e]];
-            if (p->vals[u.users[e]].manual != m || is_target(user, "SPMDFullToShardShape"))
+            if (p->vals[u.users[e]].manual != m || hlo_is_custom_call(user, "SPMDFullToShardShape"))
                 m = 0;
         }
         p->vals[i].manual = m;
     }
     for (int32_t i = 0; i < c->n_insts; i++) {
         const HloInst *in = &c->insts[i];
-        if (!is_target(in, "Sharding") || in->n_operands != 1)
+        if (!hlo_is_custom_call(in, "Sharding") || in->n_operands != 1)
             continue;
         uint32_t sm = sharding_manual(p, in->sharding), om = p->vals[in->operands[0]].manual;
         if (sm & ~om) {
@@ -238,7 +232,7 @@ bool part_manual_border(Part *p, int32_t i)
     }
     int32_t x = in->operands[0];
     const HloInst *xi = part_in(p, x);
-    bool to_shard = is_target(in, "SPMDFullToShardShape");
+    bool to_shard = hlo_is_custom_call(in, "SPMDFullToShardShape");
     /* m: the atoms this border starts (to_shard) or ends; a nested region
      * starts or ends only atoms its outer region leaves automatic */
     uint32_t inner = to_shard ? p->vals[i].manual : p->vals[x].manual;

@@ -2545,12 +2545,6 @@ typedef struct AnnCache {
 
 enum { ANN_CACHE = 16 };
 
-static bool is_custom_call_to(const HloInst *in, const char *target)
-{
-    const char *ct = in->op == HLO_CUSTOM_CALL ? hlo_attrs(in)->custom_call_target : NULL;
-    return ct && strcmp(ct, target) == 0;
-}
-
 /* Atoms along which sharding s (NULL: none) is manual. */
 static uint32_t manual_atoms_of(const Engine *e, const Sharding *s)
 {
@@ -2572,8 +2566,8 @@ static uint32_t *border_forbid(Engine *e)
     uint32_t *f = NULL;
     for (int32_t gi = 0; gi < e->n_insts; gi++) {
         const HloInst *in = ginst(e, gi);
-        bool to_shard = is_custom_call_to(in, "SPMDFullToShardShape");
-        if ((!to_shard && !is_custom_call_to(in, "SPMDShardToFullShape")) || in->n_operands != 1)
+        bool to_shard = hlo_is_custom_call(in, "SPMDFullToShardShape");
+        if ((!to_shard && !hlo_is_custom_call(in, "SPMDShardToFullShape")) || in->n_operands != 1)
             continue;
         int32_t og = e->comp_first[e->icomp[gi]] + in->operands[0];
         const Sharding *inner = to_shard ? in->sharding : ginst(e, og)->sharding;

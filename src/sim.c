@@ -290,16 +290,10 @@ bool sim_collective(Interp *ips, int32_t c, int32_t i, const SimValue *const *op
 
 /* ---------------------------------------------------------------- manual borders */
 
-static bool border_target(const HloInst *inst, const char *t)
-{
-    const char *ct = hlo_attrs(inst)->custom_call_target;
-    return inst->op == HLO_CUSTOM_CALL && ct && strcmp(ct, t) == 0;
-}
-
 bool sim_is_lockstep(const HloInst *inst)
 {
-    return hlo_opcode_category(inst->op) == 'C' || border_target(inst, "SPMDFullToShardShape") ||
-           border_target(inst, "SPMDShardToFullShape");
+    return hlo_opcode_category(inst->op) == 'C' || hlo_is_custom_call(inst, "SPMDFullToShardShape") ||
+           hlo_is_custom_call(inst, "SPMDShardToFullShape");
 }
 
 /* Atoms along which a bound sharding is manual. */
@@ -358,7 +352,7 @@ static bool manual_border(Interp *ips, int32_t c, int32_t i, const SimValue *con
         return interp_error(&ips[0], inst, "a manual region's border needs a bound mesh and one array operand");
     const Mesh *m = &mod->mesh;
     const HloInst *x = &comp->insts[inst->operands[0]];
-    bool to_shard = border_target(inst, "SPMDFullToShardShape");
+    bool to_shard = hlo_is_custom_call(inst, "SPMDFullToShardShape");
     /* the atoms this border starts or ends: a nested region (shard_map
      * inside shard_map) only those its outer region leaves automatic */
     uint32_t mask = to_shard ? manual_of(m, inst->sharding) & ~manual_of(m, x->sharding)

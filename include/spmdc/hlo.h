@@ -359,6 +359,9 @@ HloAttrs *hlo_attrs_mut(HloModule *m, HloInst *inst);
 void hlo_set_attrs(HloModule *m, HloInst *inst, const HloAttrs *a);
 /* The instruction's attributes for reading (a shared default if none). */
 const HloAttrs *hlo_attrs(const HloInst *inst);
+/* True when in is a custom-call whose custom_call_target is target (the
+ * attributes are read only for a custom-call). */
+bool hlo_is_custom_call(const HloInst *in, const char *target);
 
 /* ragged-dot's mode, from where lhs's one ragged dim is: a free
  * (non-contracting) dim, a contracting dim or a batch dim. */
