@@ -344,36 +344,41 @@ int32_t part_first_in_group(Part *p, const int8_t *atoms, int32_t n, const char 
     return r;
 }
 
-int32_t part_identity(Part *p, ReduceKind k, const Shape *s, const char *base)
+Literal *part_identity_literal(Part *p, ReduceKind k, ElemType t)
 {
     double v = 0;
-    bool ok = reduce_identity(k, s->type, &v);
+    bool ok = reduce_identity(k, t, &v);
     SPMDC_ASSERT(ok);
-    Shape sc = shape_scalar(s->type);
-    int32_t c = part_emit(p, HLO_CONSTANT, part_name(p, base, "identity"), &sc, NULL, 0);
     Literal *lit = ARENA_NEW(p->out->arena, Literal);
     lit->n = 1;
-    if (elem_type_is_float(s->type) || elem_type_is_complex(s->type)) {
+    if (elem_type_is_float(t) || elem_type_is_complex(t)) {
         lit->f = ARENA_ARRAY(p->out->arena, double, 2);
         lit->f[0] = v;
-        if (elem_type_is_complex(s->type) && k == REDUCE_SUM)
+        if (elem_type_is_complex(t) && k == REDUCE_SUM)
             lit->f[1] = v; /* (-0.0, -0.0) */
     } else {
         /* integers exactly (doubles cannot hold the 64-bit bounds); u64 as its bit pattern */
-        int bits = elem_type_bits(s->type);
-        bool sgn = elem_type_is_signed_int(s->type);
+        int bits = elem_type_bits(t);
+        bool sgn = elem_type_is_signed_int(t);
         int64_t top = bits >= 64 ? INT64_MAX : (INT64_C(1) << (bits - 1)) - 1;
         int64_t iv = k == REDUCE_PROD ? 1 : 0;
         if (k == REDUCE_AND) /* every bit set: true for pred, -1 signed, the top value unsigned */
-            iv = s->type == ET_PRED ? 1 : sgn || bits >= 64 ? -1 : (INT64_C(1) << bits) - 1;
+            iv = t == ET_PRED ? 1 : sgn || bits >= 64 ? -1 : (INT64_C(1) << bits) - 1;
         else if (k == REDUCE_MAX)
             iv = sgn ? -top - 1 : 0;
         else if (k == REDUCE_MIN)
-            iv = s->type == ET_PRED ? 1 : sgn ? top : bits >= 64 ? -1 : (INT64_C(1) << bits) - 1;
+            iv = t == ET_PRED ? 1 : sgn ? top : bits >= 64 ? -1 : (INT64_C(1) << bits) - 1;
         lit->i = ARENA_ARRAY(p->out->arena, int64_t, 1);
         lit->i[0] = iv;
     }
-    hlo_attrs_mut(p->out, part_out(p, c))->literal = lit;
+    return lit;
+}
+
+int32_t part_identity(Part *p, ReduceKind k, const Shape *s, const char *base)
+{
+    Shape sc = shape_scalar(s->type);
+    int32_t c = part_emit(p, HLO_CONSTANT, part_name(p, base, "identity"), &sc, NULL, 0);
+    hlo_attrs_mut(p->out, part_out(p, c))->literal = part_identity_literal(p, k, s->type);
     if (s->rank == 0)
         return c;
     Shape bs = shape_array(s->type, s->rank, s->dims);

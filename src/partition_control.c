@@ -176,15 +176,7 @@ static int32_t zeros_like(Part *p, int32_t oc, const Shape *s, const char *base)
         return hlo_add_inst(p->out, oc, HLO_AFTER_ALL, part_fmt(p, "%s.token", base), s, NULL, 0);
     Shape sc = shape_scalar(s->type);
     int32_t c = hlo_add_inst(p->out, oc, HLO_CONSTANT, part_fmt(p, "%s.zero", base), &sc, NULL, 0);
-    Literal *lit = ARENA_NEW(p->out->arena, Literal);
-    lit->n = 1;
-    if (elem_type_is_float(s->type) || elem_type_is_complex(s->type)) {
-        lit->f = ARENA_ARRAY(p->out->arena, double, 2);
-        reduce_identity(REDUCE_SUM, s->type, &lit->f[0]); /* -0.0: the other devices' part of a sum */
-        lit->f[1] = lit->f[0];
-    } else
-        lit->i = ARENA_ARRAY(p->out->arena, int64_t, 1);
-    hlo_attrs_mut(p->out, hlo_inst(p->out, oc, c))->literal = lit;
+    hlo_attrs_mut(p->out, hlo_inst(p->out, oc, c))->literal = part_identity_literal(p, REDUCE_SUM, s->type);
     if (s->rank == 0)
         return c;
     Shape bs = shape_array(s->type, s->rank, s->dims);

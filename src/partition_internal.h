@@ -259,6 +259,11 @@ int32_t part_first_in_group(Part *p, const int8_t *atoms, int32_t n, const char 
 /* An array of shape s (type and dims) filled with the identity of reduction
  * k (reduce_identity): a constant broadcast. */
 int32_t part_identity(Part *p, ReduceKind k, const Shape *s, const char *base);
+/* The scalar literal of reduction k's identity in element type t
+ * (reduce_identity; integers exact, complex sums (-0.0, -0.0)), in the
+ * output module's arena: what part_identity and the zeros of a transfer
+ * hold. */
+Literal *part_identity_literal(Part *p, ReduceKind k, ElemType t);
 /* The reducer computation (`add.bf16`, `maximum.f32`, ...). */
 int32_t part_reducer(Part *p, ReduceKind kind, ElemType t);
 /* Replica groups of a collective along atoms[0..n) (mesh_groups order). */

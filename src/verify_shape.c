@@ -1306,23 +1306,22 @@ static bool infer_rng(Infer *x, Shape *o)
     return true;
 }
 
-/* The state sizes rng-bit-generator's algorithm takes, as XLA's verifier
- * and its CPU expansion check them: three_fry u64[2]; philox (and
- * rng_default, philox on CPU) u64[2] or u64[3].  *max is 2 or 3. */
-static void rng_state_sizes(const HloAttrs *a, int64_t *max)
+/* The largest state rng-bit-generator's algorithm takes, as XLA's verifier
+ * and its CPU expansion check them (u64[2] up to this): three_fry 2;
+ * philox (and rng_default, philox on CPU) 3. */
+static int64_t rng_state_max(const HloAttrs *a)
 {
-    *max = 3;
     for (int32_t k = 0; a && k < a->n_raw; k++)
         if (strcmp(a->raw[k].name, "algorithm") == 0 && strncasecmp(a->raw[k].text, "rng_three_fry", 13) == 0)
-            *max = 2;
+            return 2;
+    return 3;
 }
 
 static bool infer_rng_bit_generator(Infer *x, Shape *o)
 {
     const Shape *d = &x->in->shape;
     if (!want_array(x, 0)) return false;
-    int64_t max;
-    rng_state_sizes(x->a, &max);
+    int64_t max = rng_state_max(x->a);
     const Shape *st = ops(x, 0);
     if (st->type != ET_U64 || st->rank != 1 || st->dims[0] < 2 || st->dims[0] > max)
         return fail(x, "rng-bit-generator's state, operand 0 (%s), must be %s, got %s", opn(x, 0),
