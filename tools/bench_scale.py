@@ -200,6 +200,11 @@ def faster(best, r):
     return r if best is None or r[0] < best[0] else best
 
 
+def small_runs_per_round(a):
+    """A small module's runs in each of the --runs rounds: --small-runs (at least --runs) spread over them."""
+    return -(-max(a.runs, a.small_runs) // max(1, a.runs))
+
+
 def xla_columns(a, model, n, insts, tmp):
     """The XLA columns of a row: spmdc on the positional form, XLA's parse and partitioning, the ratio.
     A small module runs in --runs rounds of (spmdc's runs, one XLA run), so that a slow minute of the
@@ -208,7 +213,7 @@ def xla_columns(a, model, n, insts, tmp):
     generate(model, n, ppath, positional=True)
     small = insts < SMALL
     rounds = a.runs if small else 1
-    per = -(-max(a.runs, a.small_runs) // rounds) if small else a.runs
+    per = small_runs_per_round(a) if small else a.runs
     rp = x = None
     for _ in range(max(1, rounds)):
         # the machine stays slower for a moment after a large process ends (XLA's, or the last
@@ -290,7 +295,7 @@ def main():
             for _ in range(max(1, a.runs)):
                 for m in mods:
                     if m["r"] is not False:
-                        per = -(-max(a.runs, a.small_runs) // max(1, a.runs)) if m["insts"] < SMALL else 1
+                        per = small_runs_per_round(a) if m["insts"] < SMALL else 1
                         m["r"] = faster(m["r"], run_spmdc(a.spmdc, m["path"], tmp, per))
             for m in mods:
                 insts, r = m["insts"], m["r"]
