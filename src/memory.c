@@ -150,7 +150,8 @@ MemoryEstimate memory_estimate(const HloModule *m)
  * hit it nearly every time.  Behind it, a memo by the leaf's tiling (its
  * content) and shape catches equal shardings stored at different
  * addresses, so those compute their bytes once too. */
-#define PAD_MEMO_SLOTS 1024
+#define PAD_MEMO_MIN 64    /* slots of each memo, a power of two: the fewest */
+#define PAD_MEMO_MAX 1024  /* and the most (a module of 4,096 instructions and up) */
 typedef struct PadMemo {
     const Sharding *sh;         /* by address: NULL = empty */
     Tiling t;                   /* by content: the tiling (when tiled) */
@@ -159,6 +160,14 @@ typedef struct PadMemo {
     bool tiled;                 /* sharding_to_tiling succeeded */
     int64_t value, pad;         /* local bytes, padding elements of the worst device */
 } PadMemo;
+
+/* The memo by address and the one by content, `mask + 1` entries each
+ * (sized by the module: clearing 1,024 of each costs a small module more
+ * than its whole estimate). */
+typedef struct PadMemos {
+    PadMemo *by_address, *by_content;
+    uint64_t mask;
+} PadMemos;
 
 /* Whether memo entry e is for an array of shape s. */
 static bool pad_memo_shape(const PadMemo *e, const Shape *s)
@@ -171,13 +180,13 @@ static bool pad_memo_shape(const PadMemo *e, const Shape *s)
 
 /* The entry of the memo by content for tiling t (zero-filled beyond its
  * fields, so its bytes compare) of array s, computed if new. */
-static const PadMemo *pad_memo_content(const HloModule *in, const Tiling *t, const Shape *s, PadMemo *by_content)
+static const PadMemo *pad_memo_content(const HloModule *in, const Tiling *t, const Shape *s, const PadMemos *memo)
 {
     const uint64_t *w = (const uint64_t *)(const void *)t;
     uint64_t h = 0x51ed27u ^ (uint64_t)s->type;
     for (size_t k = 0; k < sizeof(Tiling) / sizeof(uint64_t); k++) h = (h ^ w[k]) * 0xff51afd7ed558ccdull;
     for (int32_t d = 0; d < s->rank; d++) h = (h ^ (uint64_t)s->dims[d]) * 0xff51afd7ed558ccdull;
-    PadMemo *e = &by_content[(h >> 40) % PAD_MEMO_SLOTS];
+    PadMemo *e = &memo->by_content[(h >> 40) & memo->mask];
     if (e->rank >= 0 && pad_memo_shape(e, s) && memcmp(&e->t, t, sizeof(Tiling)) == 0) return e;
     e->t = *t;
     e->type = (int32_t)s->type;
@@ -190,14 +199,14 @@ static const PadMemo *pad_memo_content(const HloModule *in, const Tiling *t, con
 }
 
 /* Padding and local bytes of one array leaf under its tiling (memo: the
- * memo by address, PAD_MEMO_SLOTS entries, then the one by content). */
+ * memo by address, then the one by content). */
 static void leaf_padding(const HloModule *in, const Shape *s, const Sharding *sh, PaddingEstimate *p, int32_t c,
-                         int32_t i, int32_t leaf, PadMemo *memo)
+                         int32_t i, int32_t leaf, const PadMemos *memo)
 {
     if (!shape_is_array(s) || !sh) return;
     uint64_t h = (uint64_t)(uintptr_t)sh * 0x9e3779b97f4a7c15ull;
     for (int32_t d = 0; d < s->rank; d++) h = (h ^ (uint64_t)s->dims[d]) * 0xff51afd7ed558ccdull;
-    PadMemo *e = &memo[(h >> 40) % PAD_MEMO_SLOTS];
+    PadMemo *e = &memo->by_address[(h >> 40) & memo->mask];
     bool hit = e->sh == sh && pad_memo_shape(e, s);
     Tiling t;
     if (!hit) {
@@ -208,7 +217,7 @@ static void leaf_padding(const HloModule *in, const Shape *s, const Sharding *sh
         memset(&t, 0, sizeof t);
         e->tiled = sharding_to_tiling(sh, s->rank, &t);
         if (e->tiled) {
-            const PadMemo *x = pad_memo_content(in, &t, s, memo + PAD_MEMO_SLOTS);
+            const PadMemo *x = pad_memo_content(in, &t, s, memo);
             e->value = x->value;
             e->pad = x->pad;
         }
@@ -232,7 +241,7 @@ static void leaf_padding(const HloModule *in, const Shape *s, const Sharding *sh
 
 /* Every array leaf of shape s, flat order from leaf *k. */
 static void tree_padding(const HloModule *in, const Shape *s, const Sharding *sh, int32_t *k, PaddingEstimate *p,
-                         int32_t c, int32_t i, PadMemo *memo)
+                         int32_t c, int32_t i, const PadMemos *memo)
 {
     if (shape_is_tuple(s)) {
         for (int32_t e = 0; e < s->n_elems; e++) tree_padding(in, &s->elems[e], sh, k, p, c, i, memo);
@@ -243,7 +252,7 @@ static void tree_padding(const HloModule *in, const Shape *s, const Sharding *sh
         leaf_padding(in, s, sharding_leaf(sh, leaf), p, c, i, leaf, memo);
 }
 
-static void inst_padding(const HloModule *in, int32_t c, int32_t i, PaddingEstimate *p, PadMemo *memo)
+static void inst_padding(const HloModule *in, int32_t c, int32_t i, PaddingEstimate *p, const PadMemos *memo)
 {
     const HloComputation *comp = &in->comps[c];
     const HloInst *x = &comp->insts[i];
@@ -259,14 +268,20 @@ PaddingEstimate memory_padding(const HloModule *in)
 {
     PaddingEstimate p = {0, 0, -1, -1, -1, -1};
     if (!in->has_mesh || in->entry < 0) return p;
-    PadMemo *memo = xcalloc(2 * PAD_MEMO_SLOTS, sizeof(PadMemo)); /* by address, then by content */
-    for (int32_t k = PAD_MEMO_SLOTS; k < 2 * PAD_MEMO_SLOTS; k++) memo[k].rank = -1;
+    /* a slot per 4 instructions: a layered model's leaves share few shardings */
+    int64_t n = 0;
+    for (int32_t c = 0; c < in->n_comps; c++) n += in->comps[c].n_insts;
+    uint64_t slots = PAD_MEMO_MIN;
+    while (slots < PAD_MEMO_MAX && (int64_t)slots * 4 < n) slots *= 2;
+    PadMemos memo = {xcalloc(2 * slots, sizeof(PadMemo)), NULL, slots - 1};
+    memo.by_content = memo.by_address + slots;
+    for (uint64_t k = 0; k < slots; k++) memo.by_content[k].rank = -1;
     /* the entry first, so the first uneven value named is the user's */
-    for (int32_t i = 0; i < in->comps[in->entry].n_insts; i++) inst_padding(in, in->entry, i, &p, memo);
+    for (int32_t i = 0; i < in->comps[in->entry].n_insts; i++) inst_padding(in, in->entry, i, &p, &memo);
     for (int32_t c = 0; c < in->n_comps; c++)
         if (c != in->entry)
-            for (int32_t i = 0; i < in->comps[c].n_insts; i++) inst_padding(in, c, i, &p, memo);
-    free(memo);
+            for (int32_t i = 0; i < in->comps[c].n_insts; i++) inst_padding(in, c, i, &p, &memo);
+    free(memo.by_address);
     return p;
 }
 
