@@ -22,6 +22,7 @@
 #include "spmdc/hlo.h"
 #include "spmdc/memory.h"
 #include "spmdc/oracle.h"
+#include "spmdc/pages.h"
 #include "spmdc/passtime.h"
 #include "spmdc/pipeline.h"
 #include "spmdc/propagate.h"
@@ -342,6 +343,7 @@ static int cmd_propagate(int argc, char **argv)
 int main(int argc, char **argv)
 {
     passtime_enabled(); /* starts the clock of SPMDC_TIME_PASSES */
+    pages_setup_heap();
     if (argc < 2) {
         usage(stderr);
         return 2;

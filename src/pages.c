@@ -10,6 +10,9 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <unistd.h>
 
 #include "spmdc/arena.h"
@@ -190,6 +193,15 @@ void pages_unmap(void *p, size_t len)
     if (drop) munmap(drop, drop_len);
 }
 
+void pages_setup_heap(void)
+{
+#if defined(__GLIBC__) && defined(M_ARENA_MAX)
+    (void)mallopt(M_ARENA_MAX, 1);
+    (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    (void)mallopt(M_TRIM_THRESHOLD, 64 << 20);
+#endif
+}
+
 void pages_trim(void)
 {
     Run all[RUN_SLOTS];
@@ -230,6 +242,8 @@ void *pages_grow(void *p, size_t len, size_t new_len, size_t *dirty)
 void pages_unmap(void *p, size_t len) { munmap(p, len); }
 
 void pages_trim(void) {}
+
+void pages_setup_heap(void) {}
 
 size_t pages_cached(void) { return 0; }
 

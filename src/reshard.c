@@ -861,8 +861,8 @@ _Static_assert(sizeof(MemoKey) % 8 == 0, "MemoKey is hashed as 64-bit words");
 
 ReshardMemo *reshard_memo_new(Arena *arena, int64_t n_insts)
 {
-    uint64_t slots = 256;
-    while (slots < RESHARD_MEMO_SLOTS && (int64_t)slots < n_insts) slots *= 2;
+    uint64_t slots = 256; /* a slot per 4 instructions: a layered model repeats few reshards */
+    while (slots < RESHARD_MEMO_SLOTS && (int64_t)slots * 4 < n_insts) slots *= 2;
     _Static_assert(RESHARD_MEMO_SLOTS / PLAN_MEMO_SLOTS == 16, "a sixteenth as many plans");
     ReshardMemo *memo = ARENA_NEW(arena, ReshardMemo);
     memo->e_mask = slots - 1;

@@ -78,7 +78,7 @@ int64_t reshard_cost(const Mesh *m, const Shape *global, const Tiling *from, con
  * returns exactly what reshard_cost would.  A pass that costs the same
  * transitions again and again (every layer of a model repeats them) keeps
  * one for its run.  Sized by n_insts, the instructions the pass will visit:
- * the power of two at or above it, from 256 to RESHARD_MEMO_SLOTS entries
+ * the power of two at or above a quarter of it, from 256 to RESHARD_MEMO_SLOTS entries
  * (about 180 bytes each: 1.4 MiB at the most), and a sixteenth as many
  * plans (below), so a small module does not clear megabytes it never
  * uses.  Storage comes from arena and lives as long as it. */
