@@ -169,6 +169,8 @@ typedef struct Lower {
     AstLoc comp_start;
     int comp_errors;        /* n_errors when it began */
     int32_t n_insts;
+    /* comp_size_hint: no line after this one (a line index) starts with '}' */
+    uint32_t no_close_from;
     int32_t root;
     AstLoc root_loc;
     Pending *pending_ops;
