@@ -174,6 +174,29 @@ static void test_no_header_last_computation_is_entry(void **state)
     parsed_free(&p);
 }
 
+/* A computation's instruction array is reserved at the lines between its
+ * head and the next line that starts with '}'; a computation closed some
+ * other way grows by doubling from 4. */
+static void test_instruction_array_reserved(void **state)
+{
+    (void)state;
+    Parsed p = parse_ok("HloModule m\n\nadd {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n"
+                        "  ROOT s = f32[] add(x, y)\n}\n\nENTRY e {\n  p0 = f32[8] parameter(0)\n"
+                        "  n1 = f32[8] negate(p0)\n  n2 = f32[8] negate(n1)\n\n  n3 = f32[8] negate(n2)\n"
+                        "  n4 = f32[8] negate(n3)\n  ROOT n5 = f32[8] negate(n4)\n}\n");
+    assert_int_equal(p.m->comps[0].n_insts, 3);
+    assert_int_equal(p.m->comps[0].cap_insts, 3);
+    assert_int_equal(p.m->comps[1].n_insts, 6);
+    assert_int_equal(p.m->comps[1].cap_insts, 7); /* 6 instructions and a blank line */
+    parsed_free(&p);
+    /* closing braces indented: no hint, 4 then 8 */
+    p = parse_ok("HloModule m\n  ENTRY e {\n    p0 = f32[8] parameter(0)\n    n1 = f32[8] negate(p0)\n"
+                 "    n2 = f32[8] negate(n1)\n    n3 = f32[8] negate(n2)\n    ROOT n4 = f32[8] negate(n3)\n  }\n");
+    assert_int_equal(p.m->comps[0].n_insts, 5);
+    assert_int_equal(p.m->comps[0].cap_insts, 8);
+    parsed_free(&p);
+}
+
 static void test_header_attrs_kept_verbatim(void **state)
 {
     (void)state;
@@ -916,6 +939,7 @@ int main(void)
         cmocka_unit_test(test_spec_example),
         cmocka_unit_test(test_verbose_style),
         cmocka_unit_test(test_no_header_last_computation_is_entry),
+        cmocka_unit_test(test_instruction_array_reserved),
         cmocka_unit_test(test_header_attrs_kept_verbatim),
         cmocka_unit_test(test_stack_frame_sections_skipped),
         cmocka_unit_test(test_execution_thread_and_comments),
