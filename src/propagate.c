@@ -676,10 +676,11 @@ static int64_t unreached_result_cost(const Engine *e, const OpEval *o, int32_t k
 }
 
 /* Bytes tensor k moves if the op runs with factor sharding F: 0 when k can
- * simply grow to F's projection; else an operand is resharded to it, a
- * result from it (with the pending reduction of F's reduction factors) to
- * its state; a result no sharding reaches yet costs what
- * unreached_result_cost says. */
+ * simply grow to F's projection and F leaves k no pending reduction; else
+ * an operand is resharded to it, a result from it (with the pending
+ * reduction of F's reduction factors: a contraction split on both operands
+ * is summed even where the result's split already matches) to its state; a
+ * result no sharding reaches yet costs what unreached_result_cost says. */
 static int64_t tensor_cost(const Engine *e, const OpEval *o, int32_t k, const FactorSharding *F)
 {
     int32_t lf = o->lf[k];
@@ -687,14 +688,14 @@ static int64_t tensor_cost(const Engine *e, const OpEval *o, int32_t k, const Fa
         return k < o->r->n_in ? 0 : unreached_result_cost(e, o, k, F);
     const Tiling *s = state(e, lf);
     Tiling proj = project(e, o, k, F, false), grown;
-    if (!(e->lfl[lf] & LF_FIXED) && (tiling_equal(s, &proj) || (extend_leaf(e, lf, s, &proj, &grown) &&
-                                                                  tiling_equal(&grown, &proj))))
+    ReduceKind kind = REDUCE_NONE;
+    bool mixed = false;
+    uint32_t partial = k < o->r->n_in ? 0 : oprule_result_partial(o->r, F, &kind, &mixed) & ~tiling_used(&proj);
+    if (!partial && !(e->lfl[lf] & LF_FIXED) &&
+        (tiling_equal(s, &proj) || (extend_leaf(e, lf, s, &proj, &grown) && tiling_equal(&grown, &proj))))
         return 0;
     if (k < o->r->n_in)
         return reshard_cost(e->mesh, e->lshape[lf], s, &proj);
-    ReduceKind kind;
-    bool mixed;
-    uint32_t partial = oprule_result_partial(o->r, F, &kind, &mixed) & ~tiling_used(&proj);
     if (partial && (mixed || kind == REDUCE_NONE))
         return RESHARD_INF_COST;
     proj.partial = partial;

@@ -1,0 +1,1 @@
+compile reached_result_free_split.hlo -o /dev/null

@@ -1,0 +1,1 @@
+verify reached_result_free_split.hlo --mesh data=1,fsdp=4
