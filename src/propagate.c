@@ -97,7 +97,16 @@ typedef struct Proposal {
                              some dim), else ST_NONE */
     bool manual;
     bool consumer;        /* the leaf is an operand of `via` (else its result or an identity) */
+    int32_t alt, n_alt;   /* an op that weighed a conflict: its candidates' states for the leaf and
+                             their costs, alts[alt .. alt + n_alt) (apply_leaf); n_alt 0 otherwise */
 } Proposal;
+
+/* What an op that weighed a conflict would give one of its tensors under
+ * one of its candidates, and the bytes the op moves under that candidate. */
+typedef struct Alt {
+    Tiling t;
+    int64_t cost;
+} Alt;
 
 /* One candidate of a conflict: a factor sharding of op `inst` (op-level)
  * or a tiling of one leaf (value-level), and the bytes it costs. */
@@ -181,6 +190,8 @@ typedef struct Engine {
     int32_t n_conf, cap_conf;
     Cand *cands;
     int32_t n_cands, cap_cands;
+    Alt *alts;              /* the step's proposals' alternatives (Proposal.alt) */
+    int32_t n_alts, cap_alts;
     /* evaluations of factor ops remembered by what they read (eval_op) */
     struct MemoEntry *memo;
     int32_t n_memo, cap_memo;
@@ -488,6 +499,7 @@ static Proposal *new_proposal(Engine *e, int32_t leaf)
     p->aorg = NULL;
     p->pst = ST_NONE;
     p->manual = p->consumer = false;
+    p->alt = p->n_alt = 0;
     p->leaf = leaf;
     p->next = e->pend[leaf];
     if (p->next == 0) {
@@ -1314,6 +1326,27 @@ static bool tensor_grows(const Engine *e, const OpEval *o, int32_t k, const Fact
     return tensor_grows_from(e, o, k, F, &cur, out);
 }
 
+/* The last proposal (to tensor k of the op o, which weighed conflict cf)
+ * gets the op's alternatives: per candidate, the state tensor k would grow
+ * to under it (its current state where it would not grow) and the bytes
+ * the op moves under it, so that a leaf which receives this proposal and
+ * another at once weighs what the op pays for each (apply_leaf). */
+static void attach_alts(Engine *e, const OpEval *o, int32_t k, const Conflict *cf)
+{
+    Proposal *p = &e->props[e->n_props - 1];
+    Tiling cur = cur_tiling(e, o->lf[k]);
+    p->alt = e->n_alts;
+    for (int32_t j = 0; j < cf->n; j++) {
+        const Cand *c = &e->cands[cf->first + j];
+        GROW(e->alts, e->n_alts, e->cap_alts);
+        Alt *a = &e->alts[e->n_alts++];
+        if (!tensor_grows_from(e, o, k, &c->fs, &cur, &a->t))
+            a->t = cur;
+        a->cost = c->cost;
+    }
+    p->n_alt = e->n_alts - p->alt;
+}
+
 static void eval_op(Engine *e, int32_t gi)
 {
     if ((e->iflag[gi] & IF_IDMAP) && eval_idmap(e, gi))
@@ -1418,6 +1451,8 @@ static void eval_op(Engine *e, int32_t gi)
             grows[k] = false; /* only its own runs: nothing new */
             continue;
         }
+        if (e->n_conf > conf_before)
+            attach_alts(e, &o, k, &e->conf[e->n_conf - 1]);
         if (memo)
             mprops[n_mp++] = (MemoProp){k, ST_NONE, out[k], gained};
         proposed = true;
@@ -1534,6 +1569,28 @@ static int64_t proposal_cost(const Engine *e, int32_t lf, const Tiling *t, const
     return q->consumer ? reshard_cost(e->mesh, e->lshape[lf], t, &q->t) : reshard_cost(e->mesh, e->lshape[lf], &q->t, t);
 }
 
+/* Bytes moved for the proposal q if the leaf takes t: proposal_cost, or,
+ * when q comes from an op that weighed a conflict, what the op moves under
+ * its cheapest candidate that gives the leaf t (the op runs on the leaf's
+ * state instead of resharding it), else under the candidate it chose plus
+ * the leaf's reshard. */
+static int64_t proposal_cost_alt(const Engine *e, int32_t lf, const Tiling *t, const Proposal *q)
+{
+    if (q->n_alt == 0)
+        return proposal_cost(e, lf, t, q);
+    int64_t best = -1, own = -1;
+    for (int32_t j = q->alt; j < q->alt + q->n_alt; j++) {
+        const Alt *a = &e->alts[j];
+        if (tiling_equal(&a->t, t) && (best < 0 || a->cost < best))
+            best = a->cost;
+        if (tiling_equal(&a->t, &q->t) && (own < 0 || a->cost < own))
+            own = a->cost;
+    }
+    if (best >= 0)
+        return best;
+    return add_cost(own < 0 ? 0 : own, proposal_cost(e, lf, t, q));
+}
+
 /* The atoms proposal q's state uses. */
 static uint32_t proposal_used(const Engine *e, const Proposal *q)
 {
@@ -1578,7 +1635,7 @@ static void apply_leaf(Engine *e, int32_t lf, Proposal **ps, int32_t n)
             Cand *cd = new_cand(e);
             cd->t = ps[j]->t;
             for (int32_t q = 0; q < n; q++)
-                cd->cost = add_cost(cd->cost, proposal_cost(e, lf, &ps[j]->t, ps[q]));
+                cd->cost = add_cost(cd->cost, proposal_cost_alt(e, lf, &ps[j]->t, ps[q]));
         }
         int32_t nc = e->n_cands - first, pick = 0;
         for (int32_t j = 1; j < nc; j++) {
@@ -1673,6 +1730,7 @@ static void apply_step(Engine *e)
     }
     e->n_touched = 0;
     e->n_props = 1;
+    e->n_alts = 0;
 }
 
 /* ================================================================ the schedule */
@@ -3058,6 +3116,7 @@ static void engine_free(Engine *e)
     free(e->ops_scratch);
     free(e->conf);
     free(e->cands);
+    free(e->alts);
     free(e->memo);
     free(e->memo_slot);
     free(e->mprops);

@@ -1,0 +1,1 @@
+compile tied_operands.hlo -o /dev/null

@@ -1,0 +1,1 @@
+propagate tied_operands.hlo --explain -o /dev/null

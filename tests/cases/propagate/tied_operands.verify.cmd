@@ -1,0 +1,1 @@
+verify tied_operands.hlo

@@ -1,0 +1,1 @@
+verify tied_operands.hlo --mesh x=2,y=4

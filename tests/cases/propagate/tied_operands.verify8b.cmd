@@ -1,0 +1,1 @@
+verify tied_operands.hlo --mesh x=4,y=2

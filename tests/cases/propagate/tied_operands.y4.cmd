@@ -1,0 +1,1 @@
+compile tied_operands.hlo --mesh x=2,y=4 -o /dev/null
