@@ -166,17 +166,28 @@ bool budget_parse_size(const char *s, int64_t *bytes, char *err, size_t errlen)
     while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t')) n--;
     for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
         if (strlen(units[u].name) != n || strncasecmp(units[u].name, p, n) != 0) continue;
-        Int128 v = mant * units[u].unit;
-        if (v % den != 0) {
+        /* mant * unit / den without forming mant * unit (up to 10^30 * 2^50,
+         * past 128 bits): with g = gcd(unit, den), unit/g and den/g are
+         * coprime, so the bytes are whole exactly when den/g divides mant,
+         * and then they are (mant / (den/g)) * (unit/g). */
+        Int128 unit = units[u].unit, g = unit, r = den;
+        while (r) {
+            Int128 t = g % r;
+            g = r;
+            r = t;
+        }
+        unit /= g;
+        Int128 d = den / g;
+        if (mant % d != 0) {
             snprintf(err, errlen, "'%s' is not a whole number of bytes", s);
             return false;
         }
-        v /= den;
-        if (v > (Int128)INT64_MAX) {
+        Int128 q = mant / d;
+        if (q > (Int128)INT64_MAX / unit) {
             snprintf(err, errlen, "'%s' is too large (at most 2^63-1 bytes)", s);
             return false;
         }
-        *bytes = (int64_t)v;
+        *bytes = (int64_t)(q * unit);
         return true;
     }
     snprintf(err, errlen, "'%s': unknown unit '%.*s' (B, KiB, MiB, GiB, TiB, PiB or kB, MB, GB, TB, PB)", s, (int)n,
@@ -237,10 +248,13 @@ static void set_slot(Budget *b, int s, int64_t limit, int64_t den, const char *s
     snprintf(l->source, sizeof l->source, "%s", source ? source : "");
 }
 
-static bool set_forbid(Budget *b, const char *value, const char *source, char *err, size_t errlen)
+/* The kinds a forbid list names, as a mask of CollectiveKind bits; false
+ * with a message in err on an unknown name, a name given twice or an empty
+ * list. */
+static bool forbid_kinds(const char *value, uint32_t *kinds, char *err, size_t errlen)
 {
     const char *p = value;
-    int n = 0;
+    *kinds = 0;
     for (;;) {
         while (*p == ' ' || *p == '\t' || *p == ',') p++;
         if (!*p) break;
@@ -252,15 +266,31 @@ static bool set_forbid(Budget *b, const char *value, const char *source, char *e
                      "collective-permute)", (int)(q - p), p);
             return false;
         }
-        set_slot(b, BUDGET_KIND_COUNT + k, 0, 1, source);
-        n++;
+        if (*kinds & (1u << k)) {
+            snprintf(err, errlen, "forbid names '%.*s' twice", (int)(q - p), p);
+            return false;
+        }
+        *kinds |= 1u << k;
         p = q;
     }
-    if (n == 0) {
+    if (*kinds == 0) {
         snprintf(err, errlen, "forbid takes a list of collectives (e.g. all-to-all, collective-permute)");
         return false;
     }
     return true;
+}
+
+uint32_t budget_key_slots(const char *key, const char *value)
+{
+    if (strcmp(key, "mesh") == 0) return BUDGET_MESH_BIT;
+    if (strcmp(key, "forbid") == 0) {
+        uint32_t kinds;
+        char err[200];
+        return forbid_kinds(value, &kinds, err, sizeof err) ? kinds << BUDGET_KIND_COUNT : 0;
+    }
+    for (int s = 0; s < BUDGET_N_SLOTS; s++)
+        if (strcmp(KEYS[s], key) == 0) return 1u << s;
+    return 0;
 }
 
 bool budget_set(Budget *b, const char *key, const char *value, const char *source, char *err, size_t errlen)
@@ -277,7 +307,13 @@ bool budget_set(Budget *b, const char *key, const char *value, const char *sourc
         snprintf(b->mesh_source, sizeof b->mesh_source, "%s", source ? source : "");
         return true;
     }
-    if (strcmp(key, "forbid") == 0) return set_forbid(b, value, source, err, errlen);
+    if (strcmp(key, "forbid") == 0) {
+        uint32_t kinds;
+        if (!forbid_kinds(value, &kinds, err, errlen)) return false;
+        for (int k = 0; k < N_KINDS; k++)
+            if (kinds & (1u << k)) set_slot(b, BUDGET_KIND_COUNT + k, 0, 1, source);
+        return true;
+    }
     int s = 0;
     while (s < BUDGET_N_SLOTS && strcmp(KEYS[s], key) != 0) s++;
     if (s == BUDGET_N_SLOTS) {
@@ -328,6 +364,10 @@ bool budget_read(Budget *b, const char *text, size_t len, uint32_t file_id, cons
 {
     bool ok = true;
     size_t i = 0;
+    /* where each slot (and the mesh, bit BUDGET_N_SLOTS) was set: a file sets
+     * each once, so a second setting is an error, never a silent override */
+    uint32_t seen = 0, set_line[BUDGET_N_SLOTS + 1], set_col[BUDGET_N_SLOTS + 1], set_width[BUDGET_N_SLOTS + 1];
+    int settings = 0;
     /* A UTF-8 byte-order mark at the start is skipped, as in HLO input
      * (columns still count its bytes). */
     size_t bom = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
@@ -347,6 +387,7 @@ bool budget_read(Budget *b, const char *text, size_t len, uint32_t file_id, cons
         size_t eq = a;
         while (eq < z && text[eq] != '=') eq++;
         uint32_t col = (uint32_t)(a - start) + 1;
+        settings++;
         if (eq == z) {
             diag_error(diag, span_at(file_id, line, col, (uint32_t)(z - a)),
                        "expected 'key = value' (e.g. bytes_per_device = 256MiB)");
@@ -380,12 +421,47 @@ bool budget_read(Budget *b, const char *text, size_t len, uint32_t file_id, cons
         memcpy(value, text + vb, z - vb);
         value[z - vb] = 0;
         snprintf(source, sizeof source, "%s:%u", path, line);
+        uint32_t slots = budget_key_slots(key, value), twice = slots & seen;
+        if (twice) {
+            int s = __builtin_ctz(twice);
+            const char *name = s == BUDGET_N_SLOTS ? "mesh" : KEYS[s];
+            size_t at = a, w = ke - a;
+            if (strcmp(key, "forbid") == 0) { /* at the kind's name in the list */
+                const char *kind = collective_kind_name((CollectiveKind)(s - BUDGET_KIND_COUNT));
+                size_t kn = strlen(kind);
+                for (size_t j = vb; j + kn <= z; j++)
+                    if (memcmp(text + j, kind, kn) == 0 && (j == vb || strchr(" \t,", text[j - 1])) &&
+                        (j + kn == z || strchr(" \t,", text[j + kn]))) {
+                        at = j;
+                        w = kn;
+                        break;
+                    }
+            }
+            diag_error(diag, span_at(file_id, line, (uint32_t)(at - start) + 1, (uint32_t)w),
+                       "'%s' is already set at %s:%u (a budget file sets each key once)", name, path, set_line[s]);
+            diag_note(diag, span_at(file_id, set_line[s], set_col[s], set_width[s]), "'%s' set here", name);
+            ok = false;
+            continue;
+        }
         if (!budget_set(b, key, value, source, err, sizeof err)) {
             bool bad_key = strncmp(err, "unknown budget", 14) == 0;
             size_t at = bad_key ? a : vb, w = bad_key ? ke - a : z - vb;
             diag_error(diag, span_at(file_id, line, (uint32_t)(at - start) + 1, (uint32_t)w), "%s", err);
             ok = false;
+            continue;
         }
+        for (int s = 0; s <= BUDGET_N_SLOTS; s++)
+            if (slots & (1u << s)) {
+                set_line[s] = line;
+                set_col[s] = col;
+                set_width[s] = (uint32_t)(z - a);
+            }
+        seen |= slots;
+    }
+    if (settings == 0) {
+        diag_error(diag, span_at(file_id, 1, 1, 0),
+                   "the budget file sets no budget: it has no 'key = value' line (e.g. bytes_per_device = 256MiB)");
+        ok = false;
     }
     return ok;
 }

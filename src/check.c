@@ -200,11 +200,25 @@ int check_main(int argc, char **argv)
     /* option values are checked before anything is read: a malformed one is a usage error */
     Budget probe;
     memset(&probe, 0, sizeof probe);
+    const char *set_by[BUDGET_N_SLOTS + 1] = {0}; /* the option that set each slot, and the mesh */
+    if (a.opt.has_mesh) set_by[BUDGET_N_SLOTS] = "--mesh";
     for (int k = 0; k < a.n; k++) {
         char err[400];
         if (!budget_set(&probe, a.set[k].key, a.set[k].value, a.set[k].flag, err, sizeof err)) {
             fprintf(stderr, "spmdc: error: %s: %s\n", a.set[k].flag, err);
             return 2;
+        }
+        /* the options set each key once, as a budget file does: which of
+         * two would win is no guess the user should have to make */
+        uint32_t slots = budget_key_slots(a.set[k].key, a.set[k].value);
+        for (int s = 0; s <= BUDGET_N_SLOTS; s++) {
+            if (!(slots & (1u << s))) continue;
+            if (set_by[s]) {
+                fprintf(stderr, "spmdc: error: %s sets '%s', already set by %s\n", a.set[k].flag,
+                        s == BUDGET_N_SLOTS ? "mesh" : budget_key((BudgetSlot)s), set_by[s]);
+                return 2;
+            }
+            set_by[s] = a.set[k].flag;
         }
     }
     const char *outs[1] = {a.report_out ? a.report_out : "-"}, *flags[1] = {"--report-out"};

@@ -26,8 +26,10 @@
  *
  * A budget file holds one `key = value` per line, `#` starts a comment,
  * blank lines are ignored; `mesh = SPEC` gives the mesh the budgets are
- * for (as --mesh).  A later setting of a key replaces an earlier one, so
- * command-line limits applied after the file override it.
+ * for (as --mesh).  A file sets each key once (a `forbid` list sets the
+ * counts of the kinds it names, each named once); a second setting is an
+ * error at its line and column.  Command-line limits are applied after the
+ * file and override it key by key; the options too set each key once.
  */
 #ifndef SPMDC_BUDGET_H
 #define SPMDC_BUDGET_H
@@ -78,6 +80,14 @@ bool budget_parse_size(const char *s, int64_t *bytes, char *err, size_t errlen);
 /* Parses a share ("5%", "0.05") as num/den exactly; false with a message in
  * err when it is not a number in [0, 1]. */
 bool budget_parse_share(const char *s, int64_t *num, int64_t *den, char *err, size_t errlen);
+
+/* The bit of the mesh in budget_key_slots' mask. */
+#define BUDGET_MESH_BIT (1u << BUDGET_N_SLOTS)
+
+/* The slots a setting of key to value sets, as a mask of 1 << BudgetSlot
+ * (BUDGET_MESH_BIT for `mesh`; a `forbid` list: its kinds' counts); 0 when
+ * key or, for forbid, value is malformed (budget_set says why). */
+uint32_t budget_key_slots(const char *key, const char *value);
 
 /* Sets key to value (the budget file's syntax: "bytes_per_device",
  * "256MiB"; "forbid", "all-to-all, collective-permute"; "mesh", "model=8"),

@@ -49,6 +49,10 @@ static void test_sizes(void **state)
     assert_int_equal(size_of("3KB"), 3000);
     assert_int_equal(size_of("10 mb"), 10000000);               /* units ignore case */
     assert_int_equal(size_of("1TiB"), INT64_C(1099511627776));  /* 2^40 */
+    /* exact however many digits: 10^29 * 2^50 (past 128 bits) is never formed */
+    assert_int_equal(size_of("1.00000000000000000000000000000P"), INT64_C(1125899906842624)); /* 2^50 */
+    assert_int_equal(size_of("0.001kB"), 1);
+    assert_int_equal(size_of("9223372036854775807.000B"), INT64_C(9223372036854775807));
 }
 
 static void test_size_errors(void **state)
@@ -61,6 +65,8 @@ static void test_size_errors(void **state)
     size_fails("0.5", "not a whole number of bytes");          /* half a byte */
     size_fails("1.1KiB", "not a whole number of bytes");       /* 1126.4 bytes */
     size_fails("8192PiB", "too large");                         /* 2^63 > INT64_MAX */
+    size_fails("1,000,000,000,000,000,000,000,000,000P", "too large"); /* 10^27 * 2^50 */
+    size_fails("0.00000000000000000000000000001P", "not a whole number of bytes");
     size_fails("1,,000", "unknown unit");                      /* a group separator between digits only */
 }
 
