@@ -73,6 +73,11 @@ bool sweep_parse_spec(SweepSpec *spec, const char *text, char *err, size_t errle
                 snprintf(err, errlen, "axis '%s': at most 16 sizes", spec->names[a]);
                 return false;
             }
+            for (int32_t k = 0; k < spec->n_sizes[a]; k++)
+                if (spec->sizes[a][k] == v) { /* the same mesh twice, compared with itself */
+                    snprintf(err, errlen, "axis '%s': size %lld is given twice", spec->names[a], (long long)v);
+                    return false;
+                }
             spec->sizes[a][spec->n_sizes[a]++] = v;
             q = e < p ? e + 1 : e;
             if (e < p && q == p) {

@@ -1,0 +1,1 @@
+sweep ../../../examples/mlp.hlo --mesh model=2,4,2
