@@ -90,4 +90,6 @@ check "$cases/uneven/param_propagated.hlo"
 # A batched LAPACK custom-call (cholesky) kept split over its batch dim: XLA
 # runs each device's call on its 2 matrices.
 check "$cases/ops/custom_call_batch_dims.hlo"
+# Complex results, compared with their imaginary parts.
+check "$cases/ops/complex_reduce.hlo"
 exit $fail

@@ -54,7 +54,14 @@ from xla_partition import guess_devices, matching_brace, quote_named_shardings  
 NP_TYPES = {"pred": "bool", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64",
             "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
             "f16": "float16", "f32": "float32", "f64": "float64", "bf16": "bfloat16"}
-DEFAULT_RTOL = {"bf16": 2e-2, "f16": 5e-3, "f32": 1e-5, "f64": 1e-12}
+DEFAULT_RTOL = {"bf16": 2e-2, "f16": 5e-3, "f32": 1e-5, "f64": 1e-12, "c64": 1e-5, "c128": 1e-12}
+
+
+def as_wide(a):
+    """a as float64, or complex128 when complex (float64 would drop the
+    imaginary part, and a result differing only there would pass)."""
+    import numpy as np
+    return a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
 
 
 def strip_attr(text, key):
@@ -451,18 +458,18 @@ def main():
     bad = 0
     for leaf, (ref, leaf_outs, (dtype, dims, root_sh)) in enumerate(zip(refs, outs, root)):
         rtol = args.rtol or DEFAULT_RTOL.get(dtype, 0.0)
-        scale = float(np.max(np.abs(ref.astype(np.float64)))) if ref.size else 0.0
+        scale = float(np.max(np.abs(as_wide(ref)))) if ref.size else 0.0
         rsl = device_slices(root_sh, dims, ndev)
         what = "result %d: " % leaf if len(root) > 1 else ""
         for d, (out, sl) in enumerate(zip(leaf_outs, rsl)):
-            want = ref[tuple(slice(a, b) for a, b, _ in sl)].astype(np.float64)
+            want = as_wide(ref[tuple(slice(a, b) for a, b, _ in sl)])
             shape = tuple(c for _, _, c in sl)
             if out.shape != shape:
                 print("%sdevice %d: result shape %s, expected %s (root sharding %s)" % (
                     what, d, list(out.shape), list(shape), root_sh))
                 bad += 1
                 continue
-            got = out[tuple(slice(0, b - a) for a, b, _ in sl)].astype(np.float64)
+            got = as_wide(out[tuple(slice(0, b - a) for a, b, _ in sl)])
             err = float(np.max(np.abs(got - want))) if got.size else 0.0
             ok = err <= rtol * max(scale, 1.0)
             bad += not ok

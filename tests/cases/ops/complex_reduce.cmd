@@ -1,0 +1,1 @@
+compile complex_reduce.hlo --report text
