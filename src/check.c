@@ -221,25 +221,31 @@ int check_main(int argc, char **argv)
             set_by[s] = a.set[k].flag;
         }
     }
+    char *auto_path = NULL;
+    const char *budget_path = a.budget_path;
+    if (!budget_path && !a.no_budget_file) {
+        struct stat st;
+        auto_path = default_budget_path(a.in_path);
+        if (auto_path && stat(auto_path, &st) == 0) budget_path = auto_path;
+    }
+    /* neither the input nor the budget file is ever the report's file */
     const char *outs[1] = {a.report_out ? a.report_out : "-"}, *flags[1] = {"--report-out"};
-    if (driver_check_outputs(a.in_path, outs, flags, 1)) return 2;
+    if (driver_check_outputs(a.in_path, outs, flags, 1) ||
+        (budget_path && driver_check_outputs_keep(budget_path, "the budget file", outs, flags, 1))) {
+        free(auto_path);
+        return 2;
+    }
 
     DiagEngine *diag = diag_create(stderr);
     Arena *scratch = arena_create();
     PassCtx cx = {scratch, diag, &a.opt};
     Budget budget;
     memset(&budget, 0, sizeof budget);
-    char *in_text = NULL, *budget_text = NULL, *auto_path = NULL;
-    const char *budget_path = a.budget_path;
+    char *in_text = NULL, *budget_text = NULL;
     Plan plan;
     memset(&plan, 0, sizeof plan);
     StrBuf out = {0};
     rc = 1;
-    if (!budget_path && !a.no_budget_file) {
-        struct stat st;
-        auto_path = default_budget_path(a.in_path);
-        if (auto_path && stat(auto_path, &st) == 0) budget_path = auto_path;
-    }
     if (budget_path) {
         size_t blen;
         budget_text = driver_read_file(budget_path, &blen);

@@ -667,6 +667,12 @@ int driver_option_once(DriverOptionsSeen *seen, int code, const struct option *l
 
 int driver_check_outputs(const char *input, const char *const *paths, const char *const *what, int n)
 {
+    return driver_check_outputs_keep(input, "the input file", paths, what, n);
+}
+
+int driver_check_outputs_keep(const char *input, const char *input_what, const char *const *paths,
+                              const char *const *what, int n)
+{
     int rc = 0;
     FileId in;
     memset(&in, 0, sizeof in);
@@ -684,8 +690,8 @@ int driver_check_outputs(const char *input, const char *const *paths, const char
     for (int k = 0; k < n; k++) ids[k] = file_id_of(paths[k]);
     for (int k = 0; k < n && rc == 0; k++) {
         if (in.exists && in.regular && ids[k].exists && same_target(&in, &ids[k])) {
-            fprintf(stderr, "spmdc: error: %s %s names the input file; refusing to overwrite it\n", what[k],
-                    paths[k]);
+            fprintf(stderr, "spmdc: error: %s %s names %s; refusing to overwrite it\n", what[k], paths[k],
+                    input_what);
             rc = 2;
         }
         for (int j = 0; j < k && rc == 0; j++)

@@ -94,6 +94,11 @@ bool driver_write_file(const char *path, const char *data, size_t len);
  * may be the input file (input may be NULL; "-" = standard input).  Returns
  * 0, or 2 after printing `spmdc: error: ...` (the usage exit status). */
 int driver_check_outputs(const char *input, const char *const *paths, const char *const *what, int n);
+/* driver_check_outputs with the file not to overwrite described by
+ * input_what ("the budget file"), for a command that reads more than one
+ * file: call it once per file read. */
+int driver_check_outputs_keep(const char *input, const char *input_what, const char *const *paths,
+                              const char *const *what, int n);
 
 /* Options read so far (driver_option_once). */
 typedef struct DriverOptionsSeen {

@@ -1,0 +1,1 @@
+check ../../../examples/mlp.hlo --budget keep.budget --report-out keep.budget
