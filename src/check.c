@@ -158,6 +158,10 @@ static int parse_args(int argc, char **argv, CheckArgs *a)
         return 2;
     }
     a->in_path = argv[optind];
+    if (a->budget_path && strcmp(a->budget_path, "-") == 0 && strcmp(a->in_path, "-") == 0) {
+        fprintf(stderr, "spmdc: error: the input and --budget cannot both be standard input\n");
+        return 2;
+    }
     return 0;
 }
 
