@@ -586,18 +586,37 @@ static bool shown(const VerdictItem *it)
     return true;
 }
 
-static void put_share(StrBuf *b, int64_t num, int64_t den)
+static double share_pct(int64_t num, int64_t den) { return den > 0 ? 100.0 * (double)num / (double)den : 0.0; }
+
+static void put_share(StrBuf *b, int64_t num, int64_t den, int digits)
 {
-    double x = den > 0 ? 100.0 * (double)num / (double)den : 0.0;
-    sb_printf(b, "%.4g%%", x);
+    sb_printf(b, "%.*g%%", digits, share_pct(num, den));
 }
 
-static void put_value(StrBuf *b, int s, int64_t v, int64_t of)
+/* The significant digits a share row prints with: at least 4, and as many
+ * as it takes for the limit to print as given (99.99999% is not 100%) and
+ * for a measure that differs from the limit to print differently (never
+ * "11% > 11%" for 11.0016% over 11%). */
+static int share_digits(const VerdictItem *it, const BudgetLimit *l)
+{
+    if (!it->has_limit) return 4;
+    double lim = share_pct(l->limit, l->den), got = share_pct(it->measured, it->of);
+    bool same = (Int128)it->measured * l->den == (Int128)l->limit * it->of;
+    for (int d = 4; d < 17; d++) {
+        char a[64], m[64];
+        snprintf(a, sizeof a, "%.*g", d, lim);
+        snprintf(m, sizeof m, "%.*g", d, got);
+        if (strtod(a, NULL) == lim && (same || strcmp(a, m) != 0)) return d;
+    }
+    return 17;
+}
+
+static void put_value(StrBuf *b, int s, int64_t v, int64_t of, int digits)
 {
     switch (slot_value_kind(s)) {
     case V_SIZE: text_put_bytes(b, v, 0); break;
     case V_SHARE:
-        put_share(b, v, of);
+        put_share(b, v, of, digits);
         sb_puts(b, " (");
         text_put_grouped(b, v);
         sb_puts(b, " B of ");
@@ -608,11 +627,11 @@ static void put_value(StrBuf *b, int s, int64_t v, int64_t of)
     }
 }
 
-static void put_limit(StrBuf *b, int s, const BudgetLimit *l)
+static void put_limit(StrBuf *b, int s, const BudgetLimit *l, int digits)
 {
     switch (slot_value_kind(s)) {
     case V_SIZE: text_put_bytes(b, l->limit, 0); break;
-    case V_SHARE: put_share(b, l->limit, l->den); break;
+    case V_SHARE: put_share(b, l->limit, l->den, digits); break;
     case V_FORBID: sb_puts(b, "0 (forbidden)"); break;
     default: sb_printf(b, "%lld", (long long)l->limit); break;
     }
@@ -629,9 +648,10 @@ void budget_print_text(StrBuf *out, const Budget *b, const Verdict *v)
         if (!shown(it)) continue;
         text_table_puts(&t, !it->has_limit ? "-" : it->over ? "OVER" : "ok");
         text_table_puts(&t, KEYS[s]);
-        put_value(&cell, s, it->measured, it->of);
+        int digits = share_digits(it, &b->slot[s]);
+        put_value(&cell, s, it->measured, it->of, digits);
         text_table_put(&t, &cell);
-        if (it->has_limit) put_limit(&cell, s, &b->slot[s]);
+        if (it->has_limit) put_limit(&cell, s, &b->slot[s], digits);
         else sb_putc(&cell, '-');
         text_table_put(&t, &cell);
         text_table_puts(&t, it->has_limit ? b->slot[s].source : "-");
@@ -645,9 +665,10 @@ void budget_print_text(StrBuf *out, const Budget *b, const Verdict *v)
             const VerdictItem *it = &v->item[s];
             if (!it->over) continue;
             sb_printf(out, "  %s: ", KEYS[s]);
-            put_value(out, s, it->measured, it->of);
+            int digits = share_digits(it, &b->slot[s]);
+            put_value(out, s, it->measured, it->of, digits);
             sb_puts(out, " > ");
-            put_limit(out, s, &b->slot[s]);
+            put_limit(out, s, &b->slot[s], digits);
             if (it->detail[0]) sb_printf(out, "; %s", it->detail);
             sb_putc(out, '\n');
         }
