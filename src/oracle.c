@@ -60,6 +60,11 @@ typedef struct VerifyRun {
     double *noise;           /* per instruction of m's entry, relative to its scale (docs/verify.md) */
     double *wide_err;        /* per output leaf: the reference's own error measured against a run
                                 widened to f64 (loops only, else NULL) */
+    uint8_t **wide_overflow; /* per output leaf (wide_leaves of them): 1 for each element that is
+                                infinite or NaN in the reference but finite widened to f64 (it
+                                overflowed its type, and what it became depends on the order of
+                                evaluation), or NULL when none did; NULL when wide_err is */
+    int32_t wide_leaves;
     struct IndexUse *index_use; /* per instruction of m's entry: what it indexes */
     StrBuf printed;          /* the partitioned program as printed (line numbers) */
     double ref_bytes;        /* buffers the reference side holds (small_enough) */
@@ -74,6 +79,8 @@ typedef struct Cmp {
     bool exact, bad, shape_bad, skipped;
     double tol, scale, max_abs;
     int64_t n_bad, n_total;
+    const uint8_t *overflow; /* the reference's overflowed elements (VerifyRun.wide_overflow), or NULL */
+    int64_t n_overflow;      /* how many elements of the value overflowed: never compared */
     int32_t rank;
     int64_t worst[SPMDC_MAX_RANK];
     double worst_got, worst_want;
@@ -541,6 +548,7 @@ static void compare_tile(const VerifyRun *vr, const Sharding *s, const SimValue 
         }
         double got, want, err;
         bool bad;
+        if (c->overflow && c->overflow[gi]) continue;
         if (c->exact) {
             int64_t a = num_get_i(t, ld, li), b = num_get_i(t, rd, gi);
             got = num_i2f(t, a);
@@ -605,9 +613,12 @@ static double max_magnitude(const SimValue *v)
 /* Compares the per-device array values locals[0..n_dev) (shards of a value
  * of the reference's shape under s) with ref.  rtol: relative tolerance. */
 static void compare_leaf(const VerifyRun *vr, const Sharding *s, const SimValue *ref, const SimValue *const *locals,
-                         double rtol, double atol, Cmp *c)
+                         double rtol, double atol, const uint8_t *overflow, Cmp *c)
 {
     memset(c, 0, sizeof *c);
+    c->overflow = overflow;
+    if (overflow)
+        for (int64_t i = 0, n = shape_elem_count(&ref->shape); i < n; i++) c->n_overflow += overflow[i];
     c->worst_dev = -1;
     c->rank = ref->shape.rank;
     c->exact = !num_is_float(ref->shape.type);
@@ -671,6 +682,9 @@ static void print_cmp(StrBuf *b, const VerifyRun *vr, const char *label, const S
     } else {
         double rel = c->scale > 0 ? c->max_abs / c->scale : c->max_abs;
         sb_printf(b, "max abs error %.2g, max rel error %.2g %s %.2g", c->max_abs, rel, c->bad ? ">" : "<=", rtol);
+        if (c->n_overflow)
+            sb_printf(b, " (%lld element%s overflowed %s in the reference, finite in f64: not compared)",
+                      (long long)c->n_overflow, c->n_overflow == 1 ? "" : "s", elem_type_name(ref->shape.type));
     }
     sb_puts(b, c->bad ? ": MISMATCH\n" : ": ok\n");
     if (!c->bad || c->worst_dev < 0) return;
@@ -858,7 +872,7 @@ static void observe_program(void *user, int32_t inst, const SimValue *vals, int6
         const SimValue **ls = lt.dev + (int64_t)k * vr->n_dev;
         const Sharding *s = min->sharding ? sharding_leaf(min->sharding, k) : NULL;
         double rtol = rl ? leaf_rtol(rl, vr->noise[mi]) : 0;
-        if (rl && rl->shape.type != ET_TOKEN) compare_leaf(vr, s, rl, ls, rtol, 0, &o->cmp);
+        if (rl && rl->shape.type != ET_TOKEN) compare_leaf(vr, s, rl, ls, rtol, 0, NULL, &o->cmp);
         if (rl && o->cmp.bad) {
             o->found = true;
             o->inst = inst;
@@ -1092,7 +1106,9 @@ static bool module_has_narrow_float(const HloModule *m)
  * per-op noise model bounds how rounding errors add up; it cannot follow
  * how a program stretches them (a difference of two close sums, a tanh of a
  * large one, a loop carrying them trip after trip).  This measures the
- * reference's own error on these inputs instead (docs/verify.md). */
+ * reference's own error on these inputs instead (docs/verify.md).  It also
+ * marks, in vr->wide_overflow, the elements that overflowed their narrow
+ * type in the reference but not in f64. */
 static double *widened_error(VerifyRun *vr, const SimValue *ref)
 {
     if (!module_has_narrow_float(vr->m)) return NULL;
@@ -1120,6 +1136,8 @@ static double *widened_error(VerifyRun *vr, const SimValue *ref)
             const HloComputation *mc = hlo_comp(vr->m, vr->m->entry);
             int32_t leaves = shape_leaf_count(&mc->insts[mc->root].shape);
             err = xcalloc((size_t)(leaves ? leaves : 1), sizeof(double));
+            vr->wide_overflow = xcalloc((size_t)(leaves ? leaves : 1), sizeof(uint8_t *));
+            vr->wide_leaves = leaves;
             const SimValue **ra = xcalloc((size_t)(leaves ? leaves : 1), sizeof(SimValue *));
             const SimValue **wa = xcalloc((size_t)(leaves ? leaves : 1), sizeof(SimValue *));
             sim_value_leaves(ref, ra, leaves);
@@ -1131,6 +1149,10 @@ static double *widened_error(VerifyRun *vr, const SimValue *ref)
                 for (int64_t i = 0; i < ne; i++) {
                     double x = sim_value_get_f64(a, i), y = sim_value_get_f64(w, i);
                     if (isfinite(x) && isfinite(y)) err[k] = fmax(err[k], fabs(x - y));
+                    if (!isfinite(x) && isfinite(y)) {
+                        if (!vr->wide_overflow[k]) vr->wide_overflow[k] = xcalloc((size_t)ne, 1);
+                        vr->wide_overflow[k][i] = 1;
+                    }
                 }
             }
             free(ra);
@@ -1276,7 +1298,8 @@ static void compare_outputs(VerifyRun *vr, const SimValue *ref, const SimValue *
         if (random && random[src]) {
             compare_random(vr, s, rl, ls, &c);
         } else {
-            compare_leaf(vr, s, rl, ls, rtol, atol, &c);
+            compare_leaf(vr, s, rl, ls, rtol, atol, vr->wide_overflow && k < vr->wide_leaves ? vr->wide_overflow[k] : NULL,
+                         &c);
             if (c.scale > 0 && atol / c.scale > rtol) rtol = atol / c.scale; /* the tolerance in force */
         }
         char buf[160];
@@ -1630,6 +1653,8 @@ int oracle_main(int argc, char **argv)
     if (vr.inputs) release_array(vr.inputs, vr.n_params);
     free(vr.noise);
     free(vr.wide_err);
+    for (int32_t k = 0; k < vr.wide_leaves; k++) free(vr.wide_overflow[k]);
+    free(vr.wide_overflow);
     free(vr.index_use);
     free(vr.param_inst);
     sb_free(&vr.printed);

@@ -1,0 +1,1 @@
+verify f16_overflow.hlo
