@@ -6,7 +6,8 @@ suites of examples/models/ (tools/export_models.py).
                                  [--models examples/models] [--format markdown|json]
                                  [--timeout SECONDS] [--fail-over]
 
-SUITE is a directory under --models (windows, indexing, control, numerics); default all.
+SUITE is a directory of sidecars under --models (windows, indexing, control, numerics
+in examples/models, or one of your own exported the same way); default all.
 For every model (its <name>.json sidecar) and every file of it (the GSPMD form
 and, where there is one, the Shardy form) the script
 
