@@ -83,6 +83,7 @@ bool budget_parse_share(const char *s, int64_t *num, int64_t *den, char *err, si
 
 /* The bit of the mesh in budget_key_slots' mask. */
 #define BUDGET_MESH_BIT (1u << BUDGET_N_SLOTS)
+_Static_assert(BUDGET_N_SLOTS < 32, "budget_key_slots' mask holds every slot and the mesh in 32 bits");
 
 /* The slots a setting of key to value sets, as a mask of 1 << BudgetSlot
  * (BUDGET_MESH_BIT for `mesh`; a `forbid` list: its kinds' counts); 0 when
