@@ -292,7 +292,7 @@ static bool has_unknown(const ShardingSyntax *s)
  * error). */
 static bool bind_outfeed(HloModule *m, const HloComputation *c, HloInst *inst, Sharding *s, DiagEngine *diag)
 {
-    const Shape *data = &c->insts[inst->operands[0]].shape;
+    const Shape *data = c->insts[inst->operands[0]].shape;
     ShardingSyntax syn = *inst->sharding_src;
     if (syn.kind == SSYN_TUPLE && shape_is_tuple(data) && syn.n_elems == shape_leaf_count(data) + 1)
         syn.n_elems--; /* the token's element */
@@ -375,7 +375,7 @@ static int bind_sdy(HloModule *m, HloInst *inst, bool user_mesh, DiagEngine *dia
         DiagEngine *quiet = diag_create(NULL);
         diag_set_show_source(quiet, false);
         Sharding *s = ARENA_NEW(m->arena, Sharding);
-        bool ok = sharding_bind(&syn, &m->mesh, &inst->shape, s, m->arena, quiet);
+        bool ok = sharding_bind(&syn, &m->mesh, inst->shape, s, m->arena, quiet);
         if (ok) {
             ShardingSyntax *keep = ARENA_NEW(sa, ShardingSyntax);
             *keep = syn;
@@ -386,8 +386,8 @@ static int bind_sdy(HloModule *m, HloInst *inst, bool user_mesh, DiagEngine *dia
             const char *t = diag_text(quiet);
             const char *msg = strstr(t, "error: ");
             snprintf(why, sizeof why, "%.*s", (int)strcspn(msg ? msg + 7 : t, "\n"), msg ? msg + 7 : t);
-            error = !user_mesh && shape_is_array(&inst->shape) &&
-                    (syn.kind == SSYN_MAXIMAL || syn.n_dims == inst->shape.rank);
+            error = !user_mesh && shape_is_array(inst->shape) &&
+                    (syn.kind == SSYN_MAXIMAL || syn.n_dims == inst->shape->rank);
         }
         diag_destroy(quiet);
         if (ok) return 1;
@@ -447,7 +447,7 @@ static void open_unspecified_dims(const HloInst *inst, Sharding *s)
     if (!t ||
         (strcmp(t, "Sharding") != 0 && strcmp(t, "SPMDFullToShardShape") != 0 &&
          strcmp(t, "SPMDShardToFullShape") != 0) ||
-        s->kind == SHARDING_TUPLE || !shape_is_array(&inst->shape))
+        s->kind == SHARDING_TUPLE || !shape_is_array(inst->shape))
         return;
     for (int32_t k = 0; k < a->n_raw; k++) {
         const char *p = strcmp(a->raw[k].name, "backend_config") == 0 ? strstr(a->raw[k].text, "unspecified_dims=[")
@@ -459,7 +459,7 @@ static void open_unspecified_dims(const HloInst *inst, Sharding *s)
         while (*p >= '0' && *p <= '9') {
             char *end;
             long d = strtol(p, &end, 10);
-            if (d >= 0 && d < inst->shape.rank)
+            if (d >= 0 && d < inst->shape->rank)
                 open |= 1u << d;
             p = end;
             while (*p == ',' || *p == ' ')
@@ -733,8 +733,8 @@ static bool bind_inst(HloModule *m, const HloComputation *comp, HloInst *inst, b
     }
     /* the content serves the memo; spans are read only by sharding_bind */
     const ShardingSyntax *syn = inst->sharding_src;
-    bool keyed = syn->kind != SSYN_TUPLE && !shape_is_tuple(&inst->shape);
-    BoundSyntax probe = {syn, keyed ? inst->shape.rank : 0, {0}, NULL}, *seen = NULL;
+    bool keyed = syn->kind != SSYN_TUPLE && !shape_is_tuple(inst->shape);
+    BoundSyntax probe = {syn, keyed ? inst->shape->rank : 0, {0}, NULL}, *seen = NULL;
     uint64_t h = 0;
     uint32_t at = 0;
     uint32_t slot = keyed ? by_syn_slot(syn, probe.rank) : 0;
@@ -757,7 +757,7 @@ static bool bind_inst(HloModule *m, const HloComputation *comp, HloInst *inst, b
     Sharding s;
     if (seen)
         s = seen->s;
-    else if (!sharding_bind(syntax_here(m, comp, inst), &m->mesh, &inst->shape, &s, m->arena, diag))
+    else if (!sharding_bind(syntax_here(m, comp, inst), &m->mesh, inst->shape, &s, m->arena, diag))
         return false;
     Sharding written = s;
     open_unspecified_dims(inst, &s);

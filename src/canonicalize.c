@@ -65,7 +65,7 @@ static bool is_sdy_border(const HloInst *in)
  * that form) rather than the (state, values) tuple. */
 static bool is_rng_values_only(const HloInst *in)
 {
-    return in->op == HLO_RNG_BIT_GENERATOR && !shape_is_tuple(&in->shape);
+    return in->op == HLO_RNG_BIT_GENERATOR && !shape_is_tuple(in->shape);
 }
 
 /* Whether in is rewritten: an inlined call, a Shardy
@@ -135,12 +135,12 @@ static int32_t split_rng_values(Rewriter *rw, const HloInst *in, int32_t op, boo
     HloInst r = *in;
     r.operands = ARENA_NEW(m->arena, int32_t);
     r.operands[0] = op;
-    memset(&r.shape, 0, sizeof r.shape);
-    r.shape.type = ET_TUPLE;
-    r.shape.n_elems = 2;
-    r.shape.elems = ARENA_ARRAY(m->arena, Shape, 2);
-    r.shape.elems[0] = hlo_copy_shape(m, &rw->out[op].shape);
-    r.shape.elems[1] = hlo_copy_shape(m, &in->shape);
+    Shape pair[2] = {*rw->out[op].shape, *in->shape}, tuple;
+    memset(&tuple, 0, sizeof tuple);
+    tuple.type = ET_TUPLE;
+    tuple.n_elems = 2;
+    tuple.elems = pair;
+    r.shape = hlo_shape(m, &tuple);
     size_t len = strlen(in->name) + sizeof ".state-bits";
     char *base = ARENA_ARRAY(rw->scratch, char, len);
     snprintf(base, len, "%s.state-bits", in->name);
@@ -153,7 +153,7 @@ static int32_t split_rng_values(Rewriter *rw, const HloInst *in, int32_t op, boo
     memset(&g, 0, sizeof g);
     g.op = HLO_GET_TUPLE_ELEMENT;
     g.name = out_name(rw, in, inlined);
-    g.shape = hlo_copy_shape(m, &in->shape);
+    g.shape = in->shape;
     g.n_operands = 1;
     g.operands = ARENA_NEW(m->arena, int32_t);
     g.operands[0] = ri;
@@ -218,7 +218,7 @@ static int32_t emit_border(Rewriter *rw, const HloInst *like, const char *name, 
     memset(&n, 0, sizeof n);
     n.op = HLO_CUSTOM_CALL;
     n.name = names_unique(&rw->names, name, rw->m->arena);
-    n.shape = hlo_copy_shape(rw->m, shape);
+    n.shape = hlo_shape(rw->m, shape);
     n.n_operands = 1;
     n.operands = ARENA_NEW(rw->m->arena, int32_t);
     n.operands[0] = x;
@@ -252,7 +252,7 @@ static int32_t rewrite_sdy_border(Rewriter *rw, const HloInst *in, const int32_t
     if (!m->has_mesh || sdy_manual_axes(fa, &m->mesh, &axes, why, sizeof why) != SDY_OK ||
         sdy_sharding_list(fa, to_local ? "xla.sdy.in_shardings" : "xla.sdy.out_shardings", &m->mesh, rw->scratch,
                           syn, nv, &got, why, sizeof why) != SDY_OK ||
-        got != nv || (shape_is_tuple(&in->shape) ? in->shape.n_elems : 1) != nv) {
+        got != nv || (shape_is_tuple(in->shape) ? in->shape->n_elems : 1) != nv) {
         diag_error(diag, in->span, "%s: cannot read this shard_map border (%s)", in->name,
                    why[0] ? why : "its shardings do not match its values");
         return -1;
@@ -264,8 +264,8 @@ static int32_t rewrite_sdy_border(Rewriter *rw, const HloInst *in, const int32_t
             for (int32_t k = 0; k < m->mesh.axes[a].n_atoms; k++) mask |= 1u << (m->mesh.axes[a].first_atom + k);
     int32_t *pieces = ARENA_ARRAY(rw->scratch, int32_t, nv ? nv : 1);
     for (int32_t k = 0; k < nv; k++) {
-        const Shape *res = shape_is_tuple(&in->shape) ? &in->shape.elems[k] : &in->shape;
-        const Shape *op = &rw->out[ops[k]].shape;
+        const Shape *res = shape_is_tuple(in->shape) ? &in->shape->elems[k] : in->shape;
+        const Shape *op = rw->out[ops[k]].shape;
         const Shape *global = to_local ? op : res;
         if (shape_is_tuple(op) || shape_is_tuple(res) || op->type != res->type || op->rank != res->rank) {
             /* as SPMDFullToShardShape / SPMDShardToFullShape: the dims change, nothing else */
@@ -295,7 +295,7 @@ static int32_t rewrite_sdy_border(Rewriter *rw, const HloInst *in, const int32_t
             pieces[k] = emit_border(rw, in, in->name, "SPMDShardToFullShape", sh, res, &bound);
         }
     }
-    if (!shape_is_tuple(&in->shape)) {
+    if (!shape_is_tuple(in->shape)) {
         rw->out[pieces[0]].name = name; /* the border's value keeps its name */
         return pieces[0];
     }
@@ -334,7 +334,7 @@ typedef struct Frame {
  * and span.  Returns the index of the call's value. */
 static int32_t finish_call(Rewriter *rw, const HloInst *in, int32_t root, const char *name)
 {
-    if (shape_is_tuple(&in->shape)) {
+    if (shape_is_tuple(in->shape)) {
         HloInst *r = &rw->out[root];
         if (in->sharding && !r->sharding_from_user) {
             r->sharding = in->sharding;
@@ -401,7 +401,7 @@ static bool rewrite_computation(HloModule *m, int32_t ci, Arena *scratch, DiagEn
             }
             const HloComputation *callee = &m->comps[hlo_attrs(in)->to_apply];
             /* the call's value keeps its name before the callee's take theirs */
-            const char *name = shape_is_tuple(&in->shape) ? NULL : out_name(&rw, in, inlined);
+            const char *name = shape_is_tuple(in->shape) ? NULL : out_name(&rw, in, inlined);
             fr[n_frames++] =
                 (Frame){callee, 0, ARENA_ARRAY(scratch, int32_t, callee->n_insts ? callee->n_insts : 1),
                         ops ? ops : ARENA_NEW(scratch, int32_t), name};

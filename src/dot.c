@@ -76,11 +76,11 @@ static void put_node_id(StrBuf *b, int32_t c, int32_t i)
 /* "bf16[8192,8192] -> [8192,1024]" */
 static void put_shapes(StrBuf *b, const HloModule *m, const HloInst *x)
 {
-    shape_print(b, &x->shape, false);
+    shape_print(b, x->shape, false);
     Tiling t;
-    if (!shape_is_array(&x->shape) || !x->sharding || !sharding_to_tiling(x->sharding, x->shape.rank, &t)) return;
+    if (!shape_is_array(x->shape) || !x->sharding || !sharding_to_tiling(x->sharding, x->shape->rank, &t)) return;
     if (tiling_used(&t) == 0) return;
-    Shape l = tiling_local_shape(&t, &m->mesh, &x->shape);
+    Shape l = tiling_local_shape(&t, &m->mesh, x->shape);
     sb_puts(b, " -> ");
     sb_int_list(b, l.dims, l.rank, "[", ",", "]");
 }

@@ -235,8 +235,8 @@ static void add_origins(Chain *c, int32_t i)
         return;
     }
     add_ann(c, x->sharding_origin);
-    if (x->sharding_dim_origin && shape_is_array(&x->shape))
-        for (int32_t d = 0; d < x->shape.rank; d++) add_ann(c, x->sharding_dim_origin[d]);
+    if (x->sharding_dim_origin && shape_is_array(x->shape))
+        for (int32_t d = 0; d < x->shape->rank; d++) add_ann(c, x->sharding_dim_origin[d]);
 }
 
 static const HloInst *inst_of(const Chain *c, int32_t i) { return &c->in->comps[c->comp].insts[i]; }
@@ -253,13 +253,13 @@ static const HloInst *ann_inst(const Chain *c, int32_t i)
 static bool shows_elem(const Chain *c, const HloInst *x)
 {
     return x == c->elem_of && c->elem > 0 && x->sharding && x->sharding->kind == SHARDING_TUPLE &&
-           shape_is_tuple(&x->shape) && c->elem <= x->shape.n_elems;
+           shape_is_tuple(x->shape) && c->elem <= x->shape->n_elems;
 }
 
 static void put_sharding(StrBuf *b, const Chain *c, const HloInst *x)
 {
     if (shows_elem(c, x)) {
-        const Shape *es = &x->shape.elems[c->elem - 1];
+        const Shape *es = &x->shape->elems[c->elem - 1];
         int32_t n = shape_is_tuple(es) ? shape_leaf_count(es) : 1;
         if (c->elem_leaf >= 0 && c->elem_leaf + n <= x->sharding->n_elems) {
             Sharding t = *x->sharding;
@@ -488,7 +488,7 @@ static void print_handler_text(StrBuf *b, const CommRecord *rec, const HloModule
     sb_printf(b, ", a %s: %s\n", hlo_opcode_name(x->op), row_reason(rec));
     for (int32_t k = 0; k < x->n_operands; k++) {
         const HloInst *o = inst_of(&c, x->operands[k]);
-        if (!shape_is_array(&o->shape) || o->shape.rank == 0) continue;
+        if (!shape_is_array(o->shape) || o->shape->rank == 0) continue;
         sb_printf(b, "     operand %d: ", (int)k);
         put_where(b, o);
         sb_putc(b, ' ');
@@ -707,7 +707,7 @@ static void jhandler(JsonOut *j, StrBuf *tmp, const CommRecord *rec, const HloMo
     report_json_open(j, '[');
     for (int32_t k = 0; k < x->n_operands; k++) {
         const HloInst *op = inst_of(&c, x->operands[k]);
-        if (!shape_is_array(&op->shape) || op->shape.rank == 0) continue;
+        if (!shape_is_array(op->shape) || op->shape->rank == 0) continue;
         jinst_open(j, tmp, &c, x->operands[k], true);
         jkey_int(j, "operand", k);
         report_json_close(j, '}');

@@ -144,6 +144,7 @@ struct HloAttrsTable {
 void hlo_module_free(HloModule *m)
 {
     if (!m) return;
+    intern_free(&m->shapes);
     if (m->attrs_table) {
         intern_free(&m->attrs_table->set);
         free(m->attrs_table);
@@ -206,7 +207,7 @@ int32_t hlo_add_inst_n(HloModule *m, int32_t ci, HloOpcode op, const char *name,
     memcpy(blk + ob, name, name_len);
     blk[ob + name_len] = 0;
     in->name = blk + ob;
-    in->shape = hlo_copy_shape(m, shape);
+    in->shape = hlo_shape(m, shape);
     in->n_operands = n_operands;
     c->root = idx;
     return idx;
@@ -314,7 +315,7 @@ static uint64_t hash_str(uint64_t h, const char *s) { return s ? hash_bytes(h, s
                        &(a)->op_lists[3], &(a)->op_lists[4], &(a)->op_lists[5], &(a)->branches, &(a)->called}
 enum { N_ATTR_LISTS = 9 };
 _Static_assert(HLO_ATTR_OP_LISTS == 6, "ATTR_LISTS names every op list");
-_Static_assert(sizeof(HloInst) == 192, "an instruction is three 64-byte cache lines");
+_Static_assert(sizeof(HloInst) == 96, "two instructions fill three 64-byte cache lines");
 
 /* A copy of a with every field compared by content zeroed: the rest
  * (scalars, and pointers compared by address) compares bytewise. */
@@ -421,6 +422,55 @@ Shape hlo_copy_shape(HloModule *m, const Shape *s)
     return r;
 }
 
+/* Identical, not only equal (shape_equal ignores layouts). */
+static bool shape_identical(const Shape *a, const Shape *b)
+{
+    if (a->type != b->type || a->rank != b->rank || a->n_elems != b->n_elems || a->has_layout != b->has_layout)
+        return false;
+    if ((a->layout_tail == NULL) != (b->layout_tail == NULL)) return false;
+    if (a->layout_tail && strcmp(a->layout_tail, b->layout_tail) != 0) return false;
+    for (int32_t i = 0; i < a->rank && i < SPMDC_MAX_RANK; i++)
+        if (a->dims[i] != b->dims[i] || (a->has_layout && a->minor_to_major[i] != b->minor_to_major[i])) return false;
+    if (a->type == ET_TUPLE)
+        for (int32_t i = 0; i < a->n_elems; i++)
+            if (!shape_identical(&a->elems[i], &b->elems[i])) return false;
+    return true;
+}
+
+static bool shape_same_v(const void *stored, const void *item) { return shape_identical(stored, item); }
+
+/* FNV-1a style mixing of the fields shape_identical compares. */
+static uint64_t shape_mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001b3ull; }
+
+static uint64_t shape_hash(const Shape *s)
+{
+    uint64_t h = shape_mix(0xcbf29ce484222325ull, (uint64_t)s->type);
+    h = shape_mix(h, (uint64_t)(uint32_t)s->rank | (uint64_t)s->has_layout << 32);
+    for (int32_t i = 0; i < s->rank && i < SPMDC_MAX_RANK; i++) {
+        h = shape_mix(h, (uint64_t)s->dims[i]);
+        if (s->has_layout) h = shape_mix(h, (uint64_t)(uint8_t)s->minor_to_major[i]);
+    }
+    if (s->layout_tail)
+        for (const char *c = s->layout_tail; *c; c++) h = shape_mix(h, (uint8_t)*c);
+    if (s->type == ET_TUPLE) {
+        h = shape_mix(h, (uint64_t)(uint32_t)s->n_elems);
+        for (int32_t i = 0; i < s->n_elems; i++) h = shape_mix(h, shape_hash(&s->elems[i]));
+    }
+    return h ^ h >> 29;
+}
+
+const Shape *hlo_shape(HloModule *m, const Shape *s)
+{
+    uint64_t h = shape_hash(s);
+    uint32_t at;
+    const Shape *found = intern_find(&m->shapes, h, s, shape_same_v, &at);
+    if (found) return found;
+    Shape *own = ARENA_NEW(m->arena, Shape);
+    *own = hlo_copy_shape(m, s);
+    intern_add(&m->shapes, at, h, own);
+    return own;
+}
+
 int32_t hlo_find_computation(const HloModule *m, const char *name)
 {
     for (int32_t i = 0; i < m->n_comps; i++)
@@ -470,8 +520,8 @@ static bool int_constant(const HloComputation *comp, int32_t i, int64_t *v)
             continue;
         }
         const Literal *l = hlo_attrs(in)->literal;
-        if (in->op != HLO_CONSTANT || !shape_is_array(&in->shape) || in->shape.rank != 0 ||
-            !elem_type_is_integral(in->shape.type) || !l || l->elided || l->n != 1 || !l->i)
+        if (in->op != HLO_CONSTANT || !shape_is_array(in->shape) || in->shape->rank != 0 ||
+            !elem_type_is_integral(in->shape->type) || !l || l->elided || l->n != 1 || !l->i)
             return false;
         *v = l->i[0];
         return true;

@@ -635,7 +635,7 @@ static void put_operands(StrBuf *b, const HloModule *m, int32_t c, const HloInst
     if (inst->op == HLO_PARAMETER) {
         sb_int(b, inst->param_number);
     } else if (inst->op == HLO_CONSTANT) {
-        put_literal(b, &inst->shape, a->literal);
+        put_literal(b, inst->shape, a->literal);
     } else {
         for (int32_t k = 0; k < inst->n_operands; k++) {
             int32_t o = inst->operands[k];
@@ -707,7 +707,7 @@ static void print_inst(StrBuf *b, const HloModule *m, int32_t c, int32_t i, cons
     sb_puts(b, " = ");
     /* a custom-call's result layout is the layout its callee writes (a LAPACK
      * call's column-major {1,2,0}): always printed */
-    put_shape_memo(b, &inst->shape, opt->print_layouts || inst->op == HLO_CUSTOM_CALL, memo);
+    put_shape_memo(b, inst->shape, opt->print_layouts || inst->op == HLO_CUSTOM_CALL, memo);
     sb_putc(b, ' ');
     sb_puts(b, hlo_opcode_name(inst->op));
     put_operands(b, m, c, inst, a);

@@ -281,8 +281,8 @@ static HloOpcode detect_binop(const HloComputation *comp)
     bool commutes = r->op == HLO_ADD || r->op == HLO_MULTIPLY || r->op == HLO_MAXIMUM || r->op == HLO_MINIMUM ||
                     r->op == HLO_AND || r->op == HLO_OR || r->op == HLO_XOR;
     if (!(pa == 0 && pb == 1) && !(commutes && pa == 1 && pb == 0)) return HLO_OPCODE_COUNT;
-    if (a->shape.rank != 0 || b->shape.rank != 0 || a->shape.type != b->shape.type) return HLO_OPCODE_COUNT;
-    if (r->op != HLO_COMPARE && r->shape.type != a->shape.type) return HLO_OPCODE_COUNT;
+    if (a->shape->rank != 0 || b->shape->rank != 0 || a->shape->type != b->shape->type) return HLO_OPCODE_COUNT;
+    if (r->op != HLO_COMPARE && r->shape->type != a->shape->type) return HLO_OPCODE_COUNT;
     return r->op;
 }
 
@@ -347,7 +347,7 @@ static bool literal_to_value(const Interp *ip, const HloInst *inst, const Litera
 static bool eval_iota(const Interp *ip, const HloInst *inst, SimValue *out)
 {
     int64_t dim = hlo_attrs(inst)->iota_dimension;
-    const Shape *s = &inst->shape;
+    const Shape *s = inst->shape;
     if (dim < 0 || dim >= s->rank) return interp_error(ip, inst, "iota_dimension %lld out of range", (long long)dim);
     *out = sim_value_new(s);
     int64_t st[SPMDC_MAX_RANK];
@@ -376,9 +376,9 @@ static SimValue scalar_u32(int64_t v)
 
 static bool same_count(const Interp *ip, const HloInst *inst, const SimValue *v)
 {
-    if (v->shape.type == ET_TUPLE || elem_count(&v->shape) != elem_count(&inst->shape))
+    if (v->shape.type == ET_TUPLE || elem_count(&v->shape) != elem_count(inst->shape))
         return interp_error(ip, inst, "operand has %lld elements, result %lld", (long long)elem_count(&v->shape),
-                            (long long)elem_count(&inst->shape));
+                            (long long)elem_count(inst->shape));
     return true;
 }
 
@@ -398,18 +398,18 @@ static SimValue expand_scalar(const SimValue *v, const Shape *s)
  * row-major buffers are the same bytes. */
 static bool eval_bitcast_resize(const Interp *ip, const HloInst *inst, const SimValue *a, SimValue *out)
 {
-    ElemType t = a->shape.type, rt = inst->shape.type;
-    if (elem_type_bits(t) < 8 || elem_type_bits(rt) < 8 || shape_byte_size(&a->shape) != shape_byte_size(&inst->shape))
+    ElemType t = a->shape.type, rt = inst->shape->type;
+    if (elem_type_bits(t) < 8 || elem_type_bits(rt) < 8 || shape_byte_size(&a->shape) != shape_byte_size(inst->shape))
         return interp_error(ip, inst, "bitcast-convert from %s to %s does not keep the byte size", elem_type_name(t),
                             elem_type_name(rt));
-    *out = sim_value_new(&inst->shape);
+    *out = sim_value_new(inst->shape);
     if (out->buf) memcpy(sim_value_data(out), sim_value_data(a), out->buf->bytes);
     return true;
 }
 
 static bool eval_unary(const Interp *ip, const HloInst *inst, const SimValue *a, SimValue *out)
 {
-    if (inst->op == HLO_BITCAST_CONVERT && elem_type_bits(a->shape.type) != elem_type_bits(inst->shape.type))
+    if (inst->op == HLO_BITCAST_CONVERT && elem_type_bits(a->shape.type) != elem_type_bits(inst->shape->type))
         return eval_bitcast_resize(ip, inst, a, out);
     /* copy takes any shape, a tuple too (the verifier checked it keeps the shape); it shares the buffers */
     if (inst->op == HLO_COPY) {
@@ -417,11 +417,11 @@ static bool eval_unary(const Interp *ip, const HloInst *inst, const SimValue *a,
         return true;
     }
     if (!same_count(ip, inst, a)) return false;
-    ElemType t = a->shape.type, rt = inst->shape.type;
+    ElemType t = a->shape.type, rt = inst->shape->type;
     if (inst->op == HLO_CONVERT || inst->op == HLO_BITCAST_CONVERT) {
-        *out = sim_value_new(&inst->shape);
+        *out = sim_value_new(inst->shape);
         if (inst->op == HLO_CONVERT) {
-            num_convert(t, sim_value_data(a), rt, sim_value_data(out), elem_count(&inst->shape));
+            num_convert(t, sim_value_data(a), rt, sim_value_data(out), elem_count(inst->shape));
             return true;
         }
         if (elem_type_bits(t) != elem_type_bits(rt) || elem_type_bits(t) < 8)
@@ -430,15 +430,15 @@ static bool eval_unary(const Interp *ip, const HloInst *inst, const SimValue *a,
         if (out->buf) memcpy(sim_value_data(out), sim_value_data(a), out->buf->bytes);
         return true;
     }
-    *out = sim_value_new(&inst->shape);
+    *out = sim_value_new(inst->shape);
     if (inst->op == HLO_REDUCE_PRECISION) {
         const HloAttrs *at = hlo_attrs(inst);
-        if (!num_reduce_precision(t, sim_value_data(a), sim_value_data(out), elem_count(&inst->shape),
+        if (!num_reduce_precision(t, sim_value_data(a), sim_value_data(out), elem_count(inst->shape),
                                   at->exponent_bits, at->mantissa_bits))
             return interp_error(ip, inst, "reduce-precision is not defined on %s", elem_type_name(t));
         return true;
     }
-    if (!num_unary(inst->op, t, sim_value_data(a), rt, sim_value_data(out), elem_count(&inst->shape)))
+    if (!num_unary(inst->op, t, sim_value_data(a), rt, sim_value_data(out), elem_count(inst->shape)))
         return interp_error(ip, inst, "%s is not defined on %s", hlo_opcode_name(inst->op), elem_type_name(t));
     return true;
 }
@@ -449,8 +449,8 @@ static bool eval_binary(const Interp *ip, const HloInst *inst, const SimValue *a
     ElemType t = a->shape.type;
     if (b->shape.type != t)
         return interp_error(ip, inst, "operand types %s and %s differ", elem_type_name(t), elem_type_name(b->shape.type));
-    *out = sim_value_new(&inst->shape);
-    int64_t n = elem_count(&inst->shape);
+    *out = sim_value_new(inst->shape);
+    int64_t n = elem_count(inst->shape);
     if (inst->op == HLO_COMPARE) {
         const char *ct = hlo_attrs(inst)->compare_type;
         bool total = ct && strcmp(ct, "TOTALORDER") == 0;
@@ -467,9 +467,9 @@ static bool eval_select(const Interp *ip, const HloInst *inst, const SimValue *o
     for (int k = 1; k < 3; k++)
         if (!same_count(ip, inst, &ops[k])) return false;
     if (ops[0].shape.rank != 0 && !same_count(ip, inst, &ops[0])) return false;
-    int64_t n = elem_count(&inst->shape);
-    int es = num_elem_bytes(inst->shape.type);
-    *out = sim_value_new(&inst->shape);
+    int64_t n = elem_count(inst->shape);
+    int es = num_elem_bytes(inst->shape->type);
+    *out = sim_value_new(inst->shape);
     const uint8_t *p = sim_value_data(&ops[0]);
     const char *t = sim_value_data(&ops[1]), *f = sim_value_data(&ops[2]);
     char *r = sim_value_data(out);
@@ -483,10 +483,10 @@ static bool eval_clamp(const Interp *ip, const HloInst *inst, const SimValue *op
     if (!same_count(ip, inst, &ops[1])) return false;
     for (int k = 0; k < 3; k += 2)
         if (ops[k].shape.rank != 0 && !same_count(ip, inst, &ops[k])) return false;
-    SimValue lo = expand_scalar(&ops[0], &inst->shape), hi = expand_scalar(&ops[2], &inst->shape);
-    ElemType t = inst->shape.type;
-    int64_t n = elem_count(&inst->shape);
-    *out = sim_value_new(&inst->shape);
+    SimValue lo = expand_scalar(&ops[0], inst->shape), hi = expand_scalar(&ops[2], inst->shape);
+    ElemType t = inst->shape->type;
+    int64_t n = elem_count(inst->shape);
+    *out = sim_value_new(inst->shape);
     bool ok = num_binary(HLO_MAXIMUM, t, sim_value_data(&ops[1]), sim_value_data(&lo), sim_value_data(out), n) &&
               num_binary(HLO_MINIMUM, t, sim_value_data(out), sim_value_data(&hi), sim_value_data(out), n);
     sim_value_release(&lo);
@@ -499,7 +499,7 @@ static bool eval_clamp(const Interp *ip, const HloInst *inst, const SimValue *op
 static bool eval_broadcast(const Interp *ip, const HloInst *inst, const SimValue *a, SimValue *out)
 {
     const IntList *dims = &hlo_attrs(inst)->dimensions;
-    const Shape *s = &inst->shape;
+    const Shape *s = inst->shape;
     if (dims->n != a->shape.rank) return interp_error(ip, inst, "dimensions has %d entries, operand rank %d", dims->n, a->shape.rank);
     int64_t in_st[SPMDC_MAX_RANK], src[SPMDC_MAX_RANK] = {0}, dst[SPMDC_MAX_RANK];
     num_strides(a->shape.dims, a->shape.rank, in_st);
@@ -518,23 +518,23 @@ static bool eval_broadcast(const Interp *ip, const HloInst *inst, const SimValue
 static bool eval_reshape(const Interp *ip, const HloInst *inst, const SimValue *a, SimValue *out)
 {
     if (!same_count(ip, inst, a)) return false;
-    if (a->shape.type != inst->shape.type) {
+    if (a->shape.type != inst->shape->type) {
         if (inst->op != HLO_BITCAST) return interp_error(ip, inst, "reshape changes the element type");
-        if (num_elem_bytes(a->shape.type) != num_elem_bytes(inst->shape.type))
+        if (num_elem_bytes(a->shape.type) != num_elem_bytes(inst->shape->type))
             return interp_error(ip, inst, "bitcast changes the element size");
     }
     *out = sim_value_share(a);
     memset(&out->shape, 0, sizeof out->shape);
-    out->shape.type = inst->shape.type;
-    out->shape.rank = inst->shape.rank;
-    for (int32_t d = 0; d < inst->shape.rank; d++) out->shape.dims[d] = inst->shape.dims[d];
+    out->shape.type = inst->shape->type;
+    out->shape.rank = inst->shape->rank;
+    for (int32_t d = 0; d < inst->shape->rank; d++) out->shape.dims[d] = inst->shape->dims[d];
     return true;
 }
 
 static bool eval_transpose(const Interp *ip, const HloInst *inst, const SimValue *a, SimValue *out)
 {
     const IntList *perm = &hlo_attrs(inst)->dimensions;
-    const Shape *s = &inst->shape;
+    const Shape *s = inst->shape;
     if (perm->n != s->rank || a->shape.rank != s->rank) return interp_error(ip, inst, "bad transpose permutation");
     int64_t in_st[SPMDC_MAX_RANK], src[SPMDC_MAX_RANK], dst[SPMDC_MAX_RANK];
     num_strides(a->shape.dims, a->shape.rank, in_st);
@@ -552,7 +552,7 @@ static bool eval_transpose(const Interp *ip, const HloInst *inst, const SimValue
 static bool eval_slice(const Interp *ip, const HloInst *inst, const SimValue *a, SimValue *out)
 {
     const HloAttrs *at = hlo_attrs(inst);
-    const Shape *s = &inst->shape;
+    const Shape *s = inst->shape;
     int32_t r = a->shape.rank;
     if (at->slice_start.n != r || at->slice_limit.n != r || s->rank != r) return interp_error(ip, inst, "bad slice attribute");
     int64_t in_st[SPMDC_MAX_RANK], src[SPMDC_MAX_RANK], dst[SPMDC_MAX_RANK], off = 0;
@@ -595,7 +595,7 @@ static bool dyn_starts(const Interp *ip, const HloInst *inst, const SimValue *op
 
 static bool eval_dynamic_slice(const Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
 {
-    const Shape *s = &inst->shape, *in = &ops[0].shape;
+    const Shape *s = inst->shape, *in = &ops[0].shape;
     if (s->rank != in->rank || s->type != in->type) return interp_error(ip, inst, "result does not fit the operand");
     int64_t starts[SPMDC_MAX_RANK], in_st[SPMDC_MAX_RANK], dst[SPMDC_MAX_RANK], off = 0;
     if (!dyn_starts(ip, inst, ops, inst->n_operands, 1, in, s->dims, starts)) return false;
@@ -611,7 +611,7 @@ static bool eval_dynamic_slice(const Interp *ip, const HloInst *inst, const SimV
 static bool eval_dynamic_update_slice(const Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
 {
     const Shape *in = &ops[0].shape, *up = &ops[1].shape;
-    if (up->rank != in->rank || up->type != in->type || !interp_shape_matches(&ops[0], &inst->shape))
+    if (up->rank != in->rank || up->type != in->type || !interp_shape_matches(&ops[0], inst->shape))
         return interp_error(ip, inst, "update does not fit the operand");
     int64_t starts[SPMDC_MAX_RANK], in_st[SPMDC_MAX_RANK], up_st[SPMDC_MAX_RANK], off = 0;
     if (!dyn_starts(ip, inst, ops, inst->n_operands, 2, in, up->dims, starts)) return false;
@@ -627,7 +627,7 @@ static bool eval_dynamic_update_slice(const Interp *ip, const HloInst *inst, con
 static bool eval_pad(const Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
 {
     const HloAttrs *at = hlo_attrs(inst);
-    const Shape *s = &inst->shape, *in = &ops[0].shape;
+    const Shape *s = inst->shape, *in = &ops[0].shape;
     int32_t r = in->rank;
     if (at->pad_lo.n != r || at->pad_hi.n != r || s->rank != r || ops[1].shape.rank != 0 || ops[1].shape.type != in->type)
         return interp_error(ip, inst, "bad padding attribute");
@@ -663,7 +663,7 @@ static bool eval_pad(const Interp *ip, const HloInst *inst, const SimValue *ops,
 
 static bool eval_concatenate(const Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
 {
-    const Shape *s = &inst->shape;
+    const Shape *s = inst->shape;
     const IntList *dl = &hlo_attrs(inst)->dimensions;
     if (dl->n != 1 || dl->v[0] < 0 || dl->v[0] >= s->rank) return interp_error(ip, inst, "bad concatenate dimension");
     int32_t cd = (int32_t)dl->v[0];
@@ -686,7 +686,7 @@ static bool eval_concatenate(const Interp *ip, const HloInst *inst, const SimVal
 
 static bool eval_reverse(const Interp *ip, const HloInst *inst, const SimValue *a, SimValue *out)
 {
-    const Shape *s = &inst->shape;
+    const Shape *s = inst->shape;
     const IntList *dl = &hlo_attrs(inst)->dimensions;
     if (!interp_shape_matches(a, s)) return interp_error(ip, inst, "operand shape differs from the result");
     int64_t st[SPMDC_MAX_RANK], src[SPMDC_MAX_RANK], off = 0;
@@ -778,7 +778,7 @@ static bool eval_custom_call(Interp *ip, const HloInst *inst, const SimValue *op
                                            "ShardBarrierTo", "LayoutConstraint"};
     const char *t = hlo_attrs(inst)->custom_call_target;
     for (size_t k = 0; t && k < sizeof identity / sizeof identity[0]; k++)
-        if (strcmp(t, identity[k]) == 0 && inst->n_operands == 1 && interp_shape_matches(&ops[0], &inst->shape)) {
+        if (strcmp(t, identity[k]) == 0 && inst->n_operands == 1 && interp_shape_matches(&ops[0], inst->shape)) {
             *out = sim_value_share(&ops[0]);
             return true;
         }
@@ -833,7 +833,7 @@ static SimValue incoming_data(const HloInst *inst, const Shape *s)
  * (data, token) of its recv. */
 static bool eval_transfer(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
 {
-    const Shape *s = &inst->shape;
+    const Shape *s = inst->shape;
     Shape tok = shape_scalar(ET_TOKEN), u32 = shape_scalar(ET_U32);
     switch (inst->op) {
     case HLO_OUTFEED: case HLO_SEND_DONE: *out = sim_value_new(&tok); return true;
@@ -870,9 +870,9 @@ static bool eval_op(Interp *ip, int32_t c, const HloInst *inst, const SimValue *
     case HLO_PARAMETER:
         if (inst->param_number < 0 || inst->param_number >= n_params)
             return interp_error(ip, inst, "no argument for parameter %lld", (long long)inst->param_number);
-        if (!interp_shape_matches(&params[inst->param_number], &inst->shape)) {
+        if (!interp_shape_matches(&params[inst->param_number], inst->shape)) {
             StrBuf b = {0};
-            shape_print(&b, &inst->shape, false);
+            shape_print(&b, inst->shape, false);
             interp_error(ip, inst, "argument does not have the parameter's shape %s", sb_cstr(&b));
             sb_free(&b);
             return false;
@@ -881,11 +881,11 @@ static bool eval_op(Interp *ip, int32_t c, const HloInst *inst, const SimValue *
         return true;
     case HLO_CONSTANT:
         if (!a->literal) return interp_error(ip, inst, "constant without a literal");
-        return literal_to_value(ip, inst, a->literal, &inst->shape, out);
+        return literal_to_value(ip, inst, a->literal, inst->shape, out);
     case HLO_IOTA: return eval_iota(ip, inst, out);
     case HLO_PARTITION_ID: *out = scalar_u32(ip->partition_id); return true;
     case HLO_REPLICA_ID: *out = scalar_u32(ip->replica_id); return true;
-    case HLO_AFTER_ALL: *out = sim_value_new(&inst->shape); return true;
+    case HLO_AFTER_ALL: *out = sim_value_new(inst->shape); return true;
     case HLO_INFEED: case HLO_OUTFEED: case HLO_SEND: case HLO_SEND_DONE: case HLO_RECV: case HLO_RECV_DONE:
         return eval_transfer(ip, inst, ops, out);
     case HLO_TUPLE:
@@ -1000,11 +1000,11 @@ static double apply_cost(const HloModule *m, int32_t c, const double *callee_wor
 double sim_inst_work(const HloModule *m, const HloComputation *c, const HloInst *in, const double *callee_work)
 {
     const HloAttrs *a = hlo_attrs(in);
-    const Shape *o0 = in->n_operands > 0 ? &c->insts[in->operands[0]].shape : &in->shape;
+    const Shape *o0 = in->n_operands > 0 ? c->insts[in->operands[0]].shape : in->shape;
     /* operand 0's elements only where an op's cost reads them: summing a
      * tuple operand's leaves for every get-tuple-element of it would make a
      * loop carrying N values cost O(N^2) */
-    double out = leaf_elems(&in->shape), in0;
+    double out = leaf_elems(in->shape), in0;
     switch (in->op) {
     case HLO_SORT: case HLO_TOPK: case HLO_CUSTOM_CALL: case HLO_MAP: case HLO_ALL_REDUCE: case HLO_REDUCE_SCATTER:
     case HLO_GATHER: case HLO_PAD: case HLO_DYNAMIC_UPDATE_SLICE:
@@ -1024,25 +1024,25 @@ double sim_inst_work(const HloModule *m, const HloComputation *c, const HloInst 
         return out * k;
     }
     case HLO_CONVOLUTION: { /* per output element: the kernel's input features x window */
-        const Shape *k = in->n_operands > 1 ? &c->insts[in->operands[1]].shape : o0;
+        const Shape *k = in->n_operands > 1 ? c->insts[in->operands[1]].shape : o0;
         double kout = a->conv && a->conv->k_out >= 0 && a->conv->k_out < k->rank ? (double)k->dims[a->conv->k_out] : 1;
         return out * (kout > 0 ? leaf_elems(k) / kout : leaf_elems(k));
     }
     case HLO_REDUCE: {
         double n = 0;
-        for (int32_t j = 0; j < in->n_operands / 2; j++) n += leaf_elems(&c->insts[in->operands[j]].shape);
+        for (int32_t j = 0; j < in->n_operands / 2; j++) n += leaf_elems(c->insts[in->operands[j]].shape);
         return n * apply_cost(m, a->to_apply, callee_work) + out;
     }
     case HLO_REDUCE_WINDOW:
         return out * window_elems(a) * apply_cost(m, a->to_apply, callee_work);
     case HLO_SELECT_AND_SCATTER: {
-        const Shape *src = in->n_operands > 1 ? &c->insts[in->operands[1]].shape : o0;
+        const Shape *src = in->n_operands > 1 ? c->insts[in->operands[1]].shape : o0;
         return leaf_elems(src) * window_elems(a) *
                    (apply_cost(m, a->select, callee_work) + apply_cost(m, a->to_apply, callee_work)) + out;
     }
     case HLO_SCATTER: {
         double upd = 0;
-        for (int32_t j = (in->n_operands + 1) / 2; j < in->n_operands; j++) upd += leaf_elems(&c->insts[in->operands[j]].shape);
+        for (int32_t j = (in->n_operands + 1) / 2; j < in->n_operands; j++) upd += leaf_elems(c->insts[in->operands[j]].shape);
         return upd * (SIM_INDEXED_ELEM_COST + apply_cost(m, a->to_apply, callee_work)) + out;
     }
     case HLO_SORT: { /* merge sort along one dimension */
@@ -1130,14 +1130,14 @@ SimCost sim_module_cost(const HloModule *m)
             /* every value counts its buffers, also one that shares its operand's
              * (copy, reshape, tuple, ...): the operand's are then freed at
              * this user, so the sum stays an upper bound within 2x */
-            double bytes = leaf_bytes(&in->shape);
+            double bytes = leaf_bytes(in->shape);
             if (ci == m->entry) r.total_bytes += bytes;
             live += bytes;
             if (live + callee_peak > top) top = live + callee_peak;
             for (int32_t k = 0; k < in->n_operands; k++) {
                 int32_t o = in->operands[k];
                 if (o >= 0 && o < i && last[o] == i) {
-                    live -= leaf_bytes(&c->insts[o].shape);
+                    live -= leaf_bytes(c->insts[o].shape);
                     last[o] = -1; /* an operand used twice by i is freed once */
                 }
             }
@@ -1180,7 +1180,7 @@ bool interp_eval(Interp *ip, int32_t c, int32_t i, const SimValue *env, const Si
     int arity = hlo_opcode_arity(inst->op);
     if (arity >= 0 && inst->n_operands != arity)
         return interp_error(ip, inst, "expected %d operands, got %d", arity, inst->n_operands);
-    if (!check_types(ip, inst, &inst->shape)) return false;
+    if (!check_types(ip, inst, inst->shape)) return false;
     SimValue stack_ops[4], *ops = inst->n_operands <= 4 ? stack_ops : xmalloc(sizeof(SimValue) * (size_t)inst->n_operands);
     bool ok = true;
     for (int32_t k = 0; k < inst->n_operands && ok; k++) {
@@ -1196,9 +1196,9 @@ bool interp_eval(Interp *ip, int32_t c, int32_t i, const SimValue *env, const Si
     if (ok) ok = charge_work(ip, c, inst);
     if (ok) ok = eval_op(ip, c, inst, ops, params, n_params, out);
     if (ops != stack_ops) free(ops);
-    if (ok && !interp_shape_matches(out, &inst->shape)) {
+    if (ok && !interp_shape_matches(out, inst->shape)) {
         StrBuf b = {0};
-        shape_print(&b, &inst->shape, false);
+        shape_print(&b, inst->shape, false);
         ok = interp_error(ip, inst, "computed value does not have the declared shape %s", sb_cstr(&b));
         sb_free(&b);
     }

@@ -74,7 +74,7 @@ static bool reducer_init(Reducer *r, Interp *ip, const HloInst *inst, int32_t co
     const InterpCompInfo *ci = interp_comp_info(ip->sh, comp);
     const HloComputation *c = hlo_comp(ip->sh->m, comp);
     if (n == 1 && ci->binop != HLO_OPCODE_COUNT && ci->binop != HLO_COMPARE && acc_t == x_t &&
-        c->insts[c->root].shape.type == acc_t && num_binary_ok(ci->binop, acc_t))
+        c->insts[c->root].shape->type == acc_t && num_binary_ok(ci->binop, acc_t))
         r->binop = ci->binop;
     return true;
 }
@@ -126,8 +126,8 @@ static SimValue pack_results(SimValue *vals, int32_t n)
 
 static const Shape *result_leaf(const HloInst *inst, int32_t j, int32_t n)
 {
-    if (n == 1 && inst->shape.type != ET_TUPLE) return &inst->shape;
-    if (inst->shape.type == ET_TUPLE && j < inst->shape.n_elems) return &inst->shape.elems[j];
+    if (n == 1 && inst->shape->type != ET_TUPLE) return inst->shape;
+    if (inst->shape->type == ET_TUPLE && j < inst->shape->n_elems) return &inst->shape->elems[j];
     return NULL;
 }
 
@@ -326,7 +326,7 @@ static void matmul_acc(AccKind kind, const void *A, const void *B, void *C, int6
 bool interp_dot(Interp *ip, const HloInst *inst, const SimValue *lhs, const SimValue *rhs, SimValue *out)
 {
     const HloAttrs *a = hlo_attrs(inst);
-    const Shape *ls = &lhs->shape, *rs = &rhs->shape, *os = &inst->shape;
+    const Shape *ls = &lhs->shape, *rs = &rhs->shape, *os = inst->shape;
     int64_t lo[SPMDC_MAX_RANK], ro[SPMDC_MAX_RANK], rperm[SPMDC_MAX_RANK];
     int32_t lf, rf, nb = a->lhs_batch.n, nc = a->lhs_contracting.n;
     if (a->rhs_batch.n != nb || a->rhs_contracting.n != nc || !dot_dims(ls, &a->lhs_batch, &a->lhs_contracting, lo, &lf) ||
@@ -413,7 +413,7 @@ bool interp_ragged_dot(Interp *ip, const HloInst *inst, const SimValue *ops, Sim
     const HloAttrs *a = hlo_attrs(inst);
     HloRaggedMode mode = hlo_ragged_mode(a);
     if (mode == RAGGED_BATCH) return interp_dot(ip, inst, &ops[0], &ops[1], out);
-    const Shape *ls = &ops[0].shape, *rs = &ops[1].shape, *os = &inst->shape;
+    const Shape *ls = &ops[0].shape, *rs = &ops[1].shape, *os = inst->shape;
     int64_t lo[SPMDC_MAX_RANK], rperm[SPMDC_MAX_RANK];
     int32_t lf, nb = a->lhs_batch.n, nc = a->lhs_contracting.n, ng = a->rhs_group.n, k = 0;
     if (a->lhs_ragged.n != 1 || ng != (mode == RAGGED_FREE) || ops[2].shape.rank < 1 ||
@@ -589,7 +589,7 @@ static bool conv_setup(const Interp *ip, const HloInst *inst, const Shape *ls, c
 {
     const HloAttrs *a = hlo_attrs(inst);
     const ConvDims *cd = a->conv;
-    const Shape *os = &inst->shape;
+    const Shape *os = inst->shape;
     if (!cd || ls->rank != cd->n_spatial + 2 || rs->rank != ls->rank || os->rank != ls->rank || !conv_dims_ok(cd))
         return interp_error(ip, inst, "convolution dimension labels do not fit the operands");
     memset(x, 0, sizeof *x);
@@ -634,7 +634,7 @@ bool interp_convolution(Interp *ip, const HloInst *inst, const SimValue *lhs, co
 {
     ConvCtx x;
     if (!conv_setup(ip, inst, &lhs->shape, &rhs->shape, &x)) return false;
-    const Shape *os = &inst->shape;
+    const Shape *os = inst->shape;
     const ConvDims *cd = x.cd;
     AccKind kind = acc_kind(os->type, lhs->shape.type, rhs->shape.type);
     /* the input features innermost in both copies: conv_point's inner loop
@@ -909,7 +909,7 @@ static bool index_start(const IndexMap *im, const int64_t *G, int32_t op_rank, i
 bool interp_gather(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
 {
     const HloAttrs *a = hlo_attrs(inst);
-    const Shape *os = &inst->shape, *in = &ops[0].shape;
+    const Shape *os = inst->shape, *in = &ops[0].shape;
     IndexMap im = {&ops[1], a->index_vector_dim, &a->start_index_map, &a->operand_batching_dims, &a->start_indices_batching_dims};
     if (!elem_type_is_integral(ops[1].shape.type) || a->slice_sizes.n != in->rank || os->type != in->type)
         return interp_error(ip, inst, "gather attributes do not fit the operands");
@@ -1120,7 +1120,7 @@ static void topk_sort(const TopkOrder *o, int64_t *perm, int64_t *tmp, int64_t l
 
 bool interp_topk(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
 {
-    const Shape *s = &ops[0].shape, *rs = &inst->shape;
+    const Shape *s = &ops[0].shape, *rs = inst->shape;
     if (inst->n_operands != 1 || s->type == ET_TUPLE || s->rank < 1 || rs->type != ET_TUPLE || rs->n_elems != 2 ||
         rs->elems[0].rank != s->rank || rs->elems[1].type != ET_S32)
         return interp_error(ip, inst, "topk needs one array operand and a (values, s32 indices) result");
@@ -1180,7 +1180,7 @@ static uint64_t name_hash(const char *s)
 bool interp_rng(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
 {
     const char *dist = hlo_attrs(inst)->rng_distribution;
-    const Shape *s = &inst->shape;
+    const Shape *s = inst->shape;
     if (inst->n_operands != 2 || s->type == ET_TUPLE || !dist)
         return interp_error(ip, inst, "rng needs two scalar parameters and a distribution");
     bool normal = strcmp(dist, "rng_normal") == 0;
@@ -1217,7 +1217,7 @@ bool interp_rng(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *
 
 bool interp_rng_bit_generator(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
 {
-    const Shape *s = &inst->shape;
+    const Shape *s = inst->shape;
     if (inst->n_operands != 1 || s->type != ET_TUPLE || s->n_elems != 2 || ops[0].shape.type == ET_TUPLE)
         return interp_error(ip, inst, "rng-bit-generator needs a state and a (state, bits) result");
     /* a function of the state and the result's shape only: every device with
@@ -1245,7 +1245,7 @@ bool interp_rng_bit_generator(Interp *ip, const HloInst *inst, const SimValue *o
 bool interp_map(Interp *ip, const HloInst *inst, const SimValue *ops, SimValue *out)
 {
     int32_t n = inst->n_operands, comp = hlo_attrs(inst)->to_apply;
-    const Shape *os = &inst->shape;
+    const Shape *os = inst->shape;
     if (!comp_index_ok(ip, inst, comp)) return false;
     int64_t total = count_of(os);
     for (int32_t j = 0; j < n; j++)

@@ -92,8 +92,8 @@ static int64_t comp_peak(const HloModule *m, int32_t c, const int64_t *peak, int
             __builtin_prefetch(comp->insts[u - 8].operands);
         bool alias = is_alias(in);
         if (in->op == HLO_PARAMETER && param_bytes)
-            *param_bytes = bytes_add_sat(*param_bytes, shape_byte_size(&in->shape)); /* >= 0: any order */
-        own[u] = alias || in->op == HLO_PARAMETER ? 0 : shape_byte_size(&in->shape);
+            *param_bytes = bytes_add_sat(*param_bytes, shape_byte_size(in->shape)); /* >= 0: any order */
+        own[u] = alias || in->op == HLO_PARAMETER ? 0 : shape_byte_size(in->shape);
         if (has_callee(in)) own[u] = -1 - own[u]; /* ~bytes: flags the callee */
         int32_t until = alias ? end[u] : u;
         for (int32_t k = 0; k < in->n_operands; k++) {
@@ -261,7 +261,7 @@ static void inst_padding(const HloModule *in, int32_t c, int32_t i, PaddingEstim
         __builtin_prefetch(&comp->insts[i + 16].shape);
     }
     int32_t k = 0;
-    if (x->sharding) tree_padding(in, &x->shape, x->sharding, &k, p, c, i, memo);
+    if (x->sharding) tree_padding(in, x->shape, x->sharding, &k, p, c, i, memo);
 }
 
 PaddingEstimate memory_padding(const HloModule *in)

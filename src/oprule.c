@@ -44,7 +44,7 @@ const char *factor_kind_name(FactorKind k)
 
 /* ================================================================ builder helpers */
 
-static const Shape *opshape(const Builder *b, int32_t k) { return &b->comp->insts[b->in->operands[k]].shape; }
+static const Shape *opshape(const Builder *b, int32_t k) { return b->comp->insts[b->in->operands[k]].shape; }
 
 static int32_t new_factor(Builder *b, int64_t size, FactorKind kind, ReduceKind red)
 {
@@ -120,7 +120,7 @@ static void dims_same(Builder *b, int32_t k, int32_t first)
 /* Leaf l of the result shape (arrays: itself). */
 static const Shape *result_leaf(const Builder *b, int32_t l)
 {
-    const Shape *s = &b->in->shape;
+    const Shape *s = b->in->shape;
     if (!shape_is_tuple(s))
         return l == 0 ? s : NULL;
     if (l >= s->n_elems || shape_is_tuple(&s->elems[l]))
@@ -130,7 +130,7 @@ static const Shape *result_leaf(const Builder *b, int32_t l)
 
 static int32_t n_result_leaves(const Builder *b)
 {
-    return shape_is_tuple(&b->in->shape) ? b->in->shape.n_elems : 1;
+    return shape_is_tuple(b->in->shape) ? b->in->shape->n_elems : 1;
 }
 
 /* ================================================================ builders */
@@ -167,7 +167,7 @@ static bool b_elementwise(Builder *b)
  * must stay whole). */
 static bool b_bitcast_convert(Builder *b)
 {
-    const Shape *os = opshape(b, 0), *rs = &b->in->shape;
+    const Shape *os = opshape(b, 0), *rs = b->in->shape;
     if (!shape_is_array(os) || !shape_is_array(rs))
         return false;
     if (os->rank == rs->rank)
@@ -191,7 +191,7 @@ static bool b_bitcast_convert(Builder *b)
  * factors of the output only. */
 static bool b_broadcast(Builder *b)
 {
-    const Shape *os = opshape(b, 0), *rs = &b->in->shape;
+    const Shape *os = opshape(b, 0), *rs = b->in->shape;
     const IntList *dims = &b->a->dimensions;
     if (!shape_is_array(os) || !shape_is_array(rs) || dims->n != os->rank)
         return false;
@@ -213,7 +213,7 @@ static bool b_broadcast(Builder *b)
 
 static bool b_transpose(Builder *b)
 {
-    const Shape *os = opshape(b, 0), *rs = &b->in->shape;
+    const Shape *os = opshape(b, 0), *rs = b->in->shape;
     const IntList *perm = &b->a->dimensions;
     if (!shape_is_array(os) || !shape_is_array(rs) || perm->n != os->rank || os->rank != rs->rank)
         return false;
@@ -248,7 +248,7 @@ static int64_t gcd64(int64_t a, int64_t b)
  * a need-replication factor of its own. */
 static bool b_reshape(Builder *b)
 {
-    const Shape *os = opshape(b, 0), *rs = &b->in->shape;
+    const Shape *os = opshape(b, 0), *rs = b->in->shape;
     if (!shape_is_array(os) || !shape_is_array(rs) || shape_elem_count(os) != shape_elem_count(rs))
         return false;
     int32_t t0 = add_operand(b, 0), t1 = add_tensor(b, -1, 0, rs);
@@ -313,7 +313,7 @@ static bool b_reshape(Builder *b)
  * concatenated ones) share them too. */
 static bool b_moving(Builder *b, uint32_t moved, int32_t n_data)
 {
-    const Shape *rs = &b->in->shape, *os = opshape(b, 0);
+    const Shape *rs = b->in->shape, *os = opshape(b, 0);
     if (!shape_is_array(rs) || !shape_is_array(os) || os->rank != rs->rank)
         return false;
     int32_t first = b->r->n_factors;
@@ -388,7 +388,7 @@ static bool b_concatenate(Builder *b)
  * are one PERMUTATION factor of the operand and the result. */
 static bool b_dynamic_slice(Builder *b)
 {
-    const Shape *os = opshape(b, 0), *rs = &b->in->shape;
+    const Shape *os = opshape(b, 0), *rs = b->in->shape;
     if (!shape_is_array(os) || !shape_is_array(rs) || os->rank != rs->rank)
         return false;
     uint32_t moved = 0;
@@ -404,7 +404,7 @@ static bool b_dynamic_slice(Builder *b)
  * update's dim must stay whole. */
 static bool b_dynamic_update_slice(Builder *b)
 {
-    const Shape *os = opshape(b, 0), *us = opshape(b, 1), *rs = &b->in->shape;
+    const Shape *os = opshape(b, 0), *us = opshape(b, 1), *rs = b->in->shape;
     if (!shape_is_array(os) || !shape_is_array(us) || !shape_same_dims(os, rs) || us->rank != os->rank)
         return false;
     int32_t t0 = add_operand(b, 0), t1 = add_operand(b, 1);
@@ -428,9 +428,9 @@ static bool b_dynamic_update_slice(Builder *b)
  * locally with the shard's offset: a handler). */
 static bool b_iota(Builder *b)
 {
-    if (!shape_is_array(&b->in->shape))
+    if (!shape_is_array(b->in->shape))
         return false;
-    dims_own(b, add_tensor(b, -1, 0, &b->in->shape));
+    dims_own(b, add_tensor(b, -1, 0, b->in->shape));
     return true;
 }
 
@@ -438,14 +438,14 @@ static bool b_iota(Builder *b)
  * operands map nothing. */
 static bool b_generated(Builder *b)
 {
-    if (!shape_is_array(&b->in->shape))
+    if (!shape_is_array(b->in->shape))
         return false;
     for (int32_t k = 0; k < b->in->n_operands; k++) {
         if (!shape_is_array(opshape(b, k)) || opshape(b, k)->rank != 0)
             return false;
         add_operand(b, k);
     }
-    dims_own(b, add_tensor(b, -1, 0, &b->in->shape));
+    dims_own(b, add_tensor(b, -1, 0, b->in->shape));
     return true;
 }
 
@@ -552,7 +552,7 @@ static bool b_reduce_window(Builder *b)
 static bool b_select_and_scatter(Builder *b)
 {
     const Window *w = b->a->window;
-    const Shape *os = opshape(b, 0), *ss = opshape(b, 1), *rs = &b->in->shape;
+    const Shape *os = opshape(b, 0), *ss = opshape(b, 1), *rs = b->in->shape;
     if (!w || !shape_is_array(os) || !shape_is_array(ss) || !shape_same_dims(os, rs) || ss->rank != os->rank ||
         w->rank != os->rank)
         return false;
@@ -582,7 +582,7 @@ bool contraction_sums_in_result(ElemType res, ElemType lhs, ElemType rhs)
 static FactorKind contracting_kind(Builder *b)
 {
     const Shape *ls = opshape(b, 0), *rs = opshape(b, 1);
-    return contraction_sums_in_result(b->in->shape.type, ls->type, rs->type) ? FACTOR_REDUCTION
+    return contraction_sums_in_result(b->in->shape->type, ls->type, rs->type) ? FACTOR_REDUCTION
                                                                               : FACTOR_NEED_REPLICATION;
 }
 
@@ -592,7 +592,7 @@ static FactorKind contracting_kind(Builder *b)
 static bool b_dot(Builder *b)
 {
     const HloAttrs *a = b->a;
-    const Shape *ls = opshape(b, 0), *rs = opshape(b, 1), *os = &b->in->shape;
+    const Shape *ls = opshape(b, 0), *rs = opshape(b, 1), *os = b->in->shape;
     if (!shape_is_array(ls) || !shape_is_array(rs) || !shape_is_array(os) || a->lhs_batch.n != a->rhs_batch.n ||
         a->lhs_contracting.n != a->rhs_contracting.n)
         return false;
@@ -664,7 +664,7 @@ static int32_t dot_factor(Builder *b, const int32_t t[3], int64_t dl, int64_t dr
 static bool b_ragged_dot(Builder *b)
 {
     const HloAttrs *a = b->a;
-    const Shape *ls = opshape(b, 0), *rs = opshape(b, 1), *gs = opshape(b, 2), *os = &b->in->shape;
+    const Shape *ls = opshape(b, 0), *rs = opshape(b, 1), *gs = opshape(b, 2), *os = b->in->shape;
     if (!shape_is_array(ls) || !shape_is_array(rs) || !shape_is_array(gs) || !shape_is_array(os) || gs->rank < 1 ||
         a->lhs_batch.n != a->rhs_batch.n || a->lhs_contracting.n != a->rhs_contracting.n || a->lhs_ragged.n != 1 ||
         a->rhs_group.n > 1)
@@ -730,7 +730,7 @@ static bool b_convolution(Builder *b)
     const HloAttrs *a = b->a;
     const ConvDims *cd = a->conv;
     const Window *w = a->window;
-    const Shape *ls = opshape(b, 0), *ks = opshape(b, 1), *os = &b->in->shape;
+    const Shape *ls = opshape(b, 0), *ks = opshape(b, 1), *os = b->in->shape;
     if (!cd || !shape_is_array(ls) || !shape_is_array(ks) || !shape_is_array(os) ||
         ls->rank != cd->n_spatial + 2 || ks->rank != ls->rank || os->rank != ls->rank)
         return false;
@@ -803,7 +803,7 @@ static void index_batch_order(const Shape *ix, int64_t ivd, int32_t *idx_to_batc
 static bool b_gather(Builder *b)
 {
     const HloAttrs *a = b->a;
-    const Shape *op = opshape(b, 0), *ix = opshape(b, 1), *os = &b->in->shape;
+    const Shape *op = opshape(b, 0), *ix = opshape(b, 1), *os = b->in->shape;
     if (!shape_is_array(op) || !shape_is_array(ix) || !shape_is_array(os) || a->slice_sizes.n != op->rank)
         return false;
     int64_t ivd = a->index_vector_dim;
@@ -1116,10 +1116,10 @@ static int64_t custom_call_batch_dims(const HloInst *in)
 static bool batch_dims_agree(const HloComputation *comp, const HloInst *in, int64_t nb)
 {
     const Shape *first = NULL;
-    int32_t nl = shape_is_tuple(&in->shape) ? in->shape.n_elems : 1;
+    int32_t nl = shape_is_tuple(in->shape) ? in->shape->n_elems : 1;
     for (int32_t k = 0; k < in->n_operands + nl; k++) {
-        const Shape *s = k < in->n_operands ? &comp->insts[in->operands[k]].shape
-                         : shape_is_tuple(&in->shape) ? &in->shape.elems[k - in->n_operands] : &in->shape;
+        const Shape *s = k < in->n_operands ? comp->insts[in->operands[k]].shape
+                         : shape_is_tuple(in->shape) ? &in->shape->elems[k - in->n_operands] : in->shape;
         if (!shape_is_array(s) || s->rank < nb)
             return false;
         if (!first)
@@ -1306,8 +1306,8 @@ OpRuleClass oprule_class(const HloModule *m, int32_t c, int32_t i)
         return RULE_OPAQUE;
     }
     if (in->op == HLO_BITCAST_CONVERT || in->op == HLO_BITCAST) {
-        const Shape *os = &hlo_comp(m, c)->insts[in->operands[0]].shape;
-        if (!shape_is_array(os) || !shape_is_array(&in->shape))
+        const Shape *os = hlo_comp(m, c)->insts[in->operands[0]].shape;
+        if (!shape_is_array(os) || !shape_is_array(in->shape))
             return RULE_OPAQUE;
     }
     return REG[in->op].cls;
@@ -1325,7 +1325,7 @@ bool oprule_identity_map(const HloModule *m, int32_t c, int32_t i)
     const HloComputation *comp = hlo_comp(m, c);
     const HloInst *in = &comp->insts[i];
     if ((unsigned)in->op >= HLO_OPCODE_COUNT || REG[in->op].build != b_elementwise ||
-        oprule_class(m, c, i) != RULE_FACTORS || !shape_is_array(&in->shape))
+        oprule_class(m, c, i) != RULE_FACTORS || !shape_is_array(in->shape))
         return false;
     int arity = hlo_opcode_arity(in->op);
     if (arity >= 0 && in->n_operands != arity)
@@ -1333,8 +1333,8 @@ bool oprule_identity_map(const HloModule *m, int32_t c, int32_t i)
     for (int32_t k = 0; k < in->n_operands; k++) {
         if (in->operands[k] < 0 || in->operands[k] >= comp->n_insts)
             return false;
-        const Shape *os = &comp->insts[in->operands[k]].shape;
-        if (!shape_is_array(os) || (os->rank != 0 && !shape_same_dims(os, &in->shape)))
+        const Shape *os = comp->insts[in->operands[k]].shape;
+        if (!shape_is_array(os) || (os->rank != 0 && !shape_same_dims(os, in->shape)))
             return false;
     }
     return true;
@@ -1370,7 +1370,7 @@ bool oprule_build(const HloModule *m, int32_t c, int32_t i, Arena *arena, OpRule
     b.r = r;
     b.arena = arena;
     b.ok = true;
-    b.cap_tensors = in->n_operands + shape_leaf_count(&in->shape) + 1;
+    b.cap_tensors = in->n_operands + shape_leaf_count(in->shape) + 1;
     r->t = ARENA_ARRAY(arena, RuleTensor, b.cap_tensors);
     /* the per-dim factor lists of small ops live on the stack */
     enum { SMALL = 8 };
@@ -1735,12 +1735,12 @@ ReduceKind reducer_kind(const HloModule *m, int32_t comp)
     if (c->root < 0 || c->root >= c->n_insts)
         return REDUCE_NONE;
     const HloInst *r = &c->insts[c->root];
-    if (r->n_operands != 2 || !shape_is_array(&r->shape) || r->shape.rank != 0)
+    if (r->n_operands != 2 || !shape_is_array(r->shape) || r->shape->rank != 0)
         return REDUCE_NONE;
     const HloInst *a = &c->insts[r->operands[0]], *b = &c->insts[r->operands[1]];
     if (a->op != HLO_PARAMETER || b->op != HLO_PARAMETER || a->param_number == b->param_number)
         return REDUCE_NONE;
-    bool pred = r->shape.type == ET_PRED;
+    bool pred = r->shape->type == ET_PRED;
     switch (r->op) {
     case HLO_ADD: return pred ? REDUCE_OR : REDUCE_SUM;
     case HLO_MAXIMUM: return pred ? REDUCE_OR : REDUCE_MAX;
@@ -1824,7 +1824,7 @@ static bool probe_eval(const HloComputation *c, const Probe *args, Probe *out)
                 return false;
             o[k] = &v[in->operands[k]];
         }
-        bool fl = elem_type_is_float(in->shape.type);
+        bool fl = elem_type_is_float(in->shape->type);
         Probe r = {0, 0, fl};
         switch (in->op) {
         case HLO_PARAMETER:
@@ -1833,7 +1833,7 @@ static bool probe_eval(const HloComputation *c, const Probe *args, Probe *out)
             r = args[in->param_number];
             break;
         case HLO_CONSTANT:
-            if (!a->literal || a->literal->n != 1 || in->shape.rank != 0)
+            if (!a->literal || a->literal->n != 1 || in->shape->rank != 0)
                 return false;
             r.f = a->literal->f ? a->literal->f[0] : a->literal->i ? (double)a->literal->i[0] : 0;
             r.i = a->literal->i ? a->literal->i[0] : (int64_t)r.f;
@@ -1862,12 +1862,12 @@ static bool probe_eval(const HloComputation *c, const Probe *args, Probe *out)
             break;
         case HLO_AND:
         case HLO_OR:
-            if (in->n_operands != 2 || in->shape.type != ET_PRED)
+            if (in->n_operands != 2 || in->shape->type != ET_PRED)
                 return false;
             r.i = in->op == HLO_AND ? (o[0]->i && o[1]->i) : (o[0]->i || o[1]->i);
             break;
         case HLO_NOT:
-            if (in->n_operands != 1 || in->shape.type != ET_PRED)
+            if (in->n_operands != 1 || in->shape->type != ET_PRED)
                 return false;
             r.i = !o[0]->i;
             break;
@@ -1893,9 +1893,9 @@ ReduceKind reducer_arg_kind(const HloModule *m, int32_t comp)
     for (int32_t i = 0; i < c->n_insts; i++)
         if (c->insts[i].op == HLO_PARAMETER && c->insts[i].param_number == 0)
             p0 = &c->insts[i];
-    if (!p0 || !shape_is_array(&p0->shape) || p0->shape.rank != 0)
+    if (!p0 || !shape_is_array(p0->shape) || p0->shape->rank != 0)
         return REDUCE_NONE;
-    bool fl = elem_type_is_float(p0->shape.type);
+    bool fl = elem_type_is_float(p0->shape->type);
     /* (a, ai, b, bi) probes; NaN ones for floats only */
     static const double probes[][4] = {{1, 3, 2, 5}, {2, 5, 1, 3}, {2, 3, 2, 7}, {2, 7, 2, 3}, {-1, 0, -3, 9},
                                        {-3, 9, -1, 0}, {4, 4, 4, 4}, {NAN, 4, 1, 2}, {1, 2, NAN, 4}, {NAN, 6, 3, 1}};
@@ -1976,11 +1976,11 @@ bool is_reduce_identity(const HloModule *m, int32_t c, int32_t i, ReduceKind k)
         return true; /* idempotent: combining the init value twice changes nothing */
     const HloInst *init = hlo_inst(m, c, i);
     const Literal *l = hlo_attrs(init)->literal;
-    if (init->op != HLO_CONSTANT || !l || l->elided || l->n != 1 || !shape_is_array(&init->shape) ||
-        elem_type_is_complex(init->shape.type))
+    if (init->op != HLO_CONSTANT || !l || l->elided || l->n != 1 || !shape_is_array(init->shape) ||
+        elem_type_is_complex(init->shape->type))
         return false;
     double v = l->f ? l->f[0] : l->i ? (double)l->i[0] : NAN, want;
-    return reduce_identity(k, init->shape.type, &want) && v == want;
+    return reduce_identity(k, init->shape->type, &want) && v == want;
 }
 
 bool op_partial_passes(const HloModule *m, int32_t c, int32_t i, ReduceKind k, uint32_t carriers)
@@ -1993,11 +1993,11 @@ bool op_partial_passes(const HloModule *m, int32_t c, int32_t i, ReduceKind k, u
     uint32_t all = (1u << in->n_operands) - 1;
     if (carriers & ~all)
         return false;
-    const Shape *res = &in->shape;
+    const Shape *res = in->shape;
     /* the carriers' element type must be the result's: a widening or
      * narrowing op would have reduced in another type */
     for (int32_t j = 0; j < in->n_operands; j++) {
-        const Shape *os = &comp->insts[in->operands[j]].shape;
+        const Shape *os = comp->insts[in->operands[j]].shape;
         if ((carriers >> j) & 1u) {
             if (shape_is_array(res) && (!shape_is_array(os) || os->type != res->type))
                 return false;
@@ -2033,15 +2033,15 @@ bool op_partial_passes(const HloModule *m, int32_t c, int32_t i, ReduceKind k, u
                (elem_type_is_float(res->type) || elem_type_is_complex(res->type));
     case PARTIAL_CONTRACT: /* linear in lhs and in rhs; never in ragged-dot's group sizes */
         return k == REDUCE_SUM && carriers < 4u && in->n_operands >= 2 && shape_is_array(res) &&
-               contraction_sums_in_result(res->type, comp->insts[in->operands[0]].shape.type,
-                                          comp->insts[in->operands[1]].shape.type);
+               contraction_sums_in_result(res->type, comp->insts[in->operands[0]].shape->type,
+                                          comp->insts[in->operands[1]].shape->type);
     case PARTIAL_REDUCE: /* reduce(sum(x)) = sum(reduce(x)) for the same reduction, init its identity */
         return carriers == 1u && in->n_operands == 2 && reducer_kind(m, hlo_attrs(in)->to_apply) == k &&
                is_reduce_identity(m, c, in->operands[1], k);
     case PARTIAL_MOVE:
         switch (in->op) {
         case HLO_CONVERT: {
-            const Shape *os = &comp->insts[in->operands[0]].shape;
+            const Shape *os = comp->insts[in->operands[0]].shape;
             return shape_is_array(os) && shape_is_array(res) && os->type == res->type;
         }
         case HLO_PAD: /* the padding value must be the reduction's identity (max/min: any) */

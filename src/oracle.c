@@ -143,7 +143,7 @@ static IndexUse *index_uses(const HloModule *m)
         const HloInst *in = &c->insts[i];
         const HloAttrs *a = hlo_attrs(in);
         int32_t n = in->n_operands;
-        const Shape *s0 = n > 0 ? &c->insts[in->operands[0]].shape : NULL;
+        const Shape *s0 = n > 0 ? c->insts[in->operands[0]].shape : NULL;
         IndexUse *u;
         switch (in->op) {
         case HLO_GATHER:
@@ -160,7 +160,7 @@ static IndexUse *index_uses(const HloModule *m)
             break;
         case HLO_RAGGED_DOT:
             if (n == 3 && a->lhs_ragged.n == 1 && a->lhs_ragged.v[0] >= 0 && a->lhs_ragged.v[0] < s0->rank) {
-                const Shape *gs = &c->insts[in->operands[2]].shape;
+                const Shape *gs = c->insts[in->operands[2]].shape;
                 int64_t g = gs->rank ? gs->dims[gs->rank - 1] : 0;
                 u = &use[in->operands[2]];
                 if (g > 0) u->group = IMAX(u->group, IMAX(1, s0->dims[a->lhs_ragged.v[0]] / g));
@@ -392,30 +392,30 @@ static double reduction_terms(const HloModule *m, const HloInst *in, const HloIn
     double n = 1;
     if (in->op == HLO_REDUCE)
         for (int32_t k = 0; k < a->dimensions.n; k++)
-            if (a->dimensions.v[k] >= 0 && a->dimensions.v[k] < op0->shape.rank) n *= (double)op0->shape.dims[a->dimensions.v[k]];
+            if (a->dimensions.v[k] >= 0 && a->dimensions.v[k] < op0->shape->rank) n *= (double)op0->shape->dims[a->dimensions.v[k]];
     if ((in->op == HLO_REDUCE_WINDOW || in->op == HLO_SELECT_AND_SCATTER) && a->window)
         for (int32_t k = 0; k < a->window->rank; k++) n *= (double)a->window->dims[k].size;
     if (in->op == HLO_ALL_REDUCE || in->op == HLO_REDUCE_SCATTER)
         n = a->replica_groups.n_groups ? (double)a->replica_groups.group_size : (double)(m->num_partitions > 0 ? m->num_partitions : 1);
-    if (in->op == HLO_SCATTER && in->n_operands >= 3) n = 1 + (double)shape_elem_count(&op0->shape);
+    if (in->op == HLO_SCATTER && in->n_operands >= 3) n = 1 + (double)shape_elem_count(op0->shape);
     return n;
 }
 
 /* Noise added by one instruction, relative to its value's scale (docs/verify.md). */
 static double fresh_noise(const HloModule *m, const HloInst *in, const HloInst *op0, const HloInst *op1)
 {
-    double eps = shape_eps(&in->shape), acc = in->shape.type == ET_F64 ? 0x1p-52 : 0x1p-23;
+    double eps = shape_eps(in->shape), acc = in->shape->type == ET_F64 ? 0x1p-52 : 0x1p-23;
     const HloAttrs *a = hlo_attrs(in);
     switch (in->op) {
     case HLO_DOT:
     case HLO_RAGGED_DOT: {
         double k = 1;
         for (int32_t i = 0; i < a->lhs_contracting.n; i++)
-            if (a->lhs_contracting.v[i] < op0->shape.rank) k *= (double)op0->shape.dims[a->lhs_contracting.v[i]];
+            if (a->lhs_contracting.v[i] < op0->shape->rank) k *= (double)op0->shape->dims[a->lhs_contracting.v[i]];
         return 2 * eps + acc * sqrt(k);
     }
     case HLO_CONVOLUTION: {
-        double k = a->conv && op1->shape.rank > a->conv->k_in ? (double)op1->shape.dims[a->conv->k_in] : 1;
+        double k = a->conv && op1->shape->rank > a->conv->k_in ? (double)op1->shape->dims[a->conv->k_in] : 1;
         if (a->window)
             for (int32_t i = 0; i < a->window->rank; i++) k *= (double)a->window->dims[i].size;
         return 2 * eps + acc * sqrt(k);
@@ -730,9 +730,9 @@ static double leaf_rtol(const SimValue *leaf, double noise) { return type_eps(le
 static const char *label_of(const VerifyRun *vr, const HloInst *root, int32_t leaf, int32_t n_leaves, char *buf, size_t n)
 {
     const HloComputation *c = hlo_comp(vr->m, vr->m->entry);
-    if (n_leaves == 1 && root->shape.type != ET_TUPLE) return root->name;
+    if (n_leaves == 1 && root->shape->type != ET_TUPLE) return root->name;
     if (root->op == HLO_TUPLE && n_leaves == root->n_operands && leaf < root->n_operands &&
-        c->insts[root->operands[leaf]].shape.type != ET_TUPLE)
+        c->insts[root->operands[leaf]].shape->type != ET_TUPLE)
         return c->insts[root->operands[leaf]].name;
     snprintf(buf, n, "%s{%d}", root->name, leaf);
     return buf;
@@ -742,12 +742,12 @@ static bool check_shape(VerifyRun *vr, const HloInst *pi, const HloInst *mi, con
 {
     Shape want;
     if (mi->sharding)
-        sharding_shard_shape(mi->sharding, &vr->mesh, &mi->shape, &want, vr->cx.scratch);
+        sharding_shard_shape(mi->sharding, &vr->mesh, mi->shape, &want, vr->cx.scratch);
     else
-        want = mi->shape;
-    if (shape_equal(&pi->shape, &want)) return true;
+        want = *mi->shape;
+    if (shape_equal(pi->shape, &want)) return true;
     StrBuf a = {0}, b = {0}, s = {0};
-    shape_print(&a, &pi->shape, false);
+    shape_print(&a, pi->shape, false);
     shape_print(&b, &want, false);
     if (mi->sharding) sharding_describe(&s, mi->sharding, &vr->mesh);
     diag_error(vr->diag, pi->span, "%s %s has shape %s, but the shard of %s under %s is %s", what, pi->name, sb_cstr(&a),
@@ -865,7 +865,7 @@ static void observe_program(void *user, int32_t inst, const SimValue *vals, int6
     if (o->found || mi < 0) return;
     const HloInst *min = hlo_inst(vr->m, vr->m->entry, mi);
     const SimValue *ref = &o->ref_vals[mi];
-    int32_t leaves = shape_leaf_count(&min->shape);
+    int32_t leaves = shape_leaf_count(min->shape);
     LeafTable lt = leaf_table(vr, ref, vals, leaves);
     for (int32_t k = 0; k < leaves && !o->found; k++) {
         const SimValue *rl = lt.ref[k];
@@ -1012,7 +1012,7 @@ static bool localize(VerifyRun *vr, StrBuf *b)
         if (line) sb_printf(b, " (line %u)", line);
         sb_putc(b, '\n');
         char label[160];
-        int32_t leaves = shape_leaf_count(&mi->shape);
+        int32_t leaves = shape_leaf_count(mi->shape);
         snprintf(label, sizeof label, leaves > 1 ? "%s{%d}" : "%s", pi->name, o.leaf);
         const Sharding *s = mi->sharding ? sharding_leaf(mi->sharding, o.leaf) : NULL;
         print_cmp(b, vr, label, sim_value_leaf(&o.ref_vals[match[o.inst]], o.leaf), s, &o.cmp, o.rtol);
@@ -1063,13 +1063,17 @@ static bool widen_module(HloModule *m)
         for (int32_t i = 0; i < m->comps[c].n_insts; i++) {
             HloInst *in = &m->comps[c].insts[i];
             if ((in->op == HLO_BITCAST_CONVERT || in->op == HLO_BITCAST) && in->n_operands == 1) {
-                const Shape *o = &m->comps[c].insts[in->operands[0]].shape;
-                if (elem_type_is_float(o->type) || elem_type_is_float(in->shape.type)) return false;
+                const Shape *o = m->comps[c].insts[in->operands[0]].shape;
+                if (elem_type_is_float(o->type) || elem_type_is_float(in->shape->type)) return false;
             }
         }
     for (int32_t c = 0; c < m->n_comps; c++)
-        for (int32_t i = 0; i < m->comps[c].n_insts; i++)
-            if (!widen_shape(&m->comps[c].insts[i].shape)) return false;
+        for (int32_t i = 0; i < m->comps[c].n_insts; i++) {
+            HloInst *in = &m->comps[c].insts[i];
+            Shape s = hlo_copy_shape(m, in->shape); /* the records are shared: widen a copy */
+            if (!widen_shape(&s)) return false;
+            in->shape = hlo_shape(m, &s);
+        }
     return true;
 }
 
@@ -1094,7 +1098,7 @@ static bool module_has_narrow_float(const HloModule *m)
 {
     for (int32_t c = 0; c < m->n_comps; c++)
         for (int32_t i = 0; i < m->comps[c].n_insts; i++) {
-            const Shape *s = &m->comps[c].insts[i].shape;
+            const Shape *s = m->comps[c].insts[i].shape;
             if (s->type == ET_TUPLE || is_narrow_float(s->type)) return true;
         }
     return false;
@@ -1134,7 +1138,7 @@ static double *widened_error(VerifyRun *vr, const SimValue *ref)
         SimOptions so = {n, 1, NULL, NULL, 0};
         if (sim_run_spmd(st.m, &so, args, vr->n_params, outs, quiet)) {
             const HloComputation *mc = hlo_comp(vr->m, vr->m->entry);
-            int32_t leaves = shape_leaf_count(&mc->insts[mc->root].shape);
+            int32_t leaves = shape_leaf_count(mc->insts[mc->root].shape);
             err = xcalloc((size_t)(leaves ? leaves : 1), sizeof(double));
             vr->wide_overflow = xcalloc((size_t)(leaves ? leaves : 1), sizeof(uint8_t *));
             vr->wide_leaves = leaves;
@@ -1206,7 +1210,7 @@ static bool *random_values(const VerifyRun *vr)
         const HloAttrs *a = hlo_attrs(in);
         bool t = in->op == HLO_RNG;
         if (in->op == HLO_RNG_BIT_GENERATOR)
-            t = !in->sharding || !shape_is_tuple(&in->shape) || in->shape.n_elems != 2 ||
+            t = !in->sharding || !shape_is_tuple(in->shape) || in->shape->n_elems != 2 ||
                 sharding_is_tiled(sharding_leaf(in->sharding, 1));
         for (int32_t k = 0; k < in->n_operands && !t; k++)
             t = in->operands[k] >= 0 && in->operands[k] < i && r[in->operands[k]];
@@ -1282,7 +1286,7 @@ static void compare_outputs(VerifyRun *vr, const SimValue *ref, const SimValue *
     bool *random = random_values(vr);
     const HloComputation *mc = hlo_comp(vr->m, vr->m->entry);
     const HloInst *root = &mc->insts[mc->root];
-    int32_t leaves = shape_leaf_count(&root->shape);
+    int32_t leaves = shape_leaf_count(root->shape);
     *n_bad = 0;
     *n_out = 0;
     LeafTable lt = leaf_table(vr, ref, outs, leaves);
@@ -1573,11 +1577,11 @@ static void print_index_inputs(StrBuf *b, const VerifyRun *vr)
     for (int32_t k = 0; k < vr->n_params; k++) {
         const HloInst *pi = &mc->insts[vr->param_inst[k]];
         const IndexUse *u = &vr->index_use[vr->param_inst[k]];
-        if (pi->shape.type == ET_TUPLE || !is_index_input(u, pi->shape.type)) continue;
+        if (pi->shape->type == ET_TUPLE || !is_index_input(u, pi->shape->type)) continue;
         int64_t lo, hi;
-        index_range(u, pi->shape.type, &lo, &hi);
+        index_range(u, pi->shape->type, &lo, &hi);
         sb_printf(b, "  input %s ", pi->name);
-        shape_print(b, &pi->shape, false);
+        shape_print(b, pi->shape, false);
         sb_printf(b, ": index values from [%lld, %lld] (", (long long)lo, (long long)hi);
         if (u->indices) sb_printf(b, "gather / scatter indices into a dim of %lld", (long long)u->indices);
         if (u->indices && u->start) sb_puts(b, "; ");
@@ -1596,7 +1600,7 @@ static int run_and_compare(VerifyRun *vr)
     const HloComputation *mc = hlo_comp(vr->m, vr->m->entry);
     vr->index_use = index_uses(vr->m);
     for (int32_t k = 0; k < vr->n_params; k++)
-        vr->inputs[k] = random_value(&mc->insts[vr->param_inst[k]].shape, &state, &vr->index_use[vr->param_inst[k]]);
+        vr->inputs[k] = random_value(mc->insts[vr->param_inst[k]].shape, &state, &vr->index_use[vr->param_inst[k]]);
     SimValue ref, *outs = xcalloc((size_t)vr->n_dev, sizeof(SimValue));
     StrBuf b = {0};
     int rc = ORACLE_EXIT_CANNOT_VERIFY; /* the input itself does not run in the simulator */

@@ -264,7 +264,7 @@ static bool lower_operand(Lower *lw, int32_t ci, const AstVal *e, int32_t *out)
     if (!ty) return true;
     Shape decl;
     if (!shape_of_val(lw, ty, &decl)) return false;
-    const Shape *def = &hlo_inst(lw->m, ci, d->idx)->shape;
+    const Shape *def = hlo_inst(lw->m, ci, d->idx)->shape;
     if (!shape_equal(&decl, def)) {
         parse_err(lw, &ty->loc, "operand '%.*s' is written with shape %s but is defined as %s", TOKF(nm->t),
                   parse_shape_str(lw, &decl), parse_shape_str(lw, def));
@@ -309,11 +309,11 @@ static bool infer_shape(Lower *lw, int32_t ci, const AstInst *ai, HloOpcode op, 
         out->type = ET_TUPLE;
         out->n_elems = n;
         out->elems = ARENA_ARRAY(lw->tmp, Shape, n ? n : 1);
-        for (int32_t k = 0; k < n; k++) out->elems[k] = c->insts[ops[k]].shape;
+        for (int32_t k = 0; k < n; k++) out->elems[k] = *c->insts[ops[k]].shape;
         return true;
     }
     if (op == HLO_GET_TUPLE_ELEMENT && n == 1) {
-        const Shape *t = &c->insts[ops[0]].shape;
+        const Shape *t = c->insts[ops[0]].shape;
         if (t->type != ET_TUPLE || a->index < 0 || a->index >= t->n_elems)
             return parse_err(lw, &ai->opcode_loc, "get-tuple-element index=%lld is out of range for %s",
                              (long long)a->index, parse_shape_str(lw, t));
@@ -321,20 +321,20 @@ static bool infer_shape(Lower *lw, int32_t ci, const AstInst *ai, HloOpcode op, 
         return true;
     }
     if (op == HLO_WHILE && n == 1) { /* the loop state, the operand */
-        *out = c->insts[ops[0]].shape;
+        *out = *c->insts[ops[0]].shape;
         return true;
     }
     if (op == HLO_CALL && a->to_apply >= 0 && a->to_apply < lw->m->n_comps) { /* the callee's result */
         const HloComputation *callee = hlo_comp(lw->m, a->to_apply);
         if (callee->root >= 0) {
-            *out = callee->insts[callee->root].shape;
+            *out = *callee->insts[callee->root].shape;
             return true;
         }
     }
     bool ew = (cat == 'U' || cat == 'B' || cat == 'T') && op != HLO_CONVERT && op != HLO_BITCAST_CONVERT &&
               op != HLO_COMPLEX && op != HLO_REAL && op != HLO_IMAG;
     if (ew && n >= 1) {
-        *out = c->insts[ops[(cat == 'T' && n >= 2) ? 1 : 0]].shape;
+        *out = *c->insts[ops[(cat == 'T' && n >= 2) ? 1 : 0]].shape;
         if (op == HLO_COMPARE && out->type != ET_TUPLE) out->type = ET_PRED;
         out->has_layout = false;
         out->layout_tail = NULL;
@@ -669,16 +669,16 @@ static void check_signature(Lower *lw)
         int64_t k = in->param_number;
         if (k >= lw->n_params || lw->param_shape[k] < 0) continue;
         const Shape *decl = &lw->sig_shapes[lw->param_shape[k]];
-        if (shape_equal(decl, &in->shape)) continue;
+        if (shape_equal(decl, in->shape)) continue;
         diag_warning(lw->diag, ast_span(lw->cx, &lw->param_locs[k]),
                      "the signature declares parameter %lld as %s but '%s' is %s; '%s' keeps its own shape (XLA's "
                      "parser ignores the parameter list too)",
-                     (long long)k, parse_shape_str(lw, decl), in->name, parse_shape_str(lw, &in->shape), in->name);
+                     (long long)k, parse_shape_str(lw, decl), in->name, parse_shape_str(lw, in->shape), in->name);
     }
     const HloInst *root = &c->insts[c->root];
-    if (lw->result_ok && !shape_equal(&lw->result, &root->shape))
+    if (lw->result_ok && !shape_equal(&lw->result, root->shape))
         parse_err(lw, &lw->result_loc, "the signature declares the result as %s but the root '%s' is %s",
-                  parse_shape_str(lw, &lw->result), root->name, parse_shape_str(lw, &root->shape));
+                  parse_shape_str(lw, &lw->result), root->name, parse_shape_str(lw, root->shape));
 }
 
 static void lower_comp_attrs(Lower *lw, const AstVal *attrs, HloComputation *c)
@@ -913,7 +913,7 @@ static void finish_module(Lower *lw)
     }
     if (lw->layout_results >= 0) {
         const HloComputation *e = &m->comps[m->entry];
-        const Shape *rs = &e->insts[e->root].shape;
+        const Shape *rs = e->insts[e->root].shape;
         int32_t n = rs->type == ET_TUPLE ? rs->n_elems : 1;
         if (n != lw->layout_results)
             parse_err(lw, &lw->layout_result_loc,

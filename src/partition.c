@@ -445,15 +445,15 @@ CommRecord *part_record(Part *p, CollectiveKind kind, int32_t local, const int8_
     if (!p->rep)
         return NULL;
     const HloInst *ci = part_out(p, local);
-    const Shape *os = &part_out(p, ci->operands[0])->shape;
+    const Shape *os = part_out(p, ci->operands[0])->shape;
     const HloInst *cause = cause_inst >= 0 ? part_in(p, cause_inst) : NULL;
     CommRecord *r = report_add(p->rep, kind, ci->name, cause ? cause->name : "", cause ? cause->span.begin.line : 0,
                                reason ? reason : "");
-    r->dtype = ci->shape.type;
+    r->dtype = ci->shape->type;
     r->operand_rank = os->rank;
-    r->result_rank = ci->shape.rank;
+    r->result_rank = ci->shape->rank;
     memcpy(r->operand_dims, os->dims, sizeof r->operand_dims);
-    memcpy(r->result_dims, ci->shape.dims, sizeof r->result_dims);
+    memcpy(r->result_dims, ci->shape->dims, sizeof r->result_dims);
     r->n_atoms = n;
     memcpy(r->atoms, atoms, (size_t)n);
     r->group_size = 1;
@@ -637,12 +637,12 @@ static void copy_applied(PartModule *pm)
         int32_t oc = pm->comp_map[c];
         for (int32_t i = 0; i < src->n_insts; i++) {
             const HloInst *si = &src->insts[i];
-            int32_t k = hlo_add_inst(pm->out, oc, si->op, si->name, &si->shape, si->operands, si->n_operands);
+            int32_t k = hlo_add_inst(pm->out, oc, si->op, si->name, si->shape, si->operands, si->n_operands);
             HloInst *di = hlo_inst(pm->out, oc, k);
             di->span = si->span;
             di->param_number = si->param_number;
             if (si->attrs)
-                di->attrs = copy_attrs(pm->out, si->attrs, &si->shape, pm->comp_map);
+                di->attrs = copy_attrs(pm->out, si->attrs, si->shape, pm->comp_map);
         }
         HloComputation *dc = hlo_comp(pm->out, oc);
         dc->root = src->root;
@@ -693,7 +693,7 @@ static void share_attrs(PartModule *pm, const HloInst *si, HloInst *di)
         return;
     }
     HloAttrs a;
-    copy_attrs_into(pm->out, si->attrs, &si->shape, pm->comp_map, &a);
+    copy_attrs_into(pm->out, si->attrs, si->shape, pm->comp_map, &a);
     hlo_set_attrs(pm->out, di, &a);
     pm->attrs_key[j] = si->attrs;
     pm->attrs_val[j] = di->attrs;
@@ -711,7 +711,7 @@ int32_t part_clone_into(Part *p, int32_t oc, int32_t i, const char *name, const 
     if (si->attrs && attrs_shareable(si))
         share_attrs(p->mod, si, di);
     else if (si->attrs)
-        di->attrs = copy_attrs(p->out, si->attrs, &si->shape, p->mod->comp_map);
+        di->attrs = copy_attrs(p->out, si->attrs, si->shape, p->mod->comp_map);
     return k;
 }
 
@@ -1004,14 +1004,14 @@ const Tiling *part_decl_leaves_make(const Part *p, int32_t i)
     PVal *pv = &p->vals[i];
     if (!pv->decl) {
         const HloInst *in = part_in(p, i);
-        if (pv->n_leaves == 1 && !shape_is_tuple(&in->shape) && !pv->manual) {
+        if (pv->n_leaves == 1 && !shape_is_tuple(in->shape) && !pv->manual) {
             /* one shared copy per (sharding, rank) */
-            pv->decl = sharding_tiling(p->mod, leaf_sharding(in->sharding, 0), in->shape.rank)->canon;
+            pv->decl = sharding_tiling(p->mod, leaf_sharding(in->sharding, 0), in->shape->rank)->canon;
             return pv->decl;
         }
         int32_t n = pv->n_leaves, k = 0;
         Tiling *s = ARENA_ARRAY(p->scratch, Tiling, n ? n : 1);
-        decl_walk(&part_in(p, i)->shape, part_in(p, i)->sharding, &k, n, s);
+        decl_walk(part_in(p, i)->shape, part_in(p, i)->sharding, &k, n, s);
         for (int32_t l = 0; pv->manual && l < n; l++)
             s[l] = part_strip_atoms(s[l], pv->manual);
         pv->decl = n == 1 ? part_tiling_canon(p->mod, s) : s; /* one leaf: canonical, as every state */
@@ -1029,9 +1029,9 @@ void part_decl(const Part *p, int32_t i, int32_t leaf, Tiling *out)
 
 Tiling *part_inst_decl(Part *p, const HloInst *in)
 {
-    int32_t n = shape_leaf_count(&in->shape), k = 0;
+    int32_t n = shape_leaf_count(in->shape), k = 0;
     Tiling *s = ARENA_ARRAY(p->scratch, Tiling, n ? n : 1);
-    decl_walk(&in->shape, in->sharding, &k, n, s);
+    decl_walk(in->shape, in->sharding, &k, n, s);
     return s;
 }
 
@@ -1117,7 +1117,7 @@ const char *part_result_name(Part *p, int32_t i, const Tiling *leaves, const cha
 
 int64_t part_cost(Part *p, int32_t v, const Tiling *want)
 {
-    const Shape *s = &part_in(p, v)->shape;
+    const Shape *s = part_in(p, v)->shape;
     int64_t best = PART_INF_COST;
     for (VState *st = p->vals[v].states; st; st = st->next)
         if (tiling_equal(&st->leaves[0], want))
@@ -1151,7 +1151,7 @@ int32_t part_origin(const Part *p, int32_t i, int32_t d)
     if (in->sharding_from_user && in->sharding)
         return i;
     int32_t o = in->sharding_origin;
-    if (d >= 0 && in->sharding_dim_origin && shape_is_array(&in->shape) && d < in->shape.rank)
+    if (d >= 0 && in->sharding_dim_origin && shape_is_array(in->shape) && d < in->shape->rank)
         o = in->sharding_dim_origin[d];
     HloRef r;
     return hlo_origin_ref(p->in, p->ic, o, &r) ? o : -1;
@@ -1214,7 +1214,7 @@ static bool put_sharding_origin(Part *p, StrBuf *b, int32_t i)
 {
     const HloInst *in = part_in(p, i);
     int32_t o = part_origin(p, i, -1), seen[SPMDC_MAX_RANK], n = 0;
-    if (o != i && in->sharding_dim_origin && shape_is_array(&in->shape)) {
+    if (o != i && in->sharding_dim_origin && shape_is_array(in->shape)) {
         Tiling decl;
         part_decl(p, i, 0, &decl);
         for (int32_t d = 0; d < decl.rank; d++) {
@@ -1246,7 +1246,7 @@ static int32_t cause_leaf(Part *p, const Cause *c)
 {
     if (c->elem <= 0 || c->inst < 0)
         return 0;
-    const Shape *s = &part_in(p, c->inst)->shape;
+    const Shape *s = part_in(p, c->inst)->shape;
     return shape_is_tuple(s) && c->elem <= s->n_elems ? shape_leaf_offset(s, c->elem - 1, &p->gte_leaves, p->scratch)
                                                       : 0;
 }
@@ -1256,9 +1256,9 @@ static int32_t cause_leaf(Part *p, const Cause *c)
 static void put_elem_sharding(Part *p, StrBuf *b, const HloInst *in, int32_t elem)
 {
     const Sharding *sh = in->sharding;
-    int32_t off = shape_leaf_offset(&in->shape, elem, &p->gte_leaves, p->scratch);
-    int32_t n = shape_leaf_count(&in->shape.elems[elem]);
-    if (shape_is_array(&in->shape.elems[elem]) && off < sh->n_elems) {
+    int32_t off = shape_leaf_offset(in->shape, elem, &p->gte_leaves, p->scratch);
+    int32_t n = shape_leaf_count(&in->shape->elems[elem]);
+    if (shape_is_array(&in->shape->elems[elem]) && off < sh->n_elems) {
         part_put_sharding(p, b, &sh->elems[off]); /* a stable pointer: its words are memoized */
         return;
     }
@@ -1275,8 +1275,8 @@ static void put_elem_sharding(Part *p, StrBuf *b, const HloInst *in, int32_t ele
 static void put_which(Part *p, StrBuf *b, int32_t i, int32_t elem)
 {
     const HloInst *in = part_in(p, i);
-    if (elem > 0 && (!in->sharding || in->sharding->kind != SHARDING_TUPLE || !shape_is_tuple(&in->shape) ||
-                     elem > in->shape.n_elems))
+    if (elem > 0 && (!in->sharding || in->sharding->kind != SHARDING_TUPLE || !shape_is_tuple(in->shape) ||
+                     elem > in->shape->n_elems))
         elem = 0;
     if (part_origin(p, i, -1) == i) {
         sb_puts(b, "annotated ");
@@ -1377,7 +1377,7 @@ static const char *default_reason(Part *p, StrBuf *b, int32_t v, const Tiling *f
     part_put_tiling(p, b, from);
     Tiling decl;
     part_decl(p, v, 0, &decl);
-    if (tiling_equal(from, &decl) && !shape_is_tuple(&part_in(p, v)->shape)) {
+    if (tiling_equal(from, &decl) && !shape_is_tuple(part_in(p, v)->shape)) {
         StrBuf t = part_buf_take(p);
         if (put_sharding_origin(p, &t, v)) {
             sb_puts(b, " (");
@@ -1431,7 +1431,7 @@ static const char *limit_text(Part *p, const HloInst *ci, uint32_t dims)
     case HLO_REDUCE_WINDOW: verb = "windowing"; break;
     case HLO_RESHAPE: {
         StrBuf b = {0};
-        shape_print(&b, &ci->shape, false);
+        shape_print(&b, ci->shape, false);
         const char *r = part_fmt(p, "reshaping its split %s to %s is not partitioned yet: the shards are not "
                                  "contiguous pieces of the result", d, sb_cstr(&b));
         sb_free(&b);
@@ -1514,7 +1514,7 @@ static void check_remat(Part *p, int32_t v, int32_t leaf, const Shape *gs, const
     const HloInst *vi = part_in(p, v), *ci = cause->inst >= 0 ? part_in(p, cause->inst) : vi;
     StrBuf b = {0};
     shape_print(&b, gs, false);
-    const char *what = shape_is_tuple(&vi->shape) ? part_fmt(p, "leaf %d of %s", (int)leaf, vi->name) : vi->name;
+    const char *what = shape_is_tuple(vi->shape) ? part_fmt(p, "leaf %d of %s", (int)leaf, vi->name) : vi->name;
     report_warn(p->rep, "full-rematerialization", ci->name, ci->span.begin.line,
                 part_fmt(p, "%s: %s split %s is all-gathered to its full size on every device for %s (%s)", what,
                          sb_cstr(&b), part_spec_text(p, from), ci->name, why));
@@ -1548,13 +1548,13 @@ static int32_t rebroadcast(Part *p, int32_t v, const Tiling *want)
 {
     const HloInst *in = part_in(p, v);
     if (in->op != HLO_BROADCAST || in->n_operands != 1 || want->partial || p->vals[v].manual ||
-        !shape_is_array(&in->shape))
+        !shape_is_array(in->shape))
         return -1;
     int32_t s = in->operands[0];
     const HloInst *sc = part_in(p, s);
-    if (!shape_is_array(&sc->shape) || sc->shape.rank != 0 || p->vals[s].manual)
+    if (!shape_is_array(sc->shape) || sc->shape->rank != 0 || p->vals[s].manual)
         return -1;
-    if (!tiling_is_even(want, p->mesh, &in->shape, NULL))
+    if (!tiling_is_even(want, p->mesh, in->shape, NULL))
         return -1;
     const VState *whole = NULL;
     for (const VState *st = p->vals[s].states; st && !whole; st = st->next)
@@ -1562,7 +1562,7 @@ static int32_t rebroadcast(Part *p, int32_t v, const Tiling *want)
             whole = st;
     if (!whole)
         return -1;
-    Shape l = part_local_shape(p, &in->shape, want);
+    Shape l = part_local_shape(p, in->shape, want);
     int32_t r = part_clone(p, v, part_result_name(p, v, want, "rebroadcast"), &l, &whole->local, 1);
     add_state(p, v, r, want, -1, NULL);
     return r;
@@ -1573,7 +1573,7 @@ static int32_t get_array(Part *p, int32_t v, const Tiling *want, const Cause *ca
     int32_t again = rebroadcast(p, v, want);
     if (again >= 0)
         return again;
-    const Shape *gs = &part_in(p, v)->shape;
+    const Shape *gs = part_in(p, v)->shape;
     VState *best = NULL;
     ReshardPlan plans[2];
     ReshardPlan *plan = &plans[0], *tmp = &plans[1];
@@ -1693,7 +1693,7 @@ int32_t part_get(Part *p, int32_t v, const Tiling *want, const Cause *cause)
     VState *have = find_state(p, v, want);
     if (have)
         return have->local;
-    const Shape *gs = &part_in(p, v)->shape;
+    const Shape *gs = part_in(p, v)->shape;
     if (!shape_is_tuple(gs))
         return get_array(p, v, want, cause);
     const VState *src = p->vals[v].states;
@@ -1720,7 +1720,7 @@ static bool check_leaf(Part *p, const HloInst *in, const Sharding *sh, const Sha
     DiagEngine *d = p->cx->diag;
     if (sh && sh->kind == SHARDING_MANUAL)
         return true; /* per device as written: nothing to check */
-    if (sh && sh->kind == SHARDING_MAXIMAL && in->op == HLO_PARAMETER && !p->parent && shape_is_tuple(&in->shape)) {
+    if (sh && sh->kind == SHARDING_MAXIMAL && in->op == HLO_PARAMETER && !p->parent && shape_is_tuple(in->shape)) {
         /* Only that device is given the data: not the same as replicated. */
         diag_error(d, in->span, "%s: a tuple parameter on a single device (maximal sharding, device %lld) is not "
                    "supported yet", in->name, (long long)sh->device);
@@ -1787,7 +1787,7 @@ static bool check_computation(Part *p)
     p->no_pad = ARENA_ARRAY(p->scratch, uint8_t, e->n_insts + 1);
     for (int32_t i = 0; i < e->n_insts; i++) {
         const HloInst *in = &e->insts[i];
-        int32_t n = shape_leaf_count(&in->shape);
+        int32_t n = shape_leaf_count(in->shape);
         p->vals[i].n_leaves = n;
         if (in->op == HLO_CUSTOM_CALL ||
             (in->op == HLO_PARAMETER && in->sharding &&
@@ -1801,19 +1801,19 @@ static bool check_computation(Part *p)
             continue;
         }
         const DeclEnt *de = NULL;
-        if (!shape_is_tuple(&in->shape)) {
+        if (!shape_is_tuple(in->shape)) {
             /* the check finds the declared state part_decl_leaves shares (a
              * manual value's is reset once the masks are known) */
-            if (!check_leaf(p, in, leaf_sharding(in->sharding, 0), &in->shape, &de)) {
+            if (!check_leaf(p, in, leaf_sharding(in->sharding, 0), in->shape, &de)) {
                 ok = false;
             } else if (de) {
                 p->vals[i].decl = de->canon;
-                p->no_pad[i] = shape_is_array(&in->shape) && pads_nothing(p->mod, de->canon, &in->shape);
+                p->no_pad[i] = shape_is_array(in->shape) && pads_nothing(p->mod, de->canon, in->shape);
             }
             continue;
         }
         int32_t k = 0;
-        if (!check_leaves(p, in, &in->shape, &k))
+        if (!check_leaves(p, in, in->shape, &k))
             ok = false;
     }
     return ok;
@@ -1829,7 +1829,7 @@ static void padding_warning(Part *p, const HloInst *in, int32_t leaf, const Shap
     if (tiling_n_atoms(t) == 0 || tiling_is_even(t, p->mesh, ls, NULL))
         return;
     StrBuf b = {0};
-    if (shape_is_tuple(&in->shape))
+    if (shape_is_tuple(in->shape))
         sb_printf(&b, "leaf %d of ", (int)leaf);
     sb_printf(&b, "%s: ", in->name);
     shape_print(&b, ls, false);
@@ -1876,7 +1876,7 @@ static void padding_warnings(Part *p, int32_t i)
     if (!p->rep || p->no_pad[i])
         return;
     int32_t k = 0;
-    padding_walk(p, part_in(p, i), &part_in(p, i)->shape, part_decl_leaves(p, i), &k);
+    padding_walk(p, part_in(p, i), part_in(p, i)->shape, part_decl_leaves(p, i), &k);
 }
 
 /* Why the root is resharded to what the caller needs, for the report. */
@@ -1937,7 +1937,7 @@ void part_param_memory(Part *p, int32_t i, const Shape *local)
 {
     if (!p->rep || p->parent)
         return;
-    part_param_bytes(p, shape_byte_size(&part_in(p, i)->shape), shape_byte_size(local));
+    part_param_bytes(p, shape_byte_size(part_in(p, i)->shape), shape_byte_size(local));
 }
 
 void part_param_bytes(Part *p, int64_t global, int64_t local)

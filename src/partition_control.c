@@ -44,7 +44,7 @@ static const Tiling *replicated_root(Part *p, int32_t c)
     const HloComputation *comp = &p->in->comps[c];
     if (comp->root < 0)
         return NULL;
-    return part_replicated_leaves(p, &comp->insts[comp->root].shape, NULL);
+    return part_replicated_leaves(p, comp->insts[comp->root].shape, NULL);
 }
 
 bool part_while(Part *p, int32_t i)
@@ -64,7 +64,7 @@ bool part_while(Part *p, int32_t i)
     int32_t body = part_callee(p, i, a->body, params, 1, manual, state, trips < 0 ? 1 : trips, trips < 0);
     if (body < 0)
         return false;
-    Shape l = part_local_shape(p, &in->shape, state);
+    Shape l = part_local_shape(p, in->shape, state);
     int32_t r = part_clone(p, i, part_result_name(p, i, state, "local"), &l, &op, 1);
     HloAttrs *w = hlo_attrs_mut(p->out, part_out(p, r));
     w->condition = cond;
@@ -83,7 +83,7 @@ bool part_conditional(Part *p, int32_t i)
         return false;
     }
     int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, in->n_operands);
-    ops[0] = part_operand(p, i, 0, part_replicated_leaves(p, &part_in(p, in->operands[0])->shape, NULL));
+    ops[0] = part_operand(p, i, 0, part_replicated_leaves(p, part_in(p, in->operands[0])->shape, NULL));
     if (ops[0] < 0)
         return false;
     const Tiling *result = part_decl_leaves(p, i);
@@ -100,7 +100,7 @@ bool part_conditional(Part *p, int32_t i)
         if (branches[k] < 0)
             return false;
     }
-    Shape l = part_local_shape(p, &in->shape, result);
+    Shape l = part_local_shape(p, in->shape, result);
     int32_t r = part_clone(p, i, part_result_name(p, i, result, "local"), &l, ops, in->n_operands);
     HloAttrs *w = hlo_attrs_mut(p->out, part_out(p, r));
     for (int32_t k = 0; k < a->branches.n; k++)
@@ -126,7 +126,7 @@ bool part_call(Part *p, int32_t i)
     int32_t callee = part_callee(p, i, a->to_apply, params, in->n_operands, p->vals[i].manual, result, 1, false);
     if (callee < 0)
         return false;
-    Shape l = part_local_shape(p, &in->shape, result);
+    Shape l = part_local_shape(p, in->shape, result);
     int32_t r = part_clone(p, i, part_result_name(p, i, result, "local"), &l, ops, in->n_operands);
     hlo_attrs_mut(p->out, part_out(p, r))->to_apply = callee;
     part_set_result(p, i, r, result, -1, NULL);
@@ -194,7 +194,7 @@ static int32_t transfer_branch(Part *p, int32_t i, const Shape *ts, bool run)
     int32_t prm = hlo_add_inst(p->out, oc, HLO_PARAMETER, "operands", ts, NULL, 0);
     hlo_inst(p->out, oc, prm)->param_number = 0;
     if (!run) {
-        hlo_comp(p->out, oc)->root = zeros_like(p, oc, &in->shape, in->name);
+        hlo_comp(p->out, oc)->root = zeros_like(p, oc, in->shape, in->name);
         return oc;
     }
     int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, ts->n_elems + 1);
@@ -203,7 +203,7 @@ static int32_t transfer_branch(Part *p, int32_t i, const Shape *ts, bool run)
                               &prm, 1);
         hlo_attrs_mut(p->out, hlo_inst(p->out, oc, ops[k]))->index = k;
     }
-    hlo_comp(p->out, oc)->root = part_clone_into(p, oc, i, in->name, &in->shape, ops, ts->n_elems);
+    hlo_comp(p->out, oc)->root = part_clone_into(p, oc, i, in->name, in->shape, ops, ts->n_elems);
     return oc;
 }
 
@@ -234,7 +234,7 @@ static void one_device_leaves(Part *p, const HloInst *in, Tiling *leaves, int32_
     uint32_t all_mask = p->mesh->n_atoms >= 32 ? 0xffffffffu : (1u << p->mesh->n_atoms) - 1;
     int32_t k = 0, sp = 0;
     const Shape *stack[64];
-    stack[sp++] = &in->shape;
+    stack[sp++] = in->shape;
     while (sp > 0 && k < nl) {
         const Shape *s = stack[--sp];
         if (shape_is_tuple(s)) {
@@ -263,14 +263,14 @@ bool part_transfer(Part *p, int32_t i)
     }
     int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, in->n_operands + 1);
     for (int32_t k = 0; k < in->n_operands; k++) {
-        ops[k] = part_operand(p, i, k, part_replicated_leaves(p, &part_in(p, in->operands[k])->shape, NULL));
+        ops[k] = part_operand(p, i, k, part_replicated_leaves(p, part_in(p, in->operands[k])->shape, NULL));
         if (ops[k] < 0)
             return false;
     }
     int32_t nl;
-    Tiling *leaves = part_replicated_leaves(p, &in->shape, &nl);
+    Tiling *leaves = part_replicated_leaves(p, in->shape, &nl);
     if (dev < 0 || p->mesh->n_atoms == 0) {
-        int32_t r = part_clone(p, i, part_result_name(p, i, leaves, "full"), &in->shape, ops, in->n_operands);
+        int32_t r = part_clone(p, i, part_result_name(p, i, leaves, "full"), in->shape, ops, in->n_operands);
         part_set_result(p, i, r, leaves, -1, NULL);
         return true;
     }
@@ -281,12 +281,12 @@ bool part_transfer(Part *p, int32_t i)
     ts.n_elems = in->n_operands;
     ts.elems = ARENA_ARRAY(p->out->arena, Shape, in->n_operands + 1);
     for (int32_t k = 0; k < in->n_operands; k++)
-        ts.elems[k] = hlo_copy_shape(p->out, &part_out(p, ops[k])->shape);
+        ts.elems[k] = hlo_copy_shape(p->out, part_out(p, ops[k])->shape);
     int32_t t = part_emit(p, HLO_TUPLE, part_name(p, in->name, "operands"), &ts, ops, in->n_operands);
     int32_t cops[3] = {is_device(p, dev, in->name), t, t};
     int32_t bt = transfer_branch(p, i, &ts, true), bf = transfer_branch(p, i, &ts, false);
     one_device_leaves(p, in, leaves, nl);
-    int32_t r = part_emit(p, HLO_CONDITIONAL, part_result_name(p, i, leaves, "device-only"), &in->shape, cops, 3);
+    int32_t r = part_emit(p, HLO_CONDITIONAL, part_result_name(p, i, leaves, "device-only"), in->shape, cops, 3);
     HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, r));
     int64_t br[2] = {bt, bf};
     a->branches = hlo_intlist(p->out, br, 2);

@@ -49,7 +49,7 @@
 
 /* ================================================================ emission helpers */
 
-static Shape shape_of(Part *p, int32_t v) { return part_out(p, v)->shape; }
+static Shape shape_of(Part *p, int32_t v) { return *part_out(p, v)->shape; }
 
 static int32_t emit_as(Part *p, HloOpcode op, const char *base, const char *role, const Shape *s,
                        const int32_t *ops, int32_t n)
@@ -328,13 +328,13 @@ bool part_gather(Part *p, int32_t i)
     if (!part_rule_init(p, i, &rc))
         return part_default(p, i);
     OpRule *r = &rc.rule;
-    const Shape *os = &part_in(p, in->operands[0])->shape, *is = &part_in(p, in->operands[1])->shape;
+    const Shape *os = part_in(p, in->operands[0])->shape, *is = part_in(p, in->operands[1])->shape;
     int32_t t0 = oprule_operand_tensor(r, 0), t1 = oprule_operand_tensor(r, 1);
-    ReduceKind kind = in->shape.type == ET_PRED ? REDUCE_OR : REDUCE_SUM;
+    ReduceKind kind = in->shape->type == ET_PRED ? REDUCE_OR : REDUCE_SUM;
     ElemType ct = ET_S32;
     uint64_t masked = 0;
     /* an indexed dim sliced one element wide may be split: masked method */
-    if (t0 >= 0 && t1 >= 0 && index_calc_type(is->type, max_dim(os), &ct) && !elem_type_is_complex(in->shape.type)) {
+    if (t0 >= 0 && t1 >= 0 && index_calc_type(is->type, max_dim(os), &ct) && !elem_type_is_complex(in->shape->type)) {
         for (int32_t j = 0; j < a->start_index_map.n; j++) {
             int64_t d = a->start_index_map.v[j];
             if (d < 0 || d >= os->rank || d >= a->slice_sizes.n || a->slice_sizes.v[d] != 1 ||
@@ -367,7 +367,7 @@ bool part_gather(Part *p, int32_t i)
     int32_t inr;
     int32_t il = local_indices(p, ops[1], a->index_vector_dim, comps, nc, true, ct, &inr, in->name);
     Tiling *leaves = part_result_leaves(p, &rc, &ch);
-    Shape ol = part_local_shape(p, &in->shape, leaves);
+    Shape ol = part_local_shape(p, in->shape, leaves);
     int32_t gops[2] = {ops[0], il};
     int32_t g = part_clone(p, i, part_name(p, in->name, "local-gather"), &ol, gops, 2);
     oprule_localize_attrs(r, p->in, p->ic, i, &ch.fs, p->mesh, hlo_attrs_mut(p->out, part_out(p, g)));
@@ -396,8 +396,8 @@ bool part_scatter(Part *p, int32_t i)
         return part_default(p, i);
     OpRule *r = &rc.rule;
     int32_t n = (in->n_operands - 1) / 2;
-    const Shape *os = &part_in(p, in->operands[0])->shape, *is = &part_in(p, in->operands[n])->shape;
-    const Shape *us = &part_in(p, in->operands[n + 1])->shape;
+    const Shape *os = part_in(p, in->operands[0])->shape, *is = part_in(p, in->operands[n])->shape;
+    const Shape *us = part_in(p, in->operands[n + 1])->shape;
     int32_t t0 = oprule_operand_tensor(r, 0);
     ElemType ct = ET_S32;
     uint64_t shifted = 0;
@@ -448,7 +448,7 @@ bool part_scatter(Part *p, int32_t i)
     bool partial = false;
     for (int32_t l = 0; l < p->vals[i].n_leaves; l++)
         partial |= leaves[l].partial != 0;
-    Shape ol = part_local_shape(p, &in->shape, leaves);
+    Shape ol = part_local_shape(p, in->shape, leaves);
     int32_t res = part_clone(p, i, part_result_name(p, i, leaves, partial ? "partial" : "local"), &ol, ops,
                              in->n_operands);
     part_rule_result(p, &rc, &ch, res);
@@ -465,9 +465,9 @@ bool part_dynamic_slice(Part *p, int32_t i)
     if (!part_rule_init(p, i, &rc))
         return part_default(p, i);
     OpRule *r = &rc.rule;
-    const Shape *os = &part_in(p, in->operands[0])->shape, *rs = &in->shape;
+    const Shape *os = part_in(p, in->operands[0])->shape, *rs = in->shape;
     int32_t t0 = oprule_operand_tensor(r, 0), tr = oprule_result_tensor(r, 0);
-    ElemType it = in->n_operands > 1 ? part_in(p, in->operands[1])->shape.type : ET_S32, ct = ET_S32;
+    ElemType it = in->n_operands > 1 ? part_in(p, in->operands[1])->shape->type : ET_S32, ct = ET_S32;
     ReduceKind kind = rs->type == ET_PRED ? REDUCE_OR : REDUCE_SUM;
     uint64_t masked = 0;
     /* a sliced dim may be split: each device slices what lies in its shard,
@@ -494,7 +494,7 @@ bool part_dynamic_slice(Part *p, int32_t i)
     if (part_rule_operands(p, &rc, &ch, ops) < 0)
         return false;
     Tiling *leaves = part_result_leaves(p, &rc, &ch);
-    Shape ol = part_local_shape(p, &in->shape, leaves);
+    Shape ol = part_local_shape(p, in->shape, leaves);
     int64_t lo[SPMDC_MAX_RANK] = {0};
     int32_t starts[SPMDC_MAX_RANK];
     for (int32_t d = 0; d < os->rank; d++) {
@@ -531,9 +531,9 @@ bool part_dynamic_update_slice(Part *p, int32_t i)
     if (!part_rule_init(p, i, &rc))
         return part_default(p, i);
     OpRule *r = &rc.rule;
-    const Shape *os = &part_in(p, in->operands[0])->shape, *us = &part_in(p, in->operands[1])->shape;
+    const Shape *os = part_in(p, in->operands[0])->shape, *us = part_in(p, in->operands[1])->shape;
     int32_t t0 = oprule_operand_tensor(r, 0);
-    ElemType it = in->n_operands > 2 ? part_in(p, in->operands[2])->shape.type : ET_S32, ct = ET_S32;
+    ElemType it = in->n_operands > 2 ? part_in(p, in->operands[2])->shape->type : ET_S32, ct = ET_S32;
     /* the updated dims may be split: each device writes its part */
     if (t0 >= 0 && in->n_operands == 2 + os->rank && us->rank == os->rank && index_calc_type(it, max_dim(os), &ct))
         rc.splittable |= 1u << FACTOR_PERMUTATION;
@@ -549,7 +549,7 @@ bool part_dynamic_update_slice(Part *p, int32_t i)
     if (part_rule_operands(p, &rc, &ch, ops) < 0)
         return false;
     Tiling *leaves = part_result_leaves(p, &rc, &ch);
-    Shape ol = part_local_shape(p, &in->shape, leaves);
+    Shape ol = part_local_shape(p, in->shape, leaves);
     int64_t lo[SPMDC_MAX_RANK] = {0};
     int32_t starts[SPMDC_MAX_RANK], mask = -1;
     for (int32_t d = 0; d < os->rank; d++) {
@@ -675,7 +675,7 @@ bool part_topk(Part *p, int32_t i)
     bool have = part_rule_choose(p, &rc, NULL, NULL, &ch);
     const OpRule *r = &rc.rule;
     int32_t t0 = oprule_operand_tensor(r, 0);
-    const Shape *xs = &part_in(p, in->operands[0])->shape, *rs = &in->shape;
+    const Shape *xs = part_in(p, in->operands[0])->shape, *rs = in->shape;
     if (t0 < 0 || !shape_is_tuple(rs) || rs->n_elems != 2 || xs->rank < 1 || rs->elems[0].rank != xs->rank)
         return have ? part_rule_emit(p, &rc, &ch) : part_default(p, i);
     int32_t last = xs->rank - 1, na;
@@ -776,9 +776,9 @@ static int32_t mask_reduced_padding(Part *p, int32_t i, int32_t k, const Tiling 
     const HloInst *v = part_in(p, in->operands[k]);
     uint32_t red = 0;
     for (int32_t j = 0; j < a->dimensions.n; j++)
-        if (a->dimensions.v[j] >= 0 && a->dimensions.v[j] < v->shape.rank)
+        if (a->dimensions.v[j] >= 0 && a->dimensions.v[j] < v->shape->rank)
             red |= 1u << a->dimensions.v[j];
-    return part_mask_padding(p, x, w, &v->shape, red, init, part_name(p, v->name, "unpadded"));
+    return part_mask_padding(p, x, w, v->shape, red, init, part_name(p, v->name, "unpadded"));
 }
 
 /* An argmax (arg = REDUCE_MAX) / argmin pair over split dims: each shard's
@@ -800,7 +800,7 @@ static bool reduce_arg_by_all_reduce(Part *p, int32_t i, const Tiling *w, const 
     int32_t ops[4];
     for (int32_t k = 0; k < 4; k++) {
         Tiling rep;
-        tiling_replicated(&rep, part_in(p, in->operands[k])->shape.rank);
+        tiling_replicated(&rep, part_in(p, in->operands[k])->shape->rank);
         if ((ops[k] = part_operand(p, i, k, k < 2 ? w : &rep)) < 0)
             return false;
     }
@@ -872,7 +872,7 @@ bool part_reduce(Part *p, int32_t i)
         return part_default(p, i);
     bool have = part_rule_choose(p, &rc, NULL, NULL, &ch);
     int32_t t0 = oprule_operand_tensor(&rc.rule, 0);
-    const Shape *xs = &part_in(p, in->operands[0])->shape;
+    const Shape *xs = part_in(p, in->operands[0])->shape;
     if (t0 < 0)
         return have ? part_rule_emit(p, &rc, &ch) : part_default(p, i);
     /* the inputs stay as input 0 is (its pending reduction closed); the
@@ -906,7 +906,7 @@ bool part_reduce(Part *p, int32_t i)
         cost += part_cost(p, in->operands[k], &w);
     Shape *cand = ARENA_ARRAY(p->scratch, Shape, n), *kept = ARENA_ARRAY(p->scratch, Shape, n);
     for (int32_t l = 0; l < n && cost < PART_INF_COST; l++) {
-        const Shape *ls = shape_is_tuple(&in->shape) ? &in->shape.elems[l] : &in->shape;
+        const Shape *ls = shape_is_tuple(in->shape) ? &in->shape->elems[l] : in->shape;
         leaves[l] = res;
         kept[l] = tiling_local_shape(&res, p->mesh, ls);
         cand[l] = kept[l];
@@ -950,7 +950,7 @@ bool part_reduce(Part *p, int32_t i)
     int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, 2 * n);
     for (int32_t k = 0; k < 2 * n; k++) {
         Tiling rep;
-        tiling_replicated(&rep, part_in(p, in->operands[k])->shape.rank);
+        tiling_replicated(&rep, part_in(p, in->operands[k])->shape->rank);
         if ((ops[k] = part_operand(p, i, k, k < n ? &w : &rep)) < 0)
             return false;
     }
@@ -992,7 +992,7 @@ bool part_rng(Part *p, int32_t i)
      * closes (a broadcast within the group, as XLA does) */
     Tiling st = ch.res[0];
     uint32_t all = ((uint32_t)1 << p->mesh->n_atoms) - 1u, rep = all & ~tiling_used(&st);
-    Shape l = tiling_local_shape(&st, p->mesh, &in->shape);
+    Shape l = tiling_local_shape(&st, p->mesh, in->shape);
     int32_t r = part_clone(p, i, rep ? part_name(p, in->name, "draw") : part_result_name(p, i, &st, "local"), &l,
                            ops, 2);
     if (!rep) {

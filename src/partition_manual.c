@@ -216,14 +216,14 @@ static bool manual_layout(Part *p, int32_t i, const Tiling *decl, uint32_t m, co
 bool part_manual_border(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
-    if (in->n_operands != 1 || !shape_is_array(&in->shape) || !shape_is_array(&part_in(p, in->operands[0])->shape)) {
+    if (in->n_operands != 1 || !shape_is_array(in->shape) || !shape_is_array(part_in(p, in->operands[0])->shape)) {
         diag_error(p->cx->diag, in->span, "%s: %s takes one array and returns one", in->name,
                    hlo_attrs(in)->custom_call_target);
         return false;
     }
     if (all_atoms(p->mesh) == 0) {
         /* one device: a manual region's border is a copy (its shard is the whole value) */
-        if (!shape_equal(&in->shape, &part_in(p, in->operands[0])->shape)) {
+        if (!shape_equal(in->shape, part_in(p, in->operands[0])->shape)) {
             diag_error(p->cx->diag, in->span, "%s: on one device %s keeps the shape of its operand", in->name,
                        hlo_attrs(in)->custom_call_target);
             return false;
@@ -251,12 +251,12 @@ bool part_manual_border(Part *p, int32_t i)
     Tiling layout, state, want;
     const Tiling *own = part_decl_leaves(p, i);
     if (to_shard) {
-        if (!manual_layout(p, i, &part_decl_leaves(p, x)[0], m, &in->shape, &xi->shape, &layout))
+        if (!manual_layout(p, i, &part_decl_leaves(p, x)[0], m, in->shape, xi->shape, &layout))
             return false;
         want = join(&layout, &own[0]);
         state = own[0];
     } else {
-        if (!manual_layout(p, i, &own[0], m, &xi->shape, &in->shape, &layout))
+        if (!manual_layout(p, i, &own[0], m, xi->shape, in->shape, &layout))
             return false;
         /* a result declared unreduced along manual atoms ({unreduced}, an
          * unreduced out_spec) would make the devices' pieces a pending sum;
@@ -279,7 +279,7 @@ bool part_manual_border(Part *p, int32_t i)
     int32_t op = part_operand(p, i, 0, &want);
     if (op < 0)
         return false;
-    Shape l = tiling_local_shape(&state, p->mesh, &in->shape);
+    Shape l = tiling_local_shape(&state, p->mesh, in->shape);
     int32_t r = part_emit(p, HLO_COPY, part_result_name(p, i, &state, to_shard ? "local" : "full"), &l, &op, 1);
     part_out(p, r)->span = in->span;
     part_set_result(p, i, r, &state, -1, NULL);
@@ -437,8 +437,8 @@ static int64_t user_bytes(Part *p, int32_t local, CollectiveKind k, int64_t size
     const HloInst *ci = part_out(p, local);
     int64_t ob = 0;
     for (int32_t j = 0; j < ci->n_operands; j++)
-        ob += shape_byte_size(&part_out(p, ci->operands[j])->shape);
-    int64_t rb = shape_byte_size(&ci->shape);
+        ob += shape_byte_size(part_out(p, ci->operands[j])->shape);
+    int64_t rb = shape_byte_size(ci->shape);
     if (k == COLL_COLLECTIVE_PERMUTE) {
         const HloAttrs *a = hlo_attrs(ci);
         for (int32_t j = 0; j < a->n_pairs; j++)
@@ -512,14 +512,14 @@ bool part_user_collective(Part *p, int32_t i)
     for (int32_t k = 0; k < in->n_operands; k++) {
         int32_t v = in->operands[k];
         const Tiling *want = &res[k < nl ? k : 0];
-        if (p->vals[v].n_leaves != 1 || part_in(p, v)->shape.rank != want->rank) {
+        if (p->vals[v].n_leaves != 1 || part_in(p, v)->shape->rank != want->rank) {
             diag_error(p->cx->diag, in->span, "%s: operand %d does not match its result", in->name, (int)k);
             return false;
         }
         if ((ops[k] = part_operand(p, i, k, want)) < 0)
             return false;
     }
-    Shape l = part_local_shape(p, &in->shape, res);
+    Shape l = part_local_shape(p, in->shape, res);
     int32_t r = part_clone(p, i, part_result_name(p, i, res, "local"), &l, ops, in->n_operands);
     HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, r));
     if (a->channel_id)
@@ -541,7 +541,7 @@ bool part_manual_leaf(Part *p, int32_t i)
     }
     Tiling t;
     tiling_replicated(&t, 0);
-    int32_t r = part_clone(p, i, in->name, &in->shape, NULL, 0);
+    int32_t r = part_clone(p, i, in->name, in->shape, NULL, 0);
     part_set_result(p, i, r, &t, -1, NULL);
     return true;
 }

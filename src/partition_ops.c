@@ -54,13 +54,13 @@ bool part_default(Part *p, int32_t i)
     int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, in->n_operands ? in->n_operands : 1);
     p->limit_dims = PART_LIMIT_ALL;
     for (int32_t k = 0; k < in->n_operands; k++) {
-        Tiling *want = part_replicated_leaves(p, &part_in(p, in->operands[k])->shape, NULL);
+        Tiling *want = part_replicated_leaves(p, part_in(p, in->operands[k])->shape, NULL);
         ops[k] = part_operand(p, i, k, want);
         if (ops[k] < 0)
             return false;
     }
-    Tiling *leaves = part_replicated_leaves(p, &in->shape, NULL);
-    int32_t r = part_clone(p, i, part_result_name(p, i, leaves, "full"), &in->shape, ops, in->n_operands);
+    Tiling *leaves = part_replicated_leaves(p, in->shape, NULL);
+    int32_t r = part_clone(p, i, part_result_name(p, i, leaves, "full"), in->shape, ops, in->n_operands);
     part_set_result(p, i, r, leaves, -1, NULL);
     return true;
 }
@@ -78,10 +78,10 @@ static bool h_maximal_parameter(Part *p, int32_t i, int64_t dev)
 {
     const HloInst *in = part_in(p, i);
     Tiling st;
-    tiling_replicated(&st, in->shape.rank);
-    Shape whole = part_local_shape(p, &in->shape, part_decl_leaves(p, i));
+    tiling_replicated(&st, in->shape->rank);
+    Shape whole = part_local_shape(p, in->shape, part_decl_leaves(p, i));
     part_param_memory(p, i, &whole);
-    int32_t r = part_clone(p, i, p->mesh->n_atoms ? part_name(p, in->name, "arg") : in->name, &in->shape, NULL, 0);
+    int32_t r = part_clone(p, i, p->mesh->n_atoms ? part_name(p, in->name, "arg") : in->name, in->shape, NULL, 0);
     if (p->mesh->n_atoms == 0) {
         part_set_result(p, i, r, &st, -1, NULL);
         return true;
@@ -89,8 +89,8 @@ static bool h_maximal_parameter(Part *p, int32_t i, int64_t dev)
     int8_t all[SPMDC_MAX_ATOMS];
     for (int32_t a = 0; a < p->mesh->n_atoms; a++)
         all[a] = (int8_t)a;
-    Shape s32 = shape_scalar(ET_S32), ps = shape_scalar(ET_PRED), pl = shape_array(ET_PRED, in->shape.rank,
-                                                                                     in->shape.dims);
+    Shape s32 = shape_scalar(ET_S32), ps = shape_scalar(ET_PRED), pl = shape_array(ET_PRED, in->shape->rank,
+                                                                                     in->shape->dims);
     int32_t id = part_offset(p, all, p->mesh->n_atoms, 1, in->name); /* this device's id */
     int32_t c = part_emit(p, HLO_CONSTANT, part_name(p, in->name, "device"), &s32, NULL, 0);
     Literal *lit = ARENA_NEW(p->out->arena, Literal);
@@ -101,8 +101,8 @@ static bool h_maximal_parameter(Part *p, int32_t i, int64_t dev)
     int32_t own = part_emit(p, HLO_COMPARE, part_name(p, in->name, "on-device"), &ps, ab, 2);
     hlo_attrs_mut(p->out, part_out(p, own))->direction = CMP_EQ;
     int32_t ob = part_emit(p, HLO_BROADCAST, part_name(p, in->name, "on-device-broadcast"), &pl, &own, 1);
-    int32_t sel[3] = {ob, r, part_identity(p, REDUCE_SUM, &in->shape, in->name)};
-    int32_t m = part_emit(p, HLO_SELECT, part_name(p, in->name, "masked"), &in->shape, sel, 3);
+    int32_t sel[3] = {ob, r, part_identity(p, REDUCE_SUM, in->shape, in->name)};
+    int32_t m = part_emit(p, HLO_SELECT, part_name(p, in->name, "masked"), in->shape, sel, 3);
     st.partial = ((uint32_t)1 << p->mesh->n_atoms) - 1u;
     st.kind = REDUCE_SUM;
     const char *why = NULL;
@@ -152,17 +152,17 @@ static bool h_parameter(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
     int64_t k = in->param_number;
-    if (!p->parent && in->sharding && in->sharding->kind == SHARDING_MAXIMAL && shape_is_array(&in->shape))
+    if (!p->parent && in->sharding && in->sharding->kind == SHARDING_MAXIMAL && shape_is_array(in->shape))
         return h_maximal_parameter(p, i, in->sharding->device);
     const Tiling *leaves = k >= 0 && k < p->n_params && p->param_leaves[k] ? p->param_leaves[k]
                                                                             : part_decl_leaves(p, i);
     Shape l;
-    if (leaves == p->vals[i].decl && p->vals[i].n_leaves == 1 && shape_is_array(&in->shape)) { /* canonical */
-        const ParamEnt *e = param_ent(p, leaves, &in->shape);
+    if (leaves == p->vals[i].decl && p->vals[i].n_leaves == 1 && shape_is_array(in->shape)) { /* canonical */
+        const ParamEnt *e = param_ent(p, leaves, in->shape);
         l = e->local;
         part_param_bytes(p, e->global_bytes, e->local_bytes);
     } else {
-        l = part_local_shape(p, &in->shape, leaves);
+        l = part_local_shape(p, in->shape, leaves);
         part_param_memory(p, i, &l); /* the entry's are in their declared state */
     }
     int32_t r = part_clone(p, i, part_result_name(p, i, leaves, "arg"), &l, NULL, 0);
@@ -173,8 +173,8 @@ static bool h_parameter(Part *p, int32_t i)
 static bool h_constant(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
-    Tiling *full = part_replicated_leaves(p, &in->shape, NULL);
-    int32_t r = part_clone(p, i, part_result_name(p, i, full, "full"), &in->shape, NULL, 0);
+    Tiling *full = part_replicated_leaves(p, in->shape, NULL);
+    int32_t r = part_clone(p, i, part_result_name(p, i, full, "full"), in->shape, NULL, 0);
     part_set_result(p, i, r, full, -1, NULL);
     return true;
 }
@@ -184,15 +184,15 @@ static bool h_constant(Part *p, int32_t i)
 static bool h_iota(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
-    ElemType t = in->shape.type;
+    ElemType t = in->shape->type;
     RuleCtx rc;
     RuleChoice ch;
     int32_t d = (int32_t)hlo_attrs(in)->iota_dimension;
     if (!(elem_type_is_integral(t) || elem_type_is_float(t)) || !part_rule_init(p, i, &rc) ||
-        !part_rule_choose(p, &rc, NULL, NULL, &ch) || d < 0 || d >= in->shape.rank)
+        !part_rule_choose(p, &rc, NULL, NULL, &ch) || d < 0 || d >= in->shape->rank)
         return h_constant(p, i);
     const Tiling *o = &ch.res[0];
-    Shape l = tiling_local_shape(o, p->mesh, &in->shape);
+    Shape l = tiling_local_shape(o, p->mesh, in->shape);
     if (tiling_dim_n(o, d) == 0) {
         int32_t r = part_clone(p, i, part_result_name(p, i, o, "local"), &l, NULL, 0);
         part_set_result(p, i, r, o, -1, NULL);
@@ -224,7 +224,7 @@ static bool h_tuple(Part *p, int32_t i)
             return false;
         off += p->vals[in->operands[k]].n_leaves;
     }
-    Shape l = part_local_shape(p, &in->shape, decl);
+    Shape l = part_local_shape(p, in->shape, decl);
     int32_t r = part_clone(p, i, part_result_name(p, i, decl, "local"), &l, ops, in->n_operands);
     part_set_result(p, i, r, decl, -1, NULL);
     return true;
@@ -234,14 +234,14 @@ static bool h_get_tuple_element(Part *p, int32_t i)
 {
     const HloInst *in = part_in(p, i);
     int32_t v = in->operands[0];
-    const Shape *ts = &part_in(p, v)->shape;
+    const Shape *ts = part_in(p, v)->shape;
     int64_t idx = hlo_attrs(in)->index;
     if (!shape_is_tuple(ts) || idx < 0 || idx >= ts->n_elems)
         return part_default(p, i);
     int32_t off = shape_leaf_offset(ts, (int32_t)idx, &p->gte_leaves, p->scratch);
     const VState *st = part_primary(p, v);
     const Tiling *leaves = st->leaves + off;
-    Shape l = part_local_shape(p, &in->shape, leaves);
+    Shape l = part_local_shape(p, in->shape, leaves);
     int32_t r = part_clone(p, i, part_result_name(p, i, leaves, "element"), &l, &st->local, 1);
     bool partial = false;
     for (int32_t k = 0; k < p->vals[i].n_leaves; k++)
@@ -272,7 +272,7 @@ bool part_copy_as_declared(Part *p, int32_t i)
     int32_t op = part_operand(p, i, 0, decl);
     if (op < 0)
         return false;
-    Shape l = part_local_shape(p, &in->shape, decl);
+    Shape l = part_local_shape(p, in->shape, decl);
     int32_t r = part_emit(p, HLO_COPY, in->name, &l, &op, 1);
     part_out(p, r)->span = in->span;
     part_set_result(p, i, r, decl, -1, NULL);
@@ -288,7 +288,7 @@ static bool h_opt_barrier(Part *p, int32_t i)
     int32_t op = part_operand(p, i, 0, decl);
     if (op < 0)
         return false;
-    Shape l = part_local_shape(p, &in->shape, decl);
+    Shape l = part_local_shape(p, in->shape, decl);
     int32_t r = part_clone(p, i, part_result_name(p, i, decl, "local"), &l, &op, 1);
     part_set_result(p, i, r, decl, -1, NULL);
     return true;

@@ -461,8 +461,8 @@ static int64_t cost_of(Part *p, const RuleCtx *rc, const RuleChoice *ch, int64_t
     for (int32_t l = 0; l < r->n_out && bytes < PART_INF_COST && bytes <= bound; l++) {
         if (!part_leaf_read(p, rc->inst, r->t[r->n_in + l].leaf))
             continue;
-        Shape s = shape_array(in->shape.type, r->t[r->n_in + l].rank, r->t[r->n_in + l].shape);
-        const Shape *ls = shape_is_tuple(&in->shape) ? &in->shape.elems[r->t[r->n_in + l].leaf] : &in->shape;
+        Shape s = shape_array(in->shape->type, r->t[r->n_in + l].rank, r->t[r->n_in + l].shape);
+        const Shape *ls = shape_is_tuple(in->shape) ? &in->shape->elems[r->t[r->n_in + l].leaf] : in->shape;
         s.type = ls->type;
         bytes += part_reshard_cost(p, &s, &ch->res[l], &rc->cur[r->n_in + l]);
     }
@@ -806,7 +806,7 @@ static int32_t mask_padding(Part *p, const RuleCtx *rc, const RuleChoice *ch, in
 {
     const OpRule *r = &rc->rule;
     int32_t v = part_in(p, rc->inst)->operands[r->t[k].slot];
-    const Shape *gs = &part_in(p, v)->shape;
+    const Shape *gs = part_in(p, v)->shape;
     for (int32_t d = 0; d < r->t[k].rank; d++) {
         ReduceKind rk = REDUCE_NONE;
         for (int32_t j = 0; j < oprule_dim_n(r, k, d); j++) {
@@ -905,7 +905,7 @@ int32_t part_rule_operands(Part *p, const RuleCtx *rc, const RuleChoice *ch, int
         const Tiling *want = k >= 0 ? &ch->want[k] : NULL;
         if (!want) {
             int32_t n;
-            Tiling *rep = part_replicated_leaves_in(p->tmp, &part_in(p, in->operands[s])->shape, &n);
+            Tiling *rep = part_replicated_leaves_in(p->tmp, part_in(p, in->operands[s])->shape, &n);
             p->limit_dims = PART_LIMIT_ALL;
             ops[s] = part_operand(p, rc->inst, s, rep);
         } else if ((ops[s] = rc->dec ? part_held_canon(p, in->operands[s], rc->dec->want_canon[k])
@@ -982,7 +982,7 @@ Tiling *part_result_leaves(Part *p, const RuleCtx *rc, const RuleChoice *ch)
                                    same address) */
     const OpRule *r = &rc->rule;
     int32_t n;
-    Tiling *leaves = part_replicated_leaves_in(rc->dec ? p->scratch : p->tmp, &part_in(p, rc->inst)->shape, &n);
+    Tiling *leaves = part_replicated_leaves_in(rc->dec ? p->scratch : p->tmp, part_in(p, rc->inst)->shape, &n);
     for (int32_t l = 0; l < r->n_out; l++)
         if (r->t[r->n_in + l].leaf < n)
             leaves[r->t[r->n_in + l].leaf] = ch->res[l];
@@ -1007,7 +1007,7 @@ bool part_rule_emit(Part *p, const RuleCtx *rc, const RuleChoice *ch)
         bool partial = false;
         for (int32_t l = 0; l < p->vals[rc->inst].n_leaves; l++)
             partial |= leaves[l].partial != 0;
-        Shape l = part_local_shape(p, &in->shape, leaves);
+        Shape l = part_local_shape(p, in->shape, leaves);
         if (!d)
             return emit_clone(p, rc, ch, ops, leaves, &l, partial);
         d->local = l;
@@ -1039,7 +1039,7 @@ static void localize_layout_constraints(Part *p, const int32_t *ops, int32_t n, 
             ok = false;
             break;
         }
-        const Shape *ls = &part_out(p, ops[k])->shape;
+        const Shape *ls = part_out(p, ops[k])->shape;
         sb_printf(&b, "%s%.*s[", k ? ", " : "", (int)(lb - s), s);
         for (int32_t d = 0; d < ls->rank; d++)
             sb_printf(&b, "%s%lld", d ? "," : "", (long long)ls->dims[d]);
@@ -1103,7 +1103,9 @@ static bool emit_clone(Part *p, const RuleCtx *rc, const RuleChoice *ch, const i
         oprule_localize_attrs(&rc->rule, p->in, p->ic, rc->inst, &ch->fs, p->mesh, &a);
         if (in->op == HLO_CUSTOM_CALL) {
             localize_layout_constraints(p, ops, in->n_operands, &a);
-            keep_layouts(p, &in->shape, &ri->shape);
+            Shape ls = *ri->shape;
+            keep_layouts(p, in->shape, &ls);
+            ri->shape = hlo_shape(p->out, &ls);
         }
         bool change = memcmp(&a, hlo_attrs(ri), sizeof a) != 0;
         if (change)
@@ -1178,7 +1180,7 @@ static bool decision_key(Part *p, int32_t i, DecisionKey *key)
 {
     const HloInst *in = part_in(p, i);
     key->n = 0;
-    if (!shape_is_array(&in->shape) || p->vals[i].n_leaves != 1)
+    if (!shape_is_array(in->shape) || p->vals[i].n_leaves != 1)
         return false;
     for (int32_t s = 0; s < in->n_operands && s < 8; s++) { /* their misses overlap */
         const HloInst *vi = part_in(p, in->operands[s]);
@@ -1190,13 +1192,13 @@ static bool decision_key(Part *p, int32_t i, DecisionKey *key)
     KeyPen k = {key->w, key->w + DECISION_KEY_WORDS, 0x9e3779b97f4a7c15ull};
     key_word(&k, (uint64_t)in->op | (uint64_t)(uint32_t)in->n_operands << 32);
     key_word(&k, (uint64_t)(uintptr_t)in->attrs); /* NULL: the defaults */
-    if (!key_shape(&k, &in->shape, 0, 1))
+    if (!key_shape(&k, in->shape, 0, 1))
         return false;
     key_word(&k, (uint64_t)(uintptr_t)decl);
     for (int32_t s = 0; s < in->n_operands; s++) {
         int32_t v = in->operands[s];
         const HloInst *vi = part_in(p, v);
-        if (!shape_is_array(&vi->shape) || p->vals[v].n_leaves != 1 || !p->vals[v].states)
+        if (!shape_is_array(vi->shape) || p->vals[v].n_leaves != 1 || !p->vals[v].states)
             return false;
         uint32_t id = 0;
         if (vi->op == HLO_CONSTANT) {
@@ -1207,7 +1209,7 @@ static bool decision_key(Part *p, int32_t i, DecisionKey *key)
                                            (is_reduce_identity(p->in, p->ic, v, REDUCE_PROD) ? 4u : 0u));
             id = p->const_id[v] & 0x7fu;
         }
-        if (!key_shape(&k, &vi->shape, id, 0))
+        if (!key_shape(&k, vi->shape, id, 0))
             return false;
         for (const VState *st = p->vals[v].states; st; st = st->next) { /* canonical (add_state) */
             if (k.end == k.w)

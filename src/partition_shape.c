@@ -49,7 +49,7 @@ static int32_t only_user(Part *p, int32_t i)
 bool part_leaf_read(Part *p, int32_t i, int32_t leaf)
 {
     const HloComputation *c = &p->in->comps[p->ic];
-    const Shape *s = &part_in(p, i)->shape;
+    const Shape *s = part_in(p, i)->shape;
     if (i == c->root || !shape_is_tuple(s) || leaf < 0 || leaf >= s->n_elems)
         return true;
     for (int32_t e = 0; e < s->n_elems; e++)
@@ -89,13 +89,13 @@ static int32_t slice_of_pad(Part *p, int32_t s)
     while (part_in(p, x)->op == HLO_COPY && foldable(p, x))
         x = part_in(p, x)->operands[0];
     const HloInst *pi = part_in(p, x);
-    if (pi->op != HLO_PAD || !foldable(p, x) || !shape_is_array(&pi->shape))
+    if (pi->op != HLO_PAD || !foldable(p, x) || !shape_is_array(pi->shape))
         return -1;
     const HloAttrs *pa = hlo_attrs(pi);
-    if (pa->pad_lo.n != pi->shape.rank || sa->slice_start.n != pi->shape.rank)
+    if (pa->pad_lo.n != pi->shape->rank || sa->slice_start.n != pi->shape->rank)
         return -1;
-    for (int32_t d = 0; d < pi->shape.rank; d++) {
-        bool cut = sa->slice_start.v[d] != 0 || sa->slice_limit.v[d] != pi->shape.dims[d];
+    for (int32_t d = 0; d < pi->shape->rank; d++) {
+        bool cut = sa->slice_start.v[d] != 0 || sa->slice_limit.v[d] != pi->shape->dims[d];
         bool padded = pa->pad_lo.v[d] || pa->pad_hi.v[d] || (pa->pad_interior.n && pa->pad_interior.v[d]);
         if (cut && !padded)
             return -1;
@@ -107,7 +107,7 @@ static int32_t slice_of_pad(Part *p, int32_t s)
 static void folded_padding(Part *p, int32_t s, int32_t pad, int64_t *lo, int64_t *hi)
 {
     const HloAttrs *sa = hlo_attrs(part_in(p, s)), *pa = hlo_attrs(part_in(p, pad));
-    const Shape *ps = &part_in(p, pad)->shape;
+    const Shape *ps = part_in(p, pad)->shape;
     for (int32_t d = 0; d < ps->rank; d++) {
         lo[d] = pa->pad_lo.v[d] - sa->slice_start.v[d];
         hi[d] = pa->pad_hi.v[d] - (ps->dims[d] - sa->slice_limit.v[d]);
@@ -124,21 +124,21 @@ static bool concat_roll(Part *p, int32_t c, int32_t *y, int64_t *start)
 {
     const HloInst *ci = part_in(p, c);
     const HloAttrs *ca = hlo_attrs(ci);
-    if (ci->op != HLO_CONCATENATE || ca->dimensions.n != 1 || ci->n_operands < 2 || !shape_is_array(&ci->shape))
+    if (ci->op != HLO_CONCATENATE || ca->dimensions.n != 1 || ci->n_operands < 2 || !shape_is_array(ci->shape))
         return false;
     int32_t d = (int32_t)ca->dimensions.v[0], src = -1;
-    int64_t n = ci->shape.dims[d], next = 0;
+    int64_t n = ci->shape->dims[d], next = 0;
     for (int32_t k = 0; k < ci->n_operands; k++) {
         int32_t s = ci->operands[k];
         const HloInst *si = part_in(p, s);
         const HloAttrs *sa = hlo_attrs(si);
-        if (si->op != HLO_SLICE || !foldable(p, s) || sa->slice_start.n != ci->shape.rank)
+        if (si->op != HLO_SLICE || !foldable(p, s) || sa->slice_start.n != ci->shape->rank)
             return false;
         int32_t v = si->operands[0];
         if (src >= 0 && v != src)
             return false;
         src = v;
-        const Shape *vs = &part_in(p, v)->shape;
+        const Shape *vs = part_in(p, v)->shape;
         if (!shape_is_array(vs) || vs->dims[d] != n)
             return false;
         for (int32_t e = 0; e < vs->rank; e++) {
@@ -240,7 +240,7 @@ static int32_t emit_result(Part *p, int32_t i, int32_t res, const Tiling *leaves
     bool partial = false;
     for (int32_t l = 0; l < p->vals[res].n_leaves; l++)
         partial |= leaves[l].partial != 0;
-    Shape l = part_local_shape(p, &ri->shape, leaves);
+    Shape l = part_local_shape(p, ri->shape, leaves);
     int32_t r = part_clone(p, i, part_result_name(p, res, leaves, partial ? "partial" : "local"), &l, ops, n_ops);
     part_out(p, r)->span = ri->span;
     *attrs = hlo_attrs_mut(p->out, part_out(p, r));
@@ -265,7 +265,7 @@ static int64_t pad_extra(Part *p, const RuleCtx *rc, const RuleChoice *cand, voi
 {
     const PadOp *po = user;
     const OpRule *r = &rc->rule;
-    Shape ls = tiling_local_shape(&cand->want[0], p->mesh, &part_in(p, part_in(p, po->pad)->operands[0])->shape);
+    Shape ls = tiling_local_shape(&cand->want[0], p->mesh, part_in(p, part_in(p, po->pad)->operands[0])->shape);
     int64_t bytes = 0;
     for (int32_t f = 0; f < r->n_factors && bytes < PART_INF_COST; f++) {
         int32_t d = dim_of(r, 0, f);
@@ -294,7 +294,7 @@ static bool emit_pad(Part *p, const PadOp *po, int32_t res)
     OpRule *r = &rc.rule;
     if (res != pad) {
         /* the folded slice's result in place of the pad's */
-        r->t[r->n_in].shape = part_in(p, res)->shape.dims;
+        r->t[r->n_in].shape = part_in(p, res)->shape->dims;
         rc.cur[r->n_in] = part_decl_leaves(p, res)[0];
         for (int32_t f = 0; f < r->n_factors; f++) {
             int32_t d = dim_of(r, r->n_in, f);
@@ -308,7 +308,7 @@ static bool emit_pad(Part *p, const PadOp *po, int32_t res)
     int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, 2);
     if (part_rule_operands(p, &rc, &ch, ops) < 0)
         return false;
-    const Shape *xg = &part_in(p, pi->operands[0])->shape;
+    const Shape *xg = part_in(p, pi->operands[0])->shape;
     Shape xs = tiling_local_shape(&ch.want[0], p->mesh, xg);
     int32_t x = ops[0];
     int64_t lo[SPMDC_MAX_RANK], hi[SPMDC_MAX_RANK], in[SPMDC_MAX_RANK];
@@ -417,7 +417,7 @@ static int64_t slice_extra(Part *p, const RuleCtx *rc, const RuleChoice *cand, v
     (void)user;
     const OpRule *r = &rc->rule;
     const HloInst *in = part_in(p, rc->inst);
-    Shape ls = tiling_local_shape(&cand->want[0], p->mesh, &part_in(p, in->operands[0])->shape);
+    Shape ls = tiling_local_shape(&cand->want[0], p->mesh, part_in(p, in->operands[0])->shape);
     int64_t bytes = 0;
     for (int32_t f = 0; f < r->n_factors; f++) {
         int32_t d = dim_of(r, 0, f);
@@ -458,10 +458,10 @@ static bool masked_slice_plan(Part *p, int32_t i, MaskedSlice *ms)
 {
     const HloInst *in = part_in(p, i);
     int32_t x = in->operands[0];
-    const Shape *xg = &part_in(p, x)->shape;
+    const Shape *xg = part_in(p, x)->shape;
     const HloAttrs *a = hlo_attrs(in);
-    if (in->n_operands != 1 || p->vals[x].n_leaves != 1 || !shape_is_array(&in->shape) ||
-        a->slice_start.n != xg->rank || shape_elem_count(&in->shape) == 0)
+    if (in->n_operands != 1 || p->vals[x].n_leaves != 1 || !shape_is_array(in->shape) ||
+        a->slice_start.n != xg->rank || shape_elem_count(in->shape) == 0)
         return false;
     Tiling cur = part_primary(p, x)->leaves[0];
     ReduceKind kind = xg->type == ET_PRED ? REDUCE_OR : REDUCE_SUM;
@@ -487,7 +487,7 @@ static bool masked_slice_plan(Part *p, int32_t i, MaskedSlice *ms)
     ms->res.perm = 0;
     if (cur.perm || !tiling_valid(&ms->res))
         return false;
-    ms->bytes = part_reshard_cost(p, &in->shape, &ms->res, &part_decl_leaves(p, i)[0]);
+    ms->bytes = part_reshard_cost(p, in->shape, &ms->res, &part_decl_leaves(p, i)[0]);
     return ms->bytes < PART_INF_COST;
 }
 
@@ -496,7 +496,7 @@ static bool emit_masked_slice(Part *p, int32_t i, const MaskedSlice *ms)
     const HloInst *in = part_in(p, i);
     const Mesh *m = p->mesh;
     int32_t xv = in->operands[0];
-    const Shape *xg = &part_in(p, xv)->shape;
+    const Shape *xg = part_in(p, xv)->shape;
     const VState *src = part_primary(p, xv);
     const Tiling *cur = &src->leaves[0];
     Shape xs = tiling_local_shape(cur, m, xg);
@@ -520,7 +520,7 @@ static bool emit_masked_slice(Part *p, int32_t i, const MaskedSlice *ms)
             continue;
         const int8_t *atoms = tiling_dim(cur, d);
         int32_t na = tiling_dim_n(cur, d);
-        int64_t c = xs.dims[d], lo = st[d], span = (in->shape.dims[d] - 1) * sd[d] + 1, pad_lo = 0, pad_hi = 0;
+        int64_t c = xs.dims[d], lo = st[d], span = (in->shape->dims[d] - 1) * sd[d] + 1, pad_lo = 0, pad_hi = 0;
         int64_t *tile = ARENA_ARRAY(p->scratch, int64_t, nd);
         for (int64_t dev = 0; dev < nd; dev++) {
             tile[dev] = mesh_run_index(m, dev, atoms, na) * c;
@@ -571,7 +571,7 @@ static bool emit_masked_slice(Part *p, int32_t i, const MaskedSlice *ms)
         why = arena_strdup(p->scratch, sb_cstr(&words));
     }
     sb_free(&words);
-    Shape l = tiling_local_shape(&ms->res, m, &in->shape);
+    Shape l = tiling_local_shape(&ms->res, m, in->shape);
     int32_t r = part_clone(p, i, part_result_name(p, i, &ms->res, "partial"), &l, &x, 1);
     part_out(p, r)->span = in->span;
     HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, r));
@@ -614,7 +614,7 @@ bool part_slice(Part *p, int32_t i)
     int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, 1);
     if (part_rule_operands(p, &rc, &ch, ops) < 0)
         return false;
-    Shape xs = tiling_local_shape(&ch.want[0], p->mesh, &part_in(p, in->operands[0])->shape);
+    Shape xs = tiling_local_shape(&ch.want[0], p->mesh, part_in(p, in->operands[0])->shape);
     int32_t x = ops[0];
     const char *base = part_in(p, in->operands[0])->name;
     int64_t st[SPMDC_MAX_RANK], li[SPMDC_MAX_RANK], sd[SPMDC_MAX_RANK];
@@ -680,7 +680,7 @@ static bool emit_roll(Part *p, int32_t c, int32_t y, int64_t start)
     if (x < 0)
         return false;
     const Mesh *m = p->mesh;
-    int64_t nd = m->n_devices, n = ci->shape.dims[d], T = tiling_dim_tiles(decl, m, d), ch = n / T;
+    int64_t nd = m->n_devices, n = ci->shape->dims[d], T = tiling_dim_tiles(decl, m, d), ch = n / T;
     HaloReq rq;
     memset(&rq, 0, sizeof rq);
     rq.dim = d;
@@ -708,7 +708,7 @@ static bool emit_roll(Part *p, int32_t c, int32_t y, int64_t start)
     HaloPlan hp;
     if (!halo_plan(&rq.d, rq.win, nd, rq.width, false, &hp))
         return false;
-    Shape xs = tiling_local_shape(decl, m, &part_in(p, y)->shape);
+    Shape xs = tiling_local_shape(decl, m, part_in(p, y)->shape);
     const char *base = part_in(p, y)->name;
     HaloCause why = {c, part_fmt(p, "%s rotated by %s (a roll by %lld)", base, ci->name, (long long)((n - start % n) % n))};
     int32_t r = part_halo(p, x, &xs, &rq, &hp, base, &why);
@@ -782,7 +782,7 @@ static int64_t concat_extra(Part *p, const RuleCtx *rc, const RuleChoice *cand, 
         HaloPlan hp;
         if (!halo_plan(&rq.d, rq.win, p->mesh->n_devices, rq.width, true, &hp))
             return PART_INF_COST;
-        Shape ls = tiling_local_shape(&cand->want[k], p->mesh, &part_in(p, in->operands[r->t[k].slot])->shape);
+        Shape ls = tiling_local_shape(&cand->want[k], p->mesh, part_in(p, in->operands[r->t[k].slot])->shape);
         bytes += part_halo_bytes(&ls, d, &hp);
     }
     return bytes;
@@ -813,13 +813,13 @@ bool part_concatenate(Part *p, int32_t i)
     const Mesh *m = p->mesh;
     int64_t nd = m->n_devices, off = 0, n_out = r->t[r->n_in].shape[d];
     Tiling *leaves = part_result_leaves(p, &rc, &ch);
-    Shape l = part_local_shape(p, &in->shape, leaves);
+    Shape l = part_local_shape(p, in->shape, leaves);
     int32_t acc = -1;
     int32_t pos = -1;
     for (int32_t k = 0; k < r->n_in; k++) {
         int32_t v = in->operands[r->t[k].slot];
         int64_t nk = r->t[k].shape[d];
-        Shape xs = tiling_local_shape(&ch.want[k], m, &part_in(p, v)->shape);
+        Shape xs = tiling_local_shape(&ch.want[k], m, part_in(p, v)->shape);
         HaloReq rq;
         concat_request(p, n_out, nk, off, fsh_factor(&ch.fs, f), ch.fs.n[f], &rq, ARENA_ARRAY(p->scratch, HaloWindow, nd));
         rq.dim = d;
@@ -917,7 +917,7 @@ static int64_t reverse_extra(Part *p, const RuleCtx *rc, const RuleChoice *cand,
     (void)user;
     const OpRule *r = &rc->rule;
     const HloInst *in = part_in(p, rc->inst);
-    Shape ls = tiling_local_shape(&cand->want[0], p->mesh, &part_in(p, in->operands[0])->shape);
+    Shape ls = tiling_local_shape(&cand->want[0], p->mesh, part_in(p, in->operands[0])->shape);
     if (!p->halo_buf[1])
         p->halo_buf[1] = arena_alloc(p->scratch, sizeof(HaloWindow) * (size_t)p->mesh->n_devices, _Alignof(HaloWindow));
     int64_t bytes = 0;
@@ -953,7 +953,7 @@ bool part_reverse(Part *p, int32_t i)
         return false;
     const Mesh *m = p->mesh;
     int64_t nd = m->n_devices;
-    Shape xs = tiling_local_shape(&ch.want[0], m, &part_in(p, in->operands[0])->shape);
+    Shape xs = tiling_local_shape(&ch.want[0], m, part_in(p, in->operands[0])->shape);
     const char *base = part_in(p, in->operands[0])->name;
     /* every reversed dim reversed locally, the split ones then mirrored */
     int32_t x = part_clone(p, i, part_name(p, base, "reversed"), &xs, ops, 1);

@@ -630,7 +630,7 @@ static int64_t win_extra(Part *p, const RuleCtx *rc, const RuleChoice *cand, voi
     const WinOp *wo = user;
     const OpRule *r = &rc->rule;
     const HloInst *in = part_in(p, rc->inst);
-    const Shape *gs = &part_in(p, in->operands[r->t[wo->operand].slot])->shape;
+    const Shape *gs = part_in(p, in->operands[r->t[wo->operand].slot])->shape;
     Shape ls = tiling_local_shape(&cand->want[wo->operand], p->mesh, gs);
     int64_t bytes = 0;
     for (int32_t f = 0; f < r->n_factors && bytes < PART_INF_COST; f++) {
@@ -763,7 +763,7 @@ static bool emit_scan(Part *p, const RuleCtx *rc, const RuleChoice *ch, const Wi
     ReduceKind k = reducer_kind(p->in, ia->to_apply);
     const char *nm = in->name;
     Tiling *leaves = part_result_leaves(p, rc, ch);
-    Shape l = part_local_shape(p, &in->shape, leaves);
+    Shape l = part_local_shape(p, in->shape, leaves);
     /* the local scan: the window as wide as the shard */
     int32_t loc = part_clone(p, i, part_name(p, nm, "local-scan"), &l, ops, in->n_operands);
     HloAttrs *la = hlo_attrs_mut(p->out, part_out(p, loc));
@@ -862,7 +862,7 @@ static bool h_windowed(Part *p, int32_t i)
         return false;
     const OpRule *r = &rc.rule;
     int32_t slot = r->t[wo.operand].slot;
-    Shape xs = tiling_local_shape(&ch.want[wo.operand], p->mesh, &part_in(p, in->operands[slot])->shape);
+    Shape xs = tiling_local_shape(&ch.want[wo.operand], p->mesh, part_in(p, in->operands[slot])->shape);
     int32_t scan_f = -1, n_split = 0;
     for (int32_t f = 0; f < r->n_factors; f++) {
         if (wo.win_dim[f] < 0 || ch.fs.n[f] == 0)
@@ -888,7 +888,7 @@ static bool h_windowed(Part *p, int32_t i)
     bool partial = false;
     for (int32_t l = 0; l < p->vals[i].n_leaves; l++)
         partial |= leaves[l].partial != 0;
-    Shape l = part_local_shape(p, &in->shape, leaves);
+    Shape l = part_local_shape(p, in->shape, leaves);
     int32_t res = part_clone(p, i, part_result_name(p, i, leaves, partial ? "partial" : "local"), &l, ops,
                              in->n_operands);
     HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, res));
@@ -926,8 +926,8 @@ static void rhs_request(Part *p, int32_t i, int32_t s, const int8_t *atoms, int3
     int64_t nd = m->n_devices, T = 1;
     for (int32_t k = 0; k < n_atoms; k++)
         T *= m->atom_size[atoms[k]];
-    int64_t n_in = part_in(p, in->operands[0])->shape.dims[cd->in_spatial[s]];
-    int64_t n_out = in->shape.dims[cd->out_spatial[s]], K = w->size, ck = tiling_shard_size(K, T);
+    int64_t n_in = part_in(p, in->operands[0])->shape->dims[cd->in_spatial[s]];
+    int64_t n_out = in->shape->dims[cd->out_spatial[s]], K = w->size, ck = tiling_shard_size(K, T);
     int64_t st = w->stride > 0 ? w->stride : 1, rd = w->rhs_dilate > 0 ? w->rhs_dilate : 1;
     memset(rq, 0, sizeof *rq);
     rq->atoms = atoms;
@@ -958,11 +958,11 @@ static bool rhs_splittable(Part *p, int32_t i, int32_t s)
     if (!a->conv || !a->window || s >= a->window->rank || in->n_operands != 2)
         return false;
     const WindowDim *w = &a->window->dims[s];
-    const Shape *ks = &part_in(p, in->operands[1])->shape;
-    const Shape *ls = &part_in(p, in->operands[0])->shape;
-    WinGeom g = geom_of(w, ls->dims[a->conv->in_spatial[s]], in->shape.dims[a->conv->out_spatial[s]]);
+    const Shape *ks = part_in(p, in->operands[1])->shape;
+    const Shape *ls = part_in(p, in->operands[0])->shape;
+    WinGeom g = geom_of(w, ls->dims[a->conv->in_spatial[s]], in->shape->dims[a->conv->out_spatial[s]]);
     return part_geom_tame(&g) && w->lhs_dilate <= 1 && !w->reversal && ks->dims[a->conv->k_spatial[s]] == w->size &&
-           w->size > 1 && contraction_sums_in_result(in->shape.type, ls->type, ks->type);
+           w->size > 1 && contraction_sums_in_result(in->shape->type, ls->type, ks->type);
 }
 
 /* The kernel-window split of spatial dim s over atoms added to base (a
@@ -999,13 +999,13 @@ static bool rhs_candidate(Part *p, const RuleCtx *rc, const RuleChoice *base, in
         return false;
     int64_t bytes = part_cost(p, in->operands[0], &out->ch.want[0]);
     bytes += part_cost(p, in->operands[1], &out->ch.want[1]);
-    bytes += part_reshard_cost(p, &in->shape, &out->ch.res[0], &rc->cur[r->n_in]);
+    bytes += part_reshard_cost(p, in->shape, &out->ch.res[0], &rc->cur[r->n_in]);
     HaloReq rq;
     rhs_request(p, rc->inst, s, atoms, n_atoms, &rq, 1);
     HaloPlan hp;
     if (bytes >= PART_INF_COST || !halo_plan(&rq.d, rq.win, p->mesh->n_devices, rq.width, true, &hp))
         return false;
-    Shape ls = tiling_local_shape(&out->ch.want[0], p->mesh, &part_in(p, in->operands[0])->shape);
+    Shape ls = tiling_local_shape(&out->ch.want[0], p->mesh, part_in(p, in->operands[0])->shape);
     out->bytes = bytes + part_halo_bytes(&ls, dl, &hp);
     return true;
 }
@@ -1021,7 +1021,7 @@ static bool emit_rhs(Part *p, const RuleCtx *rc, const RhsSplit *c)
     int32_t ops[2];
     if (part_rule_operands(p, rc, &c->ch, ops) < 0)
         return false;
-    const Shape *lg = &part_in(p, in->operands[0])->shape, *kg = &part_in(p, in->operands[1])->shape;
+    const Shape *lg = part_in(p, in->operands[0])->shape, *kg = part_in(p, in->operands[1])->shape;
     Shape xs = tiling_local_shape(&c->ch.want[0], p->mesh, lg), ks = tiling_local_shape(&c->ch.want[1], p->mesh, kg);
     HaloReq rq;
     rhs_request(p, i, c->s, c->atoms, c->n_atoms, &rq, -1);
@@ -1044,7 +1044,7 @@ static bool emit_rhs(Part *p, const RuleCtx *rc, const RhsSplit *c)
         ops[1] = part_mask_range(p, ops[1], &ks, dk, w, 0, K, rq.fill, part_name(p, kn, "unpadded"));
     }
     Tiling *leaves = part_result_leaves(p, rc, &c->ch);
-    Shape l = part_local_shape(p, &in->shape, leaves);
+    Shape l = part_local_shape(p, in->shape, leaves);
     int32_t res = part_clone(p, i, part_result_name(p, i, leaves, "partial"), &l, ops, 2);
     HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, res));
     oprule_localize_attrs(&rc->rule, p->in, p->ic, i, &c->ch.fs, p->mesh, a);
@@ -1243,8 +1243,8 @@ static int64_t sas_extra(Part *p, const RuleCtx *rc, const RuleChoice *cand, voi
     const SasOp *so = user;
     const OpRule *r = &rc->rule;
     const HloInst *in = part_in(p, rc->inst);
-    Shape ls = tiling_local_shape(&cand->want[0], p->mesh, &part_in(p, in->operands[0])->shape);
-    Shape ss = tiling_local_shape(&cand->want[1], p->mesh, &part_in(p, in->operands[1])->shape);
+    Shape ls = tiling_local_shape(&cand->want[0], p->mesh, part_in(p, in->operands[0])->shape);
+    Shape ss = tiling_local_shape(&cand->want[1], p->mesh, part_in(p, in->operands[1])->shape);
     int64_t bytes = 0;
     for (int32_t f = 0; f < r->n_factors; f++) {
         if (so->w.win_dim[f] < 0 || cand->fs.n[f] == 0)
@@ -1303,9 +1303,9 @@ bool part_select_and_scatter(Part *p, int32_t i)
     int32_t *ops = ARENA_ARRAY(p->scratch, int32_t, in->n_operands + 1);
     if (part_rule_operands(p, &rc, &ch, ops) < 0)
         return false;
-    const Shape *ogs = &part_in(p, in->operands[0])->shape;
+    const Shape *ogs = part_in(p, in->operands[0])->shape;
     Shape xs = tiling_local_shape(&ch.want[0], p->mesh, ogs);
-    Shape ss = tiling_local_shape(&ch.want[1], p->mesh, &part_in(p, in->operands[1])->shape);
+    Shape ss = tiling_local_shape(&ch.want[1], p->mesh, part_in(p, in->operands[1])->shape);
     int32_t ofill = emit_identity(p, so.op_fill, xs.type);
     int32_t sfill = emit_identity(p, so.src_fill, ss.type);
     Window lw = *a->window;
@@ -1342,7 +1342,7 @@ bool part_select_and_scatter(Part *p, int32_t i)
     ops[0] = x;
     ops[1] = sv;
     Tiling *leaves = part_result_leaves(p, &rc, &ch);
-    Shape l = part_local_shape(p, &in->shape, leaves);
+    Shape l = part_local_shape(p, in->shape, leaves);
     Shape wide = l;
     for (int32_t k = 0; k < n_cut; k++)
         wide.dims[cut_dim[k]] = xs.dims[cut_dim[k]];

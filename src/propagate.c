@@ -2033,7 +2033,7 @@ static void setup_index(Engine *e)
     for (int32_t c = 0, gi = 0; c < m->n_comps; c++)
         for (int32_t i = 0; i < m->comps[c].n_insts; i++, gi++) {
             const HloInst *in = &m->comps[c].insts[i];
-            const Shape *sh = &in->shape;
+            const Shape *sh = in->shape;
             icomp[gi] = c;
             leaf0[gi] = k;
             if (is_special(in->op))
@@ -2148,7 +2148,7 @@ static bool identity_map(const Engine *e, const HloComputation *comp, const HloI
         if (o < 0 || o >= comp->n_insts || e->sid[base + o] < 0)
             return false;
         if (e->sid[base + o] != e->sid[gi] && leaf_rank(e, e->leaf0[base + o]) != 0 &&
-            !shape_same_dims(&comp->insts[o].shape, &in->shape))
+            !shape_same_dims(comp->insts[o].shape, in->shape))
             return false;
     }
     return true;
@@ -2512,7 +2512,7 @@ static void setup_identities(Engine *e, const bool *df)
         }
         case HLO_GET_TUPLE_ELEMENT: {
             int32_t o = base + in->operands[0];
-            const Shape *s = &comp->insts[in->operands[0]].shape;
+            const Shape *s = comp->insts[in->operands[0]].shape;
             if (!shape_is_tuple(s) || a->index < 0 || a->index >= s->n_elems)
                 break;
             int32_t off = shape_leaf_offset(s, (int32_t)a->index, &e->gte_leaves, e->a);
@@ -2580,13 +2580,13 @@ static const int32_t *seeded_origins(Engine *e, int32_t gi, const Tiling *t, int
 {
     const HloInst *in = ginst(e, gi);
     int32_t base = e->comp_first[e->icomp[gi]], n = e->m->comps[e->icomp[gi]].n_insts;
-    const int32_t *dims = shape_is_array(&in->shape) ? in->sharding_dim_origin : NULL;
+    const int32_t *dims = shape_is_array(in->shape) ? in->sharding_dim_origin : NULL;
     if (org < 0 && !dims)
         return NULL;
     int32_t *tab = ARENA_ARRAY(e->a, int32_t, e->n_atoms > 0 ? e->n_atoms : 1);
     for (int32_t k = 0; k < e->n_atoms; k++)
         tab[k] = org;
-    for (int32_t d = 0; dims && d < t->rank && d < in->shape.rank; d++) {
+    for (int32_t d = 0; dims && d < t->rank && d < in->shape->rank; d++) {
         const int8_t *a = tiling_dim(t, d);
         int32_t od = dims[d] >= 0 && dims[d] < n ? base + dims[d] : -1;
         for (int32_t k = 0; k < tiling_dim_n(t, d); k++)
@@ -2810,7 +2810,7 @@ static Sharding *extended_annotation(const Engine *e, const HloInst *in, int32_t
     Sharding *s = ARENA_NEW(m->arena, Sharding);
     *s = *in->sharding;
     int32_t nl = nleaves(e, gi);
-    if (shape_is_tuple(&in->shape)) {
+    if (shape_is_tuple(in->shape)) {
         s->kind = SHARDING_TUPLE;
         s->n_elems = nl;
         s->elems = ARENA_ARRAY(m->arena, Sharding, nl ? nl : 1);
@@ -2823,7 +2823,7 @@ static Sharding *extended_annotation(const Engine *e, const HloInst *in, int32_t
         int32_t lf = e->leaf0[gi] + l;
         if (!(e->lfl[lf] & LF_EXTENDED))
             continue;
-        Sharding *t = shape_is_tuple(&in->shape) ? &s->elems[l] : s;
+        Sharding *t = shape_is_tuple(in->shape) ? &s->elems[l] : s;
         uint32_t partial = t->tile.partial;
         uint8_t kind = t->tile.kind;
         bool named = t->named_form;
@@ -2988,20 +2988,20 @@ static void materialize(HloModule *m, const Engine *e, bool named)
                 in->sharding_dim_origin = st >= ST_FIRST && e->aorg[lf] ? dim_origins(&og, lf, c) : NULL;
                 continue;
             }
-            if (e ? !shape_is_tuple(&in->shape) : !shape_is_tuple(&in->shape)) {
+            if (e ? !shape_is_tuple(in->shape) : !shape_is_tuple(in->shape)) {
                 if (e) {
                     in->sharding = shared_leaf(m, e, e->leaf0[gi], named, by_pool, by_rank);
                 } else {
                     Sharding *s = ARENA_NEW(m->arena, Sharding);
                     *s = sharding_replicated();
-                    s->tile.rank = (int8_t)(shape_is_array(&in->shape) ? in->shape.rank : 0);
+                    s->tile.rank = (int8_t)(shape_is_array(in->shape) ? in->shape->rank : 0);
                     s->named_form = named;
                     in->sharding = s;
                 }
                 record_origin(&og, c, i);
                 continue;
             }
-            int32_t nl = shape_leaf_count(&in->shape);
+            int32_t nl = shape_leaf_count(in->shape);
             Sharding *s = ARENA_NEW(m->arena, Sharding);
             s->kind = SHARDING_TUPLE;
             s->n_elems = nl;
@@ -3010,7 +3010,7 @@ static void materialize(HloModule *m, const Engine *e, bool named)
             const Shape **ls = e ? NULL : ARENA_ARRAY(m->arena, const Shape *, nl + 1);
             int32_t k = 0;
             if (ls)
-                collect_leaf_shapes(&in->shape, ls, &k);
+                collect_leaf_shapes(in->shape, ls, &k);
             for (int32_t l = 0; l < nl; l++) {
                 if (e) {
                     final_leaf(&s->elems[l], e, e->leaf0[gi] + l, named);
@@ -3175,7 +3175,7 @@ static void put_leaf(StrBuf *b, const Engine *e, int32_t lf)
 {
     int32_t gi = e->linst[lf];
     sb_puts(b, ginst(e, gi)->name);
-    if (nleaves(e, gi) > 1 || shape_is_tuple(&ginst(e, gi)->shape))
+    if (nleaves(e, gi) > 1 || shape_is_tuple(ginst(e, gi)->shape))
         sb_printf(b, "{%d}", (int)(lf - e->leaf0[gi]));
 }
 
@@ -3472,7 +3472,7 @@ static void explain(StrBuf *b, Engine *e)
             continue;
         put_inst(b, e, gi);
         sb_printf(b, ", %s:", hlo_opcode_name(in->op));
-        if (shape_is_array(&in->shape)) {
+        if (shape_is_array(in->shape)) {
             sb_putc(b, ' ');
             explain_leaf(b, e, &pm, e->leaf0[gi], "");
         } else {

@@ -108,7 +108,7 @@ static int32_t count_dims(const Shape *sh)
 /* Node of dim d of array leaf `leaf` of instruction i of computation c. */
 static int32_t leaf_dim(Shrink *s, int32_t c, int32_t i, int32_t leaf, int32_t d)
 {
-    const Shape *sh = &s->m->comps[c].insts[i].shape;
+    const Shape *sh = s->m->comps[c].insts[i].shape;
     if (!shape_is_tuple(sh)) return s->first[c][i] + d;
     /* walk the leaves (rule tensors of tuple results are few per op) */
     int32_t node = s->first[c][i], k = 0;
@@ -149,10 +149,10 @@ static void fix_range(Shrink *s, int32_t a, int32_t n, const char *by)
 static void fix_inst(Shrink *s, int32_t c, int32_t i)
 {
     const HloInst *x = &s->m->comps[c].insts[i];
-    fix_range(s, s->first[c][i], count_dims(&x->shape), x->name);
+    fix_range(s, s->first[c][i], count_dims(x->shape), x->name);
     for (int32_t k = 0; k < x->n_operands; k++) {
         int32_t o = x->operands[k];
-        fix_range(s, s->first[c][o], count_dims(&s->m->comps[c].insts[o].shape), x->name);
+        fix_range(s, s->first[c][o], count_dims(s->m->comps[c].insts[o].shape), x->name);
     }
 }
 
@@ -247,17 +247,17 @@ static void tie_identity(Shrink *s, int32_t c, int32_t i)
     const HloInst *x = &s->m->comps[c].insts[i];
     const HloComputation *comp = &s->m->comps[c];
     if (x->op == HLO_TUPLE) {
-        for (int32_t k = 0; k < x->n_operands && k < x->shape.n_elems; k++) {
+        for (int32_t k = 0; k < x->n_operands && k < x->shape->n_elems; k++) {
             int32_t o = x->operands[k];
-            unite_range(s, elem_node(s, c, i, k), s->first[c][o], count_dims(&comp->insts[o].shape), x->name);
+            unite_range(s, elem_node(s, c, i, k), s->first[c][o], count_dims(comp->insts[o].shape), x->name);
         }
     } else if (x->op == HLO_GET_TUPLE_ELEMENT) {
         int32_t o = x->operands[0];
         int64_t e = hlo_attrs(x)->index;
-        if (shape_is_tuple(&comp->insts[o].shape) && e >= 0 && e < comp->insts[o].shape.n_elems)
-            unite_range(s, s->first[c][i], elem_node(s, c, o, (int32_t)e), count_dims(&x->shape), x->name);
+        if (shape_is_tuple(comp->insts[o].shape) && e >= 0 && e < comp->insts[o].shape->n_elems)
+            unite_range(s, s->first[c][i], elem_node(s, c, o, (int32_t)e), count_dims(x->shape), x->name);
     } else if (x->n_operands == 1) { /* opt-barrier, the Sharding custom-call */
-        unite_range(s, s->first[c][i], s->first[c][x->operands[0]], count_dims(&x->shape), x->name);
+        unite_range(s, s->first[c][i], s->first[c][x->operands[0]], count_dims(x->shape), x->name);
     } else {
         fix_inst(s, c, i);
     }
@@ -278,8 +278,8 @@ static void tie_param(Shrink *s, int32_t c, int32_t v, int32_t cc, int64_t p, co
     if (cc < 0 || cc >= s->m->n_comps) return;
     int32_t j = param_of(s->m, cc, p);
     if (j < 0) return;
-    int32_t n = count_dims(&s->m->comps[c].insts[v].shape);
-    if (n == count_dims(&s->m->comps[cc].insts[j].shape)) unite_range(s, s->first[c][v], s->first[cc][j], n, by);
+    int32_t n = count_dims(s->m->comps[c].insts[v].shape);
+    if (n == count_dims(s->m->comps[cc].insts[j].shape)) unite_range(s, s->first[c][v], s->first[cc][j], n, by);
 }
 
 /* value (c, v) and the root of cc are one. */
@@ -287,8 +287,8 @@ static void tie_root(Shrink *s, int32_t c, int32_t v, int32_t cc, const char *by
 {
     if (cc < 0 || cc >= s->m->n_comps || s->m->comps[cc].root < 0) return;
     int32_t r = s->m->comps[cc].root;
-    int32_t n = count_dims(&s->m->comps[c].insts[v].shape);
-    if (n == count_dims(&s->m->comps[cc].insts[r].shape)) unite_range(s, s->first[c][v], s->first[cc][r], n, by);
+    int32_t n = count_dims(s->m->comps[c].insts[v].shape);
+    if (n == count_dims(s->m->comps[cc].insts[r].shape)) unite_range(s, s->first[c][v], s->first[cc][r], n, by);
 }
 
 static void tie_dataflow(Shrink *s, int32_t c, int32_t i)
@@ -296,7 +296,7 @@ static void tie_dataflow(Shrink *s, int32_t c, int32_t i)
     const HloInst *x = &s->m->comps[c].insts[i];
     const HloAttrs *a = hlo_attrs(x);
     if (x->op == HLO_WHILE && x->n_operands == 1) {
-        unite_range(s, s->first[c][i], s->first[c][x->operands[0]], count_dims(&x->shape), x->name);
+        unite_range(s, s->first[c][i], s->first[c][x->operands[0]], count_dims(x->shape), x->name);
         tie_param(s, c, i, a->body, 0, x->name);
         tie_param(s, c, i, a->condition, 0, x->name);
         tie_root(s, c, i, a->body, x->name);
@@ -394,7 +394,7 @@ void shrink_module(HloModule *m, ShrinkResult *res)
         s.first[c] = xmalloc(sizeof(int32_t) * (size_t)(comp->n_insts ? comp->n_insts : 1));
         s.elem_off[c] = xcalloc((size_t)(comp->n_insts ? comp->n_insts : 1), sizeof(int32_t *));
         for (int32_t i = 0; i < comp->n_insts; i++) {
-            const Shape *sh = &comp->insts[i].shape;
+            const Shape *sh = comp->insts[i].shape;
             s.first[c][i] = s.n;
             if (shape_is_tuple(sh)) {
                 s.elem_off[c][i] = xmalloc(sizeof(int32_t) * (size_t)(sh->n_elems ? sh->n_elems : 1));
@@ -506,7 +506,9 @@ void shrink_module(HloModule *m, ShrinkResult *res)
         HloComputation *comp = &m->comps[c];
         for (int32_t i = 0; i < comp->n_insts; i++) {
             int32_t node = s.first[c][i];
-            apply_leaves(&ev, &comp->insts[i].shape, &node, &res->elems_before, &res->elems_after);
+            Shape sh = hlo_copy_shape(m, comp->insts[i].shape); /* the records are shared: rewrite a copy */
+            apply_leaves(&ev, &sh, &node, &res->elems_before, &res->elems_after);
+            comp->insts[i].shape = hlo_shape(m, &sh);
         }
     }
     for (int32_t c = 0; c < nc; c++) {

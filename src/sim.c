@@ -348,7 +348,7 @@ static bool manual_border(Interp *ips, int32_t c, int32_t i, const SimValue *con
     const HloModule *mod = ips[0].sh->m;
     const HloComputation *comp = hlo_comp(mod, c);
     const HloInst *inst = &comp->insts[i];
-    if (!mod->has_mesh || inst->n_operands != 1 || !shape_is_array(&inst->shape))
+    if (!mod->has_mesh || inst->n_operands != 1 || !shape_is_array(inst->shape))
         return interp_error(&ips[0], inst, "a manual region's border needs a bound mesh and one array operand");
     const Mesh *m = &mod->mesh;
     const HloInst *x = &comp->insts[inst->operands[0]];
@@ -357,8 +357,8 @@ static bool manual_border(Interp *ips, int32_t c, int32_t i, const SimValue *con
      * inside shard_map) only those its outer region leaves automatic */
     uint32_t mask = to_shard ? manual_of(m, inst->sharding) & ~manual_of(m, x->sharding)
                              : manual_of(m, x->sharding) & ~manual_of(m, inst->sharding);
-    Tiling t = manual_layout(to_shard ? x->sharding : inst->sharding, inst->shape.rank, mask);
-    const Shape *ls = to_shard ? &inst->shape : &x->shape, *gs = to_shard ? &x->shape : &inst->shape;
+    Tiling t = manual_layout(to_shard ? x->sharding : inst->sharding, inst->shape->rank, mask);
+    const Shape *ls = to_shard ? inst->shape : x->shape, *gs = to_shard ? x->shape : inst->shape;
     for (int32_t d = 0; d < gs->rank; d++)
         if (ls->rank != gs->rank || ls->dims[d] * tiling_dim_tiles(&t, m, d) != gs->dims[d])
             return interp_error(&ips[0], inst, "the manual pieces of dim %d do not fit the shapes", d);
@@ -368,7 +368,7 @@ static bool manual_border(Interp *ips, int32_t c, int32_t i, const SimValue *con
             for (int64_t e = 0; e < d; e++) sim_value_release(&outs[e]);
             return interp_error(&ips[0], inst, "operand on device %lld does not have the declared shape", (long long)d);
         }
-        outs[d] = sim_value_new(&inst->shape);
+        outs[d] = sim_value_new(inst->shape);
         if (to_shard) {
             copy_piece(m, &t, d, (SimValue *)&ops[d][0], &outs[d], true);
             continue;
@@ -530,7 +530,7 @@ static bool step(Sim *s, int32_t c, int32_t i, SimValue *envs, const SimValue *a
               : hlo_opcode_category(inst->op) == 'C' ? sim_collective(s->ips, c, i, (const SimValue *const *)ops, res, s->n)
                                                      : manual_border(s->ips, c, i, (const SimValue *const *)ops, res, s->n);
     for (int64_t d = 0; d < s->n && ok; d++)
-        if (!interp_shape_matches(&res[d], &inst->shape))
+        if (!interp_shape_matches(&res[d], inst->shape))
             ok = interp_error(&s->ips[d], inst, "result on device %lld does not have the declared shape", (long long)d);
     for (int64_t d = 0; d < s->n; d++) {
         if (ok) envs[d * ni + i] = res[d];

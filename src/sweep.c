@@ -122,7 +122,7 @@ static void fill_remedy(SweepRow *row, const HloModule *in)
     PaddingEstimate pe = memory_padding(in);
     if (pe.first_inst < 0 || pe.first_dim < 0) return;
     const HloInst *x = &in->comps[pe.first_comp].insts[pe.first_inst];
-    const Shape *s = &x->shape;
+    const Shape *s = x->shape;
     if (shape_is_tuple(s)) {
         int32_t k = 0;
         const Shape *leaf = NULL;

@@ -196,10 +196,10 @@ static bool pass_key(const Verifier *v, int32_t c, const HloInst *in, uint64_t *
     int32_t n = 1;
     w[n++] = (uint64_t)(uint32_t)c | (uint64_t)in->op << 32 | (uint64_t)(uint32_t)in->n_operands << 40;
     w[n++] = (uint64_t)(uintptr_t)in->attrs;
-    if (!pass_shape(&in->shape, w, &n)) return false;
+    if (!pass_shape(in->shape, w, &n)) return false;
     for (int32_t k = 0; k < in->n_operands; k++) {
         int32_t o = in->operands[k];
-        if (o < 0 || o >= cc->n_insts || !pass_shape(&cc->insts[o].shape, w, &n)) return false;
+        if (o < 0 || o >= cc->n_insts || !pass_shape(cc->insts[o].shape, w, &n)) return false;
     }
     w[0] = (uint64_t)n;
     return true;
@@ -316,14 +316,14 @@ static bool verify_inst(Verifier *v, int32_t c, int32_t i)
         h = pass_hash(key);
         if (intern_find(&v->passed, h, key, pass_same, &at)) return check_operand_order(v, cc, i);
     }
-    if (!verify_shape_ok(&in->shape, 0)) {
+    if (!verify_shape_ok(in->shape, 0)) {
         verr(v, in->span, "%s: malformed result shape (unknown element type, rank above %d or a negative "
                    "dimension)", iname(in), SPMDC_MAX_RANK);
         return false;
     }
-    if (!shape_size_fits(&in->shape)) {
+    if (!shape_size_fits(in->shape)) {
         StrBuf a = {0};
-        verify_put_shape(&a, &in->shape, 0);
+        verify_put_shape(&a, in->shape, 0);
         verr(v, in->span, "%s: shape %s is too large: spmdc handles values of at most 2^62 bytes",
                    iname(in), sb_cstr(&a));
         sb_free(&a);
@@ -342,9 +342,9 @@ static bool verify_inst(Verifier *v, int32_t c, int32_t i)
         verr(v, in->span, "%s: %s", iname(in), err);
         return false;
     }
-    if (!verify_same_shape(&in->shape, &got)) {
+    if (!verify_same_shape(in->shape, &got)) {
         StrBuf a = {0}, b = {0};
-        verify_put_shape(&a, &in->shape, 0);
+        verify_put_shape(&a, in->shape, 0);
         verify_put_shape(&b, &got, 0);
         verr(v, in->span, "%s: result shape %s does not match the shape inferred from its operands, %s",
                    iname(in), sb_cstr(&a), sb_cstr(&b));

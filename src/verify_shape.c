@@ -102,7 +102,7 @@ static const char *ils(Infer *x, const IntList *l)
 
 static const char *opcode(const Infer *x) { return hlo_opcode_name(x->in->op); }
 static const HloInst *opi(const Infer *x, int32_t k) { return &x->comp->insts[x->in->operands[k]]; }
-static const Shape *ops(const Infer *x, int32_t k) { return &opi(x, k)->shape; }
+static const Shape *ops(const Infer *x, int32_t k) { return opi(x, k)->shape; }
 static const char *opn(const Infer *x, int32_t k) { return opi(x, k)->name ? opi(x, k)->name : "?"; }
 
 static Shape arr(ElemType t, const Shape *like) { return shape_array(t, like->rank, like->dims); }
@@ -171,8 +171,8 @@ static bool want_scalar(Infer *x, int32_t k, const char *what)
  * dims are not a function of their operands (broadcast, reshape, iota). */
 static bool want_declared_array(Infer *x)
 {
-    if (x->in->shape.type == ET_TUPLE || !is_value_type(x->in->shape.type))
-        return fail(x, "the result of %s must be an array, declared %s", opcode(x), shs(x, &x->in->shape));
+    if (x->in->shape->type == ET_TUPLE || !is_value_type(x->in->shape->type))
+        return fail(x, "the result of %s must be an array, declared %s", opcode(x), shs(x, x->in->shape));
     return true;
 }
 
@@ -229,12 +229,12 @@ static bool check_callee(Infer *x, const char *role, int32_t c, const Shape *wan
                     n);
     for (int32_t k = 0; k < n; k++) {
         if (tab[k] < 0) return fail(x, "%s computation %s has no parameter %d", role, cc->name, k);
-        const Shape *p = &cc->insts[tab[k]].shape;
+        const Shape *p = cc->insts[tab[k]].shape;
         if (!verify_same_shape(p, &want[k]))
             return fail(x, "%s computation %s: parameter %d is %s, expected %s", role, cc->name, k, shs(x, p),
                         shs(x, &want[k]));
     }
-    const Shape *root = &cc->insts[cc->root].shape;
+    const Shape *root = cc->insts[cc->root].shape;
     if (ret && !verify_same_shape(root, ret))
         return fail(x, "%s computation %s returns %s, expected %s", role, cc->name, shs(x, root), shs(x, ret));
     return true;
@@ -285,9 +285,9 @@ static bool unary_type_ok(HloOpcode op, ElemType t, const char **want)
 
 static bool infer_convert(Infer *x, const Shape *s, Shape *o)
 {
-    ElemType to = x->in->shape.type;
+    ElemType to = x->in->shape->type;
     if (to == ET_TUPLE || !is_value_type(to))
-        return fail(x, "convert needs an array result of a numeric type, declared %s", shs(x, &x->in->shape));
+        return fail(x, "convert needs an array result of a numeric type, declared %s", shs(x, x->in->shape));
     if (elem_type_is_complex(s->type) && !elem_type_is_complex(to))
         return fail(x, "convert from complex %s to real %s is not defined (use real/imag)", elem_type_name(s->type),
                     elem_type_name(to));
@@ -300,9 +300,9 @@ static bool infer_convert(Infer *x, const Shape *s, Shape *o)
  * out_bits/in_bits and disappears. */
 static bool infer_bitcast_convert(Infer *x, const Shape *s, Shape *o)
 {
-    ElemType to = x->in->shape.type;
+    ElemType to = x->in->shape->type;
     if (to == ET_TUPLE || !is_value_type(to))
-        return fail(x, "bitcast-convert needs an array result of a numeric type, declared %s", shs(x, &x->in->shape));
+        return fail(x, "bitcast-convert needs an array result of a numeric type, declared %s", shs(x, x->in->shape));
     if (elem_type_is_complex(s->type) != elem_type_is_complex(to))
         return fail(x, "bitcast-convert between complex and real types (%s to %s) is not defined",
                     elem_type_name(s->type), elem_type_name(to));
@@ -439,7 +439,7 @@ static bool infer_ternary(Infer *x, Shape *o)
 
 static bool infer_broadcast(Infer *x, Shape *o)
 {
-    const Shape *s = ops(x, 0), *d = &x->in->shape;
+    const Shape *s = ops(x, 0), *d = x->in->shape;
     const IntList *l = &x->a->dimensions;
     if (!want_array(x, 0) || !want_declared_array(x)) return false;
     if (l->n != s->rank)
@@ -453,7 +453,7 @@ static bool infer_broadcast(Infer *x, Shape *o)
 
 static bool infer_reshape(Infer *x, Shape *o)
 {
-    const Shape *s = ops(x, 0), *d = &x->in->shape;
+    const Shape *s = ops(x, 0), *d = x->in->shape;
     if (!want_array(x, 0) || !want_declared_array(x)) return false;
     int64_t ni = elem_count(x, s), no = elem_count(x, d);
     if (x->in->op == HLO_BITCAST) {
@@ -624,7 +624,7 @@ static bool infer_reverse(Infer *x, Shape *o)
 
 static bool infer_iota(Infer *x, Shape *o)
 {
-    const Shape *d = &x->in->shape;
+    const Shape *d = x->in->shape;
     if (!want_declared_array(x)) return false;
     if (d->rank == 0) return fail(x, "iota needs a result of rank >= 1, declared %s", shs(x, d));
     if (!elem_type_is_integral(d->type) && !elem_type_is_float(d->type) && !elem_type_is_complex(d->type))
@@ -685,7 +685,7 @@ static bool infer_dot(Infer *x, Shape *o)
     int32_t nb = a->lhs_batch.n, nc = a->lhs_contracting.n;
     if (nb + (l->rank - nb - nc) + (r->rank - nb - nc) > SPMDC_MAX_RANK)
         return fail(x, "the dot of %s and %s would have a rank above %d", shs(x, l), shs(x, r), SPMDC_MAX_RANK);
-    ElemType t = is_value_type(x->in->shape.type) ? x->in->shape.type : l->type; /* preferred type */
+    ElemType t = is_value_type(x->in->shape->type) ? x->in->shape->type : l->type; /* preferred type */
     *o = shape_scalar(t);
     for (int32_t k = 0; k < nb; k++) o->dims[o->rank++] = l->dims[a->lhs_batch.v[k]];
     for (int32_t d = 0; d < l->rank; d++)
@@ -752,7 +752,7 @@ static bool infer_ragged_dot(Infer *x, Shape *o)
     int32_t nb = a->lhs_batch.n, nc = a->lhs_contracting.n, lead = mode == RAGGED_CONTRACTING;
     if (lead + nb + (l->rank - nb - nc) + (r->rank - nb - nc - a->rhs_group.n) > SPMDC_MAX_RANK)
         return fail(x, "the ragged-dot of %s and %s would have a rank above %d", shs(x, l), shs(x, r), SPMDC_MAX_RANK);
-    ElemType t = is_value_type(x->in->shape.type) ? x->in->shape.type : l->type; /* preferred type */
+    ElemType t = is_value_type(x->in->shape->type) ? x->in->shape->type : l->type; /* preferred type */
     *o = shape_scalar(t);
     if (lead) o->dims[o->rank++] = ops(x, 2)->dims[ops(x, 2)->rank - 1];
     for (int32_t k = 0; k < nb; k++) o->dims[o->rank++] = l->dims[a->lhs_batch.v[k]];
@@ -834,7 +834,7 @@ static bool infer_convolution(Infer *x, Shape *o)
     int64_t bgc = x->a->batch_group_count ? x->a->batch_group_count : 1;
     int64_t batch = l->dims[c->in_batch], k_out = r->dims[c->k_out];
     if (!conv_groups(x, fgc, bgc, l->dims[c->in_feature], r->dims[c->k_in], k_out, batch)) return false;
-    *o = arr(is_value_type(x->in->shape.type) ? x->in->shape.type : l->type, l);
+    *o = arr(is_value_type(x->in->shape->type) ? x->in->shape->type : l->type, l);
     o->dims[c->out_batch] = batch / bgc;
     o->dims[c->out_feature] = k_out;
     for (int32_t k = 0; k < c->n_spatial; k++) {
@@ -1152,7 +1152,7 @@ static bool infer_map(Infer *x, Shape *o)
             return fail(x, "map dimensions=%s must list every operand dimension in order", ils(x, l));
     if (!check_callee(x, "to_apply", x->a->to_apply, want, n, NULL)) return false;
     const HloComputation *cc = &x->m->comps[x->a->to_apply];
-    const Shape *r = &cc->insts[cc->root].shape;
+    const Shape *r = cc->insts[cc->root].shape;
     if (r->type == ET_TUPLE || !is_value_type(r->type) || r->rank != 0)
         return fail(x, "to_apply computation %s of map must return a scalar, returns %s", cc->name, shs(x, r));
     *o = arr(r->type, ops(x, 0));
@@ -1204,8 +1204,8 @@ static bool literal_fits(Infer *x, const Literal *l, const Shape *s, int depth)
 static bool infer_constant(Infer *x, Shape *o)
 {
     if (!x->a->literal) return fail(x, "constant has no literal");
-    if (!literal_fits(x, x->a->literal, &x->in->shape, 0)) return false;
-    *o = plain(&x->in->shape);
+    if (!literal_fits(x, x->a->literal, x->in->shape, 0)) return false;
+    *o = plain(x->in->shape);
     return true;
 }
 
@@ -1237,7 +1237,7 @@ static bool infer_conditional(Infer *x, Shape *o)
         if (b->v[k] < 0 || b->v[k] >= x->m->n_comps) return fail(x, "branch computation %d does not exist", k);
         if (!check_callee(x, "branch", c, ops(x, 1 + k), 1, first)) return false;
         const HloComputation *cc = &x->m->comps[c];
-        if (!first) first = &cc->insts[cc->root].shape;
+        if (!first) first = cc->insts[cc->root].shape;
     }
     *o = plain(first);
     return true;
@@ -1250,7 +1250,7 @@ static bool infer_call(Infer *x, Shape *o)
     for (int32_t k = 0; k < n; k++) want[k] = *ops(x, k);
     if (!check_callee(x, "to_apply", x->a->to_apply, want, n, NULL)) return false;
     const HloComputation *cc = &x->m->comps[x->a->to_apply];
-    *o = plain(&cc->insts[cc->root].shape);
+    *o = plain(cc->insts[cc->root].shape);
     return true;
 }
 
@@ -1269,20 +1269,20 @@ static bool infer_custom_call(Infer *x, Shape *o)
     if (strcmp(target, "Sharding") == 0 || strcmp(target, "xla.sdy.FuncResultSharding") == 0) {
         if (x->in->n_operands != 1)
             return fail(x, "a %s custom-call annotates exactly one operand, got %d", target, x->in->n_operands);
-        if (!verify_same_shape(&x->in->shape, ops(x, 0)))
+        if (!verify_same_shape(x->in->shape, ops(x, 0)))
             return fail(x, "a %s custom-call cannot change the shape: operand %s, result %s", target,
-                        shs(x, ops(x, 0)), shs(x, &x->in->shape));
+                        shs(x, ops(x, 0)), shs(x, x->in->shape));
     }
     if (strcmp(target, "SPMDFullToShardShape") == 0 || strcmp(target, "SPMDShardToFullShape") == 0) {
         if (x->in->n_operands != 1)
             return fail(x, "a %s custom-call takes exactly one operand, got %d", target, x->in->n_operands);
         /* a border changes the dims (global <-> per device), never the element type or rank */
-        const Shape *s = ops(x, 0), *r = &x->in->shape;
+        const Shape *s = ops(x, 0), *r = x->in->shape;
         if (s->type == ET_TUPLE || r->type == ET_TUPLE || s->type != r->type || s->rank != r->rank)
             return fail(x, "a %s custom-call keeps its operand's element type and rank: operand %s, result %s",
                         target, shs(x, s), shs(x, r));
     }
-    *o = plain(&x->in->shape);
+    *o = plain(x->in->shape);
     return true;
 }
 
@@ -1302,7 +1302,7 @@ static bool infer_rng(Infer *x, Shape *o)
     } else {
         return fail(x, "unknown rng distribution %s", dist);
     }
-    *o = arr(t, &x->in->shape);
+    *o = arr(t, x->in->shape);
     return true;
 }
 
@@ -1319,7 +1319,7 @@ static int64_t rng_state_max(const HloAttrs *a)
 
 static bool infer_rng_bit_generator(Infer *x, Shape *o)
 {
-    const Shape *d = &x->in->shape;
+    const Shape *d = x->in->shape;
     if (!want_array(x, 0)) return false;
     int64_t max = rng_state_max(x->a);
     const Shape *st = ops(x, 0);
@@ -1356,7 +1356,7 @@ static bool is_token(const Shape *s) { return s->type == ET_TOKEN; }
  * the data's shape is the declared one. */
 static bool infer_incoming(Infer *x, Shape *o, int32_t n_elems)
 {
-    const Shape *d = &x->in->shape;
+    const Shape *d = x->in->shape;
     if (!is_token(ops(x, 0)))
         return fail(x, "%s takes a token, operand 0 (%s) is %s", opcode(x), opn(x, 0), shs(x, ops(x, 0)));
     if (d->type != ET_TUPLE || d->n_elems != n_elems || !is_token(&d->elems[n_elems - 1]) ||
@@ -1473,8 +1473,8 @@ static bool infer_gather_scatter_collective(Infer *x, Shape *o)
         if (!want_array(x, k) || !dim_list(x, "dimensions", l, ops(x, k)->rank, "operand", false, NULL)) return false;
         int64_t d = l->v[0], sz = ops(x, k)->dims[d];
         if (n <= 0) {
-            const Shape *dec = x->in->shape.type == ET_TUPLE && k < x->in->shape.n_elems ? &x->in->shape.elems[k]
-                                                                                         : &x->in->shape;
+            const Shape *dec = x->in->shape->type == ET_TUPLE && k < x->in->shape->n_elems ? &x->in->shape->elems[k]
+                                                                                         : x->in->shape;
             int64_t ds = dec->type != ET_TUPLE && dec->rank > d && d >= 0 ? dec->dims[d] : 0;
             n = gather ? (sz > 0 && ds % sz == 0 ? ds / sz : 1) : (ds > 0 && sz % ds == 0 ? sz / ds : 1);
             if (n < 1) n = 1;
@@ -1566,7 +1566,7 @@ static bool check_operands(Infer *x)
         int32_t o = x->in->operands[k];
         if (o < 0 || o >= x->comp->n_insts)
             return fail(x, "operand %d refers to instruction index %d, which does not exist", k, o);
-        if (!verify_shape_top_ok(&x->comp->insts[o].shape))
+        if (!verify_shape_top_ok(x->comp->insts[o].shape))
             return fail(x, "operand %d (%s) has a malformed shape", k, opn(x, k));
     }
     return true;
@@ -1575,7 +1575,7 @@ static bool check_operands(Infer *x)
 static bool dispatch(Infer *x, Shape *o)
 {
     switch (x->in->op) {
-    case HLO_PARAMETER: *o = plain(&x->in->shape); return true;
+    case HLO_PARAMETER: *o = plain(x->in->shape); return true;
     case HLO_CONSTANT: return infer_constant(x, o);
     case HLO_IOTA: return infer_iota(x, o);
     case HLO_PARTITION_ID: case HLO_REPLICA_ID: *o = shape_scalar(ET_U32); return true;

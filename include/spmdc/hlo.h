@@ -23,6 +23,7 @@
 
 #include "spmdc/arena.h"
 #include "spmdc/diag.h"
+#include "spmdc/intern.h"
 #include "spmdc/mesh.h"
 #include "spmdc/shape.h"
 #include "spmdc/sharding.h"
@@ -215,7 +216,10 @@ typedef struct HloInst {
      * sharding_origin's) of the annotation that first split it (-1 =
      * unsplit or unknown). */
     const int32_t *sharding_dim_origin;
-    Shape shape;               /* global (logical) shape */
+    /* Global (logical) shape: the module's record of it (hlo_shape), shared
+     * by every instruction of an identical shape and valid as long as the
+     * module.  To change it, build a new Shape and store hlo_shape(m, &s). */
+    const Shape *shape;
     SrcSpan span;              /* the whole instruction in the input */
 } HloInst;
 
@@ -251,6 +255,7 @@ typedef struct HloModule {
     int32_t n_syntax_moves, cap_syntax_moves;
     bool syntax_moves_unsorted; /* appended out of (comp, inst) order */
     HloAttrsTable *attrs_table; /* the shared attribute sets (hlo_set_attrs), or NULL */
+    InternSet shapes;          /* the instructions' shapes, one record per distinct shape (hlo_shape) */
     const char *name;
     int32_t n_comps, cap_comps;
     HloComputation *comps;     /* definition order: callees first */
@@ -373,6 +378,13 @@ IntList hlo_intlist(HloModule *m, const int64_t *v, int32_t n);
 void hlo_add_raw_attr(HloModule *m, HloInst *inst, const char *name, const char *text);
 /* Deep copy of a shape's tuple elements into m's arena (arrays: plain copy). */
 Shape hlo_copy_shape(HloModule *m, const Shape *s);
+/* m's record of shape s (HloInst.shape): the one record, in m's arena, that
+ * every identical shape maps to (type, dims, layout and its tail text,
+ * tuple elements, all compared deeply); s may be temporary.  An instruction
+ * record holds 8 bytes for its shape instead of the Shape's 104, and most of
+ * a program's instructions share a few hundred shapes.  Cost: one hash of s
+ * (O(leaves)) and one probe of an open-addressing set (intern.h). */
+const Shape *hlo_shape(HloModule *m, const Shape *s);
 
 static inline HloComputation *hlo_comp(const HloModule *m, int32_t c) { return &m->comps[c]; }
 static inline HloInst *hlo_inst(const HloModule *m, int32_t c, int32_t i) { return &m->comps[c].insts[i]; }

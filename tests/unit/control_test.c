@@ -357,8 +357,8 @@ static void test_manual_region_kept(void **state)
     const HloComputation *e = &c.out->comps[c.out->entry];
     int32_t ar = hlo_find_inst(c.out, c.out->entry, "ar");
     assert_true(ar >= 0);
-    assert_int_equal(e->insts[ar].shape.dims[0], 4);
-    assert_int_equal(e->insts[ar].shape.dims[1], 4);
+    assert_int_equal(e->insts[ar].shape->dims[0], 4);
+    assert_int_equal(e->insts[ar].shape->dims[1], 4);
     compiled_free(&c);
 }
 

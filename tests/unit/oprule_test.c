@@ -511,8 +511,11 @@ static void test_malformed_maps_have_no_rule(void **state)
     HloInst *b = hlo_inst(l.m, l.entry, find(&l, "b"));
     int64_t twice[2] = {0, 0};
     hlo_attrs_mut(l.m, b)->dimensions = hlo_intlist(l.m, twice, 2);
-    hlo_inst(l.m, l.entry, find(&l, "v"))->shape.rank = 2; /* v: f32[8,8] */
-    hlo_inst(l.m, l.entry, find(&l, "v"))->shape.dims[1] = 8;
+    HloInst *v = hlo_inst(l.m, l.entry, find(&l, "v"));
+    Shape vs = *v->shape; /* v: f32[8,8] */
+    vs.rank = 2;
+    vs.dims[1] = 8;
+    v->shape = hlo_shape(l.m, &vs);
     assert_false(oprule_build(l.m, l.entry, find(&l, "b"), a, &r));
     arena_destroy(a);
     unload(&l);

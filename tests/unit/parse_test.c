@@ -129,7 +129,7 @@ static void test_spec_example(void **state)
     HloInst *pi = find(m, "entry", "p");
     assert_int_equal(pi->op, HLO_PARAMETER);
     assert_int_equal(pi->param_number, 0);
-    assert_shape(&pi->shape, "f32[3,3]{1,0}");
+    assert_shape(pi->shape, "f32[3,3]{1,0}");
     assert_non_null(pi->sharding_src);
     assert_null(pi->sharding);
     assert_int_equal(pi->sharding_src->kind, SSYN_TILED);
@@ -155,9 +155,9 @@ static void test_verbose_style(void **state)
     assert_int_equal(add->operands[0], 0);
     assert_int_equal(add->operands[1], 1);
     HloInst *y = find(p.m, "main.4", "y.2");
-    assert_true(y->shape.has_layout);
-    assert_int_equal(y->shape.minor_to_major[0], 0);
-    assert_int_equal(y->shape.minor_to_major[1], 1);
+    assert_true(y->shape->has_layout);
+    assert_int_equal(y->shape->minor_to_major[0], 0);
+    assert_int_equal(y->shape->minor_to_major[1], 1);
     parsed_free(&p);
 }
 
@@ -234,7 +234,7 @@ static void test_execution_thread_and_comments(void **state)
     Parsed p = parse_ok("HloModule m\n/* a comment */\nENTRY e {\n  // a line comment\n"
                         "  p = (f32[2], /*index=1*/ s32[]) parameter(0)\n}, execution_thread=\"main\" // e\n");
     assert_string_equal(p.m->comps[0].execution_thread, "main");
-    assert_shape(&find(p.m, "e", "p")->shape, "(f32[2], s32[])");
+    assert_shape(find(p.m, "e", "p")->shape, "(f32[2], s32[])");
     parsed_free(&p);
 }
 
@@ -244,10 +244,10 @@ static void test_inferred_shapes(void **state)
     Parsed p = parse_ok(entry("  a = f32[2,3] parameter(0)\n  b = s32[] parameter(1)\n  c = add(a, a)\n"
                               "  d = compare(a, a), direction=LT\n  t = tuple(c, b)\n"
                               "  ROOT g = get-tuple-element(t), index=1"));
-    assert_shape(&find(p.m, "e", "c")->shape, "f32[2,3]");
-    assert_shape(&find(p.m, "e", "d")->shape, "pred[2,3]");
-    assert_shape(&find(p.m, "e", "t")->shape, "(f32[2,3], s32[])");
-    assert_shape(&find(p.m, "e", "g")->shape, "s32[]");
+    assert_shape(find(p.m, "e", "c")->shape, "f32[2,3]");
+    assert_shape(find(p.m, "e", "d")->shape, "pred[2,3]");
+    assert_shape(find(p.m, "e", "t")->shape, "(f32[2,3], s32[])");
+    assert_shape(find(p.m, "e", "g")->shape, "s32[]");
     parsed_free(&p);
 }
 
@@ -262,22 +262,22 @@ static void test_shapes_and_layouts(void **state)
                               "  d = u4[7] parameter(3)\n"
                               "  e = f8e4m3fn[1,1,1,1,1,1,1,1] parameter(4)"));
     HloInst *a = find(p.m, "e", "a");
-    assert_int_equal(a->shape.type, ET_BF16);
-    assert_int_equal(a->shape.rank, 3);
-    assert_int_equal(a->shape.dims[2], 4);
-    assert_string_equal(a->shape.layout_tail, "T(8,128)(2,1)S(1)");
-    assert_shape(&a->shape, "bf16[2,3,4]{2,1,0:T(8,128)(2,1)S(1)}");
+    assert_int_equal(a->shape->type, ET_BF16);
+    assert_int_equal(a->shape->rank, 3);
+    assert_int_equal(a->shape->dims[2], 4);
+    assert_string_equal(a->shape->layout_tail, "T(8,128)(2,1)S(1)");
+    assert_shape(a->shape, "bf16[2,3,4]{2,1,0:T(8,128)(2,1)S(1)}");
     HloInst *b = find(p.m, "e", "b");
-    assert_true(b->shape.has_layout);
-    assert_string_equal(b->shape.layout_tail, "T(256)");
+    assert_true(b->shape->has_layout);
+    assert_string_equal(b->shape->layout_tail, "T(256)");
     HloInst *c = find(p.m, "e", "c");
-    assert_int_equal(c->shape.type, ET_TUPLE);
-    assert_int_equal(c->shape.n_elems, 3);
-    assert_int_equal(c->shape.elems[0].n_elems, 2);
-    assert_int_equal(c->shape.elems[1].type, ET_TOKEN);
-    assert_int_equal(c->shape.elems[2].n_elems, 0);
-    assert_shape(&c->shape, "((f32[1], pred[]), token[], ())");
-    assert_int_equal(find(p.m, "e", "e")->shape.rank, 8);
+    assert_int_equal(c->shape->type, ET_TUPLE);
+    assert_int_equal(c->shape->n_elems, 3);
+    assert_int_equal(c->shape->elems[0].n_elems, 2);
+    assert_int_equal(c->shape->elems[1].type, ET_TOKEN);
+    assert_int_equal(c->shape->elems[2].n_elems, 0);
+    assert_shape(c->shape, "((f32[1], pred[]), token[], ())");
+    assert_int_equal(find(p.m, "e", "e")->shape->rank, 8);
     parsed_free(&p);
     /* a shape the scanner reads whole (no blanks) lowers to the bytes of one
      * read token by token */
@@ -286,9 +286,13 @@ static void test_shapes_and_layouts(void **state)
                        "  h = s8[] parameter(2)\n"
                        "  i = s8[ ] parameter(3)\n"
                        "  j = f32[2,3]{0,1} add(f32[2,3]{0,1} f, f32[2, 3]{0,1} g)"));
-    assert_memory_equal(&find(p.m, "e", "f")->shape, &find(p.m, "e", "g")->shape, sizeof(Shape));
-    assert_memory_equal(&find(p.m, "e", "h")->shape, &find(p.m, "e", "i")->shape, sizeof(Shape));
-    assert_shape(&find(p.m, "e", "j")->shape, "f32[2,3]{0,1}");
+    assert_memory_equal(find(p.m, "e", "f")->shape, find(p.m, "e", "g")->shape, sizeof(Shape));
+    assert_memory_equal(find(p.m, "e", "h")->shape, find(p.m, "e", "i")->shape, sizeof(Shape));
+    /* identical shapes are one record of the module's (hlo_shape) */
+    assert_ptr_equal(find(p.m, "e", "f")->shape, find(p.m, "e", "g")->shape);
+    assert_ptr_equal(find(p.m, "e", "f")->shape, find(p.m, "e", "j")->shape);
+    assert_ptr_not_equal(find(p.m, "e", "f")->shape, find(p.m, "e", "h")->shape);
+    assert_shape(find(p.m, "e", "j")->shape, "f32[2,3]{0,1}");
     parsed_free(&p);
 }
 

@@ -201,10 +201,10 @@ static void observe_local(void *user, int32_t inst, const SimValue *vals, int64_
     if (vi < 0)
         return;
     const HloInst *in = hlo_inst(c->in, c->in->entry, vi);
-    if (!shape_is_array(&in->shape) || in->shape.type == ET_TOKEN)
+    if (!shape_is_array(in->shape) || in->shape->type == ET_TOKEN)
         return;
     Tiling s;
-    if (!sharding_to_tiling(in->sharding, in->shape.rank, &s) || s.partial)
+    if (!sharding_to_tiling(in->sharding, in->shape->rank, &s) || s.partial)
         return;
     c->checked++;
     for (int64_t d = 0; d < n; d++) {
@@ -259,7 +259,7 @@ static int32_t check_numerics(const Compiled *cc)
     uint64_t seed = 12345;
     SimValue *gargs = calloc((size_t)n_params + 1, sizeof(SimValue));
     for (int32_t k = 0; k < n_params; k++)
-        gargs[k] = random_value(&ie->insts[param_inst[k]].shape, &seed);
+        gargs[k] = random_value(ie->insts[param_inst[k]].shape, &seed);
     Check c;
     memset(&c, 0, sizeof c);
     c.in = in;
@@ -279,7 +279,7 @@ static int32_t check_numerics(const Compiled *cc)
         for (int32_t k = 0; k < n_params; k++) {
             Tiling s;
             const HloInst *pi = &ie->insts[param_inst[k]];
-            assert_true(sharding_to_tiling(pi->sharding, pi->shape.rank, &s));
+            assert_true(sharding_to_tiling(pi->sharding, pi->shape->rank, &s));
             largs[d * n_params + k] = block(&in->mesh, &gargs[k], &s, d);
         }
     SimOptions on = {nd, 1, observe_local, &c, 0};
@@ -371,10 +371,10 @@ static void check_mlp(const char *mesh, int64_t n, int64_t bytes)
     assert_int_equal(c.rep.n_warnings, 0);
     assert_int_equal(count_collectives(c.out), 1);
     /* H = X . A_local stays split on dim 1: bf16[8192, 8192/n], no reshard */
-    assert_dims(&out_inst(&c, "h")->shape, 2, 8192, 8192 / n);
-    assert_dims(&out_inst(&c, "a")->shape, 2, 8192, 8192 / n);
-    assert_dims(&out_inst(&c, "b")->shape, 2, 8192 / n, 8192);
-    assert_dims(&out_inst(&c, "y.partial")->shape, 2, 8192, 8192);
+    assert_dims(out_inst(&c, "h")->shape, 2, 8192, 8192 / n);
+    assert_dims(out_inst(&c, "a")->shape, 2, 8192, 8192 / n);
+    assert_dims(out_inst(&c, "b")->shape, 2, 8192 / n, 8192);
+    assert_dims(out_inst(&c, "y.partial")->shape, 2, 8192, 8192);
     assert_int_equal(out_inst(&c, "y")->op, HLO_ALL_REDUCE);
     assert_int_equal(count_op(c.out, HLO_DYNAMIC_SLICE), 0);
     assert_int_equal(hlo_attrs(out_inst(&c, "y"))->channel_id, 1);
@@ -430,7 +430,7 @@ static void test_mlp_y_split_reduce_scatter(void **state)
     const HloInst *y = out_inst(&c, "y");
     assert_int_equal(y->op, HLO_REDUCE_SCATTER);
     assert_int_equal(hlo_attrs(y)->dimensions.v[0], 0);
-    assert_dims(&y->shape, 2, 1024, 8192);
+    assert_dims(y->shape, 2, 1024, 8192);
     compiled_free(&c);
 }
 
@@ -528,8 +528,8 @@ static void test_uneven_elementwise(void **state)
                                  "  ROOT %n = f32[10,4] negate(%x)\n"
                                  "}\n",
                                  NULL);
-    assert_dims(&out_inst(&c, "x")->shape, 2, 3, 4);
-    assert_dims(&out_inst(&c, "n")->shape, 2, 3, 4);
+    assert_dims(out_inst(&c, "x")->shape, 2, 3, 4);
+    assert_dims(out_inst(&c, "n")->shape, 2, 3, 4);
     assert_int_equal(c.rep.n_records, 0);
     assert_int_equal(c.rep.n_warnings, 2);
     assert_string_equal(c.rep.warnings[0].kind, "uneven-padding");
@@ -586,7 +586,7 @@ static void test_uneven_reductions(void **state)
     assert_int_equal(c.rep.records[2].bytes_per_device, 210);
     for (int k = 0; k < 3; k++)
         assert_int_equal(c.rep.records[k].kind, COLL_ALL_REDUCE);
-    assert_dims(&out_inst(&c, "x")->shape, 2, 3, 6);
+    assert_dims(out_inst(&c, "x")->shape, 2, 3, 6);
     /* the max's init is not its identity but max is idempotent: no mask
      * step, only the padding mask (-inf for s32: INT_MIN) */
     assert_int_equal(count_op(c.out, HLO_SELECT), 4);
@@ -609,7 +609,7 @@ static void test_uneven_small_dims(void **state)
                                  "sharding={mesh[d=8], [{}, {d}]}\n"
                                  "}\n",
                                  NULL);
-    assert_dims(&out_inst(&c, "r")->shape, 2, 3, 1);
+    assert_dims(out_inst(&c, "r")->shape, 2, 3, 1);
     assert_int_equal(c.rep.n_records, 1);
     assert_int_equal(c.rep.records[0].kind, COLL_ALL_TO_ALL);
     /* operand f32[1,8] (the 5 columns padded to 8 first): 7/8 * 32 = 28 B */
@@ -630,7 +630,7 @@ static void test_manual_parameter_kept(void **state)
     assert_true(c.ok);
     const HloComputation *e = &c.out->comps[c.out->entry];
     assert_int_equal(e->n_insts, 1);
-    assert_int_equal(e->insts[0].shape.dims[0], 8);
+    assert_int_equal(e->insts[0].shape->dims[0], 8);
     assert_int_equal(c.rep.n_records, 0);
     compiled_free(&c);
 }
@@ -865,10 +865,10 @@ static void test_ops_numerics(void **state)
     (void)state;
     Compiled c = compile_checked(OPS, NULL);
     /* the transpose runs locally on the transposed shards: no collective for it */
-    assert_dims(&out_inst(&c, "yt")->shape, 2, 4, 8);
+    assert_dims(out_inst(&c, "yt")->shape, 2, 4, 8);
     /* a split iota: local iota plus this device's offset */
     assert_int_equal(out_inst(&c, "io")->op, HLO_ADD);
-    assert_dims(&out_inst(&c, "io")->shape, 2, 4, 8);
+    assert_dims(out_inst(&c, "io")->shape, 2, 4, 8);
     compiled_free(&c);
     c = compile_checked(OPS, "a=1,b=4");
     compiled_free(&c);
@@ -889,7 +889,7 @@ static void test_dot_batch_dims(void **state)
         "}\n";
     Compiled c = compile_checked(text, NULL);
     assert_int_equal(c.rep.n_records, 0);
-    assert_dims(&out_inst(&c, "d")->shape, 3, 1, 8);
+    assert_dims(out_inst(&c, "d")->shape, 3, 1, 8);
     compiled_free(&c);
 }
 
@@ -935,7 +935,7 @@ static void test_bitcast_convert_width_local(void **state)
         "}\n";
     Compiled c = compile_checked(text, NULL);
     assert_int_equal(c.rep.n_records, 0);
-    const Shape *bs = &out_inst(&c, "b")->shape;
+    const Shape *bs = out_inst(&c, "b")->shape;
     assert_int_equal(bs->rank, 3);
     assert_int_equal(bs->dims[0], 2);
     assert_int_equal(bs->dims[2], 2);

@@ -174,9 +174,11 @@ static void test_shape_ops(void **state)
 {
     Fx *f = *state;
     HloInst *p = hlo_inst(f->m, f->main, 0);
-    p->shape.has_layout = true;
-    p->shape.minor_to_major[0] = 1;
-    p->shape.minor_to_major[1] = 0;
+    Shape laid = *p->shape;
+    laid.has_layout = true;
+    laid.minor_to_major[0] = 1;
+    laid.minor_to_major[1] = 0;
+    p->shape = hlo_shape(f->m, &laid);
     expect_inst(f, p, &ALL, "%p = f32[8,16]{1,0} parameter(0)");
     expect_inst(f, p, &NONE, "%p = f32[8,16] parameter(0)");
 
@@ -493,7 +495,7 @@ static void test_calls_and_raw(void **state)
     f->m->has_mesh = true;
     p->sharding = ARENA_NEW(f->m->arena, Sharding);
     DiagEngine *d = diag_create(NULL);
-    assert_true(sharding_bind(syn, &f->m->mesh, &p->shape, p->sharding, f->m->arena, d));
+    assert_true(sharding_bind(syn, &f->m->mesh, p->shape, p->sharding, f->m->arena, d));
     diag_destroy(d);
     expect_inst(f, p, &ALL,
                 "%p = f32[8,16] parameter(0), sharding={devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}");

@@ -56,6 +56,15 @@ static Shape arr(int rank, ...)
     return shape_array(ET_F32, rank, d);
 }
 
+/* Gives instruction i of computation c the element type t (its shape record is shared: a new one). */
+static void set_type(HloModule *m, int32_t c, int32_t i, ElemType t)
+{
+    HloInst *in = hlo_inst(m, c, i);
+    Shape s = *in->shape;
+    s.type = t;
+    in->shape = hlo_shape(m, &s);
+}
+
 static int32_t add(HloModule *m, int32_t c, HloOpcode op, const char *name, Shape s, int n, ...)
 {
     int32_t ops[16];
@@ -112,7 +121,7 @@ static void annotate(HloModule *m, int32_t c, int32_t i, const char *sp)
     HloInst *in = hlo_inst(m, c, i);
     in->sharding = ARENA_NEW(m->arena, Sharding);
     *in->sharding = spec(sp);
-    if (in->sharding->kind == SHARDING_REPLICATED) in->sharding->tile.rank = in->shape.rank;
+    if (in->sharding->kind == SHARDING_REPLICATED) in->sharding->tile.rank = in->shape->rank;
     in->sharding_from_user = true;
 }
 
@@ -141,7 +150,7 @@ static void check(const HloModule *m, int32_t c, int32_t i, const char *sp)
 {
     const HloInst *in = hlo_inst(m, c, i);
     assert_non_null(in->sharding);
-    check_sharding(m, in->sharding, &in->shape, sp, in->name);
+    check_sharding(m, in->sharding, in->shape, sp, in->name);
 }
 
 /* Leaf *l of a (nested) tuple shape, counting down; NULL if past the end. */
@@ -162,7 +171,7 @@ static void check_leaf(const HloModule *m, int32_t c, int32_t i, int32_t l, cons
     assert_int_equal(in->sharding->kind, SHARDING_TUPLE);
     assert_true(l < in->sharding->n_elems);
     int32_t k = l;
-    const Shape *leaf = nth_leaf(&in->shape, &k);
+    const Shape *leaf = nth_leaf(in->shape, &k);
     assert_non_null(leaf);
     check_sharding(m, &in->sharding->elems[l], leaf, sp, in->name);
 }
@@ -174,9 +183,9 @@ static void check_all_set(const HloModule *m)
         for (int32_t i = 0; i < m->comps[c].n_insts; i++) {
             const HloInst *in = hlo_inst(m, c, i);
             assert_non_null(in->sharding);
-            if (shape_is_tuple(&in->shape)) {
+            if (shape_is_tuple(in->shape)) {
                 assert_int_equal(in->sharding->kind, SHARDING_TUPLE);
-                assert_int_equal(in->sharding->n_elems, shape_leaf_count(&in->shape));
+                assert_int_equal(in->sharding->n_elems, shape_leaf_count(in->shape));
             } else {
                 assert_true(in->sharding->kind != SHARDING_TUPLE);
             }
@@ -268,7 +277,7 @@ static void test_elementwise_backward(void **state)
     int32_t a = add(m, c, HLO_PARAMETER, "a", arr(2, 8, 16), 0);
     int32_t n = add(m, c, HLO_NEGATE, "n", arr(2, 8, 16), 1, a);
     int32_t cv = add(m, c, HLO_CONVERT, "cv", arr(2, 8, 16), 1, n);
-    hlo_inst(m, c, cv)->shape.type = ET_BF16;
+    set_type(m, c, cv, ET_BF16);
     int32_t r = add(m, c, HLO_COPY, "r", arr(2, 8, 16), 1, cv);
     annotate(m, c, r, "{}{2}");
     run(m);
@@ -289,7 +298,7 @@ static void test_select_clamp_compare(void **state)
     int32_t lo = add(m, c, HLO_CONSTANT, "lo", arr(0), 0);
     int32_t hi = add(m, c, HLO_CONSTANT, "hi", arr(0), 0);
     int32_t cmp = add(m, c, HLO_COMPARE, "cmp", arr(1, 64), 2, x, y);
-    hlo_inst(m, c, cmp)->shape.type = ET_PRED;
+    set_type(m, c, cmp, ET_PRED);
     int32_t sel = add(m, c, HLO_SELECT, "sel", arr(1, 64), 3, cmp, x, y);
     int32_t cl = add(m, c, HLO_CLAMP, "cl", arr(1, 64), 3, lo, sel, hi);
     annotate(m, c, y, "{1,2}");
@@ -733,9 +742,9 @@ static void test_opt_barrier_and_bitcast_convert(void **state)
     int32_t g = add(m, c, HLO_GET_TUPLE_ELEMENT, "g", arr(2, 8, 4), 1, ob);
     hlo_attrs_mut(m, hlo_inst(m, c, g))->index = 1;
     int32_t bc = add(m, c, HLO_BITCAST_CONVERT, "bc", arr(1, 8), 1, a);
-    hlo_inst(m, c, bc)->shape.type = ET_S32;
+    set_type(m, c, bc, ET_S32);
     int32_t x = add(m, c, HLO_PARAMETER, "x", arr(1, 8), 0);
-    hlo_inst(m, c, x)->shape.type = ET_F64;
+    set_type(m, c, x, ET_F64);
     int32_t bw = add(m, c, HLO_BITCAST_CONVERT, "bw", arr(2, 8, 2), 1, x); /* f64[8] -> f32[8,2] */
     annotate(m, c, a, "{2}");
     annotate(m, c, g, "{}{0}");
@@ -854,7 +863,7 @@ static void test_conditional_ties(void **state)
     hlo_attrs_mut(m, hlo_inst(m, f, fr))->dimensions = ints(m, 2, 1, 0);
     int32_t c = hlo_add_computation(m, "main", true);
     int32_t pred = add(m, c, HLO_PARAMETER, "pred", arr(0), 0);
-    hlo_inst(m, c, pred)->shape.type = ET_PRED;
+    set_type(m, c, pred, ET_PRED);
     int32_t a = add(m, c, HLO_PARAMETER, "a", arr(2, 8, 16), 0);
     int32_t b = add(m, c, HLO_PARAMETER, "b", arr(2, 16, 8), 0);
     int32_t cd = add(m, c, HLO_CONDITIONAL, "cd", arr(2, 8, 16), 3, pred, a, b);

@@ -493,9 +493,9 @@ static Arr *val(Eval *e, int32_t inst, int64_t dev) { return &e->vals[(int64_t)i
 
 static void check_shape(const HloInst *in, const Arr *a)
 {
-    assert_int_equal(a->rank, in->shape.rank);
+    assert_int_equal(a->rank, in->shape->rank);
     for (int32_t d = 0; d < a->rank; d++)
-        assert_int_equal(a->dims[d], in->shape.dims[d]);
+        assert_int_equal(a->dims[d], in->shape->dims[d]);
 }
 
 static Arr eval_local(Eval *e, const HloInst *in, int32_t i, int64_t dev, const Arr *args)
@@ -511,19 +511,19 @@ static Arr eval_local(Eval *e, const HloInst *in, int32_t i, int64_t dev, const 
         r.v[0] = dev;
         return r;
     case HLO_CONSTANT:
-        r = arr_new(in->shape.rank, in->shape.dims);
+        r = arr_new(in->shape->rank, in->shape->dims);
         for (int64_t k = 0; k < r.n; k++)
             r.v[k] = a->literal->i ? a->literal->i[k] : (int64_t)a->literal->f[k];
         return r;
     case HLO_COPY:
     case HLO_CUSTOM_CALL: return arr_copy(op0);
     case HLO_RESHAPE:
-        r = arr_new(in->shape.rank, in->shape.dims);
+        r = arr_new(in->shape->rank, in->shape->dims);
         assert_int_equal(r.n, op0->n);
         memcpy(r.v, op0->v, sizeof(int64_t) * (size_t)r.n);
         return r;
     case HLO_TRANSPOSE: {
-        r = arr_new(in->shape.rank, in->shape.dims);
+        r = arr_new(in->shape->rank, in->shape->dims);
         int64_t o[SPMDC_MAX_RANK], s[SPMDC_MAX_RANK];
         for (int64_t k = 0; k < r.n; k++) {
             unravel(r.dims, r.rank, k, o);
@@ -552,7 +552,7 @@ static Arr eval_local(Eval *e, const HloInst *in, int32_t i, int64_t dev, const 
         uint32_t red = 0;
         for (int32_t k = 0; k < a->dimensions.n; k++)
             red |= 1u << a->dimensions.v[k];
-        r = arr_new(in->shape.rank, in->shape.dims);
+        r = arr_new(in->shape->rank, in->shape->dims);
         for (int64_t k = 0; k < r.n; k++)
             r.v[k] = val(e, in->operands[1], dev)->v[0];
         int64_t idx[SPMDC_MAX_RANK], o[SPMDC_MAX_RANK];
@@ -577,7 +577,7 @@ static void eval_permute(Eval *e, const HloInst *in, int32_t i)
     assert_true(a->channel_id > 0);
     bool *seen_src = calloc((size_t)e->nd, sizeof(bool)), *seen_dst = calloc((size_t)e->nd, sizeof(bool));
     for (int64_t dev = 0; dev < e->nd; dev++)
-        *val(e, i, dev) = arr_new(in->shape.rank, in->shape.dims); /* zeros where nothing arrives */
+        *val(e, i, dev) = arr_new(in->shape->rank, in->shape->dims); /* zeros where nothing arrives */
     for (int32_t k = 0; k < a->n_pairs; k++) {
         int64_t src = a->pairs[2 * k], dst = a->pairs[2 * k + 1];
         assert_false(seen_src[src]);
@@ -1019,9 +1019,9 @@ static void test_2d_gather_groups(void **state)
     assert_groups(c[1], 2, 4, over_y);
     assert_int_equal(hlo_attrs(c[1])->channel_id, 2);
     /* shapes: s32[4,2] -> s32[8,2] -> s32[8,8] */
-    assert_int_equal(c[0]->shape.dims[0], 8);
-    assert_int_equal(c[0]->shape.dims[1], 2);
-    assert_int_equal(c[1]->shape.dims[1], 8);
+    assert_int_equal(c[0]->shape->dims[0], 8);
+    assert_int_equal(c[0]->shape->dims[1], 2);
+    assert_int_equal(c[1]->shape->dims[1], 8);
     /* report: s32[8,2] = 64 B gathered over 2: 1/2*64 = 32; then s32[8,8] =
      * 256 B over 4: 3/4*256 = 192 */
     assert_int_equal(run.rep.n_records, 2);
@@ -1058,10 +1058,10 @@ static void test_all_to_all_program(void **state)
     const HloInst *c[8];
     assert_int_equal(collectives(run.out, c, 8), 1);
     assert_int_equal(c[0]->op, HLO_ALL_TO_ALL);
-    assert_int_equal(c[0]->shape.rank, 3);
-    assert_int_equal(c[0]->shape.dims[0], 2);
-    assert_int_equal(c[0]->shape.dims[1], 4);
-    assert_int_equal(c[0]->shape.dims[2], 2);
+    assert_int_equal(c[0]->shape->rank, 3);
+    assert_int_equal(c[0]->shape->dims[0], 2);
+    assert_int_equal(c[0]->shape->dims[1], 4);
+    assert_int_equal(c[0]->shape->dims[2], 2);
     assert_int_equal(hlo_attrs(c[0])->dimensions.v[0], 1);
     assert_false(hlo_attrs(c[0])->use_global_device_ids);
     static const int64_t all4[4] = {0, 1, 2, 3};
@@ -1071,8 +1071,8 @@ static void test_all_to_all_program(void **state)
     assert_int_equal(run.rep.records[0].kind, COLL_ALL_TO_ALL);
     const HloComputation *e = &run.out->comps[run.out->entry];
     const HloInst *root = &e->insts[e->root];
-    assert_int_equal(root->shape.dims[0], 8);
-    assert_int_equal(root->shape.dims[1], 2);
+    assert_int_equal(root->shape->dims[0], 8);
+    assert_int_equal(root->shape->dims[1], 2);
     run_free(&run);
     hlo_module_free(in);
 }

@@ -532,9 +532,9 @@ static char *annotate(const char *text, const HloModule *m, const OpRule *r, con
                 int32_t k = slot >= 0 ? oprule_operand_tensor(r, slot) : -1;
                 Tiling t;
                 if (k < 0 || !oprule_factors_to_tiling(r, k, fs, &m->mesh, &t, NULL))
-                    tiling_replicated(&t, in->shape.rank);
+                    tiling_replicated(&t, in->shape->rank);
                 Sharding sh = sharding_from_tiling(&t);
-                sh.tile.rank = (int8_t)in->shape.rank;
+                sh.tile.rank = (int8_t)in->shape->rank;
                 StrBuf b = {0};
                 sharding_print(&b, &sh, &m->mesh);
                 tx(&out, ", sharding=%s", sb_cstr(&b));
@@ -597,7 +597,7 @@ static void test_rule_property(void **state)
                 fail_msg("annotated instance does not load: %s\n%s", diag_text(pl.diag), text);
             const HloInst *op = &hlo_comp(pl.m, pl.m->entry)->insts[hlo_comp(pl.m, pl.m->entry)->root];
             Tiling got;
-            assert_true(sharding_to_tiling(op->sharding, op->shape.rank, &got));
+            assert_true(sharding_to_tiling(op->sharding, op->shape->rank, &got));
             if (!tiling_equal(&got, &want)) {
                 StrBuf b1 = {0}, b2 = {0};
                 tiling_describe(&b1, &got, &pl.m->mesh);

@@ -34,7 +34,7 @@ static const Shape *shape_of(const HloModule *m, const char *comp, const char *n
     int32_t i = hlo_find_inst(m, c, name);
     if (i < 0)
         fail_msg("no %s", name);
-    return &m->comps[c].insts[i].shape;
+    return m->comps[c].insts[i].shape;
 }
 
 static void still_valid(const HloModule *m)
