@@ -200,20 +200,26 @@ static void inst_name_slot(InstNames *t, uint32_t h, uint32_t ent)
     t->slot[i] = (uint64_t)h << 32 | (ent + 1);
 }
 
-/* Adds a name that is not present: name is the token (its hash in name.i), loc the
- * token's location. */
-static void inst_name_add(Lower *lw, AstTok name, int32_t idx, const AstLoc *loc)
+/* Makes room in the instruction-name table for n names in all: entries
+ * grown to n, slots to the smallest power of two >= 2n (kept at most half
+ * full), rehashed in place.  on_comp_begin reserves a computation's names
+ * from its line count (comp_size_hint), so a large computation's table is
+ * sized once instead of rehashed ~log2(n) times (each rehash a pass of
+ * random writes over a table larger than the cache at 1M names). */
+static void inst_names_reserve(Lower *lw, uint32_t n)
 {
     InstNames *t = &lw->inst_names;
     Arena *a = lw->comp_arena;
-    if (t->n == t->cap_ents) {
-        uint32_t cap = t->cap_ents ? t->cap_ents * 2 : 64;
+    if (n > t->cap_ents) {
+        uint32_t cap = t->cap_ents ? t->cap_ents : 64;
+        while (cap < n) cap *= 2;
         t->ents = arena_realloc(a, t->ents, sizeof(InstName) * t->cap_ents, sizeof(InstName) * cap, _Alignof(InstName));
         arena_advise_random(a, t->ents, sizeof(InstName) * cap);
         t->cap_ents = cap;
     }
-    if (2 * (t->n + 1) > t->cap) { /* rehash into twice the slots (grown in place) */
-        uint32_t cap = t->cap ? t->cap * 2 : 128;
+    if (2 * (uint64_t)n > t->cap) { /* rehash into more slots (grown in place) */
+        uint32_t cap = t->cap ? t->cap : 128;
+        while (cap < 2 * (uint64_t)n) cap *= 2;
         t->slot = arena_realloc(a, t->slot, sizeof(uint64_t) * t->cap, sizeof(uint64_t) * cap, _Alignof(uint64_t));
         arena_advise_random(a, t->slot, sizeof(uint64_t) * cap);
         memset(t->slot, 0, sizeof(uint64_t) * cap);
@@ -222,6 +228,15 @@ static void inst_name_add(Lower *lw, AstTok name, int32_t idx, const AstLoc *loc
         lw->cx->name_mask = cap - 1;
         for (uint32_t k = 0; k < t->n; k++) inst_name_slot(t, t->ents[k].hash, k);
     }
+}
+
+/* Adds a name that is not present: name is the token (its hash in name.i), loc the
+ * token's location. */
+static void inst_name_add(Lower *lw, AstTok name, int32_t idx, const AstLoc *loc)
+{
+    InstNames *t = &lw->inst_names;
+    if (t->n == t->cap_ents || 2 * (t->n + 1) > t->cap)
+        inst_names_reserve(lw, t->n == t->cap_ents ? (t->cap_ents ? t->cap_ents * 2 : 64) : t->n + 1);
     uint32_t h = (uint32_t)name.i;
     t->ents[t->n] = (InstName){loc->off, loc->end - loc->off, name.n, h, idx};
     inst_name_slot(t, h, t->n);
@@ -840,7 +855,8 @@ static void on_comp_begin(void *data, const AstCompHead *h)
         parse_note(lw, &e->loc, "'%.*s' is first defined here", TOKF(h->name));
     }
     int32_t ci = hlo_add_computation(lw->m, ast_tok_str(lw->tmp, h->name), false);
-    hlo_reserve_insts(lw->m, ci, comp_size_hint(lw, h->name_loc.off));
+    int32_t hint = comp_size_hint(lw, h->name_loc.off);
+    hlo_reserve_insts(lw->m, ci, hint);
     if (!e) name_add(lw->keep, &lw->comp_names, h->name.s, h->name.n, ci, &h->name_loc);
     if (h->is_entry && lw->entry >= 0) {
         parse_err(lw, &h->entry_loc, "more than one ENTRY computation");
@@ -852,6 +868,7 @@ static void on_comp_begin(void *data, const AstCompHead *h)
     arena_reset(lw->comp_arena);
     memset(&lw->inst_names, 0, sizeof lw->inst_names);
     lw->cx->name_slot = NULL;
+    if (hint > 0) inst_names_reserve(lw, (uint32_t)hint);
     lw->pending_ops = NULL;
     lw->cur_comp = ci;
     lw->cur_comp_name = h->name;
