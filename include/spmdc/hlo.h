@@ -311,7 +311,7 @@ void hlo_module_free(HloModule *m);
 /* Appends a computation (name copied); returns its index. */
 int32_t hlo_add_computation(HloModule *m, const char *name, bool is_entry);
 /* Appends an instruction to computation c; name and operands are copied,
- * attrs are left NULL.  Returns the instruction's index.  Does not check.
+ * the shape becomes m's record of it (hlo_shape), attrs are left NULL.  Returns the instruction's index.  Does not check.
  * The instruction array grows by doubling from 4 (a module of many small
  * computations, a reducer each, holds no unused room to speak of), so an
  * HloInst pointer is valid only until the next add to its computation
