@@ -439,24 +439,21 @@ static bool shape_identical(const Shape *a, const Shape *b)
 
 static bool shape_same_v(const void *stored, const void *item) { return shape_identical(stored, item); }
 
-/* FNV-1a style mixing of the fields shape_identical compares. */
-static uint64_t shape_mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001b3ull; }
-
+/* A hash of the fields shape_identical compares (mix and hash_str, as the
+ * attribute sets' hash). */
 static uint64_t shape_hash(const Shape *s)
 {
-    uint64_t h = shape_mix(0xcbf29ce484222325ull, (uint64_t)s->type);
-    h = shape_mix(h, (uint64_t)(uint32_t)s->rank | (uint64_t)s->has_layout << 32);
+    uint64_t h = mix(mix(0, (uint64_t)s->type), (uint64_t)(uint32_t)s->rank | (uint64_t)s->has_layout << 32);
     for (int32_t i = 0; i < s->rank && i < SPMDC_MAX_RANK; i++) {
-        h = shape_mix(h, (uint64_t)s->dims[i]);
-        if (s->has_layout) h = shape_mix(h, (uint64_t)(uint8_t)s->minor_to_major[i]);
+        h = mix(h, (uint64_t)s->dims[i]);
+        if (s->has_layout) h = mix(h, (uint64_t)(uint8_t)s->minor_to_major[i]);
     }
-    if (s->layout_tail)
-        for (const char *c = s->layout_tail; *c; c++) h = shape_mix(h, (uint8_t)*c);
+    h = hash_str(h, s->layout_tail);
     if (s->type == ET_TUPLE) {
-        h = shape_mix(h, (uint64_t)(uint32_t)s->n_elems);
-        for (int32_t i = 0; i < s->n_elems; i++) h = shape_mix(h, shape_hash(&s->elems[i]));
+        h = mix(h, (uint64_t)(uint32_t)s->n_elems);
+        for (int32_t i = 0; i < s->n_elems; i++) h = mix(h, shape_hash(&s->elems[i]));
     }
-    return h ^ h >> 29;
+    return h;
 }
 
 const Shape *hlo_shape(HloModule *m, const Shape *s)

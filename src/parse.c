@@ -235,8 +235,8 @@ static void inst_names_reserve(Lower *lw, uint32_t n)
 static void inst_name_add(Lower *lw, AstTok name, int32_t idx, const AstLoc *loc)
 {
     InstNames *t = &lw->inst_names;
-    if (t->n == t->cap_ents || 2 * (t->n + 1) > t->cap)
-        inst_names_reserve(lw, t->n == t->cap_ents ? (t->cap_ents ? t->cap_ents * 2 : 64) : t->n + 1);
+    if (t->n == t->cap_ents || 2 * (t->n + 1) > t->cap) /* full: double */
+        inst_names_reserve(lw, t->n ? 2 * t->n : 64);
     uint32_t h = (uint32_t)name.i;
     t->ents[t->n] = (InstName){loc->off, loc->end - loc->off, name.n, h, idx};
     inst_name_slot(t, h, t->n);
