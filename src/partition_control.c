@@ -275,16 +275,17 @@ bool part_transfer(Part *p, int32_t i)
         return true;
     }
     /* on device dev only: conditional(id == dev, operands, operands) */
-    Shape ts;
-    memset(&ts, 0, sizeof ts);
-    ts.type = ET_TUPLE;
-    ts.n_elems = in->n_operands;
-    ts.elems = ARENA_ARRAY(p->out->arena, Shape, in->n_operands + 1);
+    Shape tuple; /* the elements are the operands' records, copied by hlo_shape */
+    memset(&tuple, 0, sizeof tuple);
+    tuple.type = ET_TUPLE;
+    tuple.n_elems = in->n_operands;
+    tuple.elems = ARENA_ARRAY(p->tmp, Shape, in->n_operands + 1);
     for (int32_t k = 0; k < in->n_operands; k++)
-        ts.elems[k] = hlo_copy_shape(p->out, part_out(p, ops[k])->shape);
-    int32_t t = part_emit(p, HLO_TUPLE, part_name(p, in->name, "operands"), &ts, ops, in->n_operands);
+        tuple.elems[k] = *part_out(p, ops[k])->shape;
+    const Shape *ts = hlo_shape(p->out, &tuple);
+    int32_t t = part_emit(p, HLO_TUPLE, part_name(p, in->name, "operands"), ts, ops, in->n_operands);
     int32_t cops[3] = {is_device(p, dev, in->name), t, t};
-    int32_t bt = transfer_branch(p, i, &ts, true), bf = transfer_branch(p, i, &ts, false);
+    int32_t bt = transfer_branch(p, i, ts, true), bf = transfer_branch(p, i, ts, false);
     one_device_leaves(p, in, leaves, nl);
     int32_t r = part_emit(p, HLO_CONDITIONAL, part_result_name(p, i, leaves, "device-only"), in->shape, cops, 3);
     HloAttrs *a = hlo_attrs_mut(p->out, part_out(p, r));
