@@ -14,11 +14,18 @@ int hlo_yylex(AstSemVal *lval, AstLoc *lloc, void *scanner);
  * and beside each chunk its INST descriptors (AstHead, ast_head_size
  * bytes each) in FEED_HEAD_BYTES = 256 KiB: a chunk ends early when a
  * descriptor of the largest size might not fit.  A chunk is a few hundred
- * to a few thousand instructions, so the two threads meet (a mutex and
- * at most one wake-up each) a few thousand times on a million instructions. */
+ * to a few thousand instructions, so the two threads meet (a mutex) a few
+ * thousand times on a million instructions.  Waking a thread is a system
+ * call of tens of microseconds on a virtual machine, so neither side is
+ * woken for every chunk: the scanner, usually the faster, sleeps on a full
+ * ring until the parser has emptied half of it (FEED_REFILL), and each side
+ * signals only a sleeper, after unlocking (a signal under the mutex would
+ * wake the sleeper into the mutex still held, and the unlock would wake it
+ * a second time). */
 #define FEED_CHUNK 8192
 #define FEED_CHUNKS 8
 #define FEED_HEAD_BYTES ((size_t)256 << 10)
+#define FEED_REFILL (FEED_CHUNKS / 2) /* chunks still unread when a sleeping scanner is woken */
 
 struct ScanFeed {
     ScanFeedReader rd;      /* the parser's side (first: ast_feed_lex reads it) */
@@ -35,6 +42,8 @@ struct ScanFeed {
     uint32_t count[FEED_CHUNKS];
     uint64_t published, released; /* chunks, counted from the start (under mu) */
     bool stop;              /* the parser is done: the scanner ends (under mu) */
+    bool scan_sleeps;       /* the scanner waits on room (under mu) */
+    bool parse_sleeps;      /* the parser waits on ready (under mu) */
 };
 
 static void *feed_scan(void *arg)
@@ -42,7 +51,11 @@ static void *feed_scan(void *arg)
     ScanFeed *f = arg;
     for (uint64_t k = 0;; k++) {
         pthread_mutex_lock(&f->mu);
-        while (!f->stop && k - f->released == FEED_CHUNKS) pthread_cond_wait(&f->room, &f->mu);
+        if (!f->stop && k - f->released == FEED_CHUNKS) { /* full: sleep until half is read */
+            f->scan_sleeps = true;
+            while (!f->stop && k - f->released > FEED_REFILL) pthread_cond_wait(&f->room, &f->mu);
+            f->scan_sleeps = false;
+        }
         bool stop = f->stop;
         pthread_mutex_unlock(&f->mu);
         if (stop) return NULL;
@@ -69,8 +82,9 @@ static void *feed_scan(void *arg)
         pthread_mutex_lock(&f->mu);
         f->count[k % FEED_CHUNKS] = n;
         f->published = k + 1;
-        pthread_cond_signal(&f->ready);
+        bool wake = f->parse_sleeps;
         pthread_mutex_unlock(&f->mu);
+        if (wake) pthread_cond_signal(&f->ready);
         if (end) return NULL;
     }
 }
@@ -140,14 +154,24 @@ const AstHead *ast_feed_keep_head(ScanFeedReader *r, const AstTok *t)
 static void feed_next_chunk(ScanFeed *f)
 {
     pthread_mutex_lock(&f->mu);
+    bool wake = false;
     if (f->rd.cur) {
         f->released++;
-        pthread_cond_signal(&f->room);
+        wake = f->scan_sleeps && f->published - f->released <= FEED_REFILL;
     }
-    while (f->published == f->released) pthread_cond_wait(&f->ready, &f->mu);
+    if (f->published == f->released) {
+        if (wake) { /* the scanner must run before this thread can: wake it now */
+            pthread_cond_signal(&f->room);
+            wake = false;
+        }
+        f->parse_sleeps = true;
+        while (f->published == f->released) pthread_cond_wait(&f->ready, &f->mu);
+        f->parse_sleeps = false;
+    }
     uint32_t k = (uint32_t)(f->released % FEED_CHUNKS);
     f->rd.n = f->count[k];
     pthread_mutex_unlock(&f->mu);
+    if (wake) pthread_cond_signal(&f->room);
     f->rd.cur = f->ring + (size_t)k * FEED_CHUNK;
     f->rd.pos = 0;
 }
