@@ -87,6 +87,7 @@ int hlo_yylex(AstSemVal *lval, AstLoc *lloc, void *scanner);
 %token <tok> INTGROUP "integer list"
 %token <tok> INST "instruction head"
 %token <tok> SHARDING "sharding seen before"
+%token <tok> SHARDING_LEAF "sharding leaf seen before"
 %token <tok> KW_HLOMODULE "'HloModule'"
 %token <tok> KW_ENTRY "'ENTRY'"
 %token <tok> KW_ROOT "'ROOT'"
@@ -362,6 +363,7 @@ prim
     | ATTRNAME prim                         { $$ = ast_attr(cx, $1, $2, &@$); }
     | '='                                   { $$ = ast_punct(cx, AP_EQ, &@1); }
     | INTGROUP                              { $$ = ast_int_group(cx, $1, &@1); }
+    | SHARDING_LEAF                         { $$ = ast_tok_val(cx, AV_SHARED, $1, &@1); }
     ;
 
 cont
@@ -410,7 +412,7 @@ elems1
 
 /* Bison's hook for parse.error custom: hands the unexpected token and the
  * (LAC-exact) expected set to ast_syntax_error, which words the message.
- * SHAPE, INTGROUP, INST and SHARDING are left out: only the parser without
+ * SHAPE, INTGROUP, INST, SHARDING and SHARDING_LEAF are left out: only the parser without
  * LAC reads them, and wherever one may stand an element type, a '{' or a
  * '%name' may too. */
 static int yyreport_syntax_error(const yypcontext_t *ctx, void *scanner, ParseCtx *cx)
@@ -421,7 +423,7 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, void *scanner, ParseCt
     const char *names[YYNTOKENS];
     for (int i = 0; i < n; i++)
         if (expected[i] != YYSYMBOL_SHAPE && expected[i] != YYSYMBOL_INTGROUP && expected[i] != YYSYMBOL_INST &&
-            expected[i] != YYSYMBOL_SHARDING)
+            expected[i] != YYSYMBOL_SHARDING && expected[i] != YYSYMBOL_SHARDING_LEAF)
             names[k++] = yysymbol_name(expected[i]);
     n = n < 0 ? n : k;
     yysymbol_kind_t tok = yypcontext_token(ctx);

@@ -599,12 +599,13 @@ static const bool SHARDING_STOP[256] = {
     ['\n'] = true, ['\r'] = true, ['/'] = true, ['\\'] = true,
 };
 
-uint32_t ast_scan_sharding(ScanState *st, const char *b, size_t avail, AstTok *tok)
+/* The brace group at b (b[0] == '{') to its matching '}' on this line:
+ * its length and text hash (ast_name_hash) in *len and *hash; false when a
+ * stop byte other than a brace or a plain string's quote comes first. */
+static bool scan_brace_group(const char *b, uint32_t *len, uint32_t *hash)
 {
-    const char *s = st->cx->text + st->off;
-    if (!st->coarse || avail == 0 || b[0] != '{') return 0;
     uint32_t n = 0, h = 2166136261u;
-    for (int depth = 0;;) { /* to the matching '}' on this line, its text hash as it goes */
+    for (int depth = 0;;) {
         unsigned char c = (unsigned char)b[n];
         if (!SHARDING_STOP[c]) {
             HEAD_FNV(h, c);
@@ -616,29 +617,61 @@ uint32_t ast_scan_sharding(ScanState *st, const char *b, size_t avail, AstTok *t
         } else if (c == '}') {
             if (--depth == 0) {
                 HEAD_FNV(h, c);
-                n++;
-                break;
+                *len = n + 1;
+                *hash = h;
+                return true;
             }
         } else if (c == '"' || c == '\'') { /* a string without escapes */
             HEAD_FNV(h, c);
             for (n++; b[n] != (char)c && b[n] != '\\' && b[n] != '\n' && b[n] != '\0'; n++) HEAD_FNV(h, b[n]);
-            if (b[n] != (char)c) return 0;
+            if (b[n] != (char)c) return false;
         } else {
-            return 0;
+            return false;
         }
         HEAD_FNV(h, c);
         n++;
     }
+}
+
+/* Past the spaces and tabs at b[i..). */
+static uint32_t line_blanks(const char *b, uint32_t i)
+{
+    while (b[i] == ' ' || b[i] == '\t') i++;
+    return i;
+}
+
+uint32_t ast_scan_sharding(ScanState *st, const char *b, size_t avail, AstTok *tok)
+{
+    const char *s = st->cx->text + st->off;
+    uint32_t n, h;
+    if (!st->coarse || avail == 0 || b[0] != '{') return 0;
+    if (b[line_blanks(b, 1)] == '{') st->leaf_depth = st->depth + 1; /* a tuple: its leaves open at that depth */
+    if (!scan_brace_group(b, &n, &h)) return 0;
     uint32_t slot = 0;
     if (scan_text_lookup(&st->shardings, st->recent_shardings, b, n, h, &slot)) {
         memset(tok, 0, sizeof *tok);
         tok->s = s;
         tok->n = n;
         tok->i = h;
+        st->leaf_depth = 0;
         return n;
     }
     if (st->shardings.n < SCAN_MAX_SHAPES) scan_text_keep(st, &st->shardings, st->recent_shardings, s, n, h, slot, s);
     return 0;
+}
+
+uint32_t ast_scan_sharding_leaf(ScanState *st, const AstLoc *loc, const char *b, AstTok *tok)
+{
+    uint32_t n, h, slot;
+    char first = b[line_blanks(b, 1)];
+    if (first == '{' || first == '}' || !scan_brace_group(b, &n, &h) ||
+        !scan_text_lookup(&st->shardings, st->recent_shardings, b, n, h, &slot))
+        return 0;
+    memset(tok, 0, sizeof *tok);
+    tok->s = st->cx->text + loc->off;
+    tok->n = n;
+    tok->i = h;
+    return n;
 }
 
 AstTok ast_tok_at(const ScanState *st, const AstLoc *loc, uint32_t skip_front, uint32_t skip_back)

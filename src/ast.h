@@ -317,6 +317,7 @@ typedef struct ScanState {
     bool coarse;
     InternSet texts; /* the distinct SHAPE and INTGROUP texts (ast.c); the scan's owner frees it */
     InternSet shardings; /* the distinct texts of instructions' shardings seen (ast_scan_sharding); freed so too */
+    int leaf_depth;      /* > 0: in a tuple sharding, whose leaves' '{' come at this depth (ast_scan_sharding_leaf) */
     /* The text of each set found or kept last, per hash & (AST_SCAN_RECENT - 1) (ast.c). */
     const struct ScanText *recent_texts[AST_SCAN_RECENT];
     const struct ScanText *recent_shardings[AST_SCAN_RECENT];
@@ -489,6 +490,14 @@ uint32_t ast_scan_inst_head(ScanState *st, const AstLoc *loc, const char *b, siz
  * text (when whole) is remembered and 0: the scanner reads it token by
  * token. */
 uint32_t ast_scan_sharding(ScanState *st, const char *b, size_t avail, AstTok *tok);
+/* A '{' at st->leaf_depth, a leaf of the tuple sharding ast_scan_sharding
+ * began (loc: the '{'; b: it and the bytes after it in flex's buffer, up
+ * to a NUL): when the leaf's group is on this line and an earlier
+ * instruction's whole sharding had its text, the leaf is one SHARDING_LEAF
+ * token (tok as ast_scan_sharding's; the lowering reuses that syntax,
+ * parse_lower_sharding) and its length is returned; 0 otherwise.  A leaf
+ * that opens with '{' or '}' (a nested tuple, an empty one) never is. */
+uint32_t ast_scan_sharding_leaf(ScanState *st, const AstLoc *loc, const char *b, AstTok *tok);
 /* Fills tok for an INT; false (after reporting) if it fits neither int64 nor uint64. */
 bool ast_scan_int(ScanState *st, const AstLoc *loc, AstTok *tok);
 /* Unescapes a STRING token's text (with the quotes) into the arena. */

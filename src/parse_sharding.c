@@ -479,6 +479,23 @@ static void share_syntax(Lower *lw, const AstVal *v, const ShardingSyntax *syn)
     intern_add(&lw->shared_syntax, slot, h, e);
 }
 
+/* A tuple's leaf read as a SHARDING_LEAF token (ast_scan_sharding_leaf):
+ * into *out, the syntax an earlier instruction's sharding of the same
+ * text gave, moved to where the leaf is (what sh_single would read there). */
+static bool shared_leaf(Lower *lw, const AstVal *v, ShardingSyntax *out)
+{
+    SharedSyntax probe = {v->t.s, v->t.n, NULL, 0, 0};
+    uint32_t slot;
+    const SharedSyntax *e = intern_find(&lw->shared_syntax, (uint32_t)v->t.i, &probe, shared_same, &slot);
+    if (!e) {
+        parse_err(lw, &v->loc, "sharding %s was not read before", describe(lw, v));
+        return false;
+    }
+    SrcLoc at = ast_span(lw->cx, &v->loc).begin;
+    sharding_syntax_move_into(out, e->syn, at.line, (int64_t)at.col - (int64_t)e->col, lw->m->syntax_arena);
+    return true;
+}
+
 static const ShardingSyntax *lower_sharding_group(Lower *lw, const AstVal *attr, const AstVal *v);
 
 const ShardingSyntax *parse_lower_sharding(Lower *lw, const AstVal *attr, const AstVal *v)
@@ -499,7 +516,7 @@ static const ShardingSyntax *lower_sharding_group(Lower *lw, const AstVal *attr,
     }
     ShardingSyntax *s = ARENA_NEW(lw->m->syntax_arena, ShardingSyntax);
     const AstVal *first = v->child ? v->child->child : NULL;
-    if (first && !is_group(first, AV_BRACE)) return sh_single(lw, v, s) ? s : NULL;
+    if (first && !is_group(first, AV_BRACE) && first->kind != AV_SHARED) return sh_single(lw, v, s) ? s : NULL;
     s->kind = SSYN_TUPLE;
     s->span = ast_span(lw->cx, &v->loc);
     s->n_elems = ast_count(v->child);
@@ -507,6 +524,10 @@ static const ShardingSyntax *lower_sharding_group(Lower *lw, const AstVal *attr,
     int32_t k = 0;
     for (const AstVal *e = v->child; e; e = e->next, k++) {
         const AstVal *x = elem_single(e);
+        if (x && x->kind == AV_SHARED) { /* a leaf whose text an earlier instruction's sharding had */
+            if (!shared_leaf(lw, x, &s->elems[k])) return NULL;
+            continue;
+        }
         if (!is_group(x, AV_BRACE)) {
             parse_err(lw, &e->loc, "a tuple sharding lists one {...} per tuple element, found %s", describe(lw, e));
             return NULL;

@@ -764,6 +764,11 @@ static void rebase_syntax(Arena *a, ShardingSyntax *dst, const ShardingSyntax *s
     }
 }
 
+void sharding_syntax_move_into(ShardingSyntax *dst, const ShardingSyntax *s, uint32_t line, int64_t dcol, Arena *a)
+{
+    rebase_syntax(a, dst, s, line, dcol);
+}
+
 ShardingSyntax *sharding_syntax_moved(const ShardingSyntax *s, uint32_t line, int64_t dcol, Arena *a)
 {
     ShardingSyntax *c = ARENA_NEW(a, ShardingSyntax);

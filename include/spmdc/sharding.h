@@ -218,5 +218,7 @@ ShardingSyntax *sharding_syntax_copy(const ShardingSyntax *s, Arena *a);
  * the arrays without spans, the names and device lists are shared with s,
  * which must outlive the copy.  Spans with line 0 (no position) stay. */
 ShardingSyntax *sharding_syntax_moved(const ShardingSyntax *s, uint32_t line, int64_t dcol, Arena *a);
+/* sharding_syntax_moved into *dst (a tuple's leaf, say) instead of a new record. */
+void sharding_syntax_move_into(ShardingSyntax *dst, const ShardingSyntax *s, uint32_t line, int64_t dcol, Arena *a);
 
 #endif

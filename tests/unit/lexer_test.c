@@ -41,7 +41,8 @@ static const struct {
     {TOK_KW_SHARD_AS, "shard_as"},  {TOK_KW_SHARD_LIKE, "shard_like"}, {TOK_LE, "<="},
     {TOK_ARROW, "->"},              {TOK_ELLIPSIS, "..."},      {TOK_TPAREN, "T("},
     {TOK_LAYOUT_LBRACE, "LAYOUT{"}, {TOK_HLO_YYerror, "ERROR"}, {TOK_SECTION, "SECTION"},
-    {TOK_SHAPE, "SHAPE"},           {TOK_INTGROUP, "INTGROUP"},
+    {TOK_SHAPE, "SHAPE"},           {TOK_INTGROUP, "INTGROUP"}, {TOK_SHARDING, "SHARDING"},
+    {TOK_SHARDING_LEAF, "SHARDING_LEAF"},
 };
 
 /* Tokens with text print it in parentheses. */
@@ -50,7 +51,7 @@ static bool has_text(int tok)
     return tok == TOK_NAME_PCT || tok == TOK_LABEL || tok == TOK_ATTRNAME || tok == TOK_PRIMTYPE ||
            tok == TOK_IDENT || tok == TOK_INT || tok == TOK_DECIMAL || tok == TOK_NAN || tok == TOK_STRING ||
            tok == TOK_BLOB || tok == TOK_DXD || tok == TOK_PAD || tok == TOK_DIMLABELS || tok == TOK_SHAPE ||
-           tok == TOK_INTGROUP || tok == TOK_INST || tok == TOK_SHARDING;
+           tok == TOK_INTGROUP || tok == TOK_INST || tok == TOK_SHARDING || tok == TOK_SHARDING_LEAF;
 }
 
 /* Whether lex() reads whole shapes (ScanState.coarse, as for the parser without LAC). */
@@ -296,6 +297,43 @@ static void test_coarse_int_groups(void **state)
     expect_tokens("frontend_attributes={k={1}}", "ATTRNAME(frontend_attributes) '{' ATTRNAME(k) BLOB({1}) '}'");
     g_coarse = false;
     expect_tokens("a={1,0}", "ATTRNAME(a) '{' INT(1) ',' INT(0) '}'");
+}
+
+/* An instruction's sharding of a text an earlier instruction's had is one
+ * SHARDING token; so is each leaf of a tuple sharding whose text one had
+ * (SHARDING_LEAF), the other leaves token by token.  A leaf that is itself
+ * a tuple or empty, a leaf across a line end, a tuple no instruction's
+ * sharding holds: token by token. */
+static void test_coarse_shardings(void **state)
+{
+    (void)state;
+    g_coarse = true;
+    Lexed lx;
+    lex(&lx, "{\n %a = f32[2] parameter(0), sharding={replicated}\n"
+             " %b = f32[2] parameter(1), sharding={replicated}\n"
+             " %t = (f32[2], f32[2], f32[2]) tuple(%a, %b, %a), sharding={{replicated},\t{ maximal device=1}, "
+             "{replicated}}\n"
+             " %u = (f32[2], f32[2]) tuple(%a, %b), sharding={{{replicated}}, {}}\n"
+             " %v = (f32[2], f32[2]) tuple(%a, %b), sharding={{replicated},\n{replicated}}\n"
+             " %w = f32[2] negate(%a), foo={{replicated}, {replicated}}\n}");
+    const char *out = sb_cstr(&lx.out);
+    /* %b's whole sharding, %t's first and third leaves, %v's first and second */
+    const char *b = strstr(out, "ATTRNAME(sharding) ");
+    assert_non_null(b);
+    assert_non_null(strstr(b, "SHARDING({replicated})"));
+    const char *t = strstr(out, "'{' SHARDING_LEAF({replicated}) ',' '{' KW_MAXIMAL");
+    if (!t) t = strstr(out, "'{' SHARDING_LEAF({replicated}) ',' '{' maximal");
+    assert_non_null(t);
+    assert_non_null(strstr(t, "INT(1) '}' ',' SHARDING_LEAF({replicated}) '}'"));
+    assert_non_null(strstr(out, "'{' '{' '{' replicated '}' '}' ',' '{' '}' '}'"));
+    assert_non_null(strstr(out, "'{' SHARDING_LEAF({replicated}) ',' SHARDING_LEAF({replicated}) '}'"));
+    assert_non_null(strstr(out, "ATTRNAME(foo) '{' '{' replicated '}' ',' '{' replicated '}' '}'"));
+    int leaves = 0;
+    for (const char *p = out; (p = strstr(p, "SHARDING_LEAF")); p++) leaves++;
+    assert_int_equal(leaves, 4);
+    assert_string_equal(diag_text(lx.diag), "");
+    lexed_free(&lx);
+    g_coarse = false;
 }
 
 static void test_iota_transpose(void **state)
@@ -632,6 +670,7 @@ int main(void)
         cmocka_unit_test(test_layout_brace),
         cmocka_unit_test(test_coarse_shapes),
         cmocka_unit_test(test_coarse_int_groups),
+        cmocka_unit_test(test_coarse_shardings),
         cmocka_unit_test(test_iota_transpose),
         cmocka_unit_test(test_strings_unescaped),
         cmocka_unit_test(test_single_quotes_and_sections),

@@ -382,6 +382,35 @@ static void test_repeated_shardings(void **state)
     };
     for (size_t k = 0; k < sizeof failing / sizeof failing[0]; k++)
         check_same(failing[k], failing[k], strlen(failing[k]));
+    /* tuple shardings whose leaves are earlier instructions' texts
+     * (SHARDING_LEAF), beside leaves read token by token: the same syntax
+     * with each leaf's spans where it is, across blanks and a line end, and
+     * bind's message at the one leaf that does not fit its element */
+    static const char *const tuples[] = {
+        "HloModule m\n\nENTRY %main (p: f32[8,16], v: f32[8]) -> (f32[8,16], f32[8], f32[8,16]) {\n"
+        "  %p = f32[8,16] parameter(0), sharding={mesh[x=2,y=2], [{x}, {y}]}\n"
+        "  %v = f32[8] parameter(1), sharding={mesh[x=2,y=2], [{y}]}\n"
+        "  ROOT %t = (f32[8,16], f32[8], f32[8,16]) tuple(%p, %v, %p), sharding={{mesh[x=2,y=2], [{x}, {y}]},  "
+        "{mesh[x=2,y=2], [{x}]}, \t{mesh[x=2,y=2], [{x}, {y}]}}\n}\n",
+        "HloModule m\n\nENTRY %main (p: f32[8,16], v: f32[8]) -> (f32[8,16], f32[8]) {\n"
+        "  %p = f32[8,16] parameter(0), sharding={devices=[2,1]<=[2]}\n"
+        "  %v = f32[8] parameter(1), sharding={devices=[2]<=[2]}\n"
+        "  ROOT %t = (f32[8,16], f32[8]) tuple(%p, %v), sharding={{devices=[2]<=[2]},\n"
+        "      {devices=[2]<=[2]}}\n}\n",
+        "HloModule m\n\nENTRY %main (p: f32[8,16], v: f32[8]) -> (f32[8,16], f32[8]) {\n"
+        "  %p = f32[8,16] parameter(0), sharding={devices=[2,1]<=[2]}\n"
+        "  %v = f32[8] parameter(1), sharding={devices=[2]<=[2]}\n"
+        "  ROOT %t = (f32[8,16], f32[8]) tuple(%p, %v), sharding={{devices=[2,1]<=[2]}, {devices=[2,1]<=[2]}}\n}\n",
+        "HloModule m\n\nENTRY %main (p: f32[8,16], v: f32[8]) -> (f32[8,16], f32[8]) {\n"
+        "  %p = f32[8,16] parameter(0), sharding={mesh[x=2], [{z}, {}]}\n"
+        "  %v = f32[8] parameter(1), sharding={replicated}\n"
+        "  ROOT %t = (f32[8,16], f32[8]) tuple(%p, %v), sharding={{replicated}, {mesh[x=2], [{z}, {}]}}\n}\n",
+        "HloModule m\n\nENTRY %main (p: f32[8]) -> (f32[8], f32[8]) {\n"
+        "  %p = f32[8] parameter(0), sharding={replicated}\n"
+        "  %q = f32[8] negate(%p), sharding={{replicated}}\n"
+        "  ROOT %t = (f32[8], f32[8]) tuple(%p, %q), sharding={{replicated} {replicated}, {replicated}}\n}\n",
+    };
+    for (size_t k = 0; k < sizeof tuples / sizeof tuples[0]; k++) check_same(tuples[k], tuples[k], strlen(tuples[k]));
 }
 
 /* The parse without LAC reads one sharding text once: later instructions
