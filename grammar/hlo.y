@@ -88,6 +88,7 @@ int hlo_yylex(AstSemVal *lval, AstLoc *lloc, void *scanner);
 %token <tok> INST "instruction head"
 %token <tok> SHARDING "sharding seen before"
 %token <tok> SHARDING_LEAF "sharding leaf seen before"
+%token <tok> SIGNATURE "parameter list"
 %token <tok> KW_HLOMODULE "'HloModule'"
 %token <tok> KW_ENTRY "'ENTRY'"
 %token <tok> KW_ROOT "'ROOT'"
@@ -162,6 +163,8 @@ comp_head
         { ast_comp_begin(cx, $1, &@1, $2, &@2, false, (AstParamList){0}, NULL); }
     | opt_entry name '(' params ')' ARROW shape
         { ast_comp_begin(cx, $1, &@1, $2, &@2, true, $4, $7); }
+    | opt_entry name SIGNATURE ARROW shape
+        { ast_comp_begin_sig(cx, $1, &@1, $2, &@2, $3, &@3, $5); }
     ;
 
 opt_entry
@@ -412,7 +415,7 @@ elems1
 
 /* Bison's hook for parse.error custom: hands the unexpected token and the
  * (LAC-exact) expected set to ast_syntax_error, which words the message.
- * SHAPE, INTGROUP, INST, SHARDING and SHARDING_LEAF are left out: only the parser without
+ * SHAPE, INTGROUP, INST, SHARDING, SHARDING_LEAF and SIGNATURE are left out: only the parser without
  * LAC reads them, and wherever one may stand an element type, a '{' or a
  * '%name' may too. */
 static int yyreport_syntax_error(const yypcontext_t *ctx, void *scanner, ParseCtx *cx)
@@ -423,7 +426,8 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, void *scanner, ParseCt
     const char *names[YYNTOKENS];
     for (int i = 0; i < n; i++)
         if (expected[i] != YYSYMBOL_SHAPE && expected[i] != YYSYMBOL_INTGROUP && expected[i] != YYSYMBOL_INST &&
-            expected[i] != YYSYMBOL_SHARDING && expected[i] != YYSYMBOL_SHARDING_LEAF)
+            expected[i] != YYSYMBOL_SHARDING && expected[i] != YYSYMBOL_SHARDING_LEAF &&
+            expected[i] != YYSYMBOL_SIGNATURE)
             names[k++] = yysymbol_name(expected[i]);
     n = n < 0 ? n : k;
     yysymbol_kind_t tok = yypcontext_token(ctx);

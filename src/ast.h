@@ -95,6 +95,7 @@ typedef struct AstTok {
         const Shape *shape; /* SHAPE: the shape lowered by the scanner (ast_scan_shape) */
         const AstIntGroup *ints; /* INTGROUP: its integers (ast_scan_int_group) */
         const AstHead *head;     /* INST: its pieces (ast_scan_inst_head) */
+        const struct AstSig *sig; /* SIGNATURE: its parameters (ast_scan_signature) */
     };
 } AstTok;
 
@@ -208,7 +209,9 @@ typedef struct AstCompHead {
     AstTok name;
     AstLoc name_loc;
     bool has_sig;
-    AstParam *params;
+    AstParam *params;     /* the parameter list read token by token, or */
+    const struct AstSig *sig; /* read whole (a SIGNATURE token at offset sig_off) */
+    uint32_t sig_off;
     AstShape *result;
 } AstCompHead;
 
@@ -455,6 +458,28 @@ int ast_scan_word_token(ScanState *st, const AstLoc *loc, AstTok *tok);
  * word, and the rest token by token, so every malformed shape meets the
  * parser's and the lowering's own checks and messages. */
 uint32_t ast_scan_shape(ScanState *st, const AstLoc *loc, AstTok *tok);
+/* A computation's parameter list `(p: f32[8]{0}, q: s32[])` as the scanner
+ * read it whole (a SIGNATURE token): per parameter its label (without the
+ * ':') and its array shape, at byte offsets from the '(', the shape lowered
+ * (ast_scan_shape's record).  In the scan's arena. */
+typedef struct AstSigParam {
+    uint32_t label_off, label_len;
+    uint32_t shape_off, shape_len;
+    const Shape *shape;
+} AstSigParam;
+typedef struct AstSig {
+    uint32_t n;
+    AstSigParam p[];
+} AstSig;
+/* A '(' after a computation's name at depth 0 (loc: the '('), coarse scans
+ * only: when the parameter list to its ')' is on this line and regular
+ * (labels `name:` as the LABEL token reads them, one SHAPE-token array
+ * shape each, ',' between, blanks around), it is one SIGNATURE token
+ * (tok->sig) and its length is returned; 0 otherwise (token by token).
+ * The list is read from the input itself, not flex's buffer: a
+ * 400,000-parameter list is megabytes on one line (the rule skips flex
+ * past what its buffer does not hold). */
+uint32_t ast_scan_signature(ScanState *st, const AstLoc *loc, AstTok *tok);
 /* The text at loc matched `{}` or `{ints}` (no blanks or signs).  When
  * st->coarse is set, it follows an attribute name (where the `{` is a
  * plain one: not backend_config's or a frontend attribute's text), within
@@ -608,6 +633,10 @@ AstInst *ast_inst(ParseCtx *cx, bool is_root, const AstLoc *root_loc, AstTok nam
 void ast_header(ParseCtx *cx, AstTok name, const AstLoc *name_loc, AstList attrs);
 void ast_comp_begin(ParseCtx *cx, bool is_entry, const AstLoc *entry_loc, AstTok name, const AstLoc *name_loc,
                     bool has_sig, AstParamList params, AstShape *result);
+/* ast_comp_begin of a head whose parameter list is a SIGNATURE token sig
+ * (loc: the token): the lowering reads the list from it, no node per parameter. */
+void ast_comp_begin_sig(ParseCtx *cx, bool is_entry, const AstLoc *entry_loc, AstTok name, const AstLoc *name_loc,
+                        AstTok sig, const AstLoc *loc, AstShape *result);
 void ast_inst_done(ParseCtx *cx, AstInst *inst);
 void ast_comp_end(ParseCtx *cx, const AstLoc *close, AstList attrs);
 

@@ -654,13 +654,24 @@ static void keep_signature(Lower *lw, const AstCompHead *h)
     lw->sig_params = NULL;
     lw->n_sig_params = lw->cap_sig_params = 0;
     if (!h->has_sig) return;
-    for (const AstParam *p = h->params; p; p = p->next) lw->n_params++;
+    if (h->sig) {
+        lw->n_params = (int32_t)h->sig->n;
+    } else {
+        for (const AstParam *p = h->params; p; p = p->next) lw->n_params++;
+    }
     int32_t n = lw->n_params ? lw->n_params : 1;
     lw->param_shape = ARENA_ARRAY(lw->comp_arena, int32_t, n);
     lw->param_locs = ARENA_ARRAY(lw->comp_arena, AstLoc, n);
     Arena *saved = lw->tmp;
     lw->tmp = lw->comp_arena; /* tuple elements must outlive this call */
     int32_t k = 0;
+    if (h->sig) { /* a SIGNATURE token: array shapes the scanner lowered, the label's loc with its ':' */
+        for (; k < lw->n_params; k++) {
+            const AstSigParam *p = &h->sig->p[k];
+            lw->param_shape[k] = sig_shape_id(lw, p->shape);
+            lw->param_locs[k] = (AstLoc){h->sig_off + p->label_off, h->sig_off + p->label_off + p->label_len + 1};
+        }
+    }
     for (const AstParam *p = h->params; p; p = p->next, k++) {
         Shape s;
         lw->param_shape[k] = lower_shape(lw, p->shape, &s) ? sig_shape_id(lw, &s) : -1;

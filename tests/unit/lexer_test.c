@@ -42,7 +42,7 @@ static const struct {
     {TOK_ARROW, "->"},              {TOK_ELLIPSIS, "..."},      {TOK_TPAREN, "T("},
     {TOK_LAYOUT_LBRACE, "LAYOUT{"}, {TOK_HLO_YYerror, "ERROR"}, {TOK_SECTION, "SECTION"},
     {TOK_SHAPE, "SHAPE"},           {TOK_INTGROUP, "INTGROUP"}, {TOK_SHARDING, "SHARDING"},
-    {TOK_SHARDING_LEAF, "SHARDING_LEAF"},
+    {TOK_SHARDING_LEAF, "SHARDING_LEAF"}, {TOK_SIGNATURE, "SIGNATURE"},
 };
 
 /* Tokens with text print it in parentheses. */
@@ -51,7 +51,8 @@ static bool has_text(int tok)
     return tok == TOK_NAME_PCT || tok == TOK_LABEL || tok == TOK_ATTRNAME || tok == TOK_PRIMTYPE ||
            tok == TOK_IDENT || tok == TOK_INT || tok == TOK_DECIMAL || tok == TOK_NAN || tok == TOK_STRING ||
            tok == TOK_BLOB || tok == TOK_DXD || tok == TOK_PAD || tok == TOK_DIMLABELS || tok == TOK_SHAPE ||
-           tok == TOK_INTGROUP || tok == TOK_INST || tok == TOK_SHARDING || tok == TOK_SHARDING_LEAF;
+           tok == TOK_INTGROUP || tok == TOK_INST || tok == TOK_SHARDING || tok == TOK_SHARDING_LEAF ||
+           tok == TOK_SIGNATURE;
 }
 
 /* Whether lex() reads whole shapes (ScanState.coarse, as for the parser without LAC). */
@@ -334,6 +335,46 @@ static void test_coarse_shardings(void **state)
     assert_string_equal(diag_text(lx.diag), "");
     lexed_free(&lx);
     g_coarse = false;
+}
+
+/* A computation's regular parameter list is one SIGNATURE token, its
+ * shapes lowered; anything else in it goes token by token. */
+static void test_coarse_signature(void **state)
+{
+    (void)state;
+    g_coarse = true;
+    Lexed lx;
+    lex(&lx, "ENTRY %main (x: bf16[8,1024]{1,0}, a.1:f32[],\tb-2: s32[3]) -> f32[] {");
+    assert_string_equal(sb_cstr(&lx.out), "ENTRY NAME_PCT(main) SIGNATURE((x: bf16[8,1024]{1,0}, a.1:f32[],\tb-2: "
+                                          "s32[3])) -> PRIMTYPE(f32) '[' ']' '{'");
+    lexed_free(&lx);
+    lex(&lx, "%c (p: f32[4]) -> f32[4]");
+    assert_int_equal(lx.n, 4); /* NAME_PCT SIGNATURE -> SHAPE */
+    lexed_free(&lx);
+    lex(&lx, "%c ( p.0: f32[4]{0} ,q:s8[2,3] )");
+    const AstSig *sig = lx.last.sig;
+    assert_int_equal(sig->n, 2);
+    assert_true(sig->p[0].label_off == 2 && sig->p[0].label_len == 3 && sig->p[0].shape_off == 7 &&
+                sig->p[0].shape_len == 9);
+    assert_true(sig->p[1].label_off == 18 && sig->p[1].label_len == 1 && sig->p[1].shape_off == 20 &&
+                sig->p[1].shape_len == 7);
+    assert_int_equal(sig->p[0].shape->type, ET_F32);
+    assert_true(sig->p[0].shape->rank == 1 && sig->p[0].shape->dims[0] == 4 && sig->p[0].shape->has_layout);
+    assert_true(sig->p[1].shape->type == ET_S8 && sig->p[1].shape->rank == 2 && sig->p[1].shape->dims[1] == 3);
+    lexed_free(&lx);
+    /* token by token: an empty list, a tuple, a layout after a blank or
+     * with a tail, a line end, a comment, a shape word cut short, not after a name */
+    expect_tokens("c () -> f32[]", "IDENT(c) '(' ')' -> SHAPE(f32[])");
+    expect_tokens("c (p: (f32[])) -> f32[]", "IDENT(c) '(' LABEL(p) '(' SHAPE(f32[]) ')' ')' -> SHAPE(f32[])");
+    expect_tokens("c (p: f32[2] {0})", "IDENT(c) '(' LABEL(p) PRIMTYPE(f32) '[' INT(2) ']' LAYOUT{ INT(0) '}' ')'");
+    expect_tokens("c (p: f32[2]{0:T(2)})",
+                  "IDENT(c) '(' LABEL(p) PRIMTYPE(f32) '[' INT(2) ']' LAYOUT{ INT(0) ':' T( INT(2) ')' '}' ')'");
+    expect_tokens("c (p: f32[2],\n q: f32[2])", "IDENT(c) '(' LABEL(p) SHAPE(f32[2]) ',' LABEL(q) SHAPE(f32[2]) ')'");
+    expect_tokens("c (p: f32[2] /* c */)", "IDENT(c) '(' LABEL(p) SHAPE(f32[2]) ')'");
+    expect_tokens("c (p : f32[2])", "IDENT(c) '(' IDENT(p) ':' SHAPE(f32[2]) ')'");
+    expect_tokens("{(p: f32[2])}", "'{' '(' LABEL(p) SHAPE(f32[2]) ')' '}'");
+    g_coarse = false;
+    expect_tokens("c (p: f32[2])", "IDENT(c) '(' LABEL(p) PRIMTYPE(f32) '[' INT(2) ']' ')'");
 }
 
 static void test_iota_transpose(void **state)
@@ -671,6 +712,7 @@ int main(void)
         cmocka_unit_test(test_coarse_shapes),
         cmocka_unit_test(test_coarse_int_groups),
         cmocka_unit_test(test_coarse_shardings),
+        cmocka_unit_test(test_coarse_signature),
         cmocka_unit_test(test_iota_transpose),
         cmocka_unit_test(test_strings_unescaped),
         cmocka_unit_test(test_single_quotes_and_sections),

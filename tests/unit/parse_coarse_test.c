@@ -454,6 +454,41 @@ static void test_shared_syntax(void **state)
  * kind cut by a block's end at every byte, from their `%` to the byte
  * after them, give the same module as the LAC parser's token by token,
  * and it is the one kept. */
+/* A parameter list longer than flex's 64 KiB buffer (one
+ * SIGNATURE token, read from the input: flex skips past it), starting at
+ * several places of a block, with a parameter the list declares otherwise
+ * (the warning points at its label): the same module, spans and messages. */
+static void test_long_signature(void **state)
+{
+    (void)state;
+    enum { PARAMS = 9000 };
+    for (size_t pad = 0; pad < 80; pad += 13) {
+        int odd = pad % 2 ? 7 : -1; /* the parameter declared otherwise, or none */
+        StrBuf b = {0};
+        sb_puts(&b, "HloModule m\n//");
+        for (size_t k = 0; k < pad; k++) sb_putc(&b, '-');
+        sb_puts(&b, "\n\nENTRY %main (");
+        for (int k = 0; k < PARAMS; k++) sb_printf(&b, "%sp.%d: f32[%d]{0}", k ? ", " : "", k, k == odd ? 5 : 4);
+        sb_puts(&b, ") -> f32[4] {\n");
+        for (int k = 0; k < PARAMS; k++) sb_printf(&b, "  %%p.%d = f32[4]{0} parameter(%d)\n", k, k);
+        sb_printf(&b, "  ROOT %%r = f32[4]{0} negate(%%p.%d)\n}\n", PARAMS - 1);
+        assert_true(b.len > 4 * 65536); /* the list alone is over twice flex's 64 KiB buffer */
+        uint64_t kept = parse_fast_kept();
+        Parse p = parse_with(b.data, b.len, true);
+        assert_non_null(p.m);
+        if (odd < 0) { /* the parse without LAC took it */
+            assert_true(parse_fast_kept() == kept + 1);
+            assert_string_equal(diag_text(p.d), "");
+        } else { /* a warning: the LAC parser words it */
+            assert_non_null(strstr(diag_text(p.d), "t.hlo:4:"));
+            assert_non_null(strstr(diag_text(p.d), "the signature declares parameter 7 as f32[5]"));
+        }
+        parse_free(&p);
+        check_same("a long parameter list", b.data, b.len);
+        sb_free(&b);
+    }
+}
+
 static void test_heads_cut_by_read_blocks(void **state)
 {
     (void)state;
@@ -501,6 +536,7 @@ int main(void)
         cmocka_unit_test(test_repeated_shardings),
         cmocka_unit_test(test_shared_syntax),
         cmocka_unit_test(test_heads_cut_by_read_blocks),
+        cmocka_unit_test(test_long_signature),
         cmocka_unit_test(test_every_hlo_file),
     };
     int failed = cmocka_run_group_tests_name("coarse tokens", tests, NULL, NULL);
