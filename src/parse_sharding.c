@@ -440,15 +440,14 @@ static bool shared_same(const void *stored, const void *item)
     return a->n == b->n && memcmp(a->s, b->s, a->n) == 0;
 }
 
-/* An AV_SHARED value: the syntax an earlier instruction's sharding of the
- * same text gave; lw->move says where this text is (the instruction's
- * HloSyntaxMove, recorded by lower_inst once it has its index).  The
- * scanner makes a SHARDING token only of a text it saw before after an
- * instruction's `sharding=`, where it was lowered here (the parse without
- * LAC, whose module is kept only when it reported nothing); should it not
- * be found, the error sends the input to the LAC parser, which reads every
- * sharding itself. */
-static const ShardingSyntax *shared_sharding(Lower *lw, const AstVal *v)
+/* An AV_SHARED value (an instruction's whole sharding, or a tuple's leaf):
+ * the record of an earlier instruction's sharding of the same text, and in
+ * *at where this text is; NULL after an error.  The scanner makes such a
+ * token only of a text it saw before after an instruction's `sharding=`,
+ * where it was lowered here (the parse without LAC, whose module is kept
+ * only when it reported nothing); should it not be found, the error sends
+ * the input to the LAC parser, which reads every sharding itself. */
+static const SharedSyntax *find_shared(Lower *lw, const AstVal *v, SrcLoc *at)
 {
     SharedSyntax probe = {v->t.s, v->t.n, NULL, 0, 0};
     uint32_t slot;
@@ -457,7 +456,18 @@ static const ShardingSyntax *shared_sharding(Lower *lw, const AstVal *v)
         parse_err(lw, &v->loc, "sharding %s was not read before", describe(lw, v));
         return NULL;
     }
-    SrcLoc at = ast_span(lw->cx, &v->loc).begin;
+    *at = ast_span(lw->cx, &v->loc).begin;
+    return e;
+}
+
+/* An instruction's whole sharding as an AV_SHARED value: the earlier
+ * syntax itself; lw->move says where this text is (the instruction's
+ * HloSyntaxMove, recorded by lower_inst once it has its index). */
+static const ShardingSyntax *shared_sharding(Lower *lw, const AstVal *v)
+{
+    SrcLoc at;
+    const SharedSyntax *e = find_shared(lw, v, &at);
+    if (!e) return NULL;
     lw->move = (HloSyntaxMove){-1, -1, e->syn, at.line, (int32_t)((int64_t)at.col - (int64_t)e->col)};
     return e->syn;
 }
@@ -484,14 +494,9 @@ static void share_syntax(Lower *lw, const AstVal *v, const ShardingSyntax *syn)
  * text gave, moved to where the leaf is (what sh_single would read there). */
 static bool shared_leaf(Lower *lw, const AstVal *v, ShardingSyntax *out)
 {
-    SharedSyntax probe = {v->t.s, v->t.n, NULL, 0, 0};
-    uint32_t slot;
-    const SharedSyntax *e = intern_find(&lw->shared_syntax, (uint32_t)v->t.i, &probe, shared_same, &slot);
-    if (!e) {
-        parse_err(lw, &v->loc, "sharding %s was not read before", describe(lw, v));
-        return false;
-    }
-    SrcLoc at = ast_span(lw->cx, &v->loc).begin;
+    SrcLoc at;
+    const SharedSyntax *e = find_shared(lw, v, &at);
+    if (!e) return false;
     sharding_syntax_move_into(out, e->syn, at.line, (int64_t)at.col - (int64_t)e->col, lw->m->syntax_arena);
     return true;
 }
