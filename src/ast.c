@@ -315,102 +315,6 @@ uint32_t ast_scan_shape(ScanState *st, const AstLoc *loc, AstTok *tok)
     return 0;
 }
 
-/* Past the spaces and tabs at b[i..). */
-static uint32_t line_blanks(const char *b, uint32_t i)
-{
-    while (b[i] == ' ' || b[i] == '\t') i++;
-    return i;
-}
-
-static bool sig_id_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
-static bool sig_id_char(char c) { return sig_id_start(c) || (c >= '0' && c <= '9') || c == '.' || c == '-'; }
-static bool sig_digit(char c) { return c >= '0' && c <= '9'; }
-
-/* A parameter list's text: t[0..n) of the input (not flex's buffer, which
- * a long list overruns), read through sig_at: NUL past the end. */
-typedef struct SigText {
-    const char *t;
-    uint32_t n;
-} SigText;
-
-static char sig_at(const SigText *x, uint32_t i) { return i < x->n ? x->t[i] : '\0'; }
-
-static uint32_t sig_blanks(const SigText *x, uint32_t i)
-{
-    while (sig_at(x, i) == ' ' || sig_at(x, i) == '\t') i++;
-    return i;
-}
-
-/* Past `{D}+(","{D}+)*` and the closing byte close at i (an empty list
- * too), or 0 when there is no such list. */
-static uint32_t sig_int_list(const SigText *x, uint32_t i, char close)
-{
-    if (sig_at(x, i) == close) return i + 1;
-    for (;;) {
-        if (!sig_digit(sig_at(x, i))) return 0;
-        while (sig_digit(sig_at(x, i))) i++;
-        if (sig_at(x, i) == close) return i + 1;
-        if (sig_at(x, i++) != ',') return 0;
-    }
-}
-
-/* One parameter `label: shape` at i, the label as the LABEL token reads it
- * and the shape as the SHAPE token does, then blanks: where it ends, or 0.
- * *p gets the offsets; the shape is looked up when fill is set. */
-static uint32_t sig_param(ScanState *st, const SigText *x, uint32_t i, AstSigParam *p, bool fill)
-{
-    if (!sig_id_start(sig_at(x, i))) return 0;
-    uint32_t j = i;
-    while (sig_id_char(sig_at(x, j))) j++;
-    if (sig_at(x, j) != ':') return 0;
-    p->label_off = i;
-    p->label_len = j - i;
-    i = sig_blanks(x, j + 1);
-    uint32_t s = i;
-    if (!sig_id_start(sig_at(x, i))) return 0;
-    while (sig_id_char(sig_at(x, i))) i++;
-    if (sig_at(x, i) != '[') return 0;
-    uint32_t w = i - s;
-    if (!(i = sig_int_list(x, i + 1, ']'))) return 0;
-    if (sig_at(x, i) == '{' && !(i = sig_int_list(x, i + 1, '}'))) return 0;
-    p->shape_off = s;
-    p->shape_len = i - s;
-    if (fill) {
-        p->shape = scan_shape_text(st, x->t + s, p->shape_len, w, ast_name_hash(x->t + s, p->shape_len));
-        if (!p->shape) return 0;
-    }
-    return sig_blanks(x, i);
-}
-
-uint32_t ast_scan_signature(ScanState *st, const AstLoc *loc, AstTok *tok)
-{
-    SigText x = {st->cx->text + loc->off, st->cx->len - loc->off};
-    if (!st->coarse || sig_at(&x, 0) != '(') return 0;
-    uint32_t n = 0, end = 0;
-    AstSigParam p;
-    for (uint32_t i = sig_blanks(&x, 1);; n++) { /* the form and the count */
-        if (!(i = sig_param(st, &x, i, &p, false))) return 0;
-        if (sig_at(&x, i) == ')') {
-            end = i + 1;
-            break;
-        }
-        if (sig_at(&x, i) != ',') return 0;
-        i = sig_blanks(&x, i + 1);
-    }
-    n++;
-    AstSig *sig = arena_alloc(ast_scan_arena(st), sizeof(AstSig) + sizeof(AstSigParam) * n, _Alignof(AstSig));
-    sig->n = n;
-    for (uint32_t k = 0, i = sig_blanks(&x, 1); k < n; k++) {
-        if (!(i = sig_param(st, &x, i, &sig->p[k], true))) return 0;
-        i = sig_blanks(&x, i + 1);
-    }
-    memset(tok, 0, sizeof *tok);
-    tok->s = x.t;
-    tok->n = end;
-    tok->sig = sig;
-    return end;
-}
-
 /* The integers of the INTGROUP text s[0..n) (`{}` or `{ints}`; h its
  * ast_name_hash), shared by
  * every equal text; NULL when one has more than 18 digits or the scan
@@ -685,6 +589,98 @@ uint32_t ast_scan_inst_head(ScanState *st, const AstLoc *loc, const char *b, siz
     tok->n = end;
     tok->head = h;
     return 0;
+}
+
+/* Past the spaces and tabs at b[i..). */
+static uint32_t line_blanks(const char *b, uint32_t i)
+{
+    while (HEAD_IS(b[i], HEAD_BLANK)) i++;
+    return i;
+}
+
+/* A parameter list's text: t[0..n) of the input (not flex's buffer, which
+ * a long list overruns), read through sig_at: NUL past the end. */
+typedef struct SigText {
+    const char *t;
+    uint32_t n;
+} SigText;
+
+static char sig_at(const SigText *x, uint32_t i) { return i < x->n ? x->t[i] : '\0'; }
+
+static uint32_t sig_blanks(const SigText *x, uint32_t i)
+{
+    while (HEAD_IS(sig_at(x, i), HEAD_BLANK)) i++;
+    return i;
+}
+
+/* Past `{D}+(","{D}+)*` and the closing byte close at i (an empty list
+ * too), or 0 when there is no such list. */
+static uint32_t sig_int_list(const SigText *x, uint32_t i, char close)
+{
+    if (sig_at(x, i) == close) return i + 1;
+    for (;;) {
+        if (!HEAD_IS(sig_at(x, i), HEAD_DIGIT)) return 0;
+        while (HEAD_IS(sig_at(x, i), HEAD_DIGIT)) i++;
+        if (sig_at(x, i) == close) return i + 1;
+        if (sig_at(x, i++) != ',') return 0;
+    }
+}
+
+/* One parameter `label: shape` at i, the label as the LABEL token reads it
+ * and the shape as the SHAPE token does, then blanks: where it ends, or 0.
+ * *p gets the offsets; the shape is looked up when fill is set. */
+static uint32_t sig_param(ScanState *st, const SigText *x, uint32_t i, AstSigParam *p, bool fill)
+{
+    if (!HEAD_IS(sig_at(x, i), HEAD_START)) return 0;
+    uint32_t j = i;
+    while (HEAD_IS(sig_at(x, j), HEAD_ID)) j++;
+    if (sig_at(x, j) != ':') return 0;
+    p->label_off = i;
+    p->label_len = j - i;
+    i = sig_blanks(x, j + 1);
+    uint32_t s = i;
+    if (!HEAD_IS(sig_at(x, i), HEAD_START)) return 0;
+    while (HEAD_IS(sig_at(x, i), HEAD_ID)) i++;
+    if (sig_at(x, i) != '[') return 0;
+    uint32_t w = i - s;
+    if (!(i = sig_int_list(x, i + 1, ']'))) return 0;
+    if (sig_at(x, i) == '{' && !(i = sig_int_list(x, i + 1, '}'))) return 0;
+    p->shape_off = s;
+    p->shape_len = i - s;
+    if (fill) {
+        p->shape = scan_shape_text(st, x->t + s, p->shape_len, w, ast_name_hash(x->t + s, p->shape_len));
+        if (!p->shape) return 0;
+    }
+    return sig_blanks(x, i);
+}
+
+uint32_t ast_scan_signature(ScanState *st, const AstLoc *loc, AstTok *tok)
+{
+    SigText x = {st->cx->text + loc->off, st->cx->len - loc->off};
+    if (!st->coarse || sig_at(&x, 0) != '(') return 0;
+    uint32_t n = 0, end = 0;
+    AstSigParam p;
+    for (uint32_t i = sig_blanks(&x, 1);; n++) { /* the form and the count */
+        if (!(i = sig_param(st, &x, i, &p, false))) return 0;
+        if (sig_at(&x, i) == ')') {
+            end = i + 1;
+            break;
+        }
+        if (sig_at(&x, i) != ',') return 0;
+        i = sig_blanks(&x, i + 1);
+    }
+    n++;
+    AstSig *sig = arena_alloc(ast_scan_arena(st), sizeof(AstSig) + sizeof(AstSigParam) * n, _Alignof(AstSig));
+    sig->n = n;
+    for (uint32_t k = 0, i = sig_blanks(&x, 1); k < n; k++) {
+        if (!(i = sig_param(st, &x, i, &sig->p[k], true))) return 0;
+        i = sig_blanks(&x, i + 1);
+    }
+    memset(tok, 0, sizeof *tok);
+    tok->s = x.t;
+    tok->n = end;
+    tok->sig = sig;
+    return end;
 }
 
 /* The bytes a sharding's scan stops at (ast_scan_sharding): braces,
