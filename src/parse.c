@@ -189,8 +189,22 @@ static const InstName *inst_name_find(const Lower *lw, AstTok name)
         if (!v) return NULL;
         if ((uint32_t)(v >> 32) != h) continue;
         const InstName *e = &t->ents[(uint32_t)v - 1];
-        if (e->len == n && memcmp(lw->cx->text + e->off + e->width - e->len, s, n) == 0) return e;
+        if (e->len != n) continue;
+        if (n <= INST_NAME_INLINE ? memcmp(e->inl, s, n) == 0 : memcmp(lw->cx->text + e->off + e->width - n, s, n) == 0)
+            return e;
     }
+}
+
+/* Prefetches the entry of a name token's first slot (its hash in name.i)
+ * when the slot's hash matches: an instruction's operands have their
+ * entries' misses overlap instead of waiting for each in turn. */
+static inline void inst_name_prefetch(const Lower *lw, AstTok name)
+{
+    const InstNames *t = &lw->inst_names;
+    if (!t->cap) return;
+    uint32_t h = (uint32_t)name.i;
+    uint64_t v = t->slot[h & (t->cap - 1)];
+    if (v && (uint32_t)(v >> 32) == h) __builtin_prefetch(&t->ents[(uint32_t)v - 1]);
 }
 
 static void inst_name_slot(InstNames *t, uint32_t h, uint32_t ent)
@@ -238,7 +252,9 @@ static void inst_name_add(Lower *lw, AstTok name, int32_t idx, const AstLoc *loc
     if (t->n == t->cap_ents || 2 * (t->n + 1) > t->cap) /* full: double */
         inst_names_reserve(lw, t->n ? 2 * t->n : 64);
     uint32_t h = (uint32_t)name.i;
-    t->ents[t->n] = (InstName){loc->off, loc->end - loc->off, name.n, h, idx};
+    InstName *e = &t->ents[t->n];
+    *e = (InstName){loc->off, loc->end - loc->off, name.n, h, idx, {0}};
+    if (name.n <= INST_NAME_INLINE) memcpy(e->inl, name.s, name.n);
     inst_name_slot(t, h, t->n);
     t->n++;
 }
@@ -526,6 +542,11 @@ static void lower_inst(Lower *lw, const AstInst *ai)
     } else {
         int32_t n_elems = ast_count(ai->operands->child);
         ops = ARENA_ARRAY(lw->tmp, int32_t, n_elems ? n_elems : 1);
+        for (const AstVal *e = ai->operands->child; n_elems > 1 && e; e = e->next) {
+            const AstVal *nm = e->child;
+            if (nm && (nm->kind == AV_SHAPE || nm->kind == AV_PAREN)) nm = nm->next;
+            if (nm && (nm->kind == AV_NAME || nm->kind == AV_WORD)) inst_name_prefetch(lw, nm->t);
+        }
         for (const AstVal *e = ai->operands->child; e; e = e->next) {
             if (lower_operand(lw, ci, e, &ops[n])) n++;
             else ok = false;

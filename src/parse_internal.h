@@ -32,15 +32,21 @@ typedef struct NameEnt {
  * open addressing over a flat array of (32-bit hash, entry) slots at most
  * half full, entries in a flat array in definition order (both in
  * comp_arena), so a lookup touches one or two slots and one entry rather
- * than a chain of scattered hash nodes.  An entry is 20 bytes: the name is
- * found in the source text by offset, which is also its location. */
+ * than a chain of scattered hash nodes.  An entry is 32 bytes, one cache
+ * line's half: a name of up to INST_NAME_INLINE bytes is compared with
+ * its copy in the entry, a longer one with the source text (by offset,
+ * which is also its location), where a lookup of an operand defined far
+ * back would otherwise wait for a line of the input that left the cache. */
+#define INST_NAME_INLINE 12
 typedef struct InstName {
     uint32_t off;           /* the name token in the source text (with any '%') */
     uint32_t width;         /* its bytes; the name itself is the last len of them */
     uint32_t len;
     uint32_t hash;          /* ast_name_hash of the name */
     int32_t idx;            /* instruction index */
+    char inl[INST_NAME_INLINE]; /* the name's bytes when len <= INST_NAME_INLINE */
 } InstName;
+_Static_assert(sizeof(InstName) == 32, "two entries a cache line");
 
 typedef struct InstNames {
     uint64_t *slot;         /* [cap]: hash << 32 | (entry + 1); 0 = free */
