@@ -282,7 +282,7 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h * 0xff51afd7ed558ccdull;
 }
 
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+uint64_t hlo_hash_bytes(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *b = p;
     size_t i = 0;
@@ -307,7 +307,7 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
     return mix(h, t ^ n);
 }
 
-static uint64_t hash_str(uint64_t h, const char *s) { return s ? hash_bytes(h, s, strlen(s)) : mix(h, 1); }
+static uint64_t hash_str(uint64_t h, const char *s) { return s ? hlo_hash_bytes(h, s, strlen(s)) : mix(h, 1); }
 
 /* The lists and strings a set's equality reads by content, as one table:
  * visit(list) for every IntList, and the rest by hand below. */
@@ -336,13 +336,13 @@ static uint64_t attrs_hash(const HloAttrs *a)
 {
     HloAttrs p;
     attrs_plain(a, &p);
-    uint64_t h = hash_bytes(0x51ed27, &p, sizeof p);
+    uint64_t h = hlo_hash_bytes(0x51ed27, &p, sizeof p);
     const IntList *lists[N_ATTR_LISTS] = ATTR_LISTS(a);
     for (int k = 0; k < N_ATTR_LISTS; k++)
-        h = lists[k]->n > 0 && lists[k]->v ? hash_bytes(h, lists[k]->v, sizeof(int64_t) * (size_t)lists[k]->n)
+        h = lists[k]->n > 0 && lists[k]->v ? hlo_hash_bytes(h, lists[k]->v, sizeof(int64_t) * (size_t)lists[k]->n)
                                            : mix(h, (uint64_t)lists[k]->n);
-    h = hash_bytes(h, a->replica_groups.ids, sizeof(int64_t) * (size_t)rg_count(&a->replica_groups));
-    h = hash_bytes(h, a->pairs, a->pairs && a->n_pairs > 0 ? sizeof(int64_t) * 2 * (size_t)a->n_pairs : 0);
+    h = hlo_hash_bytes(h, a->replica_groups.ids, sizeof(int64_t) * (size_t)rg_count(&a->replica_groups));
+    h = hlo_hash_bytes(h, a->pairs, a->pairs && a->n_pairs > 0 ? sizeof(int64_t) * 2 * (size_t)a->n_pairs : 0);
     h = hash_str(hash_str(hash_str(hash_str(h, a->dim_labels), a->compare_type), a->custom_call_target),
                  a->rng_distribution);
     for (int32_t k = 0; a->raw && k < a->n_raw; k++) h = hash_str(hash_str(h, a->raw[k].name), a->raw[k].text);

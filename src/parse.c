@@ -448,7 +448,8 @@ static bool attrs_memo_key(const Lower *lw, const AstInst *ai, AstLoc *key, cons
 
 static uint32_t attrs_memo_hash(const Lower *lw, const AstLoc *key, HloOpcode op)
 {
-    uint32_t h = ast_name_hash(lw->cx->text + key->off, key->end - key->off) ^ ((uint32_t)op * 0x9E3779B1u);
+    uint64_t h64 = hlo_hash_bytes((uint64_t)op, lw->cx->text + key->off, key->end - key->off);
+    uint32_t h = (uint32_t)(h64 ^ h64 >> 32);
     return h ? h : 1;
 }
 
