@@ -189,6 +189,12 @@ void hlo_reserve_insts(HloModule *m, int32_t ci, int32_t n)
 int32_t hlo_add_inst_n(HloModule *m, int32_t ci, HloOpcode op, const char *name, size_t name_len, const Shape *shape,
                        const int32_t *operands, int32_t n_operands)
 {
+    return hlo_add_inst_rec(m, ci, op, name, name_len, hlo_shape(m, shape), operands, n_operands);
+}
+
+int32_t hlo_add_inst_rec(HloModule *m, int32_t ci, HloOpcode op, const char *name, size_t name_len,
+                         const Shape *shape, const int32_t *operands, int32_t n_operands)
+{
     HloComputation *c = &m->comps[ci];
     if (c->n_insts == c->cap_insts)
         hlo_reserve_insts(m, ci, c->cap_insts ? c->cap_insts * 2 : 4);
@@ -207,7 +213,7 @@ int32_t hlo_add_inst_n(HloModule *m, int32_t ci, HloOpcode op, const char *name,
     memcpy(blk + ob, name, name_len);
     blk[ob + name_len] = 0;
     in->name = blk + ob;
-    in->shape = hlo_shape(m, shape);
+    in->shape = shape;
     in->n_operands = n_operands;
     c->root = idx;
     return idx;

@@ -582,8 +582,17 @@ static void lower_inst(Lower *lw, const AstInst *ai)
     if (oe && ok && !ai->shape) infer_shape(lw, ci, ai, op, ops, n, attrs, &shape);
     check_control_predecessors(lw, ai);
     name_inst(lw, ai, idx);
-    int32_t got = hlo_add_inst_n(lw->m, ci, oe ? op : HLO_PARAMETER, ai->name.s ? ai->name.s : "", ai->name.n, &shape,
-                                 ops, n);
+    /* the record of a shape the scanner lowered (unchanged since) */
+    const Shape *pre = have_shape && !ai->shape->is_tuple ? ai->shape->pre : NULL, *rec = NULL;
+    uint32_t slot = (uint32_t)((uintptr_t)pre >> 4) * 0x9E3779B1u >> 26; /* 6 bits */
+    if (pre && lw->shape_recs[slot].pre == pre) rec = lw->shape_recs[slot].rec;
+    if (!rec) rec = hlo_shape(lw->m, &shape);
+    if (pre) {
+        lw->shape_recs[slot].pre = pre;
+        lw->shape_recs[slot].rec = rec;
+    }
+    int32_t got = hlo_add_inst_rec(lw->m, ci, oe ? op : HLO_PARAMETER, ai->name.s ? ai->name.s : "", ai->name.n, rec,
+                                   ops, n);
     SPMDC_ASSERT(got == idx);
     HloInst *in = hlo_inst(lw->m, ci, got);
     in->span = ast_span(lw->cx, &ai->loc);

@@ -194,6 +194,13 @@ typedef struct Lower {
     Shape result;
     bool result_ok;
     AstLoc result_loc;
+    /* The module's record of a scanner's shape (AstShape.pre, one per
+     * distinct text for the whole parse), direct mapped by address: an
+     * instruction written with a shape seen lately takes its record without
+     * hashing it again (lower_inst). */
+    struct {
+        const Shape *pre, *rec;
+    } shape_recs[64];
 } Lower;
 
 /* What an instruction's attribute list lowers to. */

@@ -324,6 +324,10 @@ void hlo_reserve_insts(HloModule *m, int32_t c, int32_t n);
 /* hlo_add_inst with the name given as name[0..name_len) (no NUL needed). */
 int32_t hlo_add_inst_n(HloModule *m, int32_t c, HloOpcode op, const char *name, size_t name_len, const Shape *shape,
                        const int32_t *operands, int32_t n_operands);
+/* hlo_add_inst_n with shape already a record of m (hlo_shape's result, or
+ * an instruction's shape in m), which the instruction shares as it is. */
+int32_t hlo_add_inst_rec(HloModule *m, int32_t c, HloOpcode op, const char *name, size_t name_len,
+                         const Shape *shape, const int32_t *operands, int32_t n_operands);
 /* A 64-bit hash of the n bytes at p, continuing from seed h: eight bytes
  * a step (four independent lanes from 64 bytes on), each mixed with a
  * multiply and shifts.  For the module's tables of shared values and other
