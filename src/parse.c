@@ -523,6 +523,15 @@ static bool unknown_opcode(Lower *lw, const AstInst *ai)
     return parse_err(lw, &ai->opcode_loc, "unknown opcode '%.*s'", TOKF(t));
 }
 
+/* Parameter instruction in has the shape the signature declares for its
+ * number (check_signature has nothing to say about it). */
+static bool sig_declares(const Lower *lw, const HloInst *in)
+{
+    int64_t k = in->param_number;
+    return k >= 0 && k < lw->n_params && lw->param_shape[k] >= 0 &&
+           shape_equal(&lw->sig_shapes[lw->param_shape[k]], in->shape);
+}
+
 static void lower_inst(Lower *lw, const AstInst *ai)
 {
     int32_t ci = lw->cur_comp, idx = lw->n_insts++;
@@ -609,7 +618,10 @@ static void lower_inst(Lower *lw, const AstInst *ai)
         if (out.any_attr) hlo_set_attrs(lw->m, in, &out.attrs);
         if (memo) attrs_memo_add(lw, &key, op, mh, out.any_attr ? in->attrs : NULL);
     }
-    if (lw->has_sig && in->op == HLO_PARAMETER) {
+    /* a parameter the signature declares with its own shape needs no check
+     * at the computation's end (check_signature): decided here, where its
+     * record is still in the cache */
+    if (lw->has_sig && in->op == HLO_PARAMETER && !sig_declares(lw, in)) {
         if (lw->n_sig_params == lw->cap_sig_params) {
             int32_t cap = lw->cap_sig_params ? lw->cap_sig_params * 2 : 16;
             lw->sig_params = arena_realloc(lw->comp_arena, lw->sig_params, sizeof(int32_t) * (size_t)lw->cap_sig_params,
