@@ -591,13 +591,6 @@ uint32_t ast_scan_inst_head(ScanState *st, const AstLoc *loc, const char *b, siz
     return 0;
 }
 
-/* Past the spaces and tabs at b[i..). */
-static uint32_t line_blanks(const char *b, uint32_t i)
-{
-    while (HEAD_IS(b[i], HEAD_BLANK)) i++;
-    return i;
-}
-
 /* A parameter list's text: t[0..n) of the input (not flex's buffer, which
  * a long list overruns), read through sig_at: NUL past the end. */
 typedef struct SigText {
@@ -730,7 +723,7 @@ uint32_t ast_scan_sharding(ScanState *st, const char *b, size_t avail, AstTok *t
     const char *s = st->cx->text + st->off;
     uint32_t n, h;
     if (!st->coarse || avail == 0 || b[0] != '{') return 0;
-    if (b[line_blanks(b, 1)] == '{') st->leaf_depth = st->depth + 1; /* a tuple: its leaves open at that depth */
+    if (b[head_blanks(b, 1)] == '{') st->leaf_depth = st->depth + 1; /* a tuple: its leaves open at that depth */
     if (!scan_brace_group(b, &n, &h)) return 0;
     uint32_t slot = 0;
     if (scan_text_lookup(&st->shardings, st->recent_shardings, b, n, h, &slot)) {
@@ -748,7 +741,7 @@ uint32_t ast_scan_sharding(ScanState *st, const char *b, size_t avail, AstTok *t
 uint32_t ast_scan_sharding_leaf(ScanState *st, const AstLoc *loc, const char *b, AstTok *tok)
 {
     uint32_t n, h, slot;
-    char first = b[line_blanks(b, 1)];
+    char first = b[head_blanks(b, 1)];
     if (first == '{' || first == '}' || !scan_brace_group(b, &n, &h) ||
         !scan_text_lookup(&st->shardings, st->recent_shardings, b, n, h, &slot))
         return 0;
