@@ -268,15 +268,24 @@ static AstLoc inst_name_loc(const InstName *e)
     return l;
 }
 
+/* An operand element `name` or `shape name`: the value in the name's
+ * place (of any kind, or NULL) and in *ty the shape before it (or NULL). */
+static const AstVal *operand_parts(const AstVal *e, const AstVal **ty)
+{
+    const AstVal *p = e->child;
+    *ty = NULL;
+    if (p && (p->kind == AV_SHAPE || p->kind == AV_PAREN) && p->next) {
+        *ty = p;
+        return p->next;
+    }
+    return p;
+}
+
 /* Resolves a `name` / `shape name` operand to an earlier instruction.  An
  * unknown name is remembered and reported at the end of the computation. */
 static bool lower_operand(Lower *lw, int32_t ci, const AstVal *e, int32_t *out)
 {
-    const AstVal *p = e->child, *ty = NULL, *nm = p;
-    if (p && (p->kind == AV_SHAPE || p->kind == AV_PAREN) && p->next) {
-        ty = p;
-        nm = p->next;
-    }
+    const AstVal *ty, *nm = operand_parts(e, &ty);
     if (!nm || (nm->kind != AV_NAME && nm->kind != AV_WORD) || nm->next) {
         if (nm && nm->kind == AV_WORD && is_group(nm->next, AV_PAREN))
             return parse_err(lw, &e->loc, "nested instructions are not supported as operands: give '%.*s(...)' its own "
@@ -553,8 +562,7 @@ static void lower_inst(Lower *lw, const AstInst *ai)
         int32_t n_elems = ast_count(ai->operands->child);
         ops = ARENA_ARRAY(lw->tmp, int32_t, n_elems ? n_elems : 1);
         for (const AstVal *e = ai->operands->child; n_elems > 1 && e; e = e->next) {
-            const AstVal *nm = e->child;
-            if (nm && (nm->kind == AV_SHAPE || nm->kind == AV_PAREN)) nm = nm->next;
+            const AstVal *ty, *nm = operand_parts(e, &ty);
             if (nm && (nm->kind == AV_NAME || nm->kind == AV_WORD)) inst_name_prefetch(lw, nm->t);
         }
         for (const AstVal *e = ai->operands->child; e; e = e->next) {
