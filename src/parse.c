@@ -532,13 +532,13 @@ static bool unknown_opcode(Lower *lw, const AstInst *ai)
     return parse_err(lw, &ai->opcode_loc, "unknown opcode '%.*s'", TOKF(t));
 }
 
-/* Parameter instruction in has the shape the signature declares for its
- * number (check_signature has nothing to say about it). */
-static bool sig_declares(const Lower *lw, const HloInst *in)
+/* Parameter instruction in has a number the signature declares, with
+ * another shape (check_signature warns about it). */
+static bool sig_differs(const Lower *lw, const HloInst *in)
 {
     int64_t k = in->param_number;
     return k >= 0 && k < lw->n_params && lw->param_shape[k] >= 0 &&
-           shape_equal(&lw->sig_shapes[lw->param_shape[k]], in->shape);
+           !shape_equal(&lw->sig_shapes[lw->param_shape[k]], in->shape);
 }
 
 static void lower_inst(Lower *lw, const AstInst *ai)
@@ -626,10 +626,10 @@ static void lower_inst(Lower *lw, const AstInst *ai)
         if (out.any_attr) hlo_set_attrs(lw->m, in, &out.attrs);
         if (memo) attrs_memo_add(lw, &key, op, mh, out.any_attr ? in->attrs : NULL);
     }
-    /* a parameter the signature declares with its own shape needs no check
-     * at the computation's end (check_signature): decided here, where its
-     * record is still in the cache */
-    if (lw->has_sig && in->op == HLO_PARAMETER && !sig_declares(lw, in)) {
+    /* decided here, where its record is still in the cache: only a
+     * parameter the signature declares otherwise waits for the computation's
+     * end (check_signature) */
+    if (lw->has_sig && in->op == HLO_PARAMETER && sig_differs(lw, in)) {
         if (lw->n_sig_params == lw->cap_sig_params) {
             int32_t cap = lw->cap_sig_params ? lw->cap_sig_params * 2 : 16;
             lw->sig_params = arena_realloc(lw->comp_arena, lw->sig_params, sizeof(int32_t) * (size_t)lw->cap_sig_params,
@@ -744,9 +744,7 @@ static void check_signature(Lower *lw)
     for (int32_t j = 0; j < lw->n_sig_params; j++) {
         const HloInst *in = &c->insts[lw->sig_params[j]];
         int64_t k = in->param_number;
-        if (k >= lw->n_params || lw->param_shape[k] < 0) continue;
         const Shape *decl = &lw->sig_shapes[lw->param_shape[k]];
-        if (shape_equal(decl, in->shape)) continue;
         diag_warning(lw->diag, ast_span(lw->cx, &lw->param_locs[k]),
                      "the signature declares parameter %lld as %s but '%s' is %s; '%s' keeps its own shape (XLA's "
                      "parser ignores the parameter list too)",

@@ -187,9 +187,8 @@ typedef struct Lower {
     Shape *sig_shapes;      /* the distinct shapes of the signature (arrays without a layout tail
                                are shared: a 1M-instruction module's 400k parameters have 3) */
     int32_t n_sig_shapes, cap_sig_shapes;
-    int32_t *sig_params;    /* with a signature: the parameter instructions whose shape is not the
-                               one it declares for them (or that it does not declare), in order
-                               (comp_arena) */
+    int32_t *sig_params;    /* with a signature: the parameter instructions it declares with
+                               another shape (sig_differs), in order (comp_arena) */
     int32_t n_sig_params, cap_sig_params;
     int32_t *sig_slot;      /* [cap_sig_slot]: open addressing over sig_shapes, entry + 1; 0 = free */
     uint32_t cap_sig_slot;
