@@ -541,6 +541,19 @@ static bool sig_differs(const Lower *lw, const HloInst *in)
            !shape_equal(&lw->sig_shapes[lw->param_shape[k]], in->shape);
 }
 
+/* The module's record of shape, which is *pre when pre (a shape the
+ * scanner lowered, Lower.shape_recs) is not NULL. */
+static const Shape *shape_record(Lower *lw, const Shape *pre, const Shape *shape)
+{
+    if (!pre) return hlo_shape(lw->m, shape);
+    uint32_t slot = (uint32_t)((uintptr_t)pre >> 4) * 0x9E3779B1u >> 26; /* 6 bits */
+    if (lw->shape_recs[slot].pre != pre) {
+        lw->shape_recs[slot].pre = pre;
+        lw->shape_recs[slot].rec = hlo_shape(lw->m, shape);
+    }
+    return lw->shape_recs[slot].rec;
+}
+
 static void lower_inst(Lower *lw, const AstInst *ai)
 {
     int32_t ci = lw->cur_comp, idx = lw->n_insts++;
@@ -599,15 +612,7 @@ static void lower_inst(Lower *lw, const AstInst *ai)
     if (oe && ok && !ai->shape) infer_shape(lw, ci, ai, op, ops, n, attrs, &shape);
     check_control_predecessors(lw, ai);
     name_inst(lw, ai, idx);
-    /* the record of a shape the scanner lowered (unchanged since) */
-    const Shape *pre = have_shape && !ai->shape->is_tuple ? ai->shape->pre : NULL, *rec = NULL;
-    uint32_t slot = (uint32_t)((uintptr_t)pre >> 4) * 0x9E3779B1u >> 26; /* 6 bits */
-    if (pre && lw->shape_recs[slot].pre == pre) rec = lw->shape_recs[slot].rec;
-    if (!rec) rec = hlo_shape(lw->m, &shape);
-    if (pre) {
-        lw->shape_recs[slot].pre = pre;
-        lw->shape_recs[slot].rec = rec;
-    }
+    const Shape *rec = shape_record(lw, have_shape && !ai->shape->is_tuple ? ai->shape->pre : NULL, &shape);
     int32_t got = hlo_add_inst_rec(lw->m, ci, oe ? op : HLO_PARAMETER, ai->name.s ? ai->name.s : "", ai->name.n, rec,
                                    ops, n);
     SPMDC_ASSERT(got == idx);
