@@ -8,11 +8,16 @@
  * "name.1", "name.2", ... in that order, so the names it returns depend only
  * on what was added before; the ".N" search resumes after the N it last
  * returned for the same name (every smaller N is still taken: the set only
- * grows).
+ * grows).  A set over a NameBase asks the base after its own slots; the
+ * base answers a name with a '.' from the table of its names' prefixes
+ * unless the prefix is one of them (then from the table of all its names,
+ * made on that first need), so the names returned are the same as from a
+ * set holding the base's names in its own slots.
  */
 #include "spmdc/names.h"
 #include "spmdc/strbuf.h"
 
+#include <stddef.h>
 #include <string.h>
 
 static uint64_t load64(const char *p)
@@ -80,6 +85,25 @@ static NameSlot *probe(const NameSet *s, const char *name, uint32_t h)
     }
 }
 
+/* The same for the name s[0..len) (no NUL inside it; it need not end
+ * there). */
+static NameSlot *probe_n(const NameSet *s, const char *name, size_t len, uint32_t h)
+{
+    uint32_t mask = s->cap - 1;
+    for (uint32_t i = h & mask;; i = (i + 1) & mask) {
+        NameSlot *e = &s->slot[i];
+        if (!e->name || (e->hash == h && strncmp(e->name, name, len) == 0 && e->name[len] == '\0')) return e;
+    }
+}
+
+/* The length of name's text before its last '.', or -1 without one. */
+static ptrdiff_t last_dot(const char *name, size_t len)
+{
+    for (size_t k = len; k-- > 0;)
+        if (name[k] == '.') return (ptrdiff_t)k;
+    return -1;
+}
+
 /* A table of cap slots (a power of two) holding the current entries. */
 static void rehash(NameSet *s, uint32_t cap)
 {
@@ -107,11 +131,80 @@ void names_reserve(NameSet *s, uint32_t n)
     if (cap != s->cap) rehash(s, cap);
 }
 
+static NameSlot *add_hashed(NameSet *s, const char *name, uint32_t h);
+
+/* Every name of b in b->whole. */
+static void build_whole(NameBase *b)
+{
+    names_reserve(&b->whole, b->n);
+    for (uint32_t i = 0; i < b->n; i++) {
+        const char *name = b->name_at(b->ctx, i);
+        size_t len;
+        add_hashed(&b->whole, name, hash_len(name, &len));
+    }
+    b->whole_built = true;
+}
+
+/* Whether name (len bytes, hash h) is one of b's names: the tables of
+ * undotted names and of prefixes answer, and the whole table only when
+ * the name's prefix is one of b's. */
+static bool base_has(NameBase *b, const char *name, size_t len, uint32_t h)
+{
+    ptrdiff_t pl = last_dot(name, len);
+    if (pl < 0) return b->undotted.cap && probe(&b->undotted, name, h)->name;
+    if (!b->prefixes.cap || !probe_n(&b->prefixes, name, (size_t)pl, hash_n(name, (size_t)pl))->name) return false;
+    if (!b->whole_built) build_whole(b);
+    return probe(&b->whole, name, h)->name != NULL;
+}
+
+/* Whether name (len bytes, hash h) is in s: its own slots or its base. */
+static bool taken(const NameSet *s, const char *name, size_t len, uint32_t h)
+{
+    if (s->cap && probe(s, name, h)->name) return true;
+    return s->base && base_has(s->base, name, len, h);
+}
+
+void names_base_init(NameBase *b, Arena *arena, uint32_t n, const char *(*name_at)(const void *ctx, uint32_t i),
+                     const void *ctx)
+{
+    memset(b, 0, sizeof *b);
+    b->arena = arena;
+    names_init(&b->undotted, arena);
+    names_init(&b->prefixes, arena);
+    names_init(&b->whole, arena);
+    b->name_at = name_at;
+    b->ctx = ctx;
+    b->n = n;
+    const char *prev = NULL; /* the last name with a '.', whose prefix is in the table */
+    size_t prev_pl = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *name = name_at(ctx, i);
+        size_t len = strlen(name);
+        ptrdiff_t pl = last_dot(name, len);
+        if (pl < 0) {
+            add_hashed(&b->undotted, name, hash_n(name, len));
+            continue;
+        }
+        if (prev && prev_pl == (size_t)pl && memcmp(prev, name, prev_pl) == 0) continue; /* "h.1", "h.2", ... */
+        uint32_t ph = hash_n(name, (size_t)pl);
+        if (!b->prefixes.cap || !probe_n(&b->prefixes, name, (size_t)pl, ph)->name)
+            add_hashed(&b->prefixes, arena_strndup(arena, name, (size_t)pl), ph);
+        prev = name;
+        prev_pl = (size_t)pl;
+    }
+}
+
+void names_init_over(NameSet *s, Arena *arena, NameBase *base)
+{
+    names_init(s, arena);
+    s->base = base;
+}
+
 bool names_contains(const NameSet *s, const char *name)
 {
-    if (!s->cap) return false;
     size_t len;
-    return probe(s, name, hash_len(name, &len))->name != NULL;
+    uint32_t h = hash_len(name, &len);
+    return taken(s, name, len, h);
 }
 
 /* Adds name (hash h) unless present; its slot. */
@@ -133,27 +226,16 @@ static NameSlot *add_hashed(NameSet *s, const char *name, uint32_t h)
 void names_add(NameSet *s, const char *name)
 {
     size_t len;
-    add_hashed(s, name, hash_len(name, &len));
+    uint32_t h = hash_len(name, &len);
+    if (!s->base || !base_has(s->base, name, len, h)) add_hashed(s, name, h);
 }
 
-uint32_t names_hash(const char *name)
-{
-    size_t len;
-    return hash_len(name, &len);
-}
-
-void names_prefetch(const NameSet *s, uint32_t h)
-{
-    if (s->cap) __builtin_prefetch(&s->slot[h & (s->cap - 1)]);
-}
-
-void names_add_hashed(NameSet *s, const char *name, uint32_t h) { add_hashed(s, name, h); }
 
 const char *names_unique(NameSet *s, const char *name, Arena *out)
 {
     size_t len;
     uint32_t h = hash_len(name, &len);
-    if (!s->cap || !probe(s, name, h)->name) {
+    if (!taken(s, name, len, h)) {
         char *r = arena_strndup(out, name, len);
         add_hashed(s, r, h);
         return r;
@@ -184,7 +266,7 @@ const char *names_unique(NameSet *s, const char *name, Arena *out)
     for (;; k++) {
         size_t rl = len + 1 + str_put_u64(r + len + 1, (uint64_t)k);
         rh = hash_n(r, rl);
-        if (!probe(s, r, rh)->name) break;
+        if (!taken(s, r, rl, rh)) break;
     }
     s->next_suffix[b] = k + 1;
     add_hashed(s, r, rh);

@@ -2012,21 +2012,16 @@ static int32_t new_computation(PartModule *pm, int32_t c, bool is_entry)
     return oc;
 }
 
-/* Adds the input names of computation ic to s, sized for about as many
- * derived ones (no rehash on the way). */
-static void gather_names(NameSet *s, const HloComputation *ic)
+/* The name of instruction i of computation ctx (a NameBase's name_at). */
+static const char *inst_name_at(const void *ctx, uint32_t i)
 {
-    names_reserve(s, (uint32_t)ic->n_insts + (uint32_t)ic->n_insts / 4 + 64);
-    enum { AHEAD = 8 }; /* slots prefetched this many names ahead */
-    uint32_t h[AHEAD];
-    for (int32_t i = 0; i < ic->n_insts + AHEAD; i++) {
-        if (i >= AHEAD)
-            names_add_hashed(s, ic->insts[i - AHEAD].name, h[i % AHEAD]);
-        if (i < ic->n_insts) {
-            h[i % AHEAD] = names_hash(ic->insts[i].name);
-            names_prefetch(s, h[i % AHEAD]);
-        }
-    }
+    return ((const HloComputation *)ctx)->insts[i].name;
+}
+
+/* Fills b with the input names of computation ic. */
+static void gather_names(NameBase *b, Arena *arena, const HloComputation *ic)
+{
+    names_base_init(b, arena, (uint32_t)ic->n_insts, inst_name_at, ic);
 }
 
 /* Below this many instructions the entry's names are gathered in place. */
@@ -2035,8 +2030,8 @@ static void gather_names(NameSet *s, const HloComputation *ic)
 struct PartNames {
     const HloModule *in;
     int32_t comp;      /* the input computation whose names set holds */
-    Arena *arena;      /* set's storage */
-    NameSet set;
+    Arena *arena;      /* base's storage */
+    NameBase base;
     bool joined;       /* the thread has ended (or set was taken) */
     pthread_t thread;
 };
@@ -2044,7 +2039,7 @@ struct PartNames {
 static void *names_job(void *arg)
 {
     PartNames *a = arg;
-    gather_names(&a->set, &a->in->comps[a->comp]);
+    gather_names(&a->base, a->arena, &a->in->comps[a->comp]);
     return NULL;
 }
 
@@ -2056,7 +2051,6 @@ PartNames *partition_names_start(const HloModule *in)
     a->in = in;
     a->comp = in->entry;
     a->arena = arena_create();
-    names_init(&a->set, a->arena);
     if (pthread_create(&a->thread, NULL, names_job, a) != 0) {
         arena_destroy(a->arena);
         free(a);
@@ -2095,10 +2089,11 @@ static bool run_computation(Part *p, const Tiling *root_want)
     PartNames *ahead = p->mod->ahead;
     if (!p->parent && ahead && ahead->in == p->in && ahead->comp == p->ic && p->names.n == 0) {
         names_join(ahead);
-        p->names = ahead->set; /* the set's storage stays ahead's, freed after partition_module */
+        p->names.base = &ahead->base; /* its storage stays ahead's, freed after partition_module */
         p->mod->ahead = NULL;
     } else {
-        gather_names(&p->names, &p->in->comps[p->ic]);
+        p->names.base = ARENA_NEW(p->scratch, NameBase);
+        gather_names(p->names.base, p->scratch, &p->in->comps[p->ic]);
     }
     return partition_body(p, root_want);
 }

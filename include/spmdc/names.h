@@ -5,9 +5,10 @@
  * names_init and released with it: there is nothing to free, and a set must
  * not be used after its arena is reset.  Names are kept by pointer, so a
  * name added with names_add must outlive the set.  Lookups and inserts are
- * one probe sequence each, O(1) expected; the ".N" search of names_unique
- * is deterministic and resumes where the last search for the same name
- * ended (amortized O(1) per name).
+ * one probe sequence each, O(1) expected (over a NameBase, one more in its
+ * small prefix table); the ".N" search of names_unique is deterministic and
+ * resumes where the last search for the same name ended (amortized O(1) per
+ * name).
  */
 #ifndef SPMDC_NAMES_H
 #define SPMDC_NAMES_H
@@ -26,10 +27,14 @@ typedef struct NameSlot {
     uint32_t index;
 } NameSlot;
 
+struct NameBase;
+
 /* Linear probing over a flat slot array at most 3/4 full (16 bytes a
- * slot). */
+ * slot).  A set made with names_init_over holds its base's names as well
+ * as the ones added to it; the slots hold only the added ones. */
 typedef struct NameSet {
     Arena *arena;         /* the slots */
+    struct NameBase *base; /* or NULL */
     NameSlot *slot;       /* [cap] */
     uint32_t cap;         /* a power of two, or 0 */
     uint32_t n;           /* names in the set */
@@ -43,20 +48,42 @@ typedef struct NameSet {
 
 /* An empty set whose storage comes from arena. */
 void names_init(NameSet *s, Arena *arena);
+
+/* A fixed set of names (the instruction names of one input computation, say)
+ * read through name_at(ctx, 0..n-1), kept so that a set over it answers
+ * most lookups from small tables.  A lookup of a name with a '.' that is
+ * not among the base's names is answered by the table of the texts before
+ * the last '.' of the base's names ("h.3" -> "h"): derived names such as
+ * "y.7.partial" miss it at once, and it holds one entry per distinct
+ * prefix (a handful for XLA's "op.N" names).  Names without a '.' have a
+ * table of their own.  The table of every name is made only when a lookup
+ * needs it (its prefix is one of the base's).  The names must outlive the
+ * base; name_at is called again for that late table, from whichever
+ * thread makes the lookup. */
+typedef struct NameBase {
+    Arena *arena;          /* the tables and the copied prefixes */
+    NameSet undotted;      /* the names without a '.' */
+    NameSet prefixes;      /* copies of the text before the last '.' */
+    NameSet whole;         /* every name, once built (whole_built) */
+    bool whole_built;
+    const char *(*name_at)(const void *ctx, uint32_t i);
+    const void *ctx;
+    uint32_t n;
+} NameBase;
+
+/* Fills b with the n names name_at(ctx, i), storage from arena. */
+void names_base_init(NameBase *b, Arena *arena, uint32_t n, const char *(*name_at)(const void *ctx, uint32_t i),
+                     const void *ctx);
+/* An empty set over base (which must outlive it): it holds base's names,
+ * and names added to it go into its own slots (storage from arena). */
+void names_init_over(NameSet *s, Arena *arena, NameBase *base);
 /* Makes room for n names in all without growing the table again (a caller
  * that knows how many names it adds saves the rehashes). */
 void names_reserve(NameSet *s, uint32_t n);
 /* Adds name (NUL-terminated, kept by pointer); a no-op if it is present. */
 void names_add(NameSet *s, const char *name);
 bool names_contains(const NameSet *s, const char *name);
-/* The same in two halves, for a caller that adds many names and hides the
- * table's cache misses: names_hash (the name's hash) and names_prefetch a
- * few names ahead, names_add_hashed (h = names_hash(name)) when it gets
- * there. */
-uint32_t names_hash(const char *name);
-void names_prefetch(const NameSet *s, uint32_t h);
-void names_add_hashed(NameSet *s, const char *name, uint32_t h);
-/* name if it is not in the set, else "name.N" with the smallest N >= 1 that
+/* name if it is not in the set (or its base), else "name.N" with the smallest N >= 1 that
  * is not; the result is a new string in out (an arena that lives at least
  * as long as the set) and is added to the set. */
 const char *names_unique(NameSet *s, const char *name, Arena *out);

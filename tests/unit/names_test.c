@@ -1,6 +1,6 @@
 /* names_test.c - NameSet against a plain model: membership and the names
  * names_unique returns, through growth of the table, reserves and lookups
- * in between. */
+ * in between; and a set over a NameBase against the same model. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -144,12 +144,113 @@ static void test_fresh_run_then_suffixes(void **state)
     arena_destroy(a);
 }
 
+/* The names of a base: a NULL-terminated array. */
+static const char *name_of(const void *ctx, uint32_t i) { return ((const char *const *)ctx)[i]; }
+
+/* A set over a base against the model holding the base's names: names
+ * without a '.', "op.N" names, names that a derived candidate equals
+ * ("h.partial", "h.partial.1", whose prefix "h" is also a base name's
+ * prefix, so the whole table is needed) and ones it does not, then
+ * names_unique, names_add and names_contains mixed as in run_mix. */
+static void run_over(uint64_t seed, int n_base, int steps, bool colliding)
+{
+    Arena *a = arena_create();
+    ModelEnt *m = NULL;
+    const char **names = calloc((size_t)n_base + 1, sizeof *names);
+    char buf[64];
+    int nb = 0;
+    for (int i = 0; nb < n_base; i++) {
+        uint64_t r = rng(&seed);
+        static const char *const stems[] = {"h", "add", "y", "x.1", "zero"};
+        const char *stem = stems[r % 5];
+        switch ((r >> 8) % 4) {
+        case 0: snprintf(buf, sizeof buf, "%s", stem); break;                                   /* no '.' or one */
+        case 1: snprintf(buf, sizeof buf, "%s.%d", stem, i); break;                             /* op.N */
+        case 2: snprintf(buf, sizeof buf, "%s.partial", colliding ? stem : "w"); break;         /* a derived one */
+        default: snprintf(buf, sizeof buf, "%s.partial.%d", colliding ? stem : "w", i % 3 + 1); break;
+        }
+        if (model_has(&m, buf)) continue;
+        model_add(&m, buf);
+        names[nb++] = arena_strdup(a, buf);
+    }
+    NameBase base;
+    names_base_init(&base, a, (uint32_t)nb, name_of, names);
+    NameSet s;
+    names_init_over(&s, a, &base);
+    for (int i = 0; i < steps; i++) {
+        uint64_t r = rng(&seed);
+        int kind = (int)(r % 8);
+        static const char *const bases[] = {"h", "add.3", "y.7", "x.1", "zero", "w"};
+        snprintf(buf, sizeof buf, "%s%s", bases[(r >> 8) % 6], (r >> 16) % 2 ? ".partial" : "");
+        if (kind == 0) {
+            const char *kept = arena_strdup(a, buf);
+            names_add(&s, kept);
+            model_add(&m, buf);
+        } else if (kind <= 4) {
+            const char *got = names_unique(&s, buf, a);
+            char *want = model_unique(&m, buf);
+            assert_string_equal(got, want);
+            free(want);
+        } else {
+            assert_int_equal(names_contains(&s, buf), model_has(&m, buf));
+            snprintf(buf, sizeof buf, "%s.%d", bases[(r >> 8) % 6], i % (n_base + 3));
+            assert_int_equal(names_contains(&s, buf), model_has(&m, buf));
+        }
+    }
+    ModelEnt *e, *t;
+    HASH_ITER(hh, m, e, t) assert_true(names_contains(&s, e->name));
+    /* the whole table is made only when a prefix of the base's was asked for */
+    if (!colliding) assert_false(base.whole_built);
+    model_free(&m);
+    free(names);
+    arena_destroy(a);
+}
+
+static void test_over_base(void **state)
+{
+    (void)state;
+    run_over(0xabcdefu, 1000, 20000, true);
+    run_over(0x5151u, 50000, 100000, true);
+}
+
+/* XLA's "op.N" names and derived ones whose prefix no base name has: the
+ * answers come from the small tables. */
+static void test_over_base_no_collision(void **state)
+{
+    (void)state;
+    Arena *a = arena_create();
+    const char *names[] = {"x", "zero", "h.1", "h.2", "y.1", "y.2", "act.1"}; /* "y" after "h": same length */
+    NameBase base;
+    names_base_init(&base, a, 7, name_of, names);
+    assert_int_equal(base.prefixes.n, 3); /* h, act, y */
+    assert_int_equal(base.undotted.n, 2);
+    NameSet s;
+    names_init_over(&s, a, &base);
+    assert_string_equal(names_unique(&s, "y.1.partial", a), "y.1.partial");
+    assert_string_equal(names_unique(&s, "y.1.partial", a), "y.1.partial.1");
+    assert_string_equal(names_unique(&s, "zero", a), "zero.1");
+    assert_string_equal(names_unique(&s, "w", a), "w");
+    assert_false(base.whole_built);
+    assert_true(names_contains(&s, "x"));
+    assert_false(names_contains(&s, "x.1"));   /* "x" is no prefix: no whole table */
+    assert_false(base.whole_built);
+    assert_true(names_contains(&s, "h.2"));    /* prefix "h": the whole table answers */
+    assert_true(base.whole_built);
+    assert_false(names_contains(&s, "h.3"));
+    assert_string_equal(names_unique(&s, "h", a), "h");
+    assert_string_equal(names_unique(&s, "h.1", a), "h.1.1");
+    assert_string_equal(names_unique(&s, "y.2", a), "y.2.1");
+    arena_destroy(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mix_small),
         cmocka_unit_test(test_mix_large_with_reserves),
         cmocka_unit_test(test_fresh_run_then_suffixes),
+        cmocka_unit_test(test_over_base),
+        cmocka_unit_test(test_over_base_no_collision),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
