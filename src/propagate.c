@@ -2623,7 +2623,8 @@ static uint32_t manual_atoms_of(const Engine *e, const Sharding *s)
 static uint32_t *border_forbid(Engine *e)
 {
     uint32_t *f = NULL;
-    for (int32_t gi = 0; gi < e->n_insts; gi++) {
+    for (int32_t sp = 0; sp < e->n_special; sp++) { /* custom-calls are special (is_special) */
+        int32_t gi = e->special[sp];
         const HloInst *in = ginst(e, gi);
         bool to_shard = hlo_is_custom_call(in, "SPMDFullToShardShape");
         if ((!to_shard && !hlo_is_custom_call(in, "SPMDShardToFullShape")) || in->n_operands != 1)
