@@ -2650,6 +2650,11 @@ static void setup_states(Engine *e)
     const uint32_t *bforbid = border_forbid(e);
     for (int32_t x = 0; x < e->n_sharded; x++) {
         int32_t gi = e->sharded[x], c = e->icomp[gi];
+        if (x + 16 < e->n_sharded) { /* the records are far apart: ask for them ahead */
+            const HloInst *ahead = ginst(e, e->sharded[x + 16]);
+            __builtin_prefetch(&ahead->sharding_from_user);
+            __builtin_prefetch(&ahead->sharding);
+        }
         const HloInst *in = ginst(e, gi);
         bool user = in->sharding_from_user;
         if (!user && (e->iflag[gi] & IF_FIXED))
