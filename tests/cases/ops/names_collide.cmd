@@ -1,0 +1,1 @@
+compile names_collide.hlo --report json

@@ -1,0 +1,1 @@
+verify names_collide.hlo
