@@ -54,6 +54,21 @@ static void model_free(ModelEnt **m)
     }
 }
 
+/* One step of a mixed run: name added to s and the model (add), or
+ * names_unique of it checked against the model's answer. */
+static void add_or_unique(NameSet *s, ModelEnt **m, Arena *a, const char *name, bool add)
+{
+    if (add) {
+        names_add(s, arena_strdup(a, name));
+        model_add(m, name);
+        return;
+    }
+    const char *got = names_unique(s, name, a);
+    char *want = model_unique(m, name);
+    assert_string_equal(got, want);
+    free(want);
+}
+
 static uint64_t rng(uint64_t *s)
 {
     *s ^= *s << 13;
@@ -77,15 +92,8 @@ static void run_mix(uint64_t seed, int steps, int reserve_every)
         int kind = (int)(r % 8);
         /* few bases, so fresh and taken names both come up often */
         snprintf(buf, sizeof buf, "%s.%llu", (r >> 8) % 3 ? "add" : "y", (unsigned long long)(r >> 16) % (uint64_t)(steps / 2 + 1));
-        if (kind == 0) {
-            const char *kept = arena_strdup(a, buf);
-            names_add(&s, kept);
-            model_add(&m, buf);
-        } else if (kind <= 4) {
-            const char *got = names_unique(&s, buf, a);
-            char *want = model_unique(&m, buf);
-            assert_string_equal(got, want);
-            free(want);
+        if (kind <= 4) {
+            add_or_unique(&s, &m, a, buf, kind == 0);
         } else if (kind <= 6) {
             assert_int_equal(names_contains(&s, buf), model_has(&m, buf));
             snprintf(buf, sizeof buf, "absent.%d", i);
@@ -182,15 +190,8 @@ static void run_over(uint64_t seed, int n_base, int steps, bool colliding)
         int kind = (int)(r % 8);
         static const char *const bases[] = {"h", "add.3", "y.7", "x.1", "zero", "w"};
         snprintf(buf, sizeof buf, "%s%s", bases[(r >> 8) % 6], (r >> 16) % 2 ? ".partial" : "");
-        if (kind == 0) {
-            const char *kept = arena_strdup(a, buf);
-            names_add(&s, kept);
-            model_add(&m, buf);
-        } else if (kind <= 4) {
-            const char *got = names_unique(&s, buf, a);
-            char *want = model_unique(&m, buf);
-            assert_string_equal(got, want);
-            free(want);
+        if (kind <= 4) {
+            add_or_unique(&s, &m, a, buf, kind == 0);
         } else {
             assert_int_equal(names_contains(&s, buf), model_has(&m, buf));
             snprintf(buf, sizeof buf, "%s.%d", bases[(r >> 8) % 6], i % (n_base + 3));
