@@ -131,7 +131,21 @@ void names_reserve(NameSet *s, uint32_t n)
     if (cap != s->cap) rehash(s, cap);
 }
 
-static NameSlot *add_hashed(NameSet *s, const char *name, uint32_t h);
+/* Adds name (hash h) unless present; its slot. */
+static NameSlot *add_hashed(NameSet *s, const char *name, uint32_t h)
+{
+    if (!s->cap) rehash(s, 128);
+    NameSlot *e = probe(s, name, h);
+    if (e->name) return e;
+    if (!fits(s->cap, (uint64_t)s->n + 1)) {
+        rehash(s, s->cap * 2);
+        e = probe(s, name, h);
+    }
+    e->name = name;
+    e->hash = h;
+    e->index = s->n++;
+    return e;
+}
 
 /* Every name of b in b->whole. */
 static void build_whole(NameBase *b)
@@ -194,11 +208,7 @@ void names_base_init(NameBase *b, Arena *arena, uint32_t n, const char *(*name_a
     }
 }
 
-void names_init_over(NameSet *s, Arena *arena, NameBase *base)
-{
-    names_init(s, arena);
-    s->base = base;
-}
+void names_set_base(NameSet *s, NameBase *base) { s->base = base; }
 
 bool names_contains(const NameSet *s, const char *name)
 {
@@ -207,29 +217,12 @@ bool names_contains(const NameSet *s, const char *name)
     return taken(s, name, len, h);
 }
 
-/* Adds name (hash h) unless present; its slot. */
-static NameSlot *add_hashed(NameSet *s, const char *name, uint32_t h)
-{
-    if (!s->cap) rehash(s, 128);
-    NameSlot *e = probe(s, name, h);
-    if (e->name) return e;
-    if (!fits(s->cap, (uint64_t)s->n + 1)) {
-        rehash(s, s->cap * 2);
-        e = probe(s, name, h);
-    }
-    e->name = name;
-    e->hash = h;
-    e->index = s->n++;
-    return e;
-}
-
 void names_add(NameSet *s, const char *name)
 {
     size_t len;
     uint32_t h = hash_len(name, &len);
     if (!s->base || !base_has(s->base, name, len, h)) add_hashed(s, name, h);
 }
-
 
 const char *names_unique(NameSet *s, const char *name, Arena *out)
 {

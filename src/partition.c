@@ -2029,10 +2029,10 @@ static void gather_names(NameBase *b, Arena *arena, const HloComputation *ic)
 
 struct PartNames {
     const HloModule *in;
-    int32_t comp;      /* the input computation whose names set holds */
+    int32_t comp;      /* the input computation whose names base holds */
     Arena *arena;      /* base's storage */
     NameBase base;
-    bool joined;       /* the thread has ended (or set was taken) */
+    bool joined;       /* the thread has ended (or base was taken) */
     pthread_t thread;
 };
 
@@ -2089,11 +2089,12 @@ static bool run_computation(Part *p, const Tiling *root_want)
     PartNames *ahead = p->mod->ahead;
     if (!p->parent && ahead && ahead->in == p->in && ahead->comp == p->ic && p->names.n == 0) {
         names_join(ahead);
-        p->names.base = &ahead->base; /* its storage stays ahead's, freed after partition_module */
+        names_set_base(&p->names, &ahead->base); /* its storage stays ahead's, freed after partition_module */
         p->mod->ahead = NULL;
     } else {
-        p->names.base = ARENA_NEW(p->scratch, NameBase);
-        gather_names(p->names.base, p->scratch, &p->in->comps[p->ic]);
+        NameBase *base = ARENA_NEW(p->scratch, NameBase);
+        gather_names(base, p->scratch, &p->in->comps[p->ic]);
+        names_set_base(&p->names, base);
     }
     return partition_body(p, root_want);
 }

@@ -30,14 +30,14 @@ typedef struct NameSlot {
 struct NameBase;
 
 /* Linear probing over a flat slot array at most 3/4 full (16 bytes a
- * slot).  A set made with names_init_over holds its base's names as well
- * as the ones added to it; the slots hold only the added ones. */
+ * slot).  A set over a base (names_set_base) holds the base's names as
+ * well as the ones added to it; the slots hold only the added ones. */
 typedef struct NameSet {
     Arena *arena;         /* the slots */
     struct NameBase *base; /* or NULL */
     NameSlot *slot;       /* [cap] */
     uint32_t cap;         /* a power of two, or 0 */
-    uint32_t n;           /* names in the set */
+    uint32_t n;           /* names in its own slots */
     /* names_unique's ".N" search: per base name that needed a suffix (its
      * index in bases), the N to try first (the set only grows, so every
      * smaller N stays taken). */
@@ -74,9 +74,10 @@ typedef struct NameBase {
 /* Fills b with the n names name_at(ctx, i), storage from arena. */
 void names_base_init(NameBase *b, Arena *arena, uint32_t n, const char *(*name_at)(const void *ctx, uint32_t i),
                      const void *ctx);
-/* An empty set over base (which must outlive it): it holds base's names,
- * and names added to it go into its own slots (storage from arena). */
-void names_init_over(NameSet *s, Arena *arena, NameBase *base);
+/* Puts s over base (which must outlive it): s holds base's names as well as
+ * the ones in its own slots, which stay; names added later go into its own
+ * slots. */
+void names_set_base(NameSet *s, NameBase *base);
 /* Makes room for n names in all without growing the table again (a caller
  * that knows how many names it adds saves the rehashes). */
 void names_reserve(NameSet *s, uint32_t n);

@@ -184,7 +184,8 @@ static void run_over(uint64_t seed, int n_base, int steps, bool colliding)
     NameBase base;
     names_base_init(&base, a, (uint32_t)nb, name_of, names);
     NameSet s;
-    names_init_over(&s, a, &base);
+    names_init(&s, a);
+    names_set_base(&s, &base);
     for (int i = 0; i < steps; i++) {
         uint64_t r = rng(&seed);
         int kind = (int)(r % 8);
@@ -226,7 +227,8 @@ static void test_over_base_no_collision(void **state)
     assert_int_equal(base.prefixes.n, 3); /* h, act, y */
     assert_int_equal(base.undotted.n, 2);
     NameSet s;
-    names_init_over(&s, a, &base);
+    names_init(&s, a);
+    names_set_base(&s, &base);
     assert_string_equal(names_unique(&s, "y.1.partial", a), "y.1.partial");
     assert_string_equal(names_unique(&s, "y.1.partial", a), "y.1.partial.1");
     assert_string_equal(names_unique(&s, "zero", a), "zero.1");
