@@ -182,7 +182,6 @@ void names_base_init(NameBase *b, Arena *arena, uint32_t n, const char *(*name_a
                      const void *ctx)
 {
     memset(b, 0, sizeof *b);
-    b->arena = arena;
     names_init(&b->undotted, arena);
     names_init(&b->prefixes, arena);
     names_init(&b->whole, arena);

@@ -61,7 +61,6 @@ void names_init(NameSet *s, Arena *arena);
  * base; name_at is called again for that late table, from whichever
  * thread makes the lookup. */
 typedef struct NameBase {
-    Arena *arena;          /* the tables and the copied prefixes */
     NameSet undotted;      /* the names without a '.' */
     NameSet prefixes;      /* copies of the text before the last '.' */
     NameSet whole;         /* every name, once built (whole_built) */
@@ -71,7 +70,8 @@ typedef struct NameBase {
     uint32_t n;
 } NameBase;
 
-/* Fills b with the n names name_at(ctx, i), storage from arena. */
+/* Fills b with the n names name_at(ctx, i); its tables and the copied
+ * prefixes come from arena. */
 void names_base_init(NameBase *b, Arena *arena, uint32_t n, const char *(*name_at)(const void *ctx, uint32_t i),
                      const void *ctx);
 /* Puts s over base (which must outlive it): s holds base's names as well as
@@ -84,9 +84,9 @@ void names_reserve(NameSet *s, uint32_t n);
 /* Adds name (NUL-terminated, kept by pointer); a no-op if it is present. */
 void names_add(NameSet *s, const char *name);
 bool names_contains(const NameSet *s, const char *name);
-/* name if it is not in the set (or its base), else "name.N" with the smallest N >= 1 that
- * is not; the result is a new string in out (an arena that lives at least
- * as long as the set) and is added to the set. */
+/* name if it is not in the set (or its base), else "name.N" with the
+ * smallest N >= 1 that is not; the result is a new string in out (an arena
+ * that lives at least as long as the set) and is added to the set. */
 const char *names_unique(NameSet *s, const char *name, Arena *out);
 
 #endif
