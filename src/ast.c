@@ -880,38 +880,60 @@ bool ast_scan_layout_follows(const ScanState *st)
 
 /* ---------------------------------------------------------------- locations */
 
-void ast_lines_init(ParseCtx *cx)
+/* Bytes per block of ast_lines_scan: small enough that a block read once
+ * from memory stays in the L2 cache for the block's other searches. */
+#define LINES_BLOCK (64u * 1024u)
+
+static void lines_put(AstLines *l, uint32_t *cap, uint32_t start)
 {
-    const char *t = cx->text;
-    uint32_t len = cx->len, cap = 1024, n = 1;
-    uint32_t *ls = xmalloc(cap * sizeof *ls);
-    ls[0] = 0;
-    /* Without a '\r' every line ends at a '\n': memchr finds them. */
-    bool has_cr = memchr(t, '\r', len) != NULL;
-    for (uint32_t i = 0; i < len; i++) {
-        if (!has_cr) {
-            const char *nl = memchr(t + i, '\n', len - i);
-            if (!nl) break;
-            i = (uint32_t)(nl - t);
-        } else if (!diag_is_line_end(t, len, i)) {
-            continue;
-        }
-        if (n == cap) {
-            cap *= 2;
-            ls = xrealloc(ls, cap * sizeof *ls);
-        }
-        ls[n++] = i + 1;
+    if (l->n == *cap) {
+        *cap *= 2;
+        l->start = xrealloc(l->start, *cap * sizeof *l->start);
     }
-    cx->line_start = ls;
-    cx->n_lines = n;
-    cx->cur_line = 0;
+    l->start[l->n++] = start;
 }
 
-void ast_lines_free(ParseCtx *cx)
+void ast_lines_scan(const char *t, uint32_t len, AstLines *l)
 {
-    free(cx->line_start);
-    cx->line_start = NULL;
-    cx->n_lines = 0;
+    uint32_t cap = 1024;
+    l->start = xmalloc(cap * sizeof *l->start);
+    l->start[0] = 0;
+    l->n = 1;
+    l->nul = len;
+    for (uint32_t b = 0; b < len; b += LINES_BLOCK) {
+        uint32_t e = len - b > LINES_BLOCK ? b + LINES_BLOCK : len;
+        const char *z = memchr(t + b, 0, e - b);
+        if (z) { /* the parser stops at the NUL: its line table is not needed */
+            l->nul = (uint32_t)(z - t);
+            return;
+        }
+        if (memchr(t + b, '\r', e - b)) { /* no '\r' before b: the rest byte by byte, as diag_is_line_end says */
+            const char *z2 = memchr(t + e, 0, len - e);
+            if (z2) {
+                l->nul = (uint32_t)(z2 - t);
+                return;
+            }
+            for (uint32_t i = b; i < len; i++)
+                if (diag_is_line_end(t, len, i)) lines_put(l, &cap, i + 1);
+            return;
+        }
+        for (const char *nl = memchr(t + b, '\n', e - b); nl; nl = memchr(nl + 1, '\n', (size_t)(t + e - nl - 1)))
+            lines_put(l, &cap, (uint32_t)(nl - t) + 1);
+    }
+}
+
+void ast_lines_release(AstLines *l)
+{
+    free(l->start);
+    l->start = NULL;
+    l->n = 0;
+}
+
+void ast_lines_init(ParseCtx *cx, const AstLines *l)
+{
+    cx->line_start = l->start;
+    cx->n_lines = l->n;
+    cx->cur_line = 0;
 }
 
 SrcLoc ast_pos(ParseCtx *cx, uint32_t off)

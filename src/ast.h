@@ -571,10 +571,26 @@ static inline AstLoc ast_loc_between(const AstLoc *a, const AstLoc *b)
 
 /* ------------------------------------------------------------ line and column */
 
-/* Indexes the line starts of cx->text (lines end as diag_is_line_end
- * says); cx->line_start is malloc'd, freed by ast_lines_free. */
-void ast_lines_init(ParseCtx *cx);
-void ast_lines_free(ParseCtx *cx);
+/* The line starts of a text and where its first NUL byte is.  start[k]
+ * is the offset of line k + 1's first byte (lines end as diag_is_line_end
+ * says), n >= 1 of them; nul is the offset of the first NUL byte, or the
+ * text's length if it has none (start then covers only the lines before
+ * the NUL).  start is malloc'd (ast_lines_release). */
+typedef struct AstLines {
+    uint32_t *start;
+    uint32_t n;
+    uint32_t nul;
+} AstLines;
+/* Fills *l from text[0, len) in one pass: each 64 KiB block is searched for
+ * a NUL, a '\r' and its '\n's while it is in the cache, so a text larger
+ * than the caches is read from memory once.  A text with a '\r' is read
+ * byte by byte from the first block that has one.  Aborts only when
+ * memory is exhausted (xmalloc). */
+void ast_lines_scan(const char *text, uint32_t len, AstLines *l);
+void ast_lines_release(AstLines *l);
+/* Lets cx's position queries (ast_pos) use l's line starts, which it
+ * borrows: l must outlive the parse of cx. */
+void ast_lines_init(ParseCtx *cx, const AstLines *l);
 /* Frees the blocks the AST nodes came from (at the end of the parse). */
 void ast_pool_free(ParseCtx *cx);
 /* Line and byte column (1-based) of byte off (off == len: just past the

@@ -1061,10 +1061,10 @@ static bool reject_mlir(const char *text, size_t len, uint32_t file_id, DiagEngi
     return false;
 }
 
-static bool reject_nul(const char *text, size_t len, uint32_t file_id, DiagEngine *diag)
+static bool reject_nul(const char *text, size_t len, const AstLines *lines, uint32_t file_id, DiagEngine *diag)
 {
-    const char *nul = memchr(text, 0, len);
-    if (!nul) return true;
+    if (lines->nul == len) return true;
+    const char *nul = text + lines->nul;
     uint32_t line = 1, col = 1;
     for (const char *p = text; p < nul; p++) {
         if (diag_is_line_end(text, len, (size_t)(p - text))) {
@@ -1132,7 +1132,8 @@ static void run_parser(ParseCtx *cx, Lower *lw, bool fast)
 }
 
 /* One parse and lowering of the whole input; NULL if it reported an error. */
-static HloModule *parse_once(const char *text, size_t len, uint32_t file_id, DiagEngine *diag, bool fast)
+static HloModule *parse_once(const char *text, size_t len, const AstLines *lines, uint32_t file_id, DiagEngine *diag,
+                             bool fast)
 {
     int base = diag_error_count(diag);
     ParseCtx cx = {.arena = arena_create(), .keep = arena_create(), .diag = diag, .file_id = file_id, .text = text,
@@ -1153,11 +1154,10 @@ static HloModule *parse_once(const char *text, size_t len, uint32_t file_id, Dia
     sink.data = &lw;
     cx.sink = &sink;
     build_tables(&lw);
-    ast_lines_init(&cx);
+    ast_lines_init(&cx, lines);
     lw.share_shardings = fast;
     run_parser(&cx, &lw, fast);
     if (lowering(&lw)) finish_module(&lw);
-    ast_lines_free(&cx);
     ast_pool_free(&cx);
     intern_free(&lw.shared_syntax);
     arena_destroy(lw.comp_arena);
@@ -1184,17 +1184,26 @@ HloModule *parse_hlo(const char *text, size_t len, uint32_t file_id, DiagEngine 
         diag_error(diag, src_span_at(file_id, 0, 0), "input is too large (%zu bytes; the limit is 2 GiB)", len);
         return NULL;
     }
-    if (!reject_nul(text, len, file_id, diag) || !reject_mlir(text, len, file_id, diag)) return NULL;
-    if (!g_fast_first) return parse_once(text, len, file_id, diag, false);
-    DiagEngine *probe = diag_create(NULL);
-    diag_set_show_source(probe, false);
-    HloModule *m = parse_once(text, len, file_id, probe, true);
-    bool clean = m && diag_error_count(probe) == 0 && diag_warning_count(probe) == 0 && diag_text(probe)[0] == 0;
-    diag_destroy(probe);
-    if (clean) {
-        g_fast_kept++;
-        return m;
+    AstLines lines;
+    ast_lines_scan(text, (uint32_t)len, &lines);
+    HloModule *m = NULL;
+    if (!reject_nul(text, len, &lines, file_id, diag) || !reject_mlir(text, len, file_id, diag)) {
+        /* rejected */
+    } else if (!g_fast_first) {
+        m = parse_once(text, len, &lines, file_id, diag, false);
+    } else {
+        DiagEngine *probe = diag_create(NULL);
+        diag_set_show_source(probe, false);
+        m = parse_once(text, len, &lines, file_id, probe, true);
+        bool clean = m && diag_error_count(probe) == 0 && diag_warning_count(probe) == 0 && diag_text(probe)[0] == 0;
+        diag_destroy(probe);
+        if (clean) {
+            g_fast_kept++;
+        } else {
+            hlo_module_free(m);
+            m = parse_once(text, len, &lines, file_id, diag, false);
+        }
     }
-    hlo_module_free(m);
-    return parse_once(text, len, file_id, diag, false);
+    ast_lines_release(&lines);
+    return m;
 }

@@ -79,7 +79,9 @@ static void lex(Lexed *lx, const char *text)
     lx->keep = arena_create();
     ParseCtx cx = {.arena = lx->arena, .keep = lx->keep, .diag = lx->diag, .file_id = fid, .text = text,
                    .len = (uint32_t)len};
-    ast_lines_init(&cx);
+    AstLines lines;
+    ast_lines_scan(cx.text, cx.len, &lines);
+    ast_lines_init(&cx, &lines);
     ScanState st;
     memset(&st, 0, sizeof st);
     st.cx = &cx;
@@ -115,7 +117,7 @@ static void lex(Lexed *lx, const char *text)
     hlo_yylex_destroy(sc);
     intern_free(&st.texts);
     intern_free(&st.shardings);
-    ast_lines_free(&cx);
+    ast_lines_release(&lines);
 }
 
 static void lexed_free(Lexed *lx)
@@ -508,7 +510,9 @@ static FedTok *scan_all(const char *text, size_t len, bool threaded, bool coarse
     Arena *a = arena_create(), *keep = arena_create();
     ParseCtx cx = {.arena = a, .keep = keep, .strings = strings, .diag = d, .file_id = fid, .text = text,
                    .len = (uint32_t)len};
-    ast_lines_init(&cx);
+    AstLines lines;
+    ast_lines_scan(cx.text, cx.len, &lines);
+    ast_lines_init(&cx, &lines);
     ScanState st;
     memset(&st, 0, sizeof st);
     st.cx = &cx;
@@ -557,7 +561,7 @@ static FedTok *scan_all(const char *text, size_t len, bool threaded, bool coarse
     hlo_yylex_destroy(sc);
     intern_free(&st.texts);
     intern_free(&st.shardings);
-    ast_lines_free(&cx);
+    ast_lines_release(&lines);
     arena_destroy(keep);
     arena_destroy(a);
     diag_destroy(d);
@@ -662,7 +666,9 @@ static void test_long_token_refills_are_logarithmic(void **state)
     uint32_t fid = diag_add_file(diag, "t.hlo", text, len);
     Arena *arena = arena_create(), *keep = arena_create();
     ParseCtx cx = {.arena = arena, .keep = keep, .diag = diag, .file_id = fid, .text = text, .len = (uint32_t)len};
-    ast_lines_init(&cx);
+    AstLines lines;
+    ast_lines_scan(cx.text, cx.len, &lines);
+    ast_lines_init(&cx, &lines);
     ScanState st;
     memset(&st, 0, sizeof st);
     st.cx = &cx;
@@ -691,11 +697,69 @@ static void test_long_token_refills_are_logarithmic(void **state)
     hlo_yylex_destroy(sc);
     intern_free(&st.texts);
     intern_free(&st.shardings);
-    ast_lines_free(&cx);
+    ast_lines_release(&lines);
     arena_destroy(arena);
     arena_destroy(keep);
     diag_destroy(diag);
     free(text);
+}
+
+/* ast_lines_scan against a byte-by-byte model (diag_is_line_end) on texts
+ * larger than its 64 KiB blocks: line ends on and beside block borders, a
+ * '\r' first met in a later block (CRLF across a border, a lone CR), and a
+ * NUL in a later block. */
+static void check_lines(const char *t, uint32_t len)
+{
+    AstLines l;
+    ast_lines_scan(t, len, &l);
+    const char *z = memchr(t, 0, len);
+    uint32_t nul = z ? (uint32_t)(z - t) : len;
+    assert_int_equal(l.nul, nul);
+    if (nul < len) {
+        ast_lines_release(&l);
+        return;
+    }
+    uint32_t n = 1;
+    assert_int_equal(l.start[0], 0);
+    for (uint32_t i = 0; i < len; i++)
+        if (diag_is_line_end(t, len, i)) {
+            assert_true(n < l.n);
+            assert_int_equal(l.start[n], i + 1);
+            n++;
+        }
+    assert_int_equal(l.n, n);
+    ast_lines_release(&l);
+}
+
+static void test_lines_scan_blocks(void **state)
+{
+    (void)state;
+    const uint32_t B = 64u * 1024u, len = 3 * B + 100;
+    char *t = malloc(len);
+    assert_non_null(t);
+    for (uint32_t i = 0; i < len; i++) t[i] = i % 37 == 36 ? '\n' : 'x';
+    t[B - 1] = '\n';
+    t[B] = '\n';
+    t[2 * B - 1] = '\n';
+    check_lines(t, len);
+    t[len - 1] = '\n'; /* a last line end: a start at len */
+    check_lines(t, len);
+    t[2 * B - 1] = '\r'; /* CRLF across the border into the third block */
+    t[2 * B] = '\n';
+    check_lines(t, len);
+    t[2 * B + 5] = '\r'; /* a lone CR */
+    check_lines(t, len);
+    t[2 * B] = 0; /* a NUL first in the block after the first '\r' */
+    check_lines(t, len);
+    t[2 * B] = '\n';
+    t[2 * B + 9] = 0; /* a NUL after the first '\r' */
+    check_lines(t, len);
+    t[B + 3] = 0; /* a NUL in the second block */
+    check_lines(t, len);
+    t[0] = 0;
+    check_lines(t, len);
+    check_lines(t, 0);
+    free(t);
 }
 
 int main(void)
@@ -724,6 +788,7 @@ int main(void)
         cmocka_unit_test(test_nesting_limit),
         cmocka_unit_test(test_feed_on_thread_matches_direct_scan),
         cmocka_unit_test(test_long_token_refills_are_logarithmic),
+        cmocka_unit_test(test_lines_scan_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
