@@ -264,10 +264,11 @@ typedef struct ParseCtx {
      * in the cache. */
     const uint64_t *name_slot;
     uint32_t name_mask;
-    /* Line starts of text (ast_lines_init): line_start[k] is the offset of
-     * line k + 1's first byte; cur_line is where the last ast_pos query
-     * ended, so queries in text order cost O(1). */
-    uint32_t *line_start;
+    /* Line starts of text, borrowed from the parse's AstLines
+     * (ast_lines_init): line_start[k] is the offset of line k + 1's first
+     * byte; cur_line is where the last ast_pos query ended, so queries in
+     * text order cost O(1). */
+    const uint32_t *line_start;
     uint32_t n_lines;
     uint32_t cur_line;
     /* AST nodes are bump-allocated from a list of blocks that every

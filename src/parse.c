@@ -1187,11 +1187,10 @@ HloModule *parse_hlo(const char *text, size_t len, uint32_t file_id, DiagEngine 
     AstLines lines;
     ast_lines_scan(text, (uint32_t)len, &lines);
     HloModule *m = NULL;
-    if (!reject_nul(text, len, &lines, file_id, diag) || !reject_mlir(text, len, file_id, diag)) {
-        /* rejected */
-    } else if (!g_fast_first) {
+    bool accepted = reject_nul(text, len, &lines, file_id, diag) && reject_mlir(text, len, file_id, diag);
+    if (accepted && !g_fast_first) {
         m = parse_once(text, len, &lines, file_id, diag, false);
-    } else {
+    } else if (accepted) {
         DiagEngine *probe = diag_create(NULL);
         diag_set_show_source(probe, false);
         m = parse_once(text, len, &lines, file_id, probe, true);
