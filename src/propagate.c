@@ -203,6 +203,10 @@ typedef struct Engine {
     int32_t phase, prio, round, step;
     int32_t act_key;         /* phase * 2 + start of act, -1 */
     bool act[256];           /* per iflag value: a factor op active in this step (set_activation) */
+    /* the replicated tiling of each rank, copied whole where a leaf has no
+     * state (made field by field next to its reader, the 16-byte loads of
+     * the copy wait on the byte store of its rank) */
+    Tiling repl[SPMDC_MAX_RANK + 1];
     /* statistics */
     int64_t n_evals, n_steps;
 } Engine;
@@ -317,9 +321,9 @@ static Tiling cur_tiling(const Engine *e, int32_t lf)
 {
     if (has_tiling(e, lf))
         return *state(e, lf);
-    Tiling t;
-    tiling_replicated(&t, leaf_rank(e, lf));
-    return t;
+    int32_t rank = leaf_rank(e, lf);
+    SPMDC_ASSERT(rank >= 0 && rank <= SPMDC_MAX_RANK);
+    return e->repl[rank];
 }
 
 static uint32_t dims_mask(int32_t rank) { return rank >= 32 ? 0xffffffffu : (1u << rank) - 1; }
@@ -3143,6 +3147,8 @@ static bool engine_run(Engine *e, HloModule *m, Arena *scratch)
     e->a = scratch;
     e->n_atoms = m->mesh.n_atoms;
     e->act_key = -1;
+    for (int32_t r = 0; r <= SPMDC_MAX_RANK; r++)
+        tiling_replicated(&e->repl[r], r);
     if (!m->has_mesh)
         return false;
     setup_index(e);
