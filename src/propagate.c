@@ -1717,16 +1717,17 @@ static void apply_step(Engine *e)
 {
     e->n_front = 0;
     for (int32_t t = 0; t < e->n_touched; t++) {
+        /* one walk of the leaf's list: a value many ops use (a weight, a
+         * broadcast constant) has a proposal from each, spread over the
+         * step's, and a second walk would miss on all of them again */
         int32_t lf = e->touched[t], n = 0;
-        for (int32_t p = e->pend[lf]; p > 0; p = e->props[p].next)
-            n++;
-        if (n > e->cap_pbuf) {
-            e->cap_pbuf = n * 2;
-            e->pbuf = xrealloc(e->pbuf, sizeof(Proposal *) * (size_t)e->cap_pbuf);
-        }
-        n = 0;
-        for (int32_t p = e->pend[lf]; p > 0; p = e->props[p].next)
+        for (int32_t p = e->pend[lf]; p > 0; p = e->props[p].next) {
+            if (n == e->cap_pbuf) {
+                e->cap_pbuf = e->cap_pbuf ? e->cap_pbuf * 2 : 16;
+                e->pbuf = xrealloc(e->pbuf, sizeof(Proposal *) * (size_t)e->cap_pbuf);
+            }
             e->pbuf[n++] = &e->props[p];
+        }
         if (n > 1)
             order_proposals(e->pbuf, n);
         apply_leaf(e, lf, e->pbuf, n);
