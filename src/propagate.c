@@ -203,9 +203,10 @@ typedef struct Engine {
     int32_t phase, prio, round, step;
     int32_t act_key;         /* phase * 2 + start of act, -1 */
     bool act[256];           /* per iflag value: a factor op active in this step (set_activation) */
-    /* the replicated tiling of each rank, copied whole where a leaf has no
-     * state (made field by field next to its reader, the 16-byte loads of
-     * the copy wait on the byte store of its rank) */
+    /* the replicated tiling of each rank, which cur_tiling copies whole for a
+     * leaf with no state: one made there (a memset, then a byte store of the
+     * rank) would be read back at once by 16-byte loads that wait for the
+     * byte store to retire instead of taking its value forwarded */
     Tiling repl[SPMDC_MAX_RANK + 1];
     /* statistics */
     int64_t n_evals, n_steps;
