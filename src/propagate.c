@@ -1723,10 +1723,7 @@ static void apply_step(Engine *e)
          * step's, and a second walk would miss on all of them again */
         int32_t lf = e->touched[t], n = 0;
         for (int32_t p = e->pend[lf]; p > 0; p = e->props[p].next) {
-            if (n == e->cap_pbuf) {
-                e->cap_pbuf = e->cap_pbuf ? e->cap_pbuf * 2 : 16;
-                e->pbuf = xrealloc(e->pbuf, sizeof(Proposal *) * (size_t)e->cap_pbuf);
-            }
+            GROW(e->pbuf, n, e->cap_pbuf);
             e->pbuf[n++] = &e->props[p];
         }
         if (n > 1)
