@@ -825,6 +825,7 @@ bool bind_shardings(HloModule *m, PassCtx *cx)
     int32_t n_items = 0, cap_items = 0;
     for (int32_t c = 0; c < m->n_comps; c++)
         for (int32_t i = 0; i < m->comps[c].n_insts; i++) {
+            HLO_WALK_PREFETCH(&m->comps[c], i);
             const HloInst *in = &m->comps[c].insts[i];
             if (in->sharding_src && gather(&ev, in->sharding_src, true, cx->diag))
                 gather(&ev, hlo_sharding_syntax(m, c, i), false, cx->diag);

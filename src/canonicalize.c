@@ -100,6 +100,7 @@ static CalleeIndex callee_index(const HloModule *m, bool inline_calls, Arena *sc
         bool needs = false;
         ix.start[ci] = total;
         for (int32_t i = 0; i < c->n_insts; i++) {
+            HLO_WALK_PREFETCH(c, i);
             const HloInst *in = &c->insts[i];
             bool names = hlo_opcode_names_computations(in->op);
             if (!names && in->op != HLO_RNG_BIT_GENERATOR) continue;

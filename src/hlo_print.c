@@ -756,6 +756,26 @@ static void print_module(StrBuf *b, const HloModule *m, const HloPrintOptions *o
             sb_printf(b, ", execution_thread=\"%s\"", comp->execution_thread);
         sb_puts(b, " {\n");
         for (int32_t i = 0; i < comp->n_insts; i++) {
+            /* The operands' records and names are far behind in a large
+             * computation (a backward pass's reads of its forward values),
+             * and the names and attribute sets lie elsewhere in the arena:
+             * ask for the records 16 instructions ahead, the strings and
+             * attributes 8 ahead (in the loop itself: GCC drops calls to a
+             * function that only prefetches) */
+            if (i + 16 < comp->n_insts) {
+                const HloInst *x = &comp->insts[i + 16];
+                for (int32_t k = 0; k < x->n_operands && k < 4; k++)
+                    if (x->operands[k] >= 0 && x->operands[k] < comp->n_insts)
+                        __builtin_prefetch(&comp->insts[x->operands[k]].name);
+            }
+            if (i + 8 < comp->n_insts) {
+                const HloInst *x = &comp->insts[i + 8];
+                __builtin_prefetch(x->name);
+                if (x->attrs) __builtin_prefetch(x->attrs);
+                for (int32_t k = 0; k < x->n_operands && k < 4; k++)
+                    if (x->operands[k] >= 0 && x->operands[k] < comp->n_insts)
+                        __builtin_prefetch(comp->insts[x->operands[k]].name);
+            }
             sb_puts(b, i == comp->root ? "  ROOT " : "  ");
             print_inst(b, m, c, i, opt, quote, &memo);
             sb_putc(b, '\n');

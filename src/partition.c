@@ -615,8 +615,10 @@ static void copy_applied(PartModule *pm)
     int32_t n = in->n_comps;
     MarkCtx mc = {ARENA_ARRAY(pm->scratch, bool, n + 1), ARENA_ARRAY(pm->scratch, int32_t, n + 1), 0, n, false};
     for (int32_t c = 0; c < n; c++)
-        for (int32_t i = 0; i < in->comps[c].n_insts; i++)
+        for (int32_t i = 0; i < in->comps[c].n_insts; i++) {
+            HLO_WALK_PREFETCH(&in->comps[c], i);
             each_ref(in->comps[c].insts[i].op, in->comps[c].insts[i].attrs, NULL, mark_ref, &mc);
+        }
     mc.all = true;
     while (mc.n_work > 0) {
         int32_t c = mc.work[--mc.n_work];
@@ -805,9 +807,11 @@ static void order_callee_first(PartModule *pm)
         return;
     OrderCtx oc = {pos};
     for (int32_t c = 0; c < n; c++)
-        for (int32_t i = 0; i < out->comps[c].n_insts; i++)
+        for (int32_t i = 0; i < out->comps[c].n_insts; i++) {
+            HLO_WALK_PREFETCH(&out->comps[c], i);
             each_ref(out->comps[c].insts[i].op, out->comps[c].insts[i].attrs, out->comps[c].insts[i].attrs,
                      remap_ref, &oc);
+        }
     HloComputation *comps = ARENA_ARRAY(pm->scratch, HloComputation, n + 1);
     for (int32_t k = 0; k < n; k++)
         comps[k] = out->comps[d.order[k]];
@@ -1911,6 +1915,31 @@ static bool partition_body(Part *p, const Tiling *want)
 {
     const HloComputation *e = &p->in->comps[p->ic];
     for (int32_t i = 0; i < e->n_insts; i++) {
+        /* Operands are often far behind their user (a backward pass reads
+         * its layer's forward activations), so their records miss every
+         * cache once the computation outgrows it: ask for the records and
+         * values of instruction i+16's operands, then the states of i+8's
+         * (in the loop itself: GCC drops calls to a function that only
+         * prefetches) */
+        if (i + 16 < e->n_insts) {
+            const HloInst *in = &e->insts[i + 16];
+            for (int32_t s = 0; s < in->n_operands && s < 4; s++) {
+                int32_t o = in->operands[s];
+                if (o >= 0 && o < i + 16) {
+                    __builtin_prefetch(&e->insts[o].op);
+                    __builtin_prefetch(&e->insts[o].shape);
+                    __builtin_prefetch(&p->vals[o]);
+                }
+            }
+        }
+        if (i + 8 < e->n_insts) {
+            const HloInst *in = &e->insts[i + 8];
+            for (int32_t s = 0; s < in->n_operands && s < 4; s++) {
+                int32_t o = in->operands[s];
+                if (o >= 0 && o < i + 8 && p->vals[o].states)
+                    __builtin_prefetch(p->vals[o].states);
+            }
+        }
         ArenaMark mk = arena_mark(p->tmp);
         padding_warnings(p, i);
         bool ok = part_handle(p, i);

@@ -100,6 +100,7 @@ static int32_t param_insts(const HloComputation *cc, Arena *a, int32_t **idx, in
     int32_t cnt = 0, cap = 64;
     *idx = ARENA_ARRAY(a, int32_t, cap);
     for (int32_t i = 0; i < cc->n_insts; i++) {
+        HLO_WALK_PREFETCH(cc, i);
         if (cc->insts[i].op != HLO_PARAMETER) continue;
         if (cnt == cap) {
             *idx = arena_realloc(a, *idx, sizeof(int32_t) * (size_t)cap, sizeof(int32_t) * (size_t)cap * 2,
@@ -369,7 +370,20 @@ typedef struct SplitJob {
 static void *split_job(void *arg)
 {
     SplitJob *j = arg;
-    for (int32_t i = j->from; i < j->to && !j->v.failed; i++) (void)verify_inst(&j->v, j->c, i);
+    const HloComputation *cc = &j->v.m->comps[j->c];
+    for (int32_t i = j->from; i < j->to && !j->v.failed; i++) {
+        /* operands defined far back (a backward pass's reads of its forward
+         * values) miss the cache once the computation outgrows it: ask for
+         * their shapes 8 instructions ahead (in the loop itself: GCC drops
+         * calls to a function that only prefetches) */
+        if (i + 8 < j->to) {
+            const HloInst *in = &cc->insts[i + 8];
+            for (int32_t k = 0; in->operands && k < in->n_operands && k < 4; k++)
+                if (in->operands[k] >= 0 && in->operands[k] < cc->n_insts)
+                    __builtin_prefetch(&cc->insts[in->operands[k]].shape);
+        }
+        (void)verify_inst(&j->v, j->c, i);
+    }
     return NULL;
 }
 
