@@ -88,7 +88,7 @@ typedef struct Ann {
 /* A state offered to a leaf during a step. */
 typedef struct Proposal {
     Tiling t;
-    int32_t leaf, next;   /* next proposal for the same leaf, 0 */
+    int32_t leaf;
     int32_t src;          /* leaf whose state it carries */
     int32_t via;          /* global instruction it came through */
     int32_t lorg;         /* annotation the source's state came from */
@@ -177,6 +177,10 @@ typedef struct Engine {
     int32_t n_anns, cap_anns;
     uint32_t *ann_closed, *ann_forbid; /* [n_anns]: in the current round (round_closures) */
     Proposal *props;             /* in the pass's arena (e->a) */
+    /* [cap_props]: the next (older) proposal for the same leaf, 0; apart
+     * from props, so that walking a leaf's list reads 4 bytes a proposal
+     * (a value many ops use has one from each, spread over the step's) */
+    int32_t *pnext;
     int32_t n_props, cap_props;
     int32_t *touched, n_touched, cap_touched;
     int32_t *front, n_front, cap_front;
@@ -498,6 +502,8 @@ static Proposal *new_proposal(Engine *e, int32_t leaf)
         int32_t cap = e->cap_props ? e->cap_props * 2 : 64;
         e->props = arena_realloc(e->a, e->props, sizeof(Proposal) * (size_t)e->cap_props,
                                  sizeof(Proposal) * (size_t)cap, _Alignof(Proposal));
+        e->pnext = arena_realloc(e->a, e->pnext, sizeof(int32_t) * (size_t)e->cap_props, sizeof(int32_t) * (size_t)cap,
+                                 _Alignof(int32_t));
         e->cap_props = cap;
     }
     Proposal *p = &e->props[e->n_props];
@@ -506,8 +512,8 @@ static Proposal *new_proposal(Engine *e, int32_t leaf)
     p->manual = p->consumer = false;
     p->alt = p->n_alt = 0;
     p->leaf = leaf;
-    p->next = e->pend[leaf];
-    if (p->next == 0) {
+    e->pnext[e->n_props] = e->pend[leaf];
+    if (e->pend[leaf] == 0) {
         GROW(e->touched, e->n_touched, e->cap_touched);
         e->touched[e->n_touched++] = leaf;
     }
@@ -1740,7 +1746,7 @@ static void apply_step(Engine *e)
             __builtin_prefetch(&e->via[la]);
         }
         int32_t lf = e->touched[t], n = 0;
-        for (int32_t p = e->pend[lf]; p > 0; p = e->props[p].next) {
+        for (int32_t p = e->pend[lf]; p > 0; p = e->pnext[p]) {
             GROW(e->pbuf, n, e->cap_pbuf);
             e->pbuf[n++] = &e->props[p];
         }
@@ -2100,7 +2106,7 @@ static void setup_index(Engine *e)
     e->via = ARENA_ARRAY(e->a, int32_t, L + 1);
     e->stamp = ARENA_ARRAY(e->a, int32_t, L + 1);
     e->pend = ARENA_ARRAY(e->a, int32_t, L + 1);
-    e->n_props = 1; /* props[0] stands for none in pend and next */
+    e->n_props = 1; /* props[0] stands for none in pend and pnext */
     e->annx = ARENA_ARRAY(e->a, int32_t, L + 1);
     e->lorg = arena_alloc(e->a, sizeof(int32_t) * (size_t)(L + 1), _Alignof(int32_t));
     memset(e->lorg, 0xff, sizeof(int32_t) * (size_t)(L + 1));
