@@ -1724,9 +1724,6 @@ static void apply_step(Engine *e)
 {
     e->n_front = 0;
     for (int32_t t = 0; t < e->n_touched; t++) {
-        /* one walk of the leaf's list: a value many ops use (a weight, a
-         * broadcast constant) has a proposal from each, spread over the
-         * step's, and a second walk would miss on all of them again */
         /* the touched leaves come in the order proposals first reached
          * them, scattered over the per-leaf arrays: ask for what apply_leaf
          * reads 16 leaves ahead, and the head proposal 8 ahead (in the loop
@@ -1745,6 +1742,9 @@ static void apply_step(Engine *e)
             __builtin_prefetch(&e->from[la]);
             __builtin_prefetch(&e->via[la]);
         }
+        /* one walk of the leaf's list: a value many ops use (a weight, a
+         * broadcast constant) has a proposal from each, spread over the
+         * step's, and a second walk would miss on all of them again */
         int32_t lf = e->touched[t], n = 0;
         for (int32_t p = e->pend[lf]; p > 0; p = e->pnext[p]) {
             GROW(e->pbuf, n, e->cap_pbuf);
